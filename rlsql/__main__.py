@@ -1,0 +1,5 @@
+"""`python -m rlsql` runs the CLI."""
+
+from rlsql.cli import main
+
+main()

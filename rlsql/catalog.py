@@ -1,0 +1,325 @@
+"""The SQL catalog: finds the files of `sql/`, reads their headers, orders them by dependency.
+
+Each file opens with `-- key: value` header lines (name, version, description, param, grain,
+artifact, columns, other_columns, optional). Dependencies come from the SQL itself (sqlglot), not
+from file order; an unknown reference or a cycle is an error when the catalog loads.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+import sqlglot
+from sqlglot import exp
+
+from rlsql.errors import CatalogError, UsageError
+from rlsql.params import Param
+from rlsql.sqltext import date_literal, identifier, literal
+
+#: folder -> kind, in the order a reader meets them
+KINDS = {"sources": "source", "macros": "macro", "views": "view", "queries": "query"}
+_HEADER = re.compile(r"^--\s*(?P<key>[a-z_]+):\s*(?P<value>.*)$")
+_KNOWN_KEYS = {"name", "version", "description", "param", "grain", "artifact", "columns", "other_columns", "optional"}
+_MACRO_NAME = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
+_MACRO_IS_TABLE = re.compile(r"\)\s+AS\s+TABLE\b", re.IGNORECASE)
+# sqlglot does not parse `CREATE MACRO m(a, b := 5)`: analyse the body after AS [TABLE] instead
+_MACRO_BODY = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+\w+\s*\([^)]*\)\s+AS\s+(?:TABLE\s+)?(.*)$",
+                         re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+
+
+@dataclass
+class SqlFile:
+    """One file of `sql/`: a source, view, macro or named query."""
+
+    name: str
+    kind: str
+    path: str
+    text: str
+    version: str
+    description: str
+    params: list[Param] = field(default_factory=list)
+    grain: str | None = None
+    artifact: str | None = None
+    optional: bool = False
+    columns: list[Column] = field(default_factory=list)
+    other_columns_type: str = "VARCHAR"
+    #: names this file's SQL refers to (views and macros of the catalog)
+    depends_on: list[str] = field(default_factory=list)
+    #: hash of the normalised SQL and of every parent's fingerprint (a comment edit keeps it)
+    fingerprint: str = ""
+    #: the SQL with parameters and structure filled in; sources render per connection instead
+    rendered: str = ""
+
+    @property
+    def body(self) -> str:
+        return "\n".join(line for line in self.text.splitlines() if not _HEADER.match(line)).strip()
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise CatalogError(f"{self.path}: uses param {name!r} that its header does not declare")
+
+    def create_statements(self, sql: str) -> list[str]:
+        """The DDL that creates this object in DuckDB, with its description attached."""
+        comment = literal(self.description)
+        if self.kind == "macro":
+            what = "MACRO TABLE" if _MACRO_IS_TABLE.search(sql) else "MACRO"
+            return [sql, f"COMMENT ON {what} {identifier(self.name)} IS {comment}"]
+        return [f"CREATE OR REPLACE VIEW {identifier(self.name)} AS\n{sql}", f"COMMENT ON VIEW {identifier(self.name)} IS {comment}"]
+
+
+def _parse_header(text: str, path: str, kind: str) -> SqlFile:
+    fields: dict[str, str] = {}
+    params: list[Param] = []
+    for line in text.splitlines():
+        match = _HEADER.match(line)
+        if not match:
+            if line.strip() and not line.startswith("{#"):
+                break
+            continue
+        key, value = match["key"], match["value"].strip()
+        if key not in _KNOWN_KEYS:
+            raise CatalogError(f"{path}: unknown header key {key!r}")
+        if key == "param":
+            params.append(Param.parse(value, path))
+        else:
+            fields[key] = value
+    stem = Path(path).stem
+    for required in ("name", "version", "description"):
+        if required not in fields:
+            raise CatalogError(f"{path}: header lacks '-- {required}: ...'")
+    if fields["name"] != stem:
+        raise CatalogError(f"{path}: header name {fields['name']!r} differs from the file name")
+    columns = [_parse_column(spec, path) for spec in fields.get("columns", "").split(",") if spec.strip()]
+    return SqlFile(
+        name=fields["name"],
+        kind=kind,
+        path=path,
+        text=text,
+        version=fields["version"],
+        description=fields["description"],
+        params=params,
+        grain=fields.get("grain"),
+        artifact=fields.get("artifact"),
+        optional=fields.get("optional", "false").lower() == "true",
+        columns=columns,
+        other_columns_type=fields.get("other_columns", "VARCHAR"),
+    )
+
+
+def _parse_column(spec: str, path: str) -> Column:
+    name, _, ctype = spec.strip().rpartition(" ")
+    if not name or ctype.upper() not in {"VARCHAR", "DOUBLE", "BIGINT", "INTEGER", "BOOLEAN"}:
+        raise CatalogError(f"{path}: cannot read column spec {spec.strip()!r} (want 'name TYPE')")
+    return Column(name.strip(), ctype.upper())
+
+
+def sql_root() -> Path:
+    return Path(str(resources.files("rlsql.sql")))
+
+
+def jinja_env(root: Path) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(root)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
+    env.filters["lit"] = literal
+    env.filters["lit_date"] = date_literal
+    env.filters["ident"] = identifier
+    return env
+
+
+def _normalise(sql: str) -> str:
+    """SQL without comments or layout, so a fingerprint changes with logic only."""
+    try:
+        return ";".join(e.sql(dialect="duckdb", comments=False) for e in sqlglot.parse(sql, read="duckdb") if e)
+    except sqlglot.errors.SqlglotError:
+        return " ".join(re.sub(r"--[^\n]*|\{#.*?#\}", " ", sql, flags=re.S).split())
+
+
+def _references(sql: str, path: str) -> tuple[set[str], set[str]]:
+    """(tables, functions) a SQL text refers to, CTE names left out."""
+    macro = _MACRO_BODY.match(sql)
+    if macro:
+        sql = macro.group(1)
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
+    except sqlglot.errors.SqlglotError as exc:
+        raise CatalogError(f"{path}: sqlglot cannot parse it to find its dependencies: {exc}") from exc
+    tables: set[str] = set()
+    functions: set[str] = set()
+    for tree in trees:
+        ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+        for table in tree.find_all(exp.Table):
+            if table.name and table.name not in ctes and not isinstance(table.this, exp.Func):
+                tables.add(table.name)
+        for func in tree.find_all(exp.Anonymous):
+            functions.add(func.name.lower())
+    return tables, functions
+
+
+class Catalog:
+    """Every SQL file, by name, with dependencies resolved and checked."""
+
+    def __init__(self, files: Iterable[SqlFile], root: Path):
+        self.root = root
+        self.env = jinja_env(root)
+        self.files: dict[str, SqlFile] = {}
+        for f in files:
+            if f.name in self.files:
+                raise CatalogError(f"{f.path}: name {f.name!r} is already used by {self.files[f.name].path}")
+            self.files[f.name] = f
+        self._analyse()
+        self.order = self._topological(self.files)
+
+    # -- loading ---------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, root: Path | None = None) -> Catalog:
+        root = root or sql_root()
+        files = []
+        for folder, kind in KINDS.items():
+            for path in sorted((root / folder).glob("*.sql")):
+                files.append(_parse_header(path.read_text(encoding="utf-8"), f"sql/{folder}/{path.name}", kind))
+        return cls(files, root)
+
+    def render(self, f: SqlFile, **context: object) -> str:
+        template = self.env.from_string(f.body)
+        return template.render(param=lambda name: f.param(name).sql_ref(), **context).strip()
+
+    def _analyse(self) -> None:
+        macro_names = {f.name for f in self.files.values() if f.kind == "macro"}
+        cache = _AnalysisCache(self.root)
+        for f in self.files.values():
+            if f.kind == "source":
+                continue  # rendered per connection; sources read files and refer to nothing
+            f.rendered = self.render(f)
+            if f.kind == "macro":
+                defined = _MACRO_NAME.findall(f.rendered)
+                if defined != [f.name]:
+                    raise CatalogError(f"{f.path}: a macro file must define exactly the macro {f.name!r}")
+            cached = cache.get(f.rendered)
+            if cached is None:
+                tables, functions = _references(f.rendered, f.path)
+                cached = {"tables": sorted(tables), "functions": sorted(functions), "normal": _normalise(f.rendered)}
+                cache.put(f.rendered, cached)
+            deps = set()
+            for table in cached["tables"]:
+                if table not in self.files:
+                    raise CatalogError(f"{f.path}: refers to {table!r}, which no file of sql/ defines")
+                deps.add(table)
+            deps |= {fn for fn in cached["functions"] if fn in macro_names and fn != f.name}
+            f.depends_on = sorted(deps)
+            f.fingerprint = cached["normal"]  # replaced by the hash with parents below
+        cache.save()
+        for f in self._topological(self.files):
+            own = f.fingerprint if f.kind != "source" else _normalise(f.body)
+            parents = "".join(self.files[d].fingerprint for d in f.depends_on)
+            f.fingerprint = hashlib.sha256(f"{f.kind}\0{own}\0{parents}".encode()).hexdigest()[:16]
+
+    @staticmethod
+    def _topological(files: dict[str, SqlFile]) -> list[SqlFile]:
+        order: list[SqlFile] = []
+        state: dict[str, str] = {}
+
+        def visit(name: str, trail: list[str]) -> None:
+            if state.get(name) == "done":
+                return
+            if state.get(name) == "active":
+                cycle = [*trail[trail.index(name) :], name]
+                raise CatalogError(f"{files[name].path}: dependency cycle {' -> '.join(cycle)}")
+            state[name] = "active"
+            for dep in files[name].depends_on:
+                visit(dep, [*trail, name])
+            state[name] = "done"
+            order.append(files[name])
+
+        for name in sorted(files, key=lambda n: (list(KINDS.values()).index(files[n].kind), n)):
+            visit(name, [])
+        return order
+
+    # -- lookups ---------------------------------------------------------------------------------
+    def queries(self) -> list[SqlFile]:
+        return sorted((f for f in self.files.values() if f.kind == "query"), key=lambda f: f.name)
+
+    def query(self, name: str) -> SqlFile:
+        f = self.files.get(name)
+        if f is None or f.kind != "query":
+            names = [q.name for q in self.queries()]
+            close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else "; `rlsql list` shows them all"
+            raise UsageError(f"no named query {name!r}{hint}")
+        return f
+
+    def closure(self, names: Iterable[str]) -> list[SqlFile]:
+        """The files `names` need, themselves included, in creation order."""
+        wanted: set[str] = set()
+        stack = list(names)
+        while stack:
+            name = stack.pop()
+            if name not in wanted:
+                wanted.add(name)
+                stack.extend(self.files[name].depends_on)
+        return [f for f in self.order if f.name in wanted]
+
+
+class _AnalysisCache:
+    """sqlglot parsing costs ~100 ms per start; its results depend only on the SQL text, so keep them.
+
+    Stored under the user's cache folder (never a run folder); any failure just means no cache.
+    """
+
+    def __init__(self, root: Path):
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        key = hashlib.sha256(f"{sqlglot.__version__}\0{root}".encode()).hexdigest()[:12]
+        self.path = Path(base) / "rlsql" / f"sql-analysis-{key}.json"
+        self.dirty = False
+        try:
+            self.entries: dict[str, dict] = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.entries = {}
+
+    @staticmethod
+    def _key(sql: str) -> str:
+        return hashlib.sha256(sql.encode()).hexdigest()
+
+    def get(self, sql: str) -> dict | None:
+        return self.entries.get(self._key(sql))
+
+    def put(self, sql: str, value: dict) -> None:
+        self.entries[self._key(sql)] = value
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty or os.environ.get("RLSQL_NO_CACHE"):
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(self.entries), encoding="utf-8")
+            tmp.replace(self.path)
+        except OSError:
+            pass
+
+
+@functools.lru_cache(maxsize=1)
+def load_catalog() -> Catalog:
+    return Catalog.load()

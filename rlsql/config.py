@@ -1,0 +1,83 @@
+"""Read a run's rl_config.yaml and flatten it to rows for the `config_src` view.
+
+DuckDB has no YAML reader, so pyyaml parses the file and the leaves reach SQL as literals.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def _json_default(value: Any) -> str:
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return str(value)
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, default=_json_default)
+    return str(value)
+
+
+def flatten(tree: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, leaf) pairs in document order; lists are leaves (routing lists stay whole)."""
+    if isinstance(tree, dict):
+        pairs: list[tuple[str, Any]] = []
+        for key, value in tree.items():
+            pairs.extend(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return pairs
+    return [(prefix, tree)]
+
+
+def load_yaml(path: Path) -> dict | None:
+    """The parsed config, or None (with a warning) when it cannot be used."""
+    from rlsql.connection import RlsqlWarning  # late: connection imports this module
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+        tree = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        warnings.warn(
+            f"{where}: YAML does not parse ({exc.problem}); using the trainer's default exception routing",
+            RlsqlWarning,
+            stacklevel=2,
+        )
+        return None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        warnings.warn(f"{path}: cannot read config ({exc}); using the trainer's defaults", RlsqlWarning, stacklevel=2)
+        return None
+    if tree is None:
+        return {}
+    if not isinstance(tree, dict):
+        warnings.warn(f"{path}: config is not a mapping; using the trainer's defaults", RlsqlWarning, stacklevel=2)
+        return None
+    return tree
+
+
+def config_rows(run: str, path: Path) -> list[dict]:
+    tree = load_yaml(path)
+    if tree is None:
+        return []
+    return [
+        {
+            "run": run,
+            "ordinal": ordinal,
+            "key": key,
+            "value": _text(value),
+            "value_json": json.dumps(value, default=_json_default),
+        }
+        for ordinal, (key, value) in enumerate(flatten(tree), start=1)
+    ]

@@ -1,0 +1,174 @@
+"""Build a DuckDB connection holding rlsql's views and macros over a set of runs.
+
+Sources are rendered here from what `runs.py` found (paths, headers, the flattened config); every
+value reaches the SQL as an escaped literal. Only the views a caller needs are created, so a
+query pays for its own dependencies only.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
+from rlsql.config import config_rows
+from rlsql.errors import DataError
+from rlsql.runs import CSV_ARTIFACTS, CONFIG_NAMES, Run, read_header, resolve_runs
+
+RunSpec = str | Path | Sequence[str | Path] | None
+
+ARTIFACT_LABELS = {
+    "metrics": "trainer metrics",
+    "trials": "trial results",
+    "vllm": "vLLM engine stats",
+    "config": "rl_config.yaml",
+}
+
+
+class RlsqlWarning(UserWarning):
+    """Something rlsql skipped or assumed; the numbers it prints do not include it."""
+
+
+@dataclass(frozen=True)
+class CsvFile:
+    """One CSV as a source template sees it."""
+
+    run: str
+    path: str
+    header: list[str]
+    types: dict[str, str]
+
+
+def where_looked(run: Run, kind: str) -> str:
+    if kind == "config":
+        return f"{run.path} for {' or '.join(CONFIG_NAMES)}"
+    prefixed, plain = CSV_ARTIFACTS[kind]
+    return f"{run.path} for *_{prefixed} or {plain}"
+
+
+def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -> None:
+    """Fail when no run has an artifact the query reads; warn for the runs that lack it."""
+    for f in files:
+        if f.kind != "source" or not f.artifact or f.optional:
+            continue
+        lacking = [r for r in runs if r.artifact(f.artifact) is None]
+        label = ARTIFACT_LABELS[f.artifact]
+        if len(lacking) == len(runs):
+            run = lacking[0]
+            more = f" (nor do {len(lacking) - 1} other runs)" if len(lacking) > 1 else ""
+            raise DataError(
+                f"{query} needs the {label} of run {run.name!r}, and there are none{more}: "
+                f"looked in {where_looked(run, f.artifact)}"
+            )
+        for run in lacking:
+            warnings.warn(
+                f"run {run.name!r} has no {label} (looked in {where_looked(run, f.artifact)}); "
+                f"{query} leaves it out",
+                RlsqlWarning,
+                stacklevel=3,
+            )
+
+
+class SourceContext:
+    """What the source templates are rendered with; each piece is computed once, when first needed."""
+
+    def __init__(self, runs: Sequence[Run]):
+        self.runs = list(runs)
+
+    @functools.cached_property
+    def run_rows(self) -> list[dict]:
+        return [
+            {"name": r.name, "path": str(r.path), "vllm_base_date": r.vllm_base_date()} for r in self.runs
+        ]
+
+    @functools.cached_property
+    def run_files(self) -> list[dict]:
+        return [
+            {"run": r.name, "kind": a.kind, "path": str(a.path), "prefix": a.prefix}
+            for r in self.runs
+            for a in r.artifacts.values()
+        ]
+
+    @functools.cached_property
+    def config_rows(self) -> list[dict]:
+        rows: list[dict] = []
+        for run in self.runs:
+            config = run.artifact("config")
+            if config is not None:
+                rows.extend(config_rows(run.name, config.path))
+        return rows
+
+    def csv_context(self, source: SqlFile) -> dict:
+        """files (one per run that has the artifact) and the union of their columns, declared ones first."""
+        declared = {c.name: c.type for c in source.columns}
+        columns: list[Column] = list(source.columns)
+        seen = set(declared)
+        files: list[CsvFile] = []
+        for run in self.runs:
+            artifact = run.artifact(source.artifact or "")
+            if artifact is None:
+                continue
+            header = read_header(artifact.path)
+            if not header:
+                warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
+                continue
+            types = {name: declared.get(name, source.other_columns_type) for name in header}
+            files.append(CsvFile(run.name, str(artifact.path), header, types))
+            for name in header:
+                if name not in seen:
+                    seen.add(name)
+                    columns.append(Column(name, source.other_columns_type))
+        return {"files": files, "columns": columns}
+
+    def render(self, catalog: Catalog, source: SqlFile) -> str:
+        context: dict = {"runs": self.run_rows}
+        if source.name == "run_files":
+            context["run_files"] = self.run_files
+        elif source.artifact == "config":
+            context["config_rows"] = self.config_rows
+        elif source.artifact:
+            context.update(self.csv_context(source))
+        return catalog.render(source, **context)
+
+
+def create_objects(
+    con: duckdb.DuckDBPyConnection, runs: Sequence[Run], files: Iterable[SqlFile], catalog: Catalog
+) -> None:
+    """Create `files` (already in dependency order) on `con`."""
+    sources = SourceContext(runs)
+    for f in files:
+        sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
+        for statement in f.create_statements(sql):
+            try:
+                con.execute(statement)
+            except duckdb.Error as exc:
+                raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+
+
+def one_line(exc: BaseException) -> str:
+    """DuckDB's messages span lines (and carry hints); keep the first meaningful line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def open_connection(
+    runs: Sequence[Run], names: Iterable[str] | None = None, catalog: Catalog | None = None
+) -> duckdb.DuckDBPyConnection:
+    catalog = catalog or load_catalog()
+    files = catalog.closure(names) if names is not None else catalog.order
+    con = duckdb.connect(":memory:")
+    create_objects(con, runs, files, catalog)
+    return con
+
+
+def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with every rlsql view and macro over `runs` (default: the sample run).
+
+    `runs` takes what `--run` takes: run folders, folders of runs, globs.
+    """
+    return open_connection(resolve_runs(runs))

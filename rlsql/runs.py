@@ -1,0 +1,183 @@
+"""Find run folders and the artifacts inside them (data-contract.md section 1).
+
+This module only looks at names, sizes and the first line of each CSV; DuckDB reads the data.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import glob
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from rlsql.errors import DataError, UsageError
+
+#: artifact -> (suffix after the `YYYYMMDD_HHMMSS_` prefix, the newest parser's unprefixed name)
+CSV_ARTIFACTS: dict[str, tuple[str, str]] = {
+    "metrics": ("metrics_table.csv", "metrics.csv"),
+    "trials": ("trial_results.csv", "trial_results.csv"),
+    "vllm": ("vllm_metrics_table.csv", "vllm_metrics.csv"),
+}
+CONFIG_NAMES = ("rl_config.yaml", "rl_config.yml")
+ARTIFACTS = (*CSV_ARTIFACTS, "config")
+
+_PREFIX = re.compile(r"^(?P<ts>\d{8}_\d{6})_(?P<rest>.+)$")
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+SAMPLE_RUN_NAME = "calendar"
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One file rlsql reads for a run."""
+
+    kind: str
+    path: Path
+    #: the parse time the file name carries (`YYYYMMDD_HHMMSS`), None for unprefixed names
+    prefix: str | None = None
+
+    @property
+    def prefix_date(self) -> dt.date | None:
+        return dt.datetime.strptime(self.prefix, "%Y%m%d_%H%M%S").date() if self.prefix else None
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run folder: its identity is the folder name."""
+
+    name: str
+    path: Path
+    artifacts: dict[str, Artifact] = field(default_factory=dict)
+    #: files of an artifact's kind that lost to a newer parse (reported by `rlsql runs`)
+    ignored: tuple[Path, ...] = ()
+
+    def artifact(self, kind: str) -> Artifact | None:
+        return self.artifacts.get(kind)
+
+    def vllm_base_date(self) -> dt.date | None:
+        """The date the vLLM `MM-DD` stamps are read against (semantics.md: vLLM year)."""
+        vllm = self.artifacts.get("vllm")
+        if vllm is None:
+            return None
+        for candidate in (vllm, self.artifacts.get("metrics"), self.artifacts.get("trials")):
+            if candidate is not None and candidate.prefix_date is not None:
+                return candidate.prefix_date
+        return dt.datetime.fromtimestamp(vllm.path.stat().st_mtime, tz=dt.UTC).date()
+
+
+def scan_folder(path: Path) -> Run | None:
+    """The run in `path`, or None when the folder holds no artifact at all."""
+    prefixed: dict[str, list[tuple[str, Path]]] = {kind: [] for kind in CSV_ARTIFACTS}
+    plain: dict[str, Path] = {}
+    config: Path | None = None
+    try:
+        entries = sorted(p for p in path.iterdir() if p.is_file())
+    except OSError as exc:
+        raise DataError(f"{path}: cannot list the folder ({exc.strerror})") from exc
+    for entry in entries:
+        name = entry.name
+        if name in CONFIG_NAMES and config is None:
+            config = entry
+            continue
+        match = _PREFIX.match(name)
+        for kind, (suffix, unprefixed) in CSV_ARTIFACTS.items():
+            if match and match["rest"] == suffix:
+                prefixed[kind].append((match["ts"], entry))
+            elif not match and name == unprefixed:
+                plain[kind] = entry
+    artifacts: dict[str, Artifact] = {}
+    ignored: list[Path] = []
+    for kind in CSV_ARTIFACTS:
+        candidates = sorted(prefixed[kind])
+        if candidates:
+            ts, newest = candidates[-1]
+            artifacts[kind] = Artifact(kind, newest, ts)
+            ignored.extend(p for _, p in candidates[:-1])
+            if kind in plain:
+                ignored.append(plain[kind])
+        elif kind in plain:
+            artifacts[kind] = Artifact(kind, plain[kind])
+    if config is not None:
+        artifacts["config"] = Artifact("config", config)
+    if not artifacts:
+        return None
+    return Run(name=path.name, path=path, artifacts=artifacts, ignored=tuple(ignored))
+
+
+def sample_run_path() -> Path:
+    """The small realistic run shipped inside the package."""
+    return Path(str(resources.files("rlsql.sample").joinpath(SAMPLE_RUN_NAME)))
+
+
+def _expand(spec: str | Path) -> list[Path]:
+    text = str(spec)
+    if _GLOB_CHARS.search(text):
+        matches = sorted(Path(m) for m in glob.glob(str(Path(text).expanduser())))
+        if not matches:
+            raise DataError(f"{text}: no folder matches this pattern")
+        return matches
+    path = Path(text).expanduser()
+    if not path.exists():
+        raise DataError(f"{path}: run folder not found")
+    return [path]
+
+
+def _runs_at(path: Path) -> list[Run]:
+    if not path.is_dir():
+        raise DataError(f"{path}: not a folder (give the run folder, not a file inside it)")
+    run = scan_folder(path)
+    if run is not None:
+        return [run]
+    found = [r for sub in sorted(p for p in path.iterdir() if p.is_dir()) if (r := scan_folder(sub))]
+    if not found:
+        wanted = ", ".join(f"*_{s}" for s, _ in CSV_ARTIFACTS.values())
+        raise DataError(f"{path}: no run artifacts here or in its sub-folders (looked for {wanted}, rl_config.yaml)")
+    return found
+
+
+def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
+    """Turn `--run` values into runs, ordered by name; None or empty means the packaged sample."""
+    if specs is None:
+        specs = [sample_run_path()]
+    elif isinstance(specs, (str, Path)):
+        specs = [specs]
+    specs = list(specs)
+    if not specs:
+        specs = [sample_run_path()]
+    by_path: dict[Path, Run] = {}
+    for spec in specs:
+        for path in _expand(spec):
+            for run in _runs_at(path):
+                by_path.setdefault(run.path.resolve(), run)
+    runs = sorted(by_path.values(), key=lambda r: r.name)
+    _check_unique_names(runs)
+    return [Run(r.name, r.path.resolve(), r.artifacts, r.ignored) for r in runs]
+
+
+def _check_unique_names(runs: Sequence[Run]) -> None:
+    seen: dict[str, Path] = {}
+    for run in runs:
+        if run.name in seen:
+            raise UsageError(
+                f"two runs are both named {run.name!r} ({seen[run.name]} and {run.path}); "
+                "a run's id is its folder name, so give them distinct folder names"
+            )
+        seen[run.name] = run.path
+
+
+def read_header(path: Path) -> list[str]:
+    """Column names from the first line of a CSV (a UTF-8 BOM is dropped; an empty file has none)."""
+    try:
+        with path.open("r", encoding="utf-8-sig", newline="") as fh:
+            first = fh.readline()
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}:1: header is not valid UTF-8 ({exc.reason})") from exc
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
+    if not first.strip():
+        return []
+    return next(csv.reader([first]))

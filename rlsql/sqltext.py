@@ -1,0 +1,39 @@
+"""Safe pieces of SQL text: literals and identifiers made from values rlsql controls.
+
+Jinja uses these as filters. They quote; they never let a value end a string or an identifier.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+
+def literal(value: Any) -> str:
+    """A SQL literal for None, bool, int, float, str or Path."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if value == value and abs(value) != float("inf") else f"'{value}'::DOUBLE"
+    text = str(value) if isinstance(value, Path) else value
+    if not isinstance(text, str):
+        raise TypeError(f"no SQL literal for {type(value).__name__}")
+    if "\x00" in text:
+        raise ValueError("a SQL string literal cannot hold a NUL character")
+    return "'" + text.replace("'", "''") + "'"
+
+
+def date_literal(value: dt.date | None) -> str:
+    return "CAST(NULL AS DATE)" if value is None else f"DATE '{value.isoformat()}'"
+
+
+def identifier(name: str) -> str:
+    """A double-quoted identifier (column names such as `reward/avg_raw_reward` need quoting)."""
+    if "\x00" in name:
+        raise ValueError("an identifier cannot hold a NUL character")
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,40 @@
+-- name: reward_curve
+-- version: 1
+-- description: Reward per deduplicated step (first-seen row): reward/avg_raw_reward, the run's pass@k and its k, the EMA (alpha = 2/(span+1), seeded with the first reward) and the rolling mean of the last `span` steps.
+-- param: span INTEGER = 5, min 1: EMA span and rolling window, in deduplicated steps
+-- grain: run, step
+WITH
+    pass_columns AS (
+        SELECT run, metric, CAST(regexp_extract(metric, '^reward/avg_pass_at_([0-9]+)$', 1) AS INTEGER) AS k
+        FROM metrics_long
+        WHERE regexp_full_match(metric, 'reward/avg_pass_at_[0-9]+')
+        GROUP BY run, metric
+        -- a run logs one pass@k (k = n_samples_per_prompt); should it log several, take the lowest k
+        QUALIFY row_number() OVER (PARTITION BY run ORDER BY k) = 1
+    ),
+    points AS (
+        SELECT s.run, s.step, s.log_file, s."reward/avg_raw_reward" AS reward, l.value AS pass_at_k, p.k
+        FROM steps AS s
+        LEFT JOIN pass_columns AS p ON p.run = s.run
+        LEFT JOIN metrics_long AS l ON l.run = s.run AND l.row_no = s.row_no AND l.metric = p.metric
+    )
+SELECT
+    run,
+    step,
+    log_file,
+    reward,
+    pass_at_k,
+    k,
+    CASE WHEN reward IS NOT NULL THEN
+        ema_last(
+            list(reward ORDER BY step) FILTER (WHERE reward IS NOT NULL) OVER (
+                PARTITION BY run ORDER BY step ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+            ),
+            {{ param('span') }}
+        )
+    END AS ema,
+    avg(reward) OVER (
+        PARTITION BY run ORDER BY step ROWS BETWEEN {{ param('span') }} - 1 PRECEDING AND CURRENT ROW
+    ) AS rolling_mean
+FROM points
+ORDER BY run, step

@@ -1,0 +1,16 @@
+-- name: reward_summary
+-- version: 1
+-- description: Verifier rewards per run: all trials, trials with a reward, their mean reward, success rate (share with reward > 0, 0-1) and trials with turns.
+-- grain: run
+SELECT
+    f.run,
+    count(t.row_no) AS trials,
+    count(t.reward) AS trials_with_reward,
+    avg(t.reward) AS mean_reward,
+    avg(CASE WHEN t.reward > 0 THEN 1.0 WHEN t.reward IS NOT NULL THEN 0.0 END) AS success_rate,
+    count(t.n_episodes) AS trials_with_turns
+FROM run_files AS f
+LEFT JOIN trials AS t ON t.run = f.run
+WHERE f.artifact = 'trials'
+GROUP BY f.run
+ORDER BY f.run

@@ -1,0 +1,31 @@
+-- name: vllm_summary
+-- version: 1
+-- description: vLLM engine stats per run and log: seconds with a stat line, means per engine, max totals, KV-cache and prefix-cache percents (0-100), and a utilisation verdict (underutilized: nothing waits and < 5 running per engine; well-utilized: requests wait; low throughput: < 300 tok/s per engine; else moderate).
+-- grain: run, log_file
+WITH per_log AS (
+    SELECT
+        run,
+        log_file,
+        count(*) AS seconds,
+        avg(n_engines_reporting) AS mean_engines_reporting,
+        avg(avg_running_requests_per_engine) AS mean_running_per_engine,
+        max(total_running_requests) AS max_total_running,
+        avg(total_waiting_requests) AS mean_total_waiting,
+        max(total_waiting_requests) AS max_total_waiting,
+        avg(avg_generation_throughput_per_engine) AS mean_generation_tps_per_engine,
+        max(total_generation_throughput_tokens_per_sec) AS max_total_generation_tps,
+        avg(avg_gpu_kv_cache_usage_pct) AS mean_kv_cache_pct,
+        avg(avg_prefix_cache_hit_rate_pct) AS mean_prefix_cache_hit_pct
+    FROM vllm_seconds
+    GROUP BY run, log_file
+)
+SELECT
+    *,
+    CASE
+        WHEN mean_total_waiting = 0 AND mean_running_per_engine < 5 THEN 'underutilized'
+        WHEN mean_total_waiting > 0 THEN 'well-utilized'
+        WHEN mean_generation_tps_per_engine < 300 THEN 'low throughput'
+        ELSE 'moderate'
+    END AS utilization
+FROM per_log
+ORDER BY run, log_file

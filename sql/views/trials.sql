@@ -1,0 +1,54 @@
+-- name: trials
+-- version: 1
+-- description: One row per Harbor trial: run, row_no (CSV order), task and trial names, n_episodes (turns), tokens, exception_type (`No exception` when empty), reward, outcome (Success: reward > 0, Failure: reward = 0), durations, treatment (the route the config gives the exception type) and effective_treatment (a passthrough trial without a reward is masked).
+-- grain: run, trial_name
+WITH typed AS (
+    SELECT
+        t.run,
+        t.row_no,
+        t.task_name,
+        t.trial_name,
+        CAST(t.n_episodes AS BIGINT) AS n_episodes,
+        CAST(t.n_input_tokens AS BIGINT) AS n_input_tokens,
+        CAST(t.n_output_tokens AS BIGINT) AS n_output_tokens,
+        nullif(trim(t.exception_type), '') AS raw_exception,
+        t.reward,
+        t.agent_duration_sec,
+        t.trial_duration,
+        t.environment_setup_duration,
+        t.agent_setup_duration,
+        t.agent_execution_duration,
+        t.verifier_duration
+    FROM trials_src AS t
+)
+SELECT
+    t.run,
+    t.row_no,
+    t.task_name,
+    t.trial_name,
+    t.n_episodes,
+    t.n_input_tokens,
+    t.n_output_tokens,
+    coalesce(t.raw_exception, 'No exception') AS exception_type,
+    t.reward,
+    CASE WHEN t.reward > 0 THEN 'Success' WHEN t.reward = 0 THEN 'Failure' END AS outcome,
+    t.agent_duration_sec,
+    t.trial_duration,
+    t.environment_setup_duration,
+    t.agent_setup_duration,
+    t.agent_execution_duration,
+    t.verifier_duration,
+    -- the trainer checks passthrough, then mask, then zero, then the default; names match exactly
+    CASE
+        WHEN t.raw_exception IS NULL THEN 'none'
+        WHEN list_contains(r.passthrough_exceptions, t.raw_exception) THEN 'passthrough'
+        WHEN list_contains(r.mask_exceptions, t.raw_exception) THEN 'mask'
+        WHEN list_contains(r.zero_exceptions, t.raw_exception) THEN 'zero'
+        ELSE r.default_error_treatment
+    END AS treatment,
+    CASE
+        WHEN treatment = 'passthrough' AND t.reward IS NULL THEN 'mask'
+        ELSE treatment
+    END AS effective_treatment
+FROM typed AS t
+LEFT JOIN exception_routing AS r ON r.run = t.run
