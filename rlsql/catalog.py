@@ -132,7 +132,12 @@ def _parse_column(spec: str, path: str) -> Column:
 
 
 def sql_root() -> Path:
-    return Path(str(resources.files("rlsql.sql")))
+    """The SQL folder: `rlsql/sql` inside an installed package, `sql/` at the top of a source checkout."""
+    try:
+        return Path(str(resources.files("rlsql.sql")))
+    except ModuleNotFoundError:
+        # imported straight from a checkout (pytest puts the repository first on sys.path)
+        return Path(__file__).resolve().parent.parent / "sql"
 
 
 def jinja_env(root: Path) -> jinja2.Environment:

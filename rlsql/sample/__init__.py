@@ -1,0 +1,1 @@
+# The sample run shipped inside the package (written by fixtures/generate.py).

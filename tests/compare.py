@@ -1,0 +1,30 @@
+"""Compare query rows with independently computed expectations, value by value."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+IGNORED_COLUMNS = {"reason"}  # free text, checked by hand in test_tiny_run.py
+
+
+def same_value(got: Any, want: Any) -> bool:
+    if want is None or got is None:
+        return got is None and want is None
+    if isinstance(want, float) or isinstance(got, float):
+        if isinstance(got, float) and math.isnan(got):
+            return isinstance(want, float) and math.isnan(want)
+        return math.isclose(float(got), float(want), rel_tol=1e-9, abs_tol=1e-9)
+    return got == want
+
+
+def assert_rows_match(got: list[dict], want: list[dict], label: str) -> None:
+    assert len(got) == len(want), f"{label}: {len(got)} rows, expected {len(want)}\n got={got[:5]}\nwant={want[:5]}"
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert list(g) == list(w), f"{label} row {i}: columns {list(g)} != {list(w)}"
+        for column in w:
+            if column in IGNORED_COLUMNS:
+                continue
+            assert same_value(g[column], w[column]), (
+                f"{label} row {i} column {column}: got {g[column]!r}, expected {w[column]!r}\n got={g}\nwant={w}"
+            )

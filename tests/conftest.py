@@ -1,0 +1,32 @@
+"""Shared fixtures: the committed fixture runs and the installed console script."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "fixtures" / "runs"
+FIXTURE_RUNS = ["tiny", "calendar", "newest"]
+
+# Keep tests independent of a developer's ~/.cache (the SQL analysis cache is exercised on purpose elsewhere).
+os.environ.setdefault("RLSQL_NO_CACHE", "1")
+
+
+@pytest.fixture(scope="session")
+def runs_dir() -> Path:
+    return RUNS
+
+
+@pytest.fixture(scope="session")
+def rlsql_exe() -> str:
+    """The console script installed beside this interpreter (what a user runs)."""
+    candidate = Path(sys.executable).parent / "rlsql"
+    found = str(candidate) if candidate.exists() else shutil.which("rlsql")
+    if not found:
+        pytest.fail("the rlsql console script is not installed: pip install . first (see README)")
+    return found
