@@ -38,8 +38,7 @@ def atomic_path(target: Path) -> Iterator[Path]:
 
 
 def write_text(target: Path, text: str) -> None:
-    with atomic_path(target) as tmp:
-        with tmp.open("w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+    with atomic_path(target) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())

@@ -82,7 +82,10 @@ class SqlFile:
         if self.kind == "macro":
             what = "MACRO TABLE" if _MACRO_IS_TABLE.search(sql) else "MACRO"
             return [sql, f"COMMENT ON {what} {identifier(self.name)} IS {comment}"]
-        return [f"CREATE OR REPLACE VIEW {identifier(self.name)} AS\n{sql}", f"COMMENT ON VIEW {identifier(self.name)} IS {comment}"]
+        return [
+            f"CREATE OR REPLACE VIEW {identifier(self.name)} AS\n{sql}",
+            f"COMMENT ON VIEW {identifier(self.name)} IS {comment}",
+        ]
 
 
 def _parse_header(text: str, path: str, kind: str) -> SqlFile:

@@ -31,7 +31,7 @@ def say(message: str) -> None:
     print(f"rlsql: {message}", file=sys.stderr)
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     say(f"warning: {message}")
 
 
@@ -68,7 +68,7 @@ def _resolve(run: list[str] | None):
     return resolve_runs(run or None)
 
 
-def _emit(text: str, output: Path | None, runs) -> None:  # noqa: ANN001
+def _emit(text: str, output: Path | None, runs) -> None:
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()

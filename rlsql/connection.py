@@ -18,7 +18,7 @@ import duckdb
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
 from rlsql.errors import DataError
-from rlsql.runs import CSV_ARTIFACTS, CONFIG_NAMES, Run, read_header, resolve_runs
+from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, Run, read_header, resolve_runs
 
 RunSpec = str | Path | Sequence[str | Path] | None
 

@@ -1,0 +1,134 @@
+"""The SQL catalog: headers, dependency order from the SQL itself, load-time errors, fingerprints."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import rlsql
+from rlsql.catalog import Catalog, sql_root
+from rlsql.errors import CatalogError
+
+
+@pytest.fixture
+def sql_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "sql"
+    shutil.copytree(sql_root(), root)
+    return root
+
+
+def test_every_file_has_a_header_and_a_description() -> None:
+    catalog = Catalog.load()
+    assert len(catalog.queries()) == 15
+    for f in catalog.files.values():
+        assert f.description and f.version, f.path
+        assert Path(f.path).stem == f.name
+
+
+def test_order_puts_dependencies_first() -> None:
+    catalog = Catalog.load()
+    position = {f.name: i for i, f in enumerate(catalog.order)}
+    for f in catalog.files.values():
+        for dep in f.depends_on:
+            assert position[dep] < position[f.name], f"{dep} must come before {f.name}"
+    # spot checks written out by hand from the SQL
+    assert "steps" in catalog.files["reward_curve"].depends_on
+    assert "ema_last" in catalog.files["reward_curve"].depends_on
+    assert "reward_curve" in catalog.files["best_checkpoint"].depends_on
+    assert "metrics_src" in catalog.files["metric_rows"].depends_on
+
+
+def test_closure_creates_only_what_a_query_needs() -> None:
+    names = {f.name for f in Catalog.load().closure(["turn_stats"])}
+    assert {"turn_stats", "trials", "trials_src", "run_files", "exception_routing", "config"} <= names
+    assert "vllm_src" not in names and "metrics_src" not in names
+
+
+def test_unknown_reference_fails_at_load(sql_copy: Path) -> None:
+    (sql_copy / "views" / "broken.sql").write_text(
+        "-- name: broken\n-- version: 1\n-- description: refers to nothing real\nSELECT * FROM no_such_view\n"
+    )
+    with pytest.raises(CatalogError, match="no_such_view"):
+        Catalog.load(sql_copy)
+
+
+def test_cycle_fails_at_load(sql_copy: Path) -> None:
+    for a, b in (("cyc_a", "cyc_b"), ("cyc_b", "cyc_a")):
+        (sql_copy / "views" / f"{a}.sql").write_text(
+            f"-- name: {a}\n-- version: 1\n-- description: half of a cycle\nSELECT * FROM {b}\n"
+        )
+    with pytest.raises(CatalogError, match="cycle"):
+        Catalog.load(sql_copy)
+
+
+def test_header_name_must_match_file(sql_copy: Path) -> None:
+    (sql_copy / "views" / "named.sql").write_text("-- name: other\n-- version: 1\n-- description: x\nSELECT 1\n")
+    with pytest.raises(CatalogError, match="differs from the file name"):
+        Catalog.load(sql_copy)
+
+
+def test_fingerprint_ignores_comments_and_follows_logic(sql_copy: Path) -> None:
+    before = Catalog.load(sql_copy)
+    path = sql_copy / "views" / "steps.sql"
+    text = path.read_text()
+    path.write_text(text.replace("SELECT *", "-- a new comment\nSELECT   *"))
+    commented = Catalog.load(sql_copy)
+    assert commented.files["steps"].fingerprint == before.files["steps"].fingerprint
+    assert commented.files["reward_curve"].fingerprint == before.files["reward_curve"].fingerprint
+    path.write_text(text.replace("ORDER BY row_no", "ORDER BY row_no DESC"))
+    changed = Catalog.load(sql_copy)
+    assert changed.files["steps"].fingerprint != before.files["steps"].fingerprint
+    # a parent's change reaches its children, not unrelated queries
+    assert changed.files["best_checkpoint"].fingerprint != before.files["best_checkpoint"].fingerprint
+    assert changed.files["turn_stats"].fingerprint == before.files["turn_stats"].fingerprint
+
+
+def test_descriptions_reach_duckdb(runs_dir: Path) -> None:
+    con = rlsql.connect([runs_dir / "tiny"])
+    comments = dict(con.execute("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall())
+    assert comments["turns_by_exception"].startswith("Agent turns per exception type")
+    macros = dict(con.execute(
+        "SELECT function_name, comment FROM duckdb_functions() WHERE function_name IN ('ema', 'ema_last')"
+    ).fetchall())
+    assert macros["ema"].startswith("Table macro ema")
+
+
+def test_macros_from_plain_sql(runs_dir: Path) -> None:
+    con = rlsql.connect([runs_dir / "tiny"])
+    con.execute("CREATE TABLE pts AS SELECT * FROM (VALUES ('a', 1, 1.0), ('a', 2, 0.0), ('a', 3, NULL),"
+                " ('a', 4, 1.0), ('b', 1, 0.5)) t(series, x, value)")
+    # EMA with span 2 (alpha = 2/3), by hand: 1.0; 2/3*0 + 1/3*1 = 1/3; NULL skipped; 2/3*1 + 1/3*1/3 = 7/9
+    got = con.execute("SELECT series, x, ema FROM ema('pts', span := 2)").fetchall()
+    assert got[:3] == [("a", 1, 1.0), ("a", 2, pytest.approx(1 / 3)), ("a", 3, None)]
+    assert got[3][2] == pytest.approx(7 / 9) and got[4] == ("b", 1, 0.5)
+    # rolling mean over the last 2 rows: 1.0, 0.5, 0.0 (NULL ignored), 1.0 (only 1.0 of NULL, 1.0)
+    rolled = [r[3] for r in con.execute("SELECT * FROM rolling_mean('pts', span := 2)").fetchall()]
+    assert rolled == [1.0, 0.5, 0.0, 1.0, 0.5]
+
+
+def test_views_read_parameters_from_variables(runs_dir: Path) -> None:
+    con = rlsql.connect([runs_dir / "tiny"])
+    default = con.execute("SELECT ema FROM reward_curve ORDER BY step").fetchall()
+    con.execute("SET VARIABLE span = ?", [1])  # span 1: alpha 1, the EMA is the reward itself
+    rows = con.execute("SELECT reward, ema FROM reward_curve ORDER BY step").fetchall()
+    assert all(r == pytest.approx(e) for r, e in rows if r is not None)
+    assert default != [(e,) for _, e in rows]
+
+
+def test_user_text_never_reaches_sql_unquoted(tmp_path: Path) -> None:
+    run = tmp_path / "it's; DROP TABLE x; --"
+    run.mkdir()
+    (run / "20260101_000000_trial_results.csv").write_text(
+        "task_name,trial_name,n_episodes,exception_type,reward\nt,t__1,2,,1.0\n"
+    )
+    result = rlsql.query("turn_stats", [run])
+    assert result.rows == [("it's; DROP TABLE x; --", 1, 2.0, 2.0, None, 2, 2)]
+
+
+def test_duckdb_shell_sees_same_views_through_connection(runs_dir: Path) -> None:
+    con = rlsql.connect([runs_dir / "tiny"])
+    assert isinstance(con, duckdb.DuckDBPyConnection)
+    assert con.execute("SELECT count(*) FROM trials").fetchone()[0] > 0
