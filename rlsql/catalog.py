@@ -19,8 +19,6 @@ from importlib import resources
 from pathlib import Path
 
 import jinja2
-import sqlglot
-from sqlglot import exp
 
 from rlsql.errors import CatalogError, UsageError
 from rlsql.params import Param
@@ -158,6 +156,8 @@ def jinja_env(root: Path) -> jinja2.Environment:
 
 def _normalise(sql: str) -> str:
     """SQL without comments or layout, so a fingerprint changes with logic only."""
+    import sqlglot  # late: ~90 ms to import, and the analysis cache usually spares it
+
     try:
         return ";".join(e.sql(dialect="duckdb", comments=False) for e in sqlglot.parse(sql, read="duckdb") if e)
     except sqlglot.errors.SqlglotError:
@@ -166,6 +166,9 @@ def _normalise(sql: str) -> str:
 
 def _references(sql: str, path: str) -> tuple[set[str], set[str]]:
     """(tables, functions) a SQL text refers to, CTE names left out."""
+    import sqlglot  # late, as in _normalise
+    from sqlglot import exp
+
     macro = _MACRO_BODY.match(sql)
     if macro:
         sql = macro.group(1)
@@ -218,7 +221,13 @@ class Catalog:
         cache = _AnalysisCache(self.root)
         for f in self.files.values():
             if f.kind == "source":
-                continue  # rendered per connection; sources read files and refer to nothing
+                # rendered per connection; sources read files and refer to nothing
+                cached = cache.get(f.body)
+                if cached is None:
+                    cached = {"normal": _normalise(f.body)}
+                    cache.put(f.body, cached)
+                f.fingerprint = cached["normal"]
+                continue
             f.rendered = self.render(f)
             if f.kind == "macro":
                 defined = _MACRO_NAME.findall(f.rendered)
@@ -239,7 +248,7 @@ class Catalog:
             f.fingerprint = cached["normal"]  # replaced by the hash with parents below
         cache.save()
         for f in self._topological(self.files):
-            own = f.fingerprint if f.kind != "source" else _normalise(f.body)
+            own = f.fingerprint
             parents = "".join(self.files[d].fingerprint for d in f.depends_on)
             f.fingerprint = hashlib.sha256(f"{f.kind}\0{own}\0{parents}".encode()).hexdigest()[:16]
 
@@ -297,19 +306,25 @@ class _AnalysisCache:
 
     def __init__(self, root: Path):
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        key = hashlib.sha256(f"{sqlglot.__version__}\0{root}".encode()).hexdigest()[:12]
+        # entries are keyed by the SQL text itself; the file name only separates installations
+        key = hashlib.sha256(f"{root}".encode()).hexdigest()[:12]
         self.path = Path(base) / "rlsql" / f"sql-analysis-{key}.json"
         self.dirty = False
-        try:
-            self.entries: dict[str, dict] = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            self.entries = {}
+        self.enabled = not os.environ.get("RLSQL_NO_CACHE")
+        self.used: set[str] = set()
+        self.entries: dict[str, dict] = {}
+        if self.enabled:
+            try:
+                self.entries = json.loads(self.path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                self.entries = {}
 
     @staticmethod
     def _key(sql: str) -> str:
         return hashlib.sha256(sql.encode()).hexdigest()
 
     def get(self, sql: str) -> dict | None:
+        self.used.add(self._key(sql))
         return self.entries.get(self._key(sql))
 
     def put(self, sql: str, value: dict) -> None:
@@ -317,8 +332,10 @@ class _AnalysisCache:
         self.dirty = True
 
     def save(self) -> None:
-        if not self.dirty or os.environ.get("RLSQL_NO_CACHE"):
+        if not self.dirty or not self.enabled:
             return
+        # keep only what this SQL tree uses, so edits do not grow the file forever
+        self.entries = {k: v for k, v in self.entries.items() if k in self.used}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")

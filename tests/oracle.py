@@ -1,0 +1,967 @@
+"""Independent reference implementation of the named queries (tests compare rlsql against it).
+
+Written straight from ../shared/spec/data-contract.md, ../shared/spec/queries.md and
+docs/semantics.md in plain Python: stdlib csv/statistics/math and pyyaml only. No DuckDB, no
+pandas, no SQL, and nothing from rlsql, so a shared misreading cannot hide a bug.
+
+    expected(name, run_dirs, **params) -> list[dict]
+
+returns the rows of named query `name`: dicts with exactly the columns of queries.md in that
+order; runs ordered by run name, then each query's own order. Counts are int, statistics
+float, NULL is None.
+
+Choices made where neither the spec nor docs/semantics.md decides:
+- a query emits rows for a run only when the run has the artifact it reads (turn_stats and
+  reward_summary: one row for every run with a trials file, even when it has no usable trial);
+- "a column the run has" means a column with at least one non-NULL value in that run (this is
+  what a union_by_name view over several runs can see): pass@k column, timing spans, phases;
+- metric rows without any step are no deduplicated step (step_timing still lists them, last);
+- `turn_percentiles` has no `All trials` row when no trial has turns;
+- `trial_phases` lists only phases with at least one value;
+- a step-tree span without any recorded ancestor (no `step` column) is a root listed with the
+  spans outside `step`;
+- routing: the first occurrence of a key in document order is used; when its value is null the
+  trainer default applies (later occurrences are not consulted).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Row = dict[str, Any]
+
+# --------------------------------------------------------------------------------------------
+# Finding a run's artifacts (docs/semantics.md "Finding a run's artifacts")
+# --------------------------------------------------------------------------------------------
+
+# artifact -> (name after the `YYYYMMDD_HHMMSS_` prefix, unprefixed name of the newest parser)
+_CSV_ARTIFACTS: dict[str, tuple[str, str]] = {
+    "metrics": ("metrics_table.csv", "metrics.csv"),
+    "trials": ("trial_results.csv", "trial_results.csv"),
+    "vllm": ("vllm_metrics_table.csv", "vllm_metrics.csv"),
+}
+_CONFIG_NAMES = ("rl_config.yaml", "rl_config.yml")
+
+
+def find_artifacts(run_dir: Path | str) -> dict[str, Path | None]:
+    """Artifact ('metrics', 'trials', 'vllm', 'config') -> file, or None when absent.
+
+    "For each artifact the file with the newest `YYYYMMDD_HHMMSS_` prefix wins; a file without
+    the prefix is used only when no prefixed file exists." Split per-log files
+    (`<ts>_metrics_<log>.csv`) never match because the name after the prefix must be exact.
+    """
+    run_dir = Path(run_dir)
+    names = sorted(p.name for p in run_dir.iterdir() if p.is_file())
+    found: dict[str, Path | None] = {}
+    for artifact, (suffix, plain) in _CSV_ARTIFACTS.items():
+        pattern = re.compile(r"^(\d{8}_\d{6})_" + re.escape(suffix) + r"$")
+        stamps = sorted(m.group(1) for name in names if (m := pattern.match(name)))
+        if stamps:
+            found[artifact] = run_dir / f"{stamps[-1]}_{suffix}"  # same-width stamps: max = newest
+        elif plain in names:
+            found[artifact] = run_dir / plain
+        else:
+            found[artifact] = None
+    found["config"] = next((run_dir / n for n in _CONFIG_NAMES if n in names), None)
+    return found
+
+
+def run_name(run_dir: Path | str) -> str:
+    """Spec: "The run's identity is its folder name"."""
+    return Path(run_dir).resolve().name
+
+
+# --------------------------------------------------------------------------------------------
+# Reading cells: "Empty cells are NULL", "Integers written as `3.0` are integers", nan -> NULL
+# --------------------------------------------------------------------------------------------
+
+
+def _read_csv(path: Path) -> list[dict[str, str | None]]:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _num(cell: str | None) -> float | None:
+    """A numeric cell: empty or `nan` is NULL; otherwise a float."""
+    if cell is None:
+        return None
+    text = cell.strip()
+    if text == "" or text.lower() == "nan":
+        return None
+    value = float(text)
+    return None if math.isnan(value) else value
+
+
+def _int(cell: str | None) -> int | float | None:
+    """An integer cell, possibly written `3.0` (pandas writes an int column with a gap as floats)."""
+    value = _num(cell)
+    if value is None:
+        return None
+    return int(value) if value.is_integer() else value
+
+
+def _text(cell: str | None) -> str | None:
+    return None if cell is None or cell == "" else cell
+
+
+# --------------------------------------------------------------------------------------------
+# Trainer metrics
+# --------------------------------------------------------------------------------------------
+
+
+def read_metric_rows(run_dir: Path | str) -> list[Row]:
+    """Every metric row in CSV order (no dedup): column -> value, plus a derived `step` key.
+
+    `log_file` stays text; every other column is a float (or None); a cell that is not a
+    number at all is kept as text. "Metric row step: `trainer/global_step`, else `global_step`."
+    """
+    path = find_artifacts(run_dir)["metrics"]
+    if path is None:
+        return []
+    rows: list[Row] = []
+    for raw in _read_csv(path):
+        row: Row = {}
+        for col, cell in raw.items():
+            if col is None:  # surplus cells of a ragged line
+                continue
+            if col == "log_file":
+                row[col] = _text(cell)
+                continue
+            try:
+                row[col] = _num(cell)
+            except ValueError:
+                row[col] = cell
+        step = _int(raw.get("trainer/global_step"))
+        if step is None:
+            step = _int(raw.get("global_step"))
+        row["step"] = step
+        rows.append(row)
+    return rows
+
+
+def dedup_steps(rows: list[Row]) -> list[Row]:
+    """Spec: "Deduplicated steps keep the first-seen row in CSV order", ordered by step ascending."""
+    first: dict[int | float, Row] = {}
+    for row in rows:
+        if row["step"] is not None and row["step"] not in first:
+            first[row["step"]] = row
+    return [first[s] for s in sorted(first)]
+
+
+def _columns_with_values(rows: list[Row]) -> list[str]:
+    """Columns (in first-appearance order) having at least one non-NULL value."""
+    cols: list[str] = []
+    for row in rows:
+        for col, value in row.items():
+            if value is not None and col not in cols:
+                cols.append(col)
+    return cols
+
+
+def _timing_spans(rows: list[Row]) -> list[str]:
+    """Spec: "spans are the run's `timing/*` columns with at least one value" (name minus `timing/`)."""
+    return [c[len("timing/") :] for c in _columns_with_values(rows) if c.startswith("timing/")]
+
+
+# --------------------------------------------------------------------------------------------
+# Trials
+# --------------------------------------------------------------------------------------------
+
+_TRIAL_TEXT = ("task_name", "trial_name")
+_TRIAL_INT = ("n_episodes", "n_input_tokens", "n_output_tokens")
+_TRIAL_FLOAT = (
+    "reward",
+    "agent_duration_sec",
+    "trial_duration",
+    "environment_setup_duration",
+    "agent_setup_duration",
+    "agent_execution_duration",
+    "verifier_duration",
+)
+NO_EXCEPTION = "No exception"
+
+
+def read_trials(run_dir: Path | str) -> list[Row]:
+    """Trials in CSV order, columns read by name ("a column that a run lacks is NULL").
+
+    `exception_type` is "`No exception` for a trial without one, in every query".
+    """
+    path = find_artifacts(run_dir)["trials"]
+    if path is None:
+        return []
+    trials: list[Row] = []
+    for raw in _read_csv(path):
+        trial: Row = {col: _text(raw.get(col)) for col in _TRIAL_TEXT}
+        trial.update({col: _int(raw.get(col)) for col in _TRIAL_INT})
+        trial["exception_type"] = _text(raw.get("exception_type")) or NO_EXCEPTION
+        trial.update({col: _num(raw.get(col)) for col in _TRIAL_FLOAT})
+        trials.append(trial)
+    return trials
+
+
+# --------------------------------------------------------------------------------------------
+# vLLM engine stats
+# --------------------------------------------------------------------------------------------
+
+
+def read_vllm_rows(run_dir: Path | str) -> list[Row]:
+    """vLLM per-second rows in CSV order; `log_file`/`datetime_str` text, the rest numbers."""
+    path = find_artifacts(run_dir)["vllm"]
+    if path is None:
+        return []
+    rows: list[Row] = []
+    for raw in _read_csv(path):
+        row: Row = {}
+        for col, cell in raw.items():
+            if col is None:
+                continue
+            row[col] = _text(cell) if col in ("log_file", "datetime_str") else _num(cell)
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Config and exception routing (data-contract.md section 3 "Exception routing")
+# --------------------------------------------------------------------------------------------
+
+DEFAULT_ROUTING: dict[str, Any] = {
+    "passthrough": [],
+    "mask": [
+        "DaytonaError",
+        "EnvironmentStartTimeoutError",
+        "NetworkError",
+        "ConnectionError",
+        "RewardFileNotFoundError",
+        "RewardFileEmptyError",
+    ],
+    "zero": ["AgentTimeoutError", "ContextLengthExceededError"],
+    "default": "zero",
+}
+_ROUTING_KEYS = {
+    "passthrough": "passthrough_exceptions",
+    "mask": "mask_exceptions",
+    "zero": "zero_exceptions",
+    "default": "default_error_treatment",
+}
+_MISSING = object()
+
+
+def load_config(run_dir: Path | str) -> Any:
+    path = find_artifacts(run_dir)["config"]
+    if path is None:
+        return None
+    with path.open(encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def _find_key(node: Any, key: str) -> Any:
+    """First occurrence of `key` anywhere in the YAML, in document order (pre-order walk)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == key:
+                return v
+            hit = _find_key(v, key)
+            if hit is not _MISSING:
+                return hit
+    elif isinstance(node, list):
+        for item in node:
+            hit = _find_key(item, key)
+            if hit is not _MISSING:
+                return hit
+    return _MISSING
+
+
+def routing(run_dir: Path | str) -> dict[str, Any]:
+    """{'passthrough': [...], 'mask': [...], 'zero': [...], 'default': 'zero'|'mask'|'passthrough'}.
+
+    "Routing keys are looked up anywhere in the YAML (first match in document order); each
+    absent (or null) key takes the trainer's default separately." No config: all defaults.
+    """
+    config = load_config(run_dir)
+    result: dict[str, Any] = {}
+    for slot, key in _ROUTING_KEYS.items():
+        value = _find_key(config, key)
+        if value is _MISSING or value is None:
+            value = DEFAULT_ROUTING[slot]
+        elif slot != "default" and isinstance(value, str):
+            value = [value]
+        result[slot] = list(value) if slot != "default" else str(value)
+    return result
+
+
+def configured_treatment(exception_type: str, route: dict[str, Any]) -> str:
+    """Spec: "order of the checks: passthrough, mask, zero, default"; exact names, no subclassing."""
+    if exception_type == NO_EXCEPTION:
+        return "none"
+    for slot in ("passthrough", "mask", "zero"):
+        if exception_type in route[slot]:
+            return slot
+    return route["default"]
+
+
+def effective_treatment(trial: Row, route: dict[str, Any]) -> str:
+    """Passthrough "when no reward exists it is treated as `mask`"."""
+    treatment = configured_treatment(trial["exception_type"], route)
+    if treatment == "passthrough" and trial["reward"] is None:
+        return "mask"
+    return treatment
+
+
+# --------------------------------------------------------------------------------------------
+# Statistics ("Medians and percentiles interpolate linearly between order statistics
+# (pandas' default), standard deviations are sample (n-1) deviations")
+# --------------------------------------------------------------------------------------------
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _median(values: list[float]) -> float | None:
+    """Spec: "the average of the two middle values for an even count"."""
+    return float(statistics.median(values)) if values else None
+
+
+def _std(values: list[float]) -> float | None:
+    """Sample standard deviation (n-1); NULL below two values."""
+    return statistics.stdev(values) if len(values) >= 2 else None
+
+
+def _max(values: list[float]) -> float | None:
+    return float(max(values)) if values else None
+
+
+def _min(values: list[float]) -> float | None:
+    return float(min(values)) if values else None
+
+
+def _sum(values: list[float]) -> float | None:
+    return math.fsum(values) if values else None
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear interpolation at position (n-1)*q of the sorted values (numpy/pandas default)."""
+    if not values:
+        return None
+    xs = sorted(float(v) for v in values)
+    pos = (len(xs) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _nums(values: list[Any]) -> list[float]:
+    """The non-NULL numeric values, as floats."""
+    return [float(v) for v in values if isinstance(v, int | float)]
+
+
+# --------------------------------------------------------------------------------------------
+# Queries over trainer metrics
+# --------------------------------------------------------------------------------------------
+
+
+def _none_last(value: Any) -> tuple[bool, Any]:
+    return (value is None, value if value is not None else 0)
+
+
+def q_run_overview(run: str, run_dir: Path) -> list[Row]:
+    """One row per log_file: max global step, rows, mean/max of reward/avg_raw_reward, sum of timing/step."""
+    rows = read_metric_rows(run_dir)
+    logs: dict[str | None, list[Row]] = {}
+    for row in rows:
+        logs.setdefault(row.get("log_file"), []).append(row)
+    out = []
+    for log in sorted(logs, key=_none_last):
+        group = logs[log]
+        steps = [r["step"] for r in group if r["step"] is not None]
+        rewards = _nums([r.get("reward/avg_raw_reward") for r in group])
+        out.append(
+            {
+                "run": run,
+                "log_file": log,
+                "total_steps": max(steps) if steps else None,
+                "metric_blocks": len(group),
+                "mean_reward": _mean(rewards),
+                "max_reward": _max(rewards),
+                "total_time_s": _sum(_nums([r.get("timing/step") for r in group])),
+            }
+        )
+    return out
+
+
+def _pass_at_k_column(rows: list[Row]) -> tuple[str | None, int | None]:
+    """The run's `reward/avg_pass_at_<k>` column (lowest k if several); (None, None) when none."""
+    ks = []
+    for col in _columns_with_values(rows):
+        m = re.fullmatch(r"reward/avg_pass_at_(\d+)", col)
+        if m:
+            ks.append(int(m.group(1)))
+    if not ks:
+        return None, None
+    k = min(ks)
+    return f"reward/avg_pass_at_{k}", k
+
+
+def _reward_curve_rows(run: str, run_dir: Path, span: int) -> list[Row]:
+    rows = read_metric_rows(run_dir)
+    steps = dedup_steps(rows)
+    pass_col, k = _pass_at_k_column(rows)
+    alpha = 2.0 / (span + 1)  # "alpha = 2/(span+1) ... seeded with the first reward"
+    ema: float | None = None
+    rewards: list[float | None] = []
+    out = []
+    for row in steps:
+        reward = row.get("reward/avg_raw_reward")
+        reward = reward if isinstance(reward, float) else None
+        rewards.append(reward)
+        if reward is None:
+            row_ema = None  # "steps with a NULL reward keep a row: their ema is NULL and the EMA skips them"
+        else:
+            ema = reward if ema is None else alpha * reward + (1 - alpha) * ema
+            row_ema = ema
+        window = _nums(rewards[-span:])  # "mean of the non-NULL rewards among the last span steps"
+        out.append(
+            {
+                "run": run,
+                "step": row["step"],
+                "log_file": row.get("log_file"),
+                "reward": reward,
+                "pass_at_k": row.get(pass_col) if pass_col else None,
+                "k": k,
+                "ema": row_ema,
+                "rolling_mean": _mean(window),
+            }
+        )
+    return out
+
+
+def q_reward_curve(run: str, run_dir: Path, span: int = 5) -> list[Row]:
+    return _reward_curve_rows(run, run_dir, span)
+
+
+def q_best_checkpoint(run: str, run_dir: Path, span: int = 5, save_every: int | None = None) -> list[Row]:
+    """Eligible: deduplicated steps with an EMA, `step % save_every = 0 and step >= 2*save_every`;
+    best = highest EMA, ties to the earliest step."""
+    if find_artifacts(run_dir)["metrics"] is None:
+        return []
+    if save_every is None:
+        config = load_config(run_dir)
+        trainer = config.get("trainer") if isinstance(config, dict) else None
+        interval = trainer.get("hf_save_interval") if isinstance(trainer, dict) else None
+        save_every = int(interval) if interval is not None else 20
+
+    def is_eligible(r: Row) -> bool:
+        if r["ema"] is None or save_every == 0:
+            return False
+        return r["step"] % save_every == 0 and r["step"] >= 2 * save_every
+
+    eligible = [r for r in _reward_curve_rows(run, run_dir, span) if is_eligible(r)]
+    best = None
+    for r in eligible:  # ascending steps; strict > keeps the earliest of equal EMAs
+        if best is None or r["ema"] > best["ema"]:
+            best = r
+    return [
+        {
+            "run": run,
+            "step": best["step"] if best else None,
+            "ema": best["ema"] if best else None,
+            "reward": best["reward"] if best else None,
+            "save_every": save_every,
+            "eligible_steps": len(eligible),
+            "reason": None,  # free text; tests ignore it
+        }
+    ]
+
+
+def q_async_health(run: str, run_dir: Path) -> list[Row]:
+    """Means and max over every metric row; steps_with_discards over deduplicated steps with
+    async/discarded_count > 0 (or discard_rate > 0 where the count is absent)."""
+    rows = read_metric_rows(run_dir)
+    if not rows:
+        return []
+    with_discards = 0
+    for row in dedup_steps(rows):
+        count = row.get("async/discarded_count")
+        value = count if count is not None else row.get("async/discard_rate")
+        if isinstance(value, float) and value > 0:
+            with_discards += 1
+    return [
+        {
+            "run": run,
+            "mean_staleness": _mean(_nums([r.get("async/staleness_mean") for r in rows])),
+            "max_staleness": _max(_nums([r.get("async/staleness_max") for r in rows])),
+            "mean_discard_rate": _mean(_nums([r.get("async/discard_rate") for r in rows])),
+            "steps_with_discards": with_discards,
+        }
+    ]
+
+
+# Timing spans and their nesting (data-contract.md section 2): span -> declared parent.
+# None = a top-level span (`step` itself, or a span outside `step`).
+DECLARED_PARENT: dict[str, str | None] = {
+    "step": None,
+    "wait_for_generation_buffer": "step",
+    "convert_to_training_input": "step",
+    "run_training": "step",
+    "sync_weights": "step",
+    "generate": "step",
+    "postprocess_generator_output": "step",
+    "fwd_logprobs_values_reward": "run_training",
+    "apply_reward_kl_penalty": "run_training",
+    "compute_advantages_and_returns": "run_training",
+    "train_critic_and_policy": "run_training",
+    "policy_train": "train_critic_and_policy",
+    "critic_train": "train_critic_and_policy",
+    "policy_critic_overlap_train": "train_critic_and_policy",
+    "save_checkpoints": None,
+    "cleanup_old_checkpoints": "save_checkpoints",
+    "save_hf_model": None,
+    "eval": None,
+    "update_ref_with_policy": None,
+    "init_weight_sync_state": None,
+}
+
+
+def q_timing_breakdown(run: str, run_dir: Path) -> list[Row]:
+    rows = read_metric_rows(run_dir)  # "It uses every metric row of the run"
+    spans = _timing_spans(rows)
+    recorded = set(spans)
+    col: dict[str, list[float | None]] = {
+        s: [v if isinstance(v, float) else None for v in (r.get(f"timing/{s}") for r in rows)] for s in spans
+    }
+
+    def effective_parent(span: str) -> str | None:
+        """Spec: "Effective parent = nearest recorded declared ancestor"."""
+        parent = DECLARED_PARENT[span]
+        while parent is not None and parent not in recorded:
+            parent = DECLARED_PARENT[parent]
+        return parent
+
+    declared = [s for s in spans if s in DECLARED_PARENT]
+    parent_of = {s: effective_parent(s) for s in declared}
+    children = {s: [c for c in declared if parent_of[c] == s] for s in declared}
+
+    def ran(span: str) -> list[float]:
+        return [v for v in col[span] if v is not None]
+
+    def mean_seconds(span: str) -> float | None:
+        """Spec: "mean over rows where the span ran"."""
+        return _mean(ran(span))
+
+    def by_mean(names: list[str]) -> list[str]:
+        """Spec: "siblings by mean_seconds descending, then name"."""
+        return sorted(names, key=lambda s: (-(mean_seconds(s) or 0.0), s))
+
+    def share(span: str, parent: str) -> float | None:
+        """Spec: mean over the rows whose (effective) parent ran and is > 0 of coalesce(span, 0) / parent."""
+        pairs = zip(col[span], col[parent], strict=True)
+        ratios = [(v or 0.0) / p for v, p in pairs if p is not None and p > 0]
+        return _mean(ratios)
+
+    out: list[Row] = []
+
+    def emit(span: str, within: str, share: float | None, seconds: float | None, steps: int) -> None:
+        out.append(
+            {
+                "run": run,
+                "span": span,
+                "within": within,
+                "mean_seconds": seconds,
+                "share_of_within": share,
+                "steps": steps,
+            }
+        )
+
+    def visit(span: str, within: str, share_of_within: float | None) -> None:
+        """Depth-first: the span, then each child (siblings by mean desc, name) with its subtree."""
+        emit(span, within, share_of_within, mean_seconds(span), len(ran(span)))
+        for child in by_mean(children[span]):
+            visit(child, span, share(child, span))
+
+    if "step" in recorded:
+        visit("step", "-", None)
+        # "`unattributed`: per row where `step` ran, `step - sum(its effective direct children)`"
+        residuals, fractions = [], []
+        for i, step_s in enumerate(col["step"]):
+            if step_s is None:
+                continue
+            residual = step_s - math.fsum(col[c][i] or 0.0 for c in children["step"])
+            residuals.append(residual)
+            if step_s > 0:
+                fractions.append(residual / step_s)
+        mean_residual = statistics.fmean(residuals)
+        if mean_residual >= 0:
+            emit("unattributed", "step", _mean(fractions), mean_residual, len(residuals))
+        else:  # "`overlap` with mean_seconds = the excess and share NULL"
+            emit("overlap", "step", None, -mean_residual, len(residuals))
+
+    # "Top-level spans outside `step`: within `outside step`, share NULL", then their subtrees.
+    for root in by_mean([s for s in declared if parent_of[s] is None and s != "step"]):
+        visit(root, "outside step", None)
+
+    # "Undeclared spans: within `not declared`, share NULL, ordered by mean_seconds desc then name."
+    for span in by_mean([s for s in spans if s not in DECLARED_PARENT]):
+        emit(span, "not declared", None, mean_seconds(span), len(ran(span)))
+    return out
+
+
+def q_step_timing(run: str, run_dir: Path) -> list[Row]:
+    """One row per metric row and recorded `timing/*` span; share_of_step = seconds / timing/step."""
+    out = []
+    for row in read_metric_rows(run_dir):
+        step_s = row.get("timing/step")
+        for col, value in row.items():
+            if not col.startswith("timing/") or not isinstance(value, float):
+                continue
+            share = value / step_s if isinstance(step_s, float) and step_s != 0 else None
+            out.append(
+                {
+                    "run": run,
+                    "step": row["step"],
+                    "log_file": row.get("log_file"),
+                    "span": col[len("timing/") :],
+                    "seconds": value,
+                    "share_of_step": share,
+                }
+            )
+    # "ordered by run, step, log_file, span" (stable: a step logged twice in one log keeps CSV order)
+    out.sort(key=lambda r: (_none_last(r["step"]), _none_last(r["log_file"]), r["span"]))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Queries over trials
+# --------------------------------------------------------------------------------------------
+
+
+def _turns(trials: list[Row]) -> list[float]:
+    return [float(t["n_episodes"]) for t in trials if t["n_episodes"] is not None]
+
+
+def q_turn_stats(run: str, run_dir: Path) -> list[Row]:
+    """Over trials with `n_episodes`; one row per run (trials 0, NULL statistics when none)."""
+    if find_artifacts(run_dir)["trials"] is None:
+        return []
+    turns = _turns(read_trials(run_dir))
+    return [
+        {
+            "run": run,
+            "trials": len(turns),
+            "mean": _mean(turns),
+            "median": _median(turns),
+            "std": _std(turns),
+            "min": _min(turns),
+            "max": _max(turns),
+        }
+    ]
+
+
+def q_turn_percentiles(run: str, run_dir: Path) -> list[Row]:
+    """`All trials` first, then exception types by name; types without turns have no row."""
+    with_turns = [t for t in read_trials(run_dir) if t["n_episodes"] is not None]
+    groups: list[tuple[str, list[float]]] = []
+    if with_turns:
+        groups.append(("All trials", _turns(with_turns)))
+    for exc in sorted({t["exception_type"] for t in with_turns}):
+        groups.append((exc, _turns([t for t in with_turns if t["exception_type"] == exc])))
+    return [
+        {
+            "run": run,
+            "exception_type": label,
+            "trials": len(turns),
+            "p50": percentile(turns, 0.50),
+            "p75": percentile(turns, 0.75),
+            "p90": percentile(turns, 0.90),
+            "p95": percentile(turns, 0.95),
+            "p99": percentile(turns, 0.99),
+            "max": _max(turns),
+        }
+        for label, turns in groups
+    ]
+
+
+def q_turns_by_exception(run: str, run_dir: Path) -> list[Row]:
+    """Trials with `n_episodes` grouped by type; "ordered by mean_turns descending, then exception_type"."""
+    with_turns = [t for t in read_trials(run_dir) if t["n_episodes"] is not None]
+    groups: dict[str, list[float]] = {}
+    for t in with_turns:
+        groups.setdefault(t["exception_type"], []).append(float(t["n_episodes"]))
+    out = [
+        {
+            "run": run,
+            "exception_type": exc,
+            "trials": len(turns),
+            "mean_turns": _mean(turns),
+            "median_turns": _median(turns),
+        }
+        for exc, turns in groups.items()
+    ]
+    out.sort(key=lambda r: (-r["mean_turns"], r["exception_type"]))
+    return out
+
+
+def q_turns_by_outcome(run: str, run_dir: Path) -> list[Row]:
+    """Trials with both `n_episodes` and `reward`: Success = reward > 0, Failure = reward = 0
+    (a negative reward is neither); Success first; an outcome with no trial has no row."""
+    trials = [t for t in read_trials(run_dir) if t["n_episodes"] is not None and t["reward"] is not None]
+    outcomes: list[tuple[str, Callable[[float], bool]]] = [
+        ("Success", lambda r: r > 0),
+        ("Failure", lambda r: r == 0),
+    ]
+    out = []
+    for label, test in outcomes:
+        turns = _turns([t for t in trials if test(t["reward"])])
+        if turns:
+            out.append(
+                {
+                    "run": run,
+                    "outcome": label,
+                    "trials": len(turns),
+                    "mean_turns": _mean(turns),
+                    "median_turns": _median(turns),
+                }
+            )
+    return out
+
+
+def q_exception_distribution(run: str, run_dir: Path) -> list[Row]:
+    """Count per type, pct of all trials of the run, "ordered by count descending, ties in order
+    of first appearance in the CSV"; treatment = the configured one (`none` for no exception)."""
+    trials = read_trials(run_dir)
+    route = routing(run_dir)
+    counts: dict[str, int] = {}  # insertion order = first appearance in the CSV
+    for t in trials:
+        counts[t["exception_type"]] = counts.get(t["exception_type"], 0) + 1
+    order = sorted(counts, key=lambda exc: -counts[exc])  # stable sort keeps first appearance on ties
+    return [
+        {
+            "run": run,
+            "exception_type": exc,
+            "trials": counts[exc],
+            "pct": 100.0 * counts[exc] / len(trials),
+            "treatment": configured_treatment(exc, route),
+        }
+        for exc in order
+    ]
+
+
+def q_exception_treatment(run: str, run_dir: Path) -> list[Row]:
+    """Each trial under its effective treatment; rows `none`, `passthrough`, `mask`, `zero`;
+    exception_types = distinct types of that treatment, sorted, joined with ', '."""
+    trials = read_trials(run_dir)
+    route = routing(run_dir)
+    groups: dict[str, list[Row]] = {"none": [], "passthrough": [], "mask": [], "zero": []}
+    for t in trials:
+        groups[effective_treatment(t, route)].append(t)
+    return [
+        {
+            "run": run,
+            "treatment": treatment,
+            "trials": len(members),
+            "pct": 100.0 * len(members) / len(trials),
+            "exception_types": ", ".join(sorted({t["exception_type"] for t in members})),
+        }
+        for treatment, members in groups.items()
+        if members
+    ]
+
+
+def q_reward_summary(run: str, run_dir: Path) -> list[Row]:
+    """Over trials with a reward: mean, success rate (share with reward > 0, 0-1), count; plus
+    total trials and trials with turns."""
+    if find_artifacts(run_dir)["trials"] is None:
+        return []
+    trials = read_trials(run_dir)
+    rewards = [t["reward"] for t in trials if t["reward"] is not None]
+    return [
+        {
+            "run": run,
+            "trials": len(trials),
+            "trials_with_reward": len(rewards),
+            "mean_reward": _mean(rewards),
+            "success_rate": sum(1 for r in rewards if r > 0) / len(rewards) if rewards else None,
+            "trials_with_turns": len(_turns(trials)),
+        }
+    ]
+
+
+# trial_phases: phase -> the column(s) holding it, first non-NULL wins
+# ("`agent_execution_duration`, else `agent_duration_sec`")
+_PHASES: dict[str, tuple[str, ...]] = {
+    "environment_setup": ("environment_setup_duration",),
+    "agent_setup": ("agent_setup_duration",),
+    "agent_execution": ("agent_execution_duration", "agent_duration_sec"),
+    "verifier": ("verifier_duration",),
+}
+
+
+def q_trial_phases(run: str, run_dir: Path) -> list[Row]:
+    trials = read_trials(run_dir)
+
+    def phase_value(t: Row, phase: str) -> float | None:
+        return next((t[c] for c in _PHASES[phase] if t[c] is not None), None)
+
+    values = {phase: [phase_value(t, phase) for t in trials] for phase in _PHASES}
+    if not any(v is not None for vs in values.values() for v in vs):
+        return []  # "A run without any phase column returns no rows."
+    timed = [i for i, t in enumerate(trials) if t["trial_duration"] is not None]
+    total_duration = math.fsum(trials[i]["trial_duration"] for i in timed) if timed else None
+
+    def share_of(amount: float) -> float | None:
+        return amount / total_duration if total_duration else None
+
+    out: list[Row] = []
+
+    def emit(phase: str, vals: list[float], share: float | None) -> None:
+        out.append(
+            {
+                "run": run,
+                "phase": phase,
+                "median_s": _median(vals),
+                "mean_s": _mean(vals),
+                "total_s": _sum(vals),
+                "share_of_trial": share,
+                "trials": len(vals),
+            }
+        )
+
+    for phase, vs in values.items():
+        present = [v for v in vs if v is not None]
+        if not present:
+            continue
+        # "the phase's sum over trials that have a `trial_duration` divided by the sum of trial_duration"
+        share = share_of(math.fsum(vs[i] for i in timed if vs[i] is not None)) if timed else None
+        emit(phase, present, share)
+
+    if timed:
+        # "trial_duration - sum(its non-NULL phases)" per trial with a trial_duration
+        residuals = []
+        for i in timed:
+            phases = [vs[i] for vs in values.values() if vs[i] is not None]
+            residuals.append(trials[i]["trial_duration"] - math.fsum(phases))
+        total = math.fsum(residuals)
+        if total >= 0:
+            emit("unattributed", residuals, share_of(total))
+        else:
+            emit("overlap", [-r for r in residuals], None)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# vLLM
+# --------------------------------------------------------------------------------------------
+
+
+def utilization(mean_waiting: float | None, mean_running: float | None, mean_gen_tps: float | None) -> str:
+    """data-contract.md section 5: "mean waiting = 0 and mean running per engine < 5:
+    underutilized; else mean waiting > 0: well utilized; else mean generation throughput per
+    engine < 300 tok/s: low throughput; else moderate". A NULL comparison is false (as in SQL)."""
+    if mean_waiting is not None and mean_waiting == 0 and mean_running is not None and mean_running < 5:
+        return "underutilized"
+    if mean_waiting is not None and mean_waiting > 0:
+        return "well-utilized"
+    if mean_gen_tps is not None and mean_gen_tps < 300:
+        return "low throughput"
+    return "moderate"
+
+
+def q_vllm_summary(run: str, run_dir: Path) -> list[Row]:
+    rows = read_vllm_rows(run_dir)
+    logs: dict[str | None, list[Row]] = {}
+    for row in rows:
+        logs.setdefault(row.get("log_file"), []).append(row)
+    out = []
+    for log in sorted(logs, key=_none_last):
+        group = logs[log]
+
+        def values(column: str, group: list[Row] = group) -> list[float]:
+            return _nums([r.get(column) for r in group])
+
+        mean_running = _mean(values("avg_running_requests_per_engine"))
+        mean_waiting = _mean(values("total_waiting_requests"))
+        mean_gen = _mean(values("avg_generation_throughput_per_engine"))
+        out.append(
+            {
+                "run": run,
+                "log_file": log,
+                "seconds": len(group),  # one row per (log_file, second)
+                "mean_engines_reporting": _mean(values("n_engines_reporting")),
+                "mean_running_per_engine": mean_running,
+                "max_total_running": _max(values("total_running_requests")),
+                "mean_total_waiting": mean_waiting,
+                "max_total_waiting": _max(values("total_waiting_requests")),
+                "mean_generation_tps_per_engine": mean_gen,
+                "max_total_generation_tps": _max(values("total_generation_throughput_tokens_per_sec")),
+                "mean_kv_cache_pct": _mean(values("avg_gpu_kv_cache_usage_pct")),
+                "mean_prefix_cache_hit_pct": _mean(values("avg_prefix_cache_hit_rate_pct")),
+                "utilization": utilization(mean_waiting, mean_running, mean_gen),
+            }
+        )
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+QUERIES: dict[str, Callable[..., list[Row]]] = {
+    "run_overview": q_run_overview,
+    "reward_curve": q_reward_curve,
+    "best_checkpoint": q_best_checkpoint,
+    "turn_stats": q_turn_stats,
+    "turn_percentiles": q_turn_percentiles,
+    "turns_by_exception": q_turns_by_exception,
+    "turns_by_outcome": q_turns_by_outcome,
+    "exception_distribution": q_exception_distribution,
+    "exception_treatment": q_exception_treatment,
+    "reward_summary": q_reward_summary,
+    "timing_breakdown": q_timing_breakdown,
+    "step_timing": q_step_timing,
+    "vllm_summary": q_vllm_summary,
+    "async_health": q_async_health,
+    "trial_phases": q_trial_phases,
+}
+
+# queries.md: the columns of each query, in order
+COLUMNS: dict[str, list[str]] = {
+    "run_overview": ["run", "log_file", "total_steps", "metric_blocks", "mean_reward", "max_reward",
+                     "total_time_s"],
+    "reward_curve": ["run", "step", "log_file", "reward", "pass_at_k", "k", "ema", "rolling_mean"],
+    "best_checkpoint": ["run", "step", "ema", "reward", "save_every", "eligible_steps", "reason"],
+    "turn_stats": ["run", "trials", "mean", "median", "std", "min", "max"],
+    "turn_percentiles": ["run", "exception_type", "trials", "p50", "p75", "p90", "p95", "p99", "max"],
+    "turns_by_exception": ["run", "exception_type", "trials", "mean_turns", "median_turns"],
+    "turns_by_outcome": ["run", "outcome", "trials", "mean_turns", "median_turns"],
+    "exception_distribution": ["run", "exception_type", "trials", "pct", "treatment"],
+    "exception_treatment": ["run", "treatment", "trials", "pct", "exception_types"],
+    "reward_summary": ["run", "trials", "trials_with_reward", "mean_reward", "success_rate",
+                       "trials_with_turns"],
+    "timing_breakdown": ["run", "span", "within", "mean_seconds", "share_of_within", "steps"],
+    "step_timing": ["run", "step", "log_file", "span", "seconds", "share_of_step"],
+    "vllm_summary": ["run", "log_file", "seconds", "mean_engines_reporting", "mean_running_per_engine",
+                     "max_total_running", "mean_total_waiting", "max_total_waiting",
+                     "mean_generation_tps_per_engine", "max_total_generation_tps", "mean_kv_cache_pct",
+                     "mean_prefix_cache_hit_pct", "utilization"],
+    "async_health": ["run", "mean_staleness", "max_staleness", "mean_discard_rate", "steps_with_discards"],
+    "trial_phases": ["run", "phase", "median_s", "mean_s", "total_s", "share_of_trial", "trials"],
+}  # fmt: skip
+
+
+def expected(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
+    """Rows of named query `name` over `run_dirs`, ordered by run name, then the query's order."""
+    if name not in QUERIES:
+        raise KeyError(f"unknown query {name!r}")
+    query = QUERIES[name]
+    out: list[Row] = []
+    for run_dir in sorted((Path(d) for d in run_dirs), key=run_name):
+        for row in query(run_name(run_dir), run_dir, **params):
+            assert list(row) == COLUMNS[name], (name, list(row))
+            out.append(row)
+    return out
