@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 
 from rlsql.catalog import load_catalog
-from rlsql.connection import RunSpec, check_artifacts, one_line, open_connection
+from rlsql.connection import RunSpec, check_artifacts, csv_error, one_line, open_connection
 from rlsql.errors import QueryError, UsageError
 from rlsql.runs import Run, resolve_runs
 from rlsql.sqltext import identifier
@@ -46,7 +46,10 @@ class QueryResult:
 
     def arrow(self):
         """A pyarrow Table (needs pyarrow: `pip install 'rlsql[frames]'`)."""
-        return self._relation().fetch_arrow_table()
+        relation = self._relation()
+        # DuckDB 2 renamed fetch_arrow_table() to to_arrow_table(); accept both
+        to_arrow = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+        return to_arrow()
 
 
 def bind_params(name: str, given: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +87,7 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryRe
         columns = [d[0] for d in cursor.description]
         rows = cursor.fetchall()
     except duckdb.Error as exc:
-        raise QueryError(f"{name}: {one_line(exc)}") from exc
+        raise (csv_error(exc) or QueryError(f"{name}: {one_line(exc)}")) from exc
     return QueryResult(name, columns, rows, list(runs), values, con)
 
 

@@ -8,6 +8,7 @@ query pays for its own dependencies only.
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -136,24 +137,53 @@ class SourceContext:
         return catalog.render(source, **context)
 
 
+def object_statements(runs: Sequence[Run], files: Iterable[SqlFile], catalog: Catalog) -> list[tuple[SqlFile, str]]:
+    """The DDL that creates `files` (already in dependency order) over `runs`: (file, statement) pairs, in order.
+
+    Sources are rendered with the runs' absolute paths, so the statements work from any folder.
+    """
+    sources = SourceContext(runs)
+    statements: list[tuple[SqlFile, str]] = []
+    for f in files:
+        sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
+        statements.extend((f, statement) for statement in f.create_statements(sql))
+    return statements
+
+
 def create_objects(
     con: duckdb.DuckDBPyConnection, runs: Sequence[Run], files: Iterable[SqlFile], catalog: Catalog
 ) -> None:
     """Create `files` (already in dependency order) on `con`."""
-    sources = SourceContext(runs)
-    for f in files:
-        sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
-        for statement in f.create_statements(sql):
-            try:
-                con.execute(statement)
-            except duckdb.Error as exc:
-                raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+    for f, statement in object_statements(runs, files, catalog):
+        try:
+            con.execute(statement)
+        except duckdb.Error as exc:
+            raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
 
 
 def one_line(exc: BaseException) -> str:
     """DuckDB's messages span lines (and carry hints); keep the first meaningful line."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+_CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
+_CSV_FILE = re.compile(r"^\s*file = (.+)$", re.MULTILINE)
+
+
+def csv_error(exc: BaseException) -> DataError | None:
+    """A DuckDB CSV reading error as `file:line: problem`, or None when it is something else."""
+    text = str(exc)
+    line, path = _CSV_LINE.search(text), _CSV_FILE.search(text)
+    if not path:
+        return None
+    details = [
+        part.strip()
+        for part in text.splitlines()[1:]
+        if part.strip() and not part.startswith(("Original Line", "  ", "*", "Possible", "Column ", "This type"))
+    ]
+    where = f"{path.group(1).strip()}:{line.group(1)}" if line else path.group(1).strip()
+    return DataError(f"{where}: {details[0] if details else one_line(exc)}")
 
 
 def open_connection(
