@@ -152,6 +152,147 @@ def runs_command(run: RunOption = None, fmt: FormatOption = "table") -> None:
     sys.stdout.write(render(fmt, columns, rows))
 
 
+@app.command("report")
+def report_command(
+    run: RunOption = None,
+    output: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="The folder to write the report into (created; never a run folder)."),
+    ] = Path("rlsql-report"),
+    report_format: Annotated[
+        str,
+        typer.Option("--format", "-f", help="md: report.md and PNG figures beside it; html: one self-contained "
+                     "report.html with the figures embedded."),
+    ] = "md",
+) -> None:
+    """Write the run report (tables and figures from the named queries) as markdown or HTML."""
+    from rlsql.report import REPORT_FORMATS, build_report
+    from rlsql.report.figures import require_matplotlib
+
+    if report_format not in REPORT_FORMATS:
+        raise UsageError(f"unknown report format {report_format!r}; choose one of {', '.join(REPORT_FORMATS)}")
+    require_matplotlib()  # before any file is read
+    written = build_report(_resolve(run), output, report_format)
+    figures = len(written) - 1
+    say(f"wrote {written[-1]}" + (f" and {figures} figure{'s' if figures > 1 else ''}" if figures else ""))
+
+
+ParamOption = Annotated[
+    list[str] | None, typer.Option("--param", "-p", help="A query parameter as key=value (repeatable).")
+]
+
+
+@app.command("export")
+def export_command(
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(help="Named queries (or base views) to export.", autocompletion=_query_names,
+                       show_default=False),
+    ] = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="The folder to write into (created if needed; never a run folder).")
+    ] = ...,  # type: ignore[assignment]
+    all_queries: Annotated[bool, typer.Option("--all", help="Export every named query.")] = False,
+    views: Annotated[
+        bool,
+        typer.Option("--views", help="Export the base views: trials, steps, metric_rows, metrics_long, vllm_seconds, "
+                     "config."),
+    ] = False,
+    run: RunOption = None,
+    export_format: Annotated[str, typer.Option("--format", "-f", help="parquet, csv or json.")] = "parquet",
+    partition_by: Annotated[
+        str | None,
+        typer.Option("--partition-by", help="'run': write each as a hive tree NAME/run=RUN/data_0.parquet.",
+                     show_default=False),
+    ] = None,
+    param: ParamOption = None,
+) -> None:
+    """Write named queries and base views to files for BI tools (Parquet carries provenance metadata)."""
+    from rlsql.export import EXPORT_FORMATS, PARTITIONS, check_params, export, select_items, summary
+
+    if export_format not in EXPORT_FORMATS:
+        raise UsageError(f"unknown export format {export_format!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    if partition_by is not None and partition_by not in PARTITIONS:
+        raise UsageError(f"--partition-by {partition_by!r}: only {', '.join(PARTITIONS)} is supported")
+    params = _parse_params(param)
+    items = select_items(names or [], all_queries, views)
+    check_params(items, params)  # bad names and parameters fail before any file is read
+    explicit = set(names or [])
+    skippable = {item.name for item in items if item.name not in explicit}
+    runs = _resolve(run)
+    written = export(runs, items, output, export_format, partition_by, params, skippable, progress=say)
+    say(summary(written, output))
+
+
+@app.command("shell-init")
+def shell_init_command(run: RunOption = None, output: OutputOption = None) -> None:
+    """Print a DuckDB init script creating every rlsql view and macro: `duckdb -init FILE`, `harlequin -i FILE`."""
+    from rlsql.shellinit import init_script
+
+    runs = _resolve(run)
+    _emit(init_script(runs), output, runs)
+
+
+@app.command("shell", context_settings={"allow_interspersed_args": False})
+def shell_command(
+    run: RunOption = None,
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(help="Passed on to duckdb (after --), e.g. -- -c 'FROM turn_stats'.", show_default=False),
+    ] = None,
+) -> None:
+    """Start the DuckDB shell with every rlsql view and macro (needs the duckdb-cli package)."""
+    import os
+    import signal
+    import subprocess
+    import tempfile
+
+    from rlsql.shellinit import init_script, require_duckdb_cli
+
+    exe = require_duckdb_cli()
+    runs = _resolve(run)
+    fd, script = tempfile.mkstemp(prefix="rlsql-init-", suffix=".sql")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(init_script(runs))
+        # Ctrl-C belongs to the shell (it cancels a query there); a Python handler is reset in the child
+        previous = signal.signal(signal.SIGINT, lambda *_: None)
+        try:
+            code = subprocess.call([exe, "-init", script, *(args or [])])
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    finally:
+        os.unlink(script)
+    raise typer.Exit(code)
+
+
+db_app = typer.Typer(
+    help="A DuckDB database file of rlsql's views and macros, for tools that want a file.", no_args_is_help=True
+)
+app.add_typer(db_app, name="db")
+
+
+@db_app.command("build")
+def db_build_command(
+    file: Annotated[Path, typer.Argument(help="The database file to write, e.g. runs.duckdb (replaced atomically).")],
+    run: RunOption = None,
+    materialize: Annotated[
+        bool, typer.Option("--materialize", help="Store sources and views as tables (named queries stay views).")
+    ] = False,
+    storage_version: Annotated[
+        str | None,
+        typer.Option("--storage-version", help="DuckDB storage format, e.g. v1.4.0 (default: one DuckDB 1.4 and "
+                     "later can open) or latest.", show_default=False),
+    ] = None,
+) -> None:
+    """Build a DuckDB database file with every view (absolute paths) or table, and an rlsql_metadata table."""
+    from rlsql.dbfile import DEFAULT_STORAGE_VERSION, build_database
+
+    built = build_database(_resolve(run), file, materialize, storage_version or DEFAULT_STORAGE_VERSION)
+    say(f"wrote {built.path}: views {built.views}, tables {built.tables} (rlsql_metadata included), "
+        f"macros {built.macros}; {built.bytes:,} bytes")
+
+
 def _version(value: bool) -> None:
     if value:
         import duckdb

@@ -1,0 +1,126 @@
+"""`rlsql db build`: a DuckDB database file holding rlsql's views and macros, for tools that want a file.
+
+The views read the runs' files in place through absolute paths; with `materialize` the sources and
+views become tables (the file no longer needs the CSVs) while the named queries, and the views that
+read a parameter, stay views, so parameters (`SET VARIABLE span = 10`) still work. A table `rlsql_metadata(key, value)`
+records the rlsql and DuckDB versions, the runs and every source file read.
+
+The file is built under a temporary name beside the target and renamed onto it when complete.
+It is written in an older storage format (DEFAULT_STORAGE_VERSION) unless asked otherwise, so
+that DuckDB releases back to that version, the `duckdb-cli` package among them, can open it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from rlsql import __version__
+from rlsql.atomic import refuse_run_folders
+from rlsql.catalog import Catalog, SqlFile, load_catalog
+from rlsql.connection import create_objects, one_line
+from rlsql.errors import DataError, UsageError
+from rlsql.export import SourceFingerprints, _tmp_name, sweep_stale
+from rlsql.runs import Run
+from rlsql.sqltext import identifier, literal
+
+#: readable by DuckDB 1.4 and later (rlsql itself needs duckdb>=1.4)
+DEFAULT_STORAGE_VERSION = "v1.4.0"
+_ALIAS = "rlsql_build"
+_BUILDING = "__rlsql_building"
+
+
+@dataclass(frozen=True)
+class Built:
+    path: Path
+    views: int
+    tables: int
+    macros: int
+    bytes: int
+
+
+def build_database(
+    runs: Sequence[Run],
+    target: Path,
+    materialize: bool = False,
+    storage_version: str = DEFAULT_STORAGE_VERSION,
+    catalog: Catalog | None = None,
+) -> Built:
+    catalog = catalog or load_catalog()
+    if target.is_dir():
+        raise UsageError(f"{target}: is a folder; give the database FILE to write (e.g. runs.duckdb)")
+    refuse_run_folders(target, runs)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale(target.parent)
+    tmp = _tmp_name(target)
+    wal = tmp.with_name(tmp.name + ".wal")
+    con = duckdb.connect(":memory:")
+    try:
+        try:
+            con.execute(f"ATTACH {literal(str(tmp))} AS {_ALIAS} (STORAGE_VERSION {literal(storage_version)})")
+        except duckdb.Error as exc:
+            raise UsageError(f"cannot write storage version {storage_version!r}: {one_line(exc)}") from exc
+        con.execute(f"USE {_ALIAS}")
+        create_objects(con, runs, catalog.order, catalog)
+        tables = 0
+        if materialize:
+            for f in catalog.order:
+                if not _materializable(f, catalog):
+                    continue
+                name = identifier(f.name)
+                try:
+                    con.execute(f"CREATE TABLE {_BUILDING} AS SELECT * FROM {name}")
+                except duckdb.Error as exc:
+                    raise DataError(f"{f.path}: cannot materialize {f.name}: {one_line(exc)}") from exc
+                con.execute(f"DROP VIEW {name}")
+                con.execute(f"ALTER TABLE {_BUILDING} RENAME TO {name}")
+                con.execute(f"COMMENT ON TABLE {name} IS {literal(f.description)}")
+                tables += 1
+        _write_metadata(con, runs, catalog, materialize, storage_version)
+        con.execute("CHECKPOINT")
+        con.execute("USE memory")
+        con.execute(f"DETACH {_ALIAS}")
+        con.close()
+        os.replace(tmp, target)
+    finally:
+        con.close()
+        tmp.unlink(missing_ok=True)
+        wal.unlink(missing_ok=True)
+    macros = sum(1 for f in catalog.order if f.kind == "macro")
+    views = sum(1 for f in catalog.order if f.kind != "macro") - tables
+    return Built(target, views, tables + 1, macros, target.stat().st_size)
+
+
+def _materializable(f: SqlFile, catalog: Catalog) -> bool:
+    """Sources and views that read no parameter, themselves or below: a table of them means the same."""
+    if f.kind not in ("source", "view"):
+        return False
+    return all(not g.params and g.kind != "query" for g in catalog.closure([f.name]))
+
+
+def _write_metadata(
+    con: duckdb.DuckDBPyConnection, runs: Sequence[Run], catalog: Catalog, materialize: bool, storage_version: str
+) -> None:
+    rows = [
+        ("rlsql_version", __version__),
+        ("duckdb_version", duckdb.__version__),
+        ("storage_version", storage_version),
+        ("built_at", dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()),
+        ("materialized", "true" if materialize else "false"),
+        ("runs", json.dumps([{"name": r.name, "path": str(r.path)} for r in runs])),
+        ("sources", json.dumps(SourceFingerprints().for_files(runs, catalog.order))),
+        ("queries", json.dumps({q.name: {"version": q.version, "fingerprint": q.fingerprint}
+                                for q in catalog.queries()})),
+    ]
+    con.execute("CREATE TABLE rlsql_metadata (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.executemany("INSERT INTO rlsql_metadata VALUES (?, ?)", rows)
+    con.execute(
+        "COMMENT ON TABLE rlsql_metadata IS "
+        + literal("How rlsql built this file: versions, runs, source files (path, size, mtime, sha256), queries.")
+    )

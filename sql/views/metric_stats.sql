@@ -1,0 +1,29 @@
+-- name: metric_stats
+-- version: 1
+-- description: Per run, metric family (the part of the column name before the first `/`: async, generate, loss, policy, reward, system, timing, trainer, batch_errors, ...) and metric: mean, sample standard deviation (n-1; NULL below two values), min, max and count of the recorded values over every metric row of the run (a re-run step counts once per log, as the parser's report does). Families in that order, then others by name; metrics by name.
+-- grain: run, metric
+SELECT
+    run,
+    split_part(metric, '/', 1) AS family,
+    metric,
+    -- fsum (compensated summation) keeps the mean at the correctly rounded value, so printed figures round
+    -- as they would from the exact mean even when a mean of 4-decimal values falls on a rounding tie
+    fsum(value) / count(value) AS mean,
+    stddev_samp(value) AS std,
+    min(value) AS min,
+    max(value) AS max,
+    count(value) AS count
+FROM metrics_long
+WHERE contains(metric, '/')
+GROUP BY run, metric
+ORDER BY
+    run,
+    coalesce(
+        list_position(
+            ['async', 'generate', 'loss', 'policy', 'reward', 'system', 'timing', 'trainer', 'batch_errors'],
+            split_part(metric, '/', 1)
+        ),
+        100
+    ),
+    split_part(metric, '/', 1),
+    metric

@@ -1,0 +1,263 @@
+"""`rlsql export`: Parquet read back with pyarrow (types, rows, metadata), CSV/JSON, partitions, atomicity."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+import rlsql
+from rlsql.catalog import load_catalog
+from tests import oracle
+from tests.compare import assert_rows_match
+from tests.conftest import RUNS
+from tests.test_cli import one_error_line, run_main
+
+# written out here rather than imported, so a renamed key fails this test
+METADATA_KEYS = {
+    "rlsql.query.name", "rlsql.query.kind", "rlsql.query.version", "rlsql.query.fingerprint", "rlsql.query.params",
+    "rlsql.version", "rlsql.duckdb_version", "rlsql.runs", "rlsql.sources", "rlsql.exported_at",
+}  # fmt: skip
+TWO_RUNS = [RUNS / "calendar", RUNS / "tiny"]
+
+
+def _metadata(path: Path) -> dict[str, str]:
+    raw = pq.read_metadata(path).metadata or {}
+    return {k.decode(): v.decode() for k, v in raw.items() if k.decode().startswith("rlsql.")}
+
+
+def _visible(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+
+
+def _table_rows(table: pa.Table) -> list[dict]:
+    return table.to_pylist()
+
+
+def _metric_values(run_dir: Path) -> int:
+    """metrics_long rows: recorded numeric cells, the step columns of metric_rows left out."""
+    return sum(
+        1
+        for row in oracle.read_metric_rows(run_dir)
+        for col, value in row.items()
+        if col not in ("log_file", "step", "global_step") and isinstance(value, float)
+    )
+
+
+def test_parquet_rows_types_and_metadata(tmp_path, capsys, monkeypatch) -> None:
+    out = tmp_path / "bi"
+    started = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    args = ["export", "reward_curve", "--views", "-p", "span=3", "-o", str(out)]
+    for run in TWO_RUNS:
+        args += ["-r", str(run)]
+    code, stdout, err = run_main(args, capsys, monkeypatch)
+    assert code == 0, err
+    assert stdout == ""  # the summary is a notice
+    assert _visible(out) == sorted(f"{n}.parquet" for n in (
+        "reward_curve", "trials", "steps", "metric_rows", "metrics_long", "vllm_seconds", "config"))
+
+    # rows, counted from the CSVs by the oracle
+    want_rows = {
+        "trials": sum(len(oracle.read_trials(r)) for r in TWO_RUNS),
+        "metric_rows": sum(len(oracle.read_metric_rows(r)) for r in TWO_RUNS),
+        "steps": sum(len(oracle.dedup_steps(oracle.read_metric_rows(r))) for r in TWO_RUNS),
+        "metrics_long": sum(_metric_values(r) for r in TWO_RUNS),
+        "reward_curve": len(oracle.expected("reward_curve", TWO_RUNS, span=3)),
+    }
+    for name, rows in want_rows.items():
+        assert pq.read_metadata(out / f"{name}.parquet").num_rows == rows, name
+    curve = pq.read_table(out / "reward_curve.parquet")
+    assert_rows_match(_table_rows(curve), oracle.expected("reward_curve", TWO_RUNS, span=3), "exported reward_curve")
+
+    # the summary line counts what was written
+    last = err.strip().splitlines()[-1]
+    assert f"{sum(pq.read_metadata(p).num_rows for p in out.glob('*.parquet')):,} rows" in last
+    assert "7 files" in last
+
+    # types: declared, not sniffed
+    trials = pq.read_schema(out / "trials.parquet")
+    assert trials.field("run").type == pa.string()
+    assert trials.field("n_episodes").type == pa.int64()
+    assert trials.field("reward").type == pa.float64()
+    assert curve.schema.field("step").type == pa.int64()
+    assert curve.schema.field("ema").type == pa.float64()
+    assert pq.read_schema(out / "vllm_seconds.parquet").field("ts").type == pa.timestamp("us")
+    assert pq.ParquetFile(out / "trials.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
+
+    # every metadata key, checked against the files themselves
+    catalog = load_catalog()
+    for name, kind in [("reward_curve", "query"), ("trials", "view"), ("config", "view")]:
+        meta = _metadata(out / f"{name}.parquet")
+        assert set(meta) == METADATA_KEYS, name
+        assert meta["rlsql.query.name"] == name
+        assert meta["rlsql.query.kind"] == kind
+        assert meta["rlsql.query.version"] == catalog.files[name].version
+        assert meta["rlsql.query.fingerprint"] == catalog.files[name].fingerprint
+        assert json.loads(meta["rlsql.query.params"]) == ({"span": 3} if name == "reward_curve" else {})
+        assert meta["rlsql.version"] == rlsql.__version__
+        assert meta["rlsql.duckdb_version"]
+        assert [r["name"] for r in json.loads(meta["rlsql.runs"])] == ["calendar", "tiny"]
+        exported = dt.datetime.fromisoformat(meta["rlsql.exported_at"])
+        assert started <= exported <= dt.datetime.now(dt.UTC)
+    for name, artifact in [("trials", "trials"), ("reward_curve", "metrics"), ("config", "config")]:
+        sources = json.loads(_metadata(out / f"{name}.parquet")["rlsql.sources"])
+        assert [(s["run"], s["artifact"]) for s in sources if s["artifact"] == artifact] == [
+            ("calendar", artifact), ("tiny", artifact)]
+        for source in sources:
+            path = Path(source["path"])
+            assert path == oracle.find_artifacts(RUNS / source["run"])[source["artifact"]].resolve()
+            assert source["size"] == path.stat().st_size
+            assert source["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+            assert dt.datetime.fromisoformat(source["mtime"]).timestamp() == pytest.approx(path.stat().st_mtime)
+
+
+def test_types_do_not_depend_on_the_data(tmp_path, capsys, monkeypatch) -> None:
+    """A run whose columns are all empty or missing exports the same schema as a full one."""
+    schemas = {}
+    for run in ("tiny", "newest"):
+        code, _, err = run_main(["export", "trials", "turn_stats", "-r", str(RUNS / run), "-o", str(tmp_path / run)],
+                                capsys, monkeypatch)
+        assert code == 0, err
+        schemas[run] = [pq.read_schema(tmp_path / run / f"{n}.parquet").remove_metadata() for n in ("trials",
+                                                                                                     "turn_stats")]
+    assert schemas["tiny"] == schemas["newest"]
+
+
+def test_partition_by_run_and_replacing_a_tree(tmp_path, capsys, monkeypatch) -> None:
+    out = tmp_path / "hive"
+    code, _, err = run_main(["export", "trials", "-r", str(RUNS), "--partition-by", "run", "-o", str(out)],
+                            capsys, monkeypatch)
+    assert code == 0, err
+    assert sorted(p.name for p in (out / "trials").iterdir()) == ["run=calendar", "run=newest", "run=tiny"]
+    dataset = ds.dataset(out / "trials", format="parquet", partitioning="hive")
+    table = dataset.to_table()
+    for run in ("calendar", "newest", "tiny"):
+        got = table.filter(ds.field("run") == run).num_rows
+        assert got == len(oracle.read_trials(RUNS / run)), run
+    assert set(_metadata(next((out / "trials").rglob("*.parquet")))) == METADATA_KEYS
+    # a new export replaces the whole tree: a run no longer exported leaves no partition behind
+    code, _, err = run_main(["export", "trials", "-r", str(RUNS / "tiny"), "--partition-by", "run", "-o", str(out)],
+                            capsys, monkeypatch)
+    assert code == 0, err
+    assert sorted(p.name for p in (out / "trials").iterdir()) == ["run=tiny"]
+    assert sorted(p.name for p in out.iterdir()) == ["trials"]  # no temporary or old tree left
+
+
+def test_csv_and_json_with_sidecar(tmp_path, capsys, monkeypatch) -> None:
+    want = oracle.expected("turns_by_exception", TWO_RUNS)
+    for fmt in ("csv", "json"):
+        args = ["export", "turns_by_exception", "-f", fmt, "-o", str(tmp_path)]
+        for run in TWO_RUNS:
+            args += ["-r", str(run)]
+        code, _, err = run_main(args, capsys, monkeypatch)
+        assert code == 0, err
+        path = tmp_path / f"turns_by_exception.{fmt}"
+        if fmt == "json":
+            got = json.loads(path.read_text())
+        else:
+            with path.open(newline="") as fh:
+                got = [{k: (float(v) if k.startswith(("mean", "median")) else int(v) if k == "trials" else v)
+                        for k, v in row.items()} for row in csv.DictReader(fh)]
+        assert_rows_match(got, want, fmt)
+        sidecar = json.loads((tmp_path / f"turns_by_exception.{fmt}.meta.json").read_text())
+        assert set(sidecar) == METADATA_KEYS
+
+
+def test_missing_artifact_named_fails_all_skips(tmp_path, capsys, monkeypatch) -> None:
+    out = tmp_path / "x"
+    code, _, err = run_main(["export", "vllm_summary", "turn_stats", "-r", str(RUNS / "newest"), "-o", str(out)],
+                            capsys, monkeypatch)
+    assert code == 3
+    assert "vllm_summary" in one_error_line(err)
+    assert not out.exists()  # checked before anything is written
+    code, _, err = run_main(["export", "--all", "-r", str(RUNS / "newest"), "-o", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    assert "skipping vllm_summary" in err
+    assert len(_visible(out)) == len(load_catalog().queries()) - 1
+    assert "vllm_summary.parquet" not in _visible(out)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["export", "-o", "OUT"], "--all"),
+    (["export", "turn_stats", "-p", "span=3", "-o", "OUT"], "span"),
+    (["export", "reward_curve", "-p", "span=0", "-o", "OUT"], "minimum"),
+    (["export", "turn_statz", "-o", "OUT"], "turn_stats"),
+    (["export", "turn_stats", "-f", "xlsx", "-o", "OUT"], "xlsx"),
+    (["export", "turn_stats", "--partition-by", "step", "-o", "OUT"], "run"),
+    (["export", "turn_stats", "-r", str(RUNS / "tiny"), "-o", str(RUNS / "tiny" / "out")], "run folder"),
+])
+def test_bad_export_is_one_line(args, needle, tmp_path, capsys, monkeypatch) -> None:
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    code, stdout, err = run_main(args, capsys, monkeypatch)
+    assert code == 2 and stdout == ""
+    assert needle in one_error_line(err)
+    assert not (tmp_path / "out").exists() and not (RUNS / "tiny" / "out").exists()
+
+
+def _big_run(folder: Path, copies: int) -> Path:
+    """A run whose trials CSV is the calendar fixture's repeated `copies` times."""
+    run = folder / "bigrun"
+    run.mkdir()
+    src = oracle.find_artifacts(RUNS / "calendar")["trials"]
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    with (run / src.name).open("w", encoding="utf-8") as fh:
+        fh.write(lines[0])
+        fh.writelines(lines[1:] * copies)
+    return run
+
+
+def _partly_written(folder: Path, prefix: str) -> bool:
+    for path in folder.iterdir():
+        try:
+            if path.name.startswith(prefix) and path.stat().st_size > 0:
+                return True
+        except FileNotFoundError:  # renamed meanwhile
+            pass
+    return False
+
+
+def test_sigkill_leaves_the_previous_export(tmp_path, capsys, monkeypatch) -> None:
+    out = tmp_path / "out"
+    code, _, err = run_main(["export", "trials", "-r", str(RUNS / "tiny"), "-o", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    before = (out / "trials.parquet").read_bytes()
+    big = _big_run(tmp_path, 150)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.Popen([sys.executable, "-m", "rlsql", "export", "trials", "-r", str(big), "-o", str(out)],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    try:
+        # wait until DuckDB has written part of the new file under its temporary name
+        while not _partly_written(out, ".trials.parquet."):
+            assert proc.poll() is None, f"the export ended before it was killed: {proc.communicate()}"
+            assert time.monotonic() < deadline, "no temporary file appeared"
+            time.sleep(0.002)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    # the earlier export is intact; what the killed one left is only a hidden temporary
+    assert _visible(out) == ["trials.parquet"]
+    assert (out / "trials.parquet").read_bytes() == before
+    assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "tiny"))
+    leftovers = [p.name for p in out.iterdir() if p.name != "trials.parquet"]
+    assert all(name.startswith(".trials.parquet.") and name.endswith(".rlsql-tmp") for name in leftovers)
+    # the next export into the folder clears what the killed process left
+    code, _, err = run_main(["export", "trials", "-r", str(RUNS / "newest"), "-o", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["trials.parquet"]
+    assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "newest"))
