@@ -8,10 +8,10 @@ from typing import Any
 
 import duckdb
 
-from rlsql.catalog import load_catalog
-from rlsql.connection import RunSpec, check_artifacts, csv_error, one_line, open_connection
-from rlsql.errors import QueryError, UsageError
-from rlsql.runs import Run, resolve_runs
+from rlsql.catalog import SqlFile, load_catalog
+from rlsql.connection import RunSpec, check_artifacts, data_error, one_line, open_connection, warn_rejected_rows
+from rlsql.errors import QueryError, RlsqlError, UsageError
+from rlsql.runs import CSV_ARTIFACTS, Run, resolve_runs
 from rlsql.sqltext import identifier
 
 
@@ -72,6 +72,16 @@ def bind_params(name: str, given: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+def _unparsable_input(exc: duckdb.Error, runs: Sequence[Run], needed: Sequence[SqlFile]) -> RlsqlError | None:
+    """DuckDB's CSV reader can fail without naming the file (a parser state error): find and name it."""
+    if not isinstance(exc, duckdb.InvalidInputException) or "CSV" not in str(exc):
+        return None
+    from rlsql.check import locate_unparsable_csv  # only on this error path
+
+    kinds = [f.artifact for f in needed if f.kind == "source" and f.artifact in CSV_ARTIFACTS]
+    return locate_unparsable_csv(runs, kinds)
+
+
 def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryResult:
     catalog = load_catalog()
     qfile = catalog.query(name)
@@ -86,8 +96,10 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryRe
         cursor = con.execute(f"SELECT * FROM {identifier(qfile.name)}")
         columns = [d[0] for d in cursor.description]
         rows = cursor.fetchall()
+        warn_rejected_rows(con)
     except duckdb.Error as exc:
-        raise (csv_error(exc) or QueryError(f"{name}: {one_line(exc)}")) from exc
+        problem = data_error(exc) or _unparsable_input(exc, runs, needed)
+        raise (problem or QueryError(f"{name}: {one_line(exc)}")) from exc
     return QueryResult(name, columns, rows, list(runs), values, con)
 
 

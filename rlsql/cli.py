@@ -152,6 +152,32 @@ def runs_command(run: RunOption = None, fmt: FormatOption = "table") -> None:
     sys.stdout.write(render(fmt, columns, rows))
 
 
+@app.command("check")
+def check_command(run: RunOption = None, fmt: FormatOption = "table") -> None:
+    """Validate runs: every problem found with its file and line, and a summary per run.
+
+    Exits 3 when a run is unusable (no readable rows in any of its CSV files).
+    """
+    import json
+
+    from rlsql.check import ISSUE_COLUMNS, SUMMARY_COLUMNS, check_runs, summary_rows
+    from rlsql.errors import DataError
+
+    _check_format(fmt)
+    reports = check_runs(_resolve(run))
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"runs": [r.as_dict() for r in reports]}, indent=2) + "\n")
+    else:
+        issues = [(i.run, i.severity, i.file, i.line, i.problem) for r in reports for i in r.issues]
+        sys.stdout.write(render(fmt, ISSUE_COLUMNS, issues))
+        if fmt in ("table", "markdown"):
+            sys.stdout.write("\n")
+            sys.stdout.write(render(fmt, SUMMARY_COLUMNS, summary_rows(reports)))
+    unusable = [r.run for r in reports if not r.usable]
+    if unusable:
+        raise DataError(f"unusable run(s): {', '.join(unusable)} (no readable rows in any CSV file)")
+
+
 @app.command("report")
 def report_command(
     run: RunOption = None,

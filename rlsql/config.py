@@ -67,10 +67,37 @@ def load_yaml(path: Path) -> dict | None:
     return tree
 
 
+ROUTING_LISTS = ("passthrough_exceptions", "mask_exceptions", "zero_exceptions")
+TREATMENTS = ("zero", "mask", "passthrough")
+
+
+def routing_problems(tree: dict) -> list[str]:
+    """Routing keys the trainer could not use: rlsql then applies the trainer's default for that key.
+
+    The first occurrence of each key in document order is the one read (as exception_routing.sql does).
+    """
+    seen: set[str] = set()
+    problems = []
+    for key, value in flatten(tree):
+        leaf = key.rpartition(".")[2]
+        if leaf in seen or value is None or leaf not in (*ROUTING_LISTS, "default_error_treatment"):
+            continue
+        seen.add(leaf)
+        if leaf in ROUTING_LISTS and not isinstance(value, list):
+            problems.append(f"{key} should be a list of exception names, not {value!r}")
+        elif leaf == "default_error_treatment" and (not isinstance(value, str) or value.lower() not in TREATMENTS):
+            problems.append(f"{key} should be one of {', '.join(TREATMENTS)}, not {value!r}")
+    return problems
+
+
 def config_rows(run: str, path: Path) -> list[dict]:
+    from rlsql.connection import RlsqlWarning  # late: connection imports this module
+
     tree = load_yaml(path)
     if tree is None:
         return []
+    for problem in routing_problems(tree):
+        warnings.warn(f"{path}: {problem}; using the trainer's default for it", RlsqlWarning, stacklevel=2)
     return [
         {
             "run": run,

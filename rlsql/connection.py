@@ -19,7 +19,7 @@ import duckdb
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
 from rlsql.errors import DataError
-from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, Run, read_header, resolve_runs
+from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, read_header, resolve_runs
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -28,7 +28,14 @@ ARTIFACT_LABELS = {
     "trials": "trial results",
     "vllm": "vLLM engine stats",
     "config": "rl_config.yaml",
+    "harbor": "Harbor trial results",
 }
+#: an artifact a source reads -> the artifacts that satisfy it (a run's trials come from its CSV, else
+#: from Harbor's trace_jobs/*/result.json)
+ARTIFACT_ALTERNATIVES = {"trials": ("trials", "harbor"), "harbor": ("trials", "harbor")}
+
+
+_GLOB = re.compile(r"[*?\[\]{}]")
 
 
 class RlsqlWarning(UserWarning):
@@ -48,7 +55,11 @@ class CsvFile:
 def where_looked(run: Run, kind: str) -> str:
     if kind == "config":
         return f"{run.path} for {' or '.join(CONFIG_NAMES)}"
+    if kind == "harbor":
+        return f"{run.path} for {HARBOR_DIR}/*/{HARBOR_RESULT}"
     prefixed, plain = CSV_ARTIFACTS[kind]
+    if kind == "trials":
+        return f"{run.path} for *_{prefixed}, {plain} or {HARBOR_DIR}/*/{HARBOR_RESULT}"
     return f"{run.path} for *_{prefixed} or {plain}"
 
 
@@ -57,7 +68,8 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -
     for f in files:
         if f.kind != "source" or not f.artifact or f.optional:
             continue
-        lacking = [r for r in runs if r.artifact(f.artifact) is None]
+        kinds = ARTIFACT_ALTERNATIVES.get(f.artifact, (f.artifact,))
+        lacking = [r for r in runs if all(r.artifact(kind) is None for kind in kinds)]
         label = ARTIFACT_LABELS[f.artifact]
         if len(lacking) == len(runs):
             run = lacking[0]
@@ -126,12 +138,29 @@ class SourceContext:
                     columns.append(Column(name, source.other_columns_type))
         return {"files": files, "columns": columns}
 
+    def harbor_context(self) -> dict:
+        """files: one read of `trace_jobs/*/result.json` per run that has them and no trials CSV (the CSV wins)."""
+        files: list[dict] = []
+        for run in self.runs:
+            artifact = run.artifact("harbor")
+            if artifact is None or run.artifact("trials") is not None:
+                continue
+            pattern = str(artifact.path / "*" / HARBOR_RESULT)
+            # a folder name with glob characters cannot go into DuckDB's glob: list the files instead
+            paths = None
+            if _GLOB.search(str(artifact.path)):
+                paths = sorted(str(p) for p in artifact.path.glob(f"*/{HARBOR_RESULT}"))
+            files.append({"run": run.name, "pattern": pattern, "paths": paths})
+        return {"files": files}
+
     def render(self, catalog: Catalog, source: SqlFile) -> str:
         context: dict = {"runs": self.run_rows}
         if source.name == "run_files":
             context["run_files"] = self.run_files
         elif source.artifact == "config":
             context["config_rows"] = self.config_rows
+        elif source.artifact == "harbor":
+            context.update(self.harbor_context())
         elif source.artifact:
             context.update(self.csv_context(source))
         return catalog.render(source, **context)
@@ -184,6 +213,60 @@ def csv_error(exc: BaseException) -> DataError | None:
     ]
     where = f"{path.group(1).strip()}:{line.group(1)}" if line else path.group(1).strip()
     return DataError(f"{where}: {details[0] if details else one_line(exc)}")
+
+
+REJECT_EXAMPLES = 3
+
+
+def has_reject_tables(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether any scan has stored rejected rows yet (DuckDB creates the tables with the first one)."""
+    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'reject_errors'").fetchone()[0]
+    return bool(found)
+
+
+def warn_rejected_rows(con: duckdb.DuckDBPyConnection) -> None:
+    """One warning per CSV file with rows DuckDB skipped (recorded because the sources set store_rejects)."""
+    if not has_reject_tables(con):
+        return  # nothing was rejected: DuckDB creates the tables on the first rejected row
+    rows = con.execute(
+        """
+        SELECT s.file_path, e.line, any_value(e.error_type), any_value(e.column_name)
+        FROM reject_errors AS e JOIN reject_scans AS s USING (scan_id, file_id)
+        GROUP BY s.file_path, e.line
+        ORDER BY s.file_path, e.line
+        """
+    ).fetchall()
+    by_file: dict[str, list[tuple[int, str, str | None]]] = {}
+    for path, line, kind, column in rows:
+        by_file.setdefault(path, []).append((line, kind, column))
+    for path, rejected in by_file.items():
+        examples = "; ".join(
+            f"line {line}: {kind.lower()}" + (f" in column {column}" if column and kind == "CAST" else "")
+            for line, kind, column in rejected[:REJECT_EXAMPLES]
+        )
+        more = f"; and {len(rejected) - REJECT_EXAMPLES} more" if len(rejected) > REJECT_EXAMPLES else ""
+        warnings.warn(
+            f"{path}: skipped {len(rejected)} unreadable row{'s' if len(rejected) > 1 else ''} ({examples}{more})",
+            RlsqlWarning,
+            stacklevel=3,
+        )
+
+
+#: an `error()` raised by rlsql's own SQL about the data (see sql/sources) starts with this
+DATA_ERROR_MARK = "rlsql-data: "
+
+
+def data_error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return text[text.index(DATA_ERROR_MARK) + len(DATA_ERROR_MARK):].splitlines()[0] if DATA_ERROR_MARK in text \
+        else one_line(exc)
+
+
+def data_error(exc: BaseException) -> DataError | None:
+    """A DuckDB error that is about the input files, as a one-line DataError; None for anything else."""
+    if DATA_ERROR_MARK in str(exc):
+        return DataError(data_error_text(exc))
+    return csv_error(exc)
 
 
 def open_connection(

@@ -122,9 +122,32 @@ class SourceFingerprints:
         for run in runs:
             for kind in sorted(kinds):
                 artifact = run.artifact(kind)
-                if artifact is not None:
+                if kind == "harbor" and artifact is not None:
+                    if run.artifact("trials") is None:  # a run with a trials CSV reads the CSV instead
+                        out.append({"run": run.name, "artifact": kind, **self.describe_trials(artifact.path)})
+                elif artifact is not None:
                     out.append({"run": run.name, "artifact": kind, **self.describe(artifact.path)})
         return out
+
+    def describe_trials(self, trace_jobs: Path) -> dict[str, Any]:
+        """Harbor's trace_jobs folder as one record: its result.json files' total size, newest mtime and one
+        sha256 over their relative paths and contents, in sorted order."""
+        if trace_jobs not in self._seen:
+            digest, size, mtime, count = hashlib.sha256(), 0, 0.0, 0
+            for path in sorted(trace_jobs.glob("*/result.json")):
+                record = self.describe(path)
+                digest.update(f"{path.relative_to(trace_jobs).as_posix()}\0{record['sha256']}\n".encode())
+                size, count = size + record["size"], count + 1
+                mtime = max(mtime, path.stat().st_mtime)
+                del self._seen[path]  # one record for the folder, not one per trial
+            self._seen[trace_jobs] = {
+                "path": str(trace_jobs),
+                "size": size,
+                "mtime": dt.datetime.fromtimestamp(mtime, tz=dt.UTC).isoformat(),
+                "sha256": digest.hexdigest(),
+                "files": count,
+            }
+        return self._seen[trace_jobs]
 
 
 def _pid_alive(pid: int) -> bool:

@@ -21,11 +21,13 @@ def parser_format(run: Run) -> str:
         return "newest"
     if "agent_duration_sec" in trial_columns or metrics is not None:
         return "mid-2026"
+    if trials is None and run.artifact("harbor") is not None:
+        return "harbor"  # Harbor's trace_jobs/*/result.json, no parser output
     return "older" if trials is not None else "unknown"
 
 
 def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
-    con = open_connection(runs, ["steps", "trials_src", "vllm_src"])
+    con = open_connection(runs, ["steps", "trials_src", "harbor_trials_src", "vllm_src"])
 
     def counts(sql: str) -> dict[str, tuple]:
         return {row[0]: row[1:] for row in con.execute(sql).fetchall()}
@@ -34,11 +36,15 @@ def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
         "SELECT run, count(*), count(DISTINCT log_file), count(DISTINCT step) FROM metric_rows GROUP BY run"
     )
     trials = counts("SELECT run, count(*) FROM trials_src GROUP BY run")
+    # a run without a trials CSV: its Harbor trial folders (trace_jobs/*/result.json)
+    trials.update(counts("SELECT run, count(*) FROM harbor_trials_src GROUP BY run"))
     vllm = counts("SELECT run, count(*) FROM vllm_src GROUP BY run")
     rows = []
     for run in runs:
         def name(kind: str, run: Run = run) -> str | None:
             artifact = run.artifact(kind)
+            if artifact is None and kind == "trials":
+                artifact = run.artifact("harbor")  # shown as trace_jobs
             return artifact.path.name if artifact else None
 
         m = metric.get(run.name, (0, 0, 0))

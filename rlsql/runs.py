@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import glob
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,10 @@ CSV_ARTIFACTS: dict[str, tuple[str, str]] = {
     "vllm": ("vllm_metrics_table.csv", "vllm_metrics.csv"),
 }
 CONFIG_NAMES = ("rl_config.yaml", "rl_config.yml")
-ARTIFACTS = (*CSV_ARTIFACTS, "config")
+#: Harbor's trial folders read in place: `trace_jobs/<trial>/result.json` (artifact kind `harbor`)
+HARBOR_DIR = "trace_jobs"
+HARBOR_RESULT = "result.json"
+ARTIFACTS = (*CSV_ARTIFACTS, "config", "harbor")
 
 _PREFIX = re.compile(r"^(?P<ts>\d{8}_\d{6})_(?P<rest>.+)$")
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -103,9 +107,20 @@ def scan_folder(path: Path) -> Run | None:
             artifacts[kind] = Artifact(kind, plain[kind])
     if config is not None:
         artifacts["config"] = Artifact("config", config)
+    if has_harbor_trials(path / HARBOR_DIR):
+        artifacts["harbor"] = Artifact("harbor", path / HARBOR_DIR)
     if not artifacts:
         return None
     return Run(name=path.name, path=path, artifacts=artifacts, ignored=tuple(ignored))
+
+
+def has_harbor_trials(trace_jobs: Path) -> bool:
+    """True when `trace_jobs` holds at least one `<trial>/result.json` (stops at the first one)."""
+    try:
+        with os.scandir(trace_jobs) as entries:
+            return any(e.is_dir() and (Path(e.path) / HARBOR_RESULT).is_file() for e in entries)
+    except OSError:
+        return False
 
 
 def sample_run_path() -> Path:
@@ -127,6 +142,7 @@ def _expand(spec: str | Path) -> list[Path]:
 
 
 def _runs_at(path: Path) -> list[Run]:
+    path = path.resolve()  # every artifact path rlsql hands to SQL is absolute (shell scripts, db files)
     if not path.is_dir():
         raise DataError(f"{path}: not a folder (give the run folder, not a file inside it)")
     run = scan_folder(path)
@@ -135,7 +151,10 @@ def _runs_at(path: Path) -> list[Run]:
     found = [r for sub in sorted(p for p in path.iterdir() if p.is_dir()) if (r := scan_folder(sub))]
     if not found:
         wanted = ", ".join(f"*_{s}" for s, _ in CSV_ARTIFACTS.values())
-        raise DataError(f"{path}: no run artifacts here or in its sub-folders (looked for {wanted}, rl_config.yaml)")
+        raise DataError(
+            f"{path}: no run artifacts here or in its sub-folders "
+            f"(looked for {wanted}, rl_config.yaml, {HARBOR_DIR}/*/{HARBOR_RESULT})"
+        )
     return found
 
 
@@ -172,8 +191,9 @@ def _check_unique_names(runs: Sequence[Run]) -> None:
 def read_header(path: Path) -> list[str]:
     """Column names from the first line of a CSV (a UTF-8 BOM is dropped; an empty file has none)."""
     try:
-        with path.open("r", encoding="utf-8-sig", newline="") as fh:
-            first = fh.readline()
+        with path.open("rb") as fh:
+            raw = fh.readline()  # bytes: a bad byte further down the file is DuckDB's to report, per row
+        first = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}:1: header is not valid UTF-8 ({exc.reason})") from exc
     except OSError as exc:

@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "fixtures" / "runs"
-FIXTURE_RUNS = ["tiny", "calendar", "newest"]
+FIXTURE_RUNS = ["tiny", "calendar", "newest", "harbor", "harbor_csv"]
 
 # Keep tests independent of a developer's ~/.cache (the SQL analysis cache is exercised on purpose elsewhere).
 os.environ.setdefault("RLSQL_NO_CACHE", "1")

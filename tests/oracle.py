@@ -27,10 +27,12 @@ Choices made where neither the spec nor docs/semantics.md decides:
 from __future__ import annotations
 
 import csv
+import json
 import math
 import re
 import statistics
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +73,17 @@ def find_artifacts(run_dir: Path | str) -> dict[str, Path | None]:
         else:
             found[artifact] = None
     found["config"] = next((run_dir / n for n in _CONFIG_NAMES if n in names), None)
+    # Harbor's trial folders read in place: "an artifact kind `harbor` present when
+    # trace_jobs/*/result.json exists"
+    trace_jobs = run_dir / "trace_jobs"
+    found["harbor"] = trace_jobs if any(trace_jobs.glob("*/result.json")) else None
     return found
+
+
+def has_trials(run_dir: Path | str) -> bool:
+    """A run's trials come from its CSV, else from Harbor's result.json files."""
+    found = find_artifacts(run_dir)
+    return found["trials"] is not None or found["harbor"] is not None
 
 
 def run_name(run_dir: Path | str) -> str:
@@ -189,14 +201,53 @@ _TRIAL_FLOAT = (
 NO_EXCEPTION = "No exception"
 
 
+def _seconds(block: Any) -> float | None:
+    """finished_at - started_at of a Harbor timing block, as the parser computes it; None if unreadable."""
+    if not isinstance(block, dict) or not block.get("started_at") or not block.get("finished_at"):
+        return None
+    try:
+        started, finished = datetime.fromisoformat(block["started_at"]), datetime.fromisoformat(block["finished_at"])
+        return (finished - started).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def read_harbor_trials(trace_jobs: Path) -> list[Row]:
+    """Harbor's trace_jobs/<trial>/result.json files, trial folders sorted by name, mapped to the
+    CSV's columns the way the log parser's parse_result_files maps them."""
+    trials: list[Row] = []
+    for path in sorted(trace_jobs.glob("*/result.json"), key=lambda p: p.parent.name):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        agent = data.get("agent_result") or {}
+        metadata = agent.get("metadata") or {}
+        reward = ((data.get("verifier_result") or {}).get("rewards") or {}).get("reward")
+        trial: Row = {
+            "task_name": data.get("task_name") or None,
+            "trial_name": data.get("trial_name") or None,
+            "n_episodes": metadata.get("n_episodes"),
+            "n_input_tokens": agent.get("n_input_tokens"),
+            "n_output_tokens": agent.get("n_output_tokens"),
+            "exception_type": (data.get("exception_info") or {}).get("exception_type") or NO_EXCEPTION,
+            "reward": float(reward) if reward is not None else None,
+            "agent_duration_sec": None,  # the current parser writes agent_execution_duration instead
+            "trial_duration": _seconds(data),
+        }
+        for phase in ("environment_setup", "agent_setup", "agent_execution", "verifier"):
+            trial[f"{phase}_duration"] = _seconds(data.get(phase))
+        trials.append(trial)
+    return trials
+
+
 def read_trials(run_dir: Path | str) -> list[Row]:
     """Trials in CSV order, columns read by name ("a column that a run lacks is NULL").
 
-    `exception_type` is "`No exception` for a trial without one, in every query".
+    `exception_type` is "`No exception` for a trial without one, in every query". A run without
+    a trials CSV reads Harbor's result.json files instead ("the CSV wins").
     """
-    path = find_artifacts(run_dir)["trials"]
+    found = find_artifacts(run_dir)
+    path = found["trials"]
     if path is None:
-        return []
+        return read_harbor_trials(found["harbor"]) if found["harbor"] is not None else []
     trials: list[Row] = []
     for raw in _read_csv(path):
         trial: Row = {col: _text(raw.get(col)) for col in _TRIAL_TEXT}
@@ -647,7 +698,7 @@ def _turns(trials: list[Row]) -> list[float]:
 
 def q_turn_stats(run: str, run_dir: Path) -> list[Row]:
     """Over trials with `n_episodes`; one row per run (trials 0, NULL statistics when none)."""
-    if find_artifacts(run_dir)["trials"] is None:
+    if not has_trials(run_dir):
         return []
     turns = _turns(read_trials(run_dir))
     return [
@@ -776,7 +827,7 @@ def q_exception_treatment(run: str, run_dir: Path) -> list[Row]:
 def q_reward_summary(run: str, run_dir: Path) -> list[Row]:
     """Over trials with a reward: mean, success rate (share with reward > 0, 0-1), count; plus
     total trials and trials with turns."""
-    if find_artifacts(run_dir)["trials"] is None:
+    if not has_trials(run_dir):
         return []
     trials = read_trials(run_dir)
     rewards = [t["reward"] for t in trials if t["reward"] is not None]
@@ -908,6 +959,84 @@ def q_vllm_summary(run: str, run_dir: Path) -> list[Row]:
 
 
 # --------------------------------------------------------------------------------------------
+# compare_runs (docs/semantics.md): headline figures per run, and the config keys that differ
+# --------------------------------------------------------------------------------------------
+
+
+def _flat_config(run_dir: Path) -> dict[str, tuple[str, str]] | None:
+    """Dotted key -> (comparison key, printed text) of every YAML leaf (lists are leaves; a YAML
+    null prints `null`); None without a usable config."""
+    config = load_config(run_dir) if find_artifacts(run_dir)["config"] is not None else None
+    if not isinstance(config, dict):
+        return None
+    leaves: dict[str, tuple[str, str]] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{prefix}.{key}" if prefix else str(key))
+            return
+        if node is None:
+            text = "null"
+        elif isinstance(node, bool):
+            text = "true" if node else "false"
+        elif isinstance(node, list):
+            text = json.dumps(node, default=str)
+        else:
+            text = str(node)
+        leaves[prefix] = (json.dumps(node, default=str), text)
+
+    walk(config, "")
+    return leaves
+
+
+def q_compare_runs(run: str, run_dir: Path, span: int = 5, run_dirs: list[Path] | None = None) -> list[Row]:
+    """One row per run: steps = deduplicated steps; trials, success_rate and mean_reward as in
+    reward_summary; final_ema = EMA at the last step with one; best_ema = the highest EMA, ties to
+    the earliest step; mean_step_time_s = mean timing/step over deduplicated steps; the rates are
+    shares of all trials; differing_config = `key=value` (`<missing>` where the run lacks the key)
+    for the keys whose values differ among the runs with a config, sorted by key, joined by '; '."""
+    has_metrics = find_artifacts(run_dir)["metrics"] is not None
+    steps = dedup_steps(read_metric_rows(run_dir)) if has_metrics else []
+    curve = [r for r in _reward_curve_rows(run, run_dir, span) if r["ema"] is not None] if has_metrics else []
+    best = None
+    for r in curve:  # ascending steps; strict > keeps the earliest of equal EMAs
+        if best is None or r["ema"] > best["ema"]:
+            best = r
+    summary = q_reward_summary(run, run_dir)
+    trials = read_trials(run_dir)
+
+    def rate(exception: str) -> float | None:
+        if not trials:
+            return None
+        return sum(1 for t in trials if t["exception_type"] == exception) / len(trials)
+
+    differing = None
+    own = _flat_config(run_dir)
+    if own is not None:
+        configs = [c for c in (_flat_config(d) for d in (run_dirs or [run_dir])) if c is not None]
+        keys = sorted({k for c in configs for k in c})
+        differ = [k for k in keys if len({c[k][0] if k in c else None for c in configs}) > 1]
+        differing = "; ".join(f"{k}={own[k][1] if k in own else '<missing>'}" for k in differ)
+    return [
+        {
+            "run": run,
+            "steps": len(steps) if has_metrics else None,
+            "trials": summary[0]["trials"] if summary else None,
+            "success_rate": summary[0]["success_rate"] if summary else None,
+            "mean_reward": summary[0]["mean_reward"] if summary else None,
+            "final_ema": curve[-1]["ema"] if curve else None,
+            "best_ema": best["ema"] if best else None,
+            "best_ema_step": best["step"] if best else None,
+            "mean_step_time_s": _mean(_nums([r.get("timing/step") for r in steps])) if has_metrics else None,
+            "timeout_rate": rate("AgentTimeoutError"),
+            "context_length_rate": rate("ContextLengthExceededError"),
+            "differing_config": differing,
+        }
+    ]
+
+
+# --------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------
 
@@ -927,6 +1056,7 @@ QUERIES: dict[str, Callable[..., list[Row]]] = {
     "vllm_summary": q_vllm_summary,
     "async_health": q_async_health,
     "trial_phases": q_trial_phases,
+    "compare_runs": q_compare_runs,
 }
 
 # queries.md: the columns of each query, in order
@@ -951,6 +1081,8 @@ COLUMNS: dict[str, list[str]] = {
                      "mean_prefix_cache_hit_pct", "utilization"],
     "async_health": ["run", "mean_staleness", "max_staleness", "mean_discard_rate", "steps_with_discards"],
     "trial_phases": ["run", "phase", "median_s", "mean_s", "total_s", "share_of_trial", "trials"],
+    "compare_runs": ["run", "steps", "trials", "success_rate", "mean_reward", "final_ema", "best_ema", "best_ema_step",
+                     "mean_step_time_s", "timeout_rate", "context_length_rate", "differing_config"],
 }  # fmt: skip
 
 
@@ -959,6 +1091,8 @@ def expected(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
     if name not in QUERIES:
         raise KeyError(f"unknown query {name!r}")
     query = QUERIES[name]
+    if name == "compare_runs":  # its config column compares the runs with each other
+        params = {**params, "run_dirs": [Path(d) for d in run_dirs]}
     out: list[Row] = []
     for run_dir in sorted((Path(d) for d in run_dirs), key=run_name):
         for row in query(run_name(run_dir), run_dir, **params):

@@ -89,15 +89,18 @@ def test_metrics_with_missing_reward_and_timing_columns(tmp_path: Path) -> None:
         assert_rows_match(rlsql.query(name, [run]).to_dicts(), oracle.expected(name, [run]), name)
 
 
-def test_bad_cell_is_a_one_line_error_naming_file_and_line(tmp_path: Path) -> None:
+def test_unreadable_rows_are_skipped_with_a_warning_naming_file_and_line(tmp_path: Path) -> None:
     run = make_run(tmp_path, "bad", trials="task_name,trial_name,n_episodes,exception_type,reward\n"
-                                           "t,t__1,2,,1.0\nt,t__2,abc,,1.0\n")
-    with pytest.raises(rlsql.DataError) as caught:
-        rlsql.query("turn_stats", [run])
-    message = str(caught.value)
-    assert "\n" not in message
-    assert message.startswith(f"{run / '20260301_000000_trial_results.csv'}:3:")
-    assert "n_episodes" in message
+                                           "t,t__1,2,,1.0\nt,t__2,abc,,1.0\nt,t__3,4,,0.0,extra\nt,t__4,nan,,1.0\nt,t__5,6")
+    with pytest.warns(rlsql.RlsqlWarning) as caught:
+        rows = rlsql.query("turn_stats", [run]).to_dicts()
+    # by hand: t__1 (2 turns) is read; t__4's nan reads as empty; lines 3, 4 and 6 cannot be read
+    assert rows == [{"run": "bad", "trials": 1, "mean": 2.0, "median": 2.0, "std": None, "min": 2, "max": 2}]
+    message = " ".join(str(w.message) for w in caught)
+    assert str(run / "20260301_000000_trial_results.csv") in message
+    assert "skipped 3 unreadable rows" in message
+    assert "line 3: cast in column n_episodes" in message and "line 4: too many columns" in message
+    assert "line 6: missing columns" in message
 
 
 def test_query_names_complete_in_the_shell(rlsql_exe: str, tmp_path: Path) -> None:

@@ -163,7 +163,7 @@ def test_list_and_show(capsys, monkeypatch) -> None:
     code, out, _ = run_main(["list", "-f", "json"], capsys, monkeypatch)
     assert code == 0
     listed = {q["name"]: q for q in json.loads(out)}
-    assert len(listed) == 15
+    assert len(listed) == 16
     assert listed["best_checkpoint"]["params"].startswith("span INTEGER = 5")
     assert all(q["description"] and q["version"] == "1" for q in listed.values())
     code, out, _ = run_main(["show", "turn_stats"], capsys, monkeypatch)
@@ -176,10 +176,10 @@ def test_runs_command(capsys, monkeypatch) -> None:
     code, out, _ = run_main(["runs", "-r", str(RUNS), "-f", "json"], capsys, monkeypatch)
     assert code == 0
     found = {r["run"]: r for r in json.loads(out)}
-    assert sorted(found) == ["calendar", "newest", "tiny"]
+    assert sorted(found) == ["calendar", "harbor", "harbor_csv", "newest", "tiny"]
     for name, info in found.items():
         metrics = oracle.read_metric_rows(RUNS / name)
-        assert info["metric_rows"] == len(metrics)
+        assert (info["metric_rows"] or 0) == len(metrics)  # None: no metrics file (the Harbor runs)
         assert info["trials"] == len(oracle.read_trials(RUNS / name))
     assert found["newest"]["parser_format"] == "newest"
     assert found["calendar"]["parser_format"] == "mid-2026"

@@ -140,10 +140,11 @@ def test_partition_by_run_and_replacing_a_tree(tmp_path, capsys, monkeypatch) ->
     code, _, err = run_main(["export", "trials", "-r", str(RUNS), "--partition-by", "run", "-o", str(out)],
                             capsys, monkeypatch)
     assert code == 0, err
-    assert sorted(p.name for p in (out / "trials").iterdir()) == ["run=calendar", "run=newest", "run=tiny"]
+    names = ["calendar", "harbor", "harbor_csv", "newest", "tiny"]
+    assert sorted(p.name for p in (out / "trials").iterdir()) == [f"run={name}" for name in names]
     dataset = ds.dataset(out / "trials", format="parquet", partitioning="hive")
     table = dataset.to_table()
-    for run in ("calendar", "newest", "tiny"):
+    for run in names:
         got = table.filter(ds.field("run") == run).num_rows
         assert got == len(oracle.read_trials(RUNS / run)), run
     assert set(_metadata(next((out / "trials").rglob("*.parquet")))) == METADATA_KEYS

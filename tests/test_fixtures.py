@@ -49,4 +49,5 @@ def test_packaged_sample_is_the_calendar_fixture() -> None:
 
 
 def test_fixture_runs_exist() -> None:
-    assert sorted(p.name for p in RUNS.iterdir() if p.is_dir()) == ["calendar", "newest", "tiny"]
+    found = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
+    assert found == ["calendar", "harbor", "harbor_csv", "newest", "tiny"]

@@ -25,6 +25,7 @@ NEEDS = {
     "turn_stats": "trials", "turn_percentiles": "trials", "turns_by_exception": "trials",
     "turns_by_outcome": "trials", "exception_distribution": "trials", "exception_treatment": "trials",
     "reward_summary": "trials", "trial_phases": "trials", "vllm_summary": "vllm",
+    "compare_runs": "metrics",
 }
 
 
@@ -33,6 +34,8 @@ def test_catalogue_is_the_contract() -> None:
 
 
 def has_artifact(run: str, kind: str) -> bool:
+    if kind == "trials":  # a trials CSV, else Harbor's trace_jobs/*/result.json
+        return oracle.has_trials(RUNS / run)
     return oracle.find_artifacts(RUNS / run).get(kind) is not None
 
 

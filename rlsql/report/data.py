@@ -14,7 +14,14 @@ from typing import Any
 import duckdb
 
 from rlsql.catalog import load_catalog
-from rlsql.connection import ARTIFACT_LABELS, RlsqlWarning, one_line, open_connection, where_looked
+from rlsql.connection import (
+    ARTIFACT_ALTERNATIVES,
+    ARTIFACT_LABELS,
+    RlsqlWarning,
+    one_line,
+    open_connection,
+    where_looked,
+)
 from rlsql.errors import QueryError
 from rlsql.runs import Run
 from rlsql.sqltext import identifier
@@ -72,8 +79,9 @@ class ReportData:
         return self.rows[name]
 
     def has(self, artifact: str) -> list[Run]:
-        """The runs that have `artifact` (metrics, trials, vllm, config)."""
-        return [r for r in self.runs if r.artifact(artifact) is not None]
+        """The runs that have `artifact` (metrics, trials, vllm, config); trials may be Harbor's result.json files."""
+        kinds = ARTIFACT_ALTERNATIVES.get(artifact, (artifact,))
+        return [r for r in self.runs if any(r.artifact(kind) is not None for kind in kinds)]
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> tuple[list[str], Rows]:
@@ -92,7 +100,7 @@ def gather(runs: Sequence[Run], step: Callable[[str], None] | None = None) -> Re
     data = ReportData(list(runs))
     for section, artifact in SECTION_ARTIFACTS.items():
         for run in runs:
-            if run.artifact(artifact) is None:
+            if all(run.artifact(kind) is None for kind in ARTIFACT_ALTERNATIVES.get(artifact, (artifact,))):
                 warnings.warn(
                     f"run {run.name!r} has no {ARTIFACT_LABELS[artifact]} (looked in {where_looked(run, artifact)}); "
                     f"the report's {section} section leaves it out",

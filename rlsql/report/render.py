@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 
 from rlsql import __version__
-from rlsql.connection import ARTIFACT_LABELS
+from rlsql.connection import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS
 from rlsql.formats import display
 from rlsql.report.data import ReportData, Rows
 from rlsql.report.figures import FIGURES
@@ -77,7 +77,8 @@ class Layout:
         out = []
         for run in self.data.runs:
             files = [f"{kind}: {a.path.name}" for kind, a in sorted(run.artifacts.items())]
-            missing = [ARTIFACT_LABELS[k] for k in ("metrics", "trials", "vllm", "config") if run.artifact(k) is None]
+            missing = [ARTIFACT_LABELS[k] for k in ("metrics", "trials", "vllm", "config")
+                       if all(run.artifact(a) is None for a in ARTIFACT_ALTERNATIVES.get(k, (k,)))]
             out.append({"name": run.name, "path": str(run.path), "files": files, "missing": missing})
         return out
 

@@ -9,8 +9,8 @@ SELECT
     avg(t.reward) AS mean_reward,
     avg(CASE WHEN t.reward > 0 THEN 1.0 WHEN t.reward IS NOT NULL THEN 0.0 END) AS success_rate,
     count(t.n_episodes) AS trials_with_turns
-FROM run_files AS f
+-- every run with trials (a CSV, or Harbor's result.json files) has a row, even without a usable trial
+FROM (SELECT DISTINCT run FROM run_files WHERE artifact IN ('trials', 'harbor')) AS f
 LEFT JOIN trials AS t ON t.run = f.run
-WHERE f.artifact = 'trials'
 GROUP BY f.run
 ORDER BY f.run

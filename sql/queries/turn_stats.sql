@@ -10,8 +10,8 @@ SELECT
     stddev_samp(t.n_episodes) AS std,
     min(t.n_episodes) AS min,
     max(t.n_episodes) AS max
-FROM run_files AS f
+-- every run with trials (a CSV, or Harbor's result.json files) has a row, even without a usable trial
+FROM (SELECT DISTINCT run FROM run_files WHERE artifact IN ('trials', 'harbor')) AS f
 LEFT JOIN trials AS t ON t.run = f.run
-WHERE f.artifact = 'trials'
 GROUP BY f.run
 ORDER BY f.run

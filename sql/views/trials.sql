@@ -1,6 +1,6 @@
 -- name: trials
 -- version: 1
--- description: One row per Harbor trial: run, row_no (CSV order), task and trial names, n_episodes (turns), tokens, exception_type (`No exception` when empty), reward, outcome (Success: reward > 0, Failure: reward = 0), durations, treatment (the route the config gives the exception type) and effective_treatment (a passthrough trial without a reward is masked).
+-- description: One row per Harbor trial, from the run's trials CSV, else from its trace_jobs/*/result.json: run, row_no (CSV order; sorted trial folder names for result.json files), task and trial names, n_episodes (turns), tokens, exception_type (`No exception` when empty), reward, outcome (Success: reward > 0, Failure: reward = 0), durations, treatment (the route the config gives the exception type) and effective_treatment (a passthrough trial without a reward is masked); then, read from result.json only (NULL for a CSV), exception_message, started_at and finished_at.
 -- grain: run, trial_name
 WITH typed AS (
     SELECT
@@ -18,8 +18,22 @@ WITH typed AS (
         t.environment_setup_duration,
         t.agent_setup_duration,
         t.agent_execution_duration,
-        t.verifier_duration
-    FROM trials_src AS t
+        t.verifier_duration,
+        t.exception_message,
+        t.started_at,
+        t.finished_at
+    FROM (
+        SELECT
+            run, row_no, task_name, trial_name, n_episodes, n_input_tokens, n_output_tokens, exception_type, reward,
+            agent_duration_sec, trial_duration, environment_setup_duration, agent_setup_duration,
+            agent_execution_duration, verifier_duration,
+            CAST(NULL AS VARCHAR) AS exception_message, CAST(NULL AS VARCHAR) AS started_at,
+            CAST(NULL AS VARCHAR) AS finished_at
+        FROM trials_src
+        -- runs without a trials CSV: Harbor's result.json files (harbor_trials_src lists no run that has a CSV)
+        UNION ALL BY NAME
+        SELECT * EXCLUDE (source_file) FROM harbor_trials_src
+    ) AS t
 )
 SELECT
     t.run,
@@ -49,6 +63,9 @@ SELECT
     CASE
         WHEN treatment = 'passthrough' AND t.reward IS NULL THEN 'mask'
         ELSE treatment
-    END AS effective_treatment
+    END AS effective_treatment,
+    t.exception_message,
+    t.started_at,
+    t.finished_at
 FROM typed AS t
 LEFT JOIN exception_routing AS r ON r.run = t.run

@@ -1,0 +1,238 @@
+"""`rlsql check`: validate run folders and list every problem with its file and line.
+
+A run is unusable when none of its CSV artifacts yields a readable row; `rlsql check` then exits 3.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from rlsql.catalog import load_catalog
+from rlsql.config import load_yaml, routing_problems
+from rlsql.connection import ARTIFACT_LABELS, data_error_text, has_reject_tables, one_line, open_connection
+from rlsql.errors import DataError
+from rlsql.runs import CSV_ARTIFACTS, Run, read_header
+
+#: columns a query reads from each artifact; a file without them still loads, with NULLs
+EXPECTED_COLUMNS = {
+    "metrics": ("log_file", "reward/avg_raw_reward", "timing/step"),
+    "trials": ("trial_name", "n_episodes", "exception_type", "reward"),
+    "vllm": ("log_file", "datetime_str", "avg_running_requests_per_engine", "total_waiting_requests"),
+}
+STEP_COLUMNS = ("trainer/global_step", "global_step")
+
+
+@dataclass
+class Issue:
+    run: str
+    severity: str  # error, warning or info
+    file: str
+    line: int | None
+    problem: str
+
+
+@dataclass
+class RunReport:
+    run: str
+    path: str
+    usable: bool = True
+    readable_rows: dict[str, int] = field(default_factory=dict)
+    issues: list[Issue] = field(default_factory=list)
+
+    def add(self, severity: str, file: Path | str, problem: str, line: int | None = None) -> None:
+        self.issues.append(Issue(self.run, severity, str(file), line, problem))
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(1 for i in self.issues if i.severity == s) for s in ("error", "warning", "info")}
+
+    def as_dict(self) -> dict:
+        return {
+            "run": self.run, "path": self.path, "usable": self.usable, "readable_rows": self.readable_rows,
+            **self.counts(), "issues": [asdict(i) for i in self.issues],
+        }
+
+
+def probe_sql(kind: str, path: Path, header: list[str]) -> str:
+    """SQL that reads every column of one CSV as its source declares them (sources/_check_csv.sql.j2)."""
+    catalog = load_catalog()
+    source = catalog.files[f"{kind}_src"]
+    declared = {c.name: c.type for c in source.columns}
+    types = {h: declared.get(h, source.other_columns_type) for h in header}
+    return catalog.env.get_template("sources/_check_csv.sql.j2").render(path=str(path), header=header, types=types)
+
+
+def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataError | None:
+    """After DuckDB failed without naming a file: probe each CSV a query reads and name the first that fails."""
+    con = duckdb.connect()
+    for run in runs:
+        for kind in kinds:
+            artifact = run.artifact(kind)
+            header = read_header(artifact.path) if artifact is not None else []
+            if not header:
+                continue
+            try:
+                con.execute(probe_sql(kind, artifact.path, header)).fetchall()
+            except duckdb.Error as exc:
+                return DataError(f"{artifact.path}: DuckDB cannot parse the file: {one_line(exc)}")
+    return None
+
+
+def _last_reject_scan(con: duckdb.DuckDBPyConnection) -> int:
+    """The newest scan id in reject_errors, so one file's rejects are told from the ones before it."""
+    if not has_reject_tables(con):
+        return -1
+    return con.execute("SELECT coalesce(max(scan_id), -1) FROM reject_errors").fetchone()[0]
+
+
+def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str) -> None:
+    artifact = run.artifact(kind)
+    if artifact is None:
+        prefixed, plain = CSV_ARTIFACTS[kind]
+        report.add("info", run.path, f"no {ARTIFACT_LABELS[kind]} file (*_{prefixed} or {plain})")
+        return
+    header = read_header(artifact.path)
+    if not header:
+        report.add("warning", artifact.path, "empty file (not even a header)", 1)
+        report.readable_rows[kind] = 0
+        return
+    duplicates = sorted({h for h in header if header.count(h) > 1})
+    if duplicates:
+        report.add("error", artifact.path, f"header repeats column(s) {', '.join(duplicates)}", 1)
+        report.readable_rows[kind] = 0
+        return
+    missing = [c for c in EXPECTED_COLUMNS[kind] if c not in header]
+    if kind == "metrics" and not any(c in header for c in STEP_COLUMNS):
+        missing.append("trainer/global_step or global_step")
+    if missing:
+        report.add("warning", artifact.path, f"no column {', '.join(missing)}: queries read it as empty", 1)
+    before = _last_reject_scan(con)
+    try:
+        # fetchall: DuckDB stores the rejects once the scan has finished
+        row = con.execute(probe_sql(kind, artifact.path, header)).fetchall()[0]
+    except duckdb.Error as exc:
+        report.add("error", artifact.path, f"DuckDB cannot parse the file: {one_line(exc)}")
+        report.readable_rows[kind] = 0
+        return
+    columns = [d[0] for d in con.description]
+    values = dict(zip(columns, row, strict=True))
+    report.readable_rows[kind] = values["rows"]
+    for index, name in enumerate(header):
+        nonfinite = values.get(f"nonfinite_{index}", 0)
+        if nonfinite:
+            report.add("warning", artifact.path, f"{nonfinite} nan/inf cell(s) in column {name}: read as empty")
+    rejected = con.execute(
+        "SELECT line, error_type, column_name, error_message FROM reject_errors WHERE scan_id > ? ORDER BY line",
+        [before],
+    ).fetchall() if has_reject_tables(con) else []
+    seen_lines: set[int] = set()
+    for line, kind_of_error, column, message in rejected:
+        if line in seen_lines:
+            continue
+        seen_lines.add(line)
+        where = f" (column {column})" if column and kind_of_error == "CAST" else ""
+        report.add("warning", artifact.path, f"row skipped: {message}{where}", int(line))
+    if values["rows"] == 0:
+        report.add("info", artifact.path, "no readable data rows")
+
+
+def _check_harbor(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
+    """Harbor trial folders read in place: count the trials their result.json files give."""
+    harbor = run.artifact("harbor")
+    if harbor is None:
+        return
+    if run.artifact("trials") is not None:
+        report.add("info", harbor.path, "trace_jobs not read: the run's trials CSV is used instead")
+        return
+    try:
+        report.readable_rows["harbor"] = con.execute(
+            "SELECT count(*) FROM harbor_trials_src WHERE run = ?", [run.name]
+        ).fetchall()[0][0]
+    except duckdb.Error as exc:
+        report.readable_rows["harbor"] = 0
+        report.add("error", harbor.path, data_error_text(exc))
+
+
+def _check_config(report: RunReport, run: Run) -> None:
+    config = run.artifact("config")
+    if config is None:
+        report.add("info", run.path, "no rl_config.yaml: the trainer's default exception routing applies")
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tree = load_yaml(config.path)
+    for w in caught:
+        text = str(w.message).removeprefix(str(config.path))
+        where = re.match(r"^:(\d+):\d+: ", text)
+        problem = text[where.end():] if where else text.removeprefix(": ")
+        report.add("warning", config.path, problem, int(where.group(1)) if where else None)
+    if tree is not None:
+        for problem in routing_problems(tree):
+            report.add("warning", config.path, f"{problem}; the trainer's default applies")
+
+
+def _check_views(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
+    """Findings that need the typed views: steps logged twice, vLLM stamps that do not parse."""
+    if run.artifact("metrics") is not None and report.readable_rows.get("metrics"):
+        twice = con.execute(
+            "SELECT step, list(DISTINCT log_file ORDER BY log_file) FROM metric_rows "
+            "WHERE run = ? AND step IS NOT NULL GROUP BY step HAVING count(*) > 1 ORDER BY step",
+            [run.name],
+        ).fetchall()
+        for step, logs in twice:
+            report.add("info", run.artifact("metrics").path,
+                       f"step {step} logged {len(logs) if len(logs) > 1 else 'more than once'} times "
+                       f"({', '.join(logs)}): the first-seen row is used")
+        no_step = con.execute(
+            "SELECT count(*) FROM metric_rows WHERE run = ? AND step IS NULL", [run.name]
+        ).fetchone()[0]
+        if no_step:
+            report.add("warning", run.artifact("metrics").path, f"{no_step} metric row(s) without a step number")
+    if run.artifact("vllm") is not None and report.readable_rows.get("vllm"):
+        bad = con.execute(
+            "SELECT count(*), any_value(datetime_str) FROM vllm_seconds WHERE run = ? AND ts IS NULL", [run.name]
+        ).fetchone()
+        if bad[0]:
+            report.add("warning", run.artifact("vllm").path,
+                       f"{bad[0]} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {bad[1]!r}): no timestamp")
+
+
+def check_runs(runs: Sequence[Run]) -> list[RunReport]:
+    reports = []
+    con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
+    for run in runs:
+        report = RunReport(run.name, str(run.path))
+        for ignored in run.ignored:
+            report.add("info", ignored, "older parse (or unprefixed copy) not read: a newer file wins")
+        for kind in CSV_ARTIFACTS:
+            _check_csv(con, report, run, kind)
+        _check_harbor(con, report, run)
+        _check_config(report, run)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the rows skipped here were reported per line above
+            _check_views(con, report, run)
+        if not any(report.readable_rows.values()):
+            report.usable = False
+            report.add("error", run.path, "no readable rows in any artifact: no query can use this run")
+        reports.append(report)
+    return reports
+
+
+ISSUE_COLUMNS = ["run", "severity", "file", "line", "problem"]
+SUMMARY_COLUMNS = [
+    "run", "usable", "errors", "warnings", "infos", "metric_rows", "trials", "vllm_seconds", "harbor_trials",
+]
+
+
+def summary_rows(reports: Sequence[RunReport]) -> list[tuple]:
+    return [
+        (r.run, r.usable, *r.counts().values(),
+         r.readable_rows.get("metrics"), r.readable_rows.get("trials"), r.readable_rows.get("vllm"),
+         r.readable_rows.get("harbor"))
+        for r in reports
+    ]

@@ -1,0 +1,162 @@
+"""Damaged and odd input, each handled on purpose: a correct result with a warning naming file and
+line, or a one-line error naming the file. Never a traceback, never a changed number without a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rlsql
+from rlsql import cli
+from rlsql.check import check_runs
+from rlsql.runs import resolve_runs
+from tests.conftest import RUNS
+
+HEADER = "task_name,trial_name,n_episodes,exception_type,reward\n"
+
+
+def trials_run(root: Path, body: bytes | str, name: str = "r") -> Path:
+    run = root / name
+    run.mkdir(parents=True, exist_ok=True)
+    data = body.encode() if isinstance(body, str) else body
+    (run / "20260301_000000_trial_results.csv").write_bytes(data)
+    return run
+
+
+def query_with_warnings(name: str, run: Path) -> tuple[list[dict], str]:
+    with pytest.warns(rlsql.RlsqlWarning) as caught:
+        rows = rlsql.query(name, [run]).to_dicts()
+    return rows, " | ".join(str(w.message) for w in caught)
+
+
+def test_truncated_last_line_is_skipped_with_its_line(tmp_path: Path) -> None:
+    run = trials_run(tmp_path, HEADER + "t,t__1,2,,1.0\nt,t__2,4,,0.0\nt,t__3,")
+    rows, warned = query_with_warnings("reward_summary", run)
+    assert rows[0]["trials"] == 2 and rows[0]["mean_reward"] == 0.5  # by hand: (1.0 + 0.0) / 2
+    assert "20260301_000000_trial_results.csv: skipped 1 unreadable row (line 4: missing columns)" in warned
+
+
+def test_extra_and_missing_fields(tmp_path: Path) -> None:
+    run = trials_run(tmp_path, HEADER + "t,t__1,2,,1.0,surplus\nt,t__2,4\nt,t__3,6,,1.0\n")
+    rows, warned = query_with_warnings("turn_stats", run)
+    assert (rows[0]["trials"], rows[0]["max"]) == (1, 6)
+    assert "line 2: too many columns" in warned and "line 3: missing columns" in warned
+
+
+def test_nan_inf_and_empty_cells_read_as_empty(tmp_path: Path) -> None:
+    run = trials_run(tmp_path, HEADER + "t,t__1,nan,,1.0\nt,t__2,3,,inf\nt,t__3,,,0.0\nt,t__4,5,,NaN\n")
+    rows = rlsql.query("reward_summary", [run]).to_dicts()
+    # by hand: rewards 1.0 and 0.0 count (inf, NaN are empty); turns 3 and 5 count
+    assert rows == [{"run": "r", "trials": 4, "trials_with_reward": 2, "mean_reward": 0.5, "success_rate": 0.5,
+                     "trials_with_turns": 2}]
+
+
+def test_non_utf8_byte_skips_its_row(tmp_path: Path) -> None:
+    run = trials_run(tmp_path, (HEADER + "t,t__1,2,,1.0\nt,t__2,3,Agent\xffError,0.0\n").encode("latin-1"))
+    rows, warned = query_with_warnings("exception_distribution", run)
+    assert [(r["exception_type"], r["trials"]) for r in rows] == [("No exception", 1)]
+    assert "line 3: invalid encoding" in warned
+
+
+def test_non_utf8_header_is_a_one_line_error(tmp_path: Path) -> None:
+    run = trials_run(tmp_path, b"task_name,tri\xffal_name,n_episodes\nt,t__1,2\n")
+    with pytest.raises(rlsql.DataError, match=r"trial_results\.csv:1: header is not valid UTF-8"):
+        rlsql.query("turn_stats", [run])
+
+
+def test_zero_byte_file_warns_and_counts_nothing(tmp_path: Path) -> None:
+    run = trials_run(tmp_path, b"")
+    rows, warned = query_with_warnings("turn_stats", run)
+    assert rows == [{"run": "r", "trials": 0, "mean": None, "median": None, "std": None, "min": None, "max": None}]
+    assert "empty file" in warned
+
+
+def test_config_that_does_not_parse_falls_back_with_a_warning(tmp_path: Path) -> None:
+    run = trials_run(tmp_path, HEADER + "t,t__1,2,AgentTimeoutError,1.0\n")
+    (run / "rl_config.yaml").write_text("terminal_bench:\n  harbor:\n    passthrough_exceptions: [AgentTimeoutError\n")
+    rows, warned = query_with_warnings("exception_distribution", run)
+    assert rows[0]["treatment"] == "zero"  # the trainer's default for AgentTimeoutError
+    assert "rl_config.yaml:" in warned and "does not parse" in warned
+
+
+def test_routing_keys_of_the_wrong_type(tmp_path: Path) -> None:
+    run = trials_run(tmp_path, HEADER + "t,t__1,2,DaytonaError,\nt,t__2,2,Weird,0.0\n")
+    (run / "rl_config.yaml").write_text(
+        "harbor:\n  mask_exceptions: DaytonaError\n  zero_exceptions: [Weird]\n  default_error_treatment: 7\n"
+    )
+    rows, warned = query_with_warnings("exception_distribution", run)
+    # mask_exceptions is a string: the default mask list applies (DaytonaError is in it)
+    assert {r["exception_type"]: r["treatment"] for r in rows} == {"DaytonaError": "mask", "Weird": "zero"}
+    assert "harbor.mask_exceptions should be a list" in warned
+    assert "default_error_treatment should be one of" in warned
+
+
+def test_vllm_rolls_over_new_year(tmp_path: Path) -> None:
+    run = tmp_path / "ny"
+    run.mkdir()
+    (run / "20270101_020000_vllm_metrics_table.csv").write_text(
+        "log_file,datetime_str,n_engines_reporting\njob,12-31 23:59:59,1\njob,01-01 00:00:01,1\njob,13-45 99:00:00,1\n"
+    )
+    con = rlsql.connect([run])
+    got = con.execute("SELECT datetime_str, ts FROM vllm_seconds ORDER BY ts NULLS LAST").fetchall()
+    assert [str(ts) for _, ts in got] == ["2026-12-31 23:59:59", "2027-01-01 00:00:01", "None"]
+    problems = [i.problem for i in check_runs(resolve_runs([run]))[0].issues]
+    assert any("not MM-DD HH:MM:SS" in p for p in problems)
+
+
+def test_check_lists_every_problem_with_file_and_line(tmp_path: Path, capsys, monkeypatch) -> None:
+    trials_run(tmp_path / "runs", HEADER + "t,t__1,abc,,1.0\nt,t__2,2,,1.0,x\nt,t__3,nan,,1.0\n", name="damaged")
+    trials_run(tmp_path / "runs", b"", name="empty")
+    monkeypatch.setattr(sys, "argv", ["rlsql", "check", "-r", str(tmp_path / "runs"), "-f", "json"])
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    out, err = capsys.readouterr()
+    assert stop.value.code == 3 and "unusable run(s): empty" in err
+    runs = {r["run"]: r for r in json.loads(out)["runs"]}
+    damaged = {(i["line"], i["problem"].split(":")[0]) for i in runs["damaged"]["issues"] if i["line"]}
+    assert damaged == {(2, "row skipped"), (3, "row skipped")}
+    assert runs["damaged"]["usable"] and runs["damaged"]["readable_rows"]["trials"] == 1
+    assert any("nan/inf" in i["problem"] for i in runs["damaged"]["issues"])
+    assert not runs["empty"]["usable"]
+
+
+# -- property tests: random damage never crashes rlsql and never changes the input files ------------
+
+def damaged_csv(draw_lines: list[str], cut: int, junk: bytes) -> bytes:
+    body = (HEADER + "\n".join(draw_lines)).encode()
+    body = body[: max(len(HEADER), cut)] if cut else body
+    return body + junk
+
+
+cells = st.one_of(st.just(""), st.integers(-3, 40).map(str), st.floats(allow_nan=True).map(str),
+                  st.sampled_from(["nan", "inf", "3.0", "AgentTimeoutError", "x,y", '"q"', "\r"]))
+rows = st.lists(cells, min_size=0, max_size=7).map(",".join)
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(rows, max_size=12), cut=st.integers(0, 400),
+       junk=st.sampled_from([b"", b"\xff\xfe", b"\n\n", b"\x00", b"t,t__z,1,,1.0"]))
+def test_random_damage_never_crashes_and_never_writes(tmp_path: Path, lines, cut, junk) -> None:
+    root = tmp_path / f"case{abs(hash((tuple(lines), cut, junk)))}"
+    run = trials_run(root, damaged_csv(lines, cut, junk))
+    shutil.copy(RUNS / "tiny" / "rl_config.yaml", run / "rl_config.yaml")
+    before = digest(run)
+    for name in ("turn_stats", "exception_treatment", "trial_phases"):
+        try:
+            rlsql.query(name, [run]).to_dicts()
+        except rlsql.RlsqlError as exc:  # an expected error is fine; it must be one line
+            assert "\n" not in str(exc)
+    check_runs(resolve_runs([run]))
+    assert digest(run) == before

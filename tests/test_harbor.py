@@ -1,0 +1,173 @@
+"""Harbor trial folders read in place: `trace_jobs/<trial>/result.json` answers the trial queries.
+
+fixtures/runs/harbor holds 59 result.json files laid out as Harbor 0.25 writes them;
+fixtures/runs/harbor_csv holds the trials CSV the log parser makes of the same trials. Every
+trial query must give the same rows on both, and the CSV run must match tests/oracle.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import rlsql
+from rlsql.runs import resolve_runs
+from tests import oracle
+from tests.compare import assert_rows_match
+from tests.conftest import RUNS
+
+HARBOR, PARSED = RUNS / "harbor", RUNS / "harbor_csv"
+TRIAL_QUERIES = [
+    "turn_stats", "turn_percentiles", "turns_by_exception", "turns_by_outcome", "exception_distribution",
+    "exception_treatment", "reward_summary", "trial_phases",
+]  # fmt: skip
+
+
+def without_run(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "run"} for row in rows]
+
+
+@pytest.mark.parametrize("name", TRIAL_QUERIES)
+def test_trace_jobs_answer_like_the_parsed_csv(name: str) -> None:
+    from_json = rlsql.query(name, [HARBOR]).to_dicts()
+    from_csv = rlsql.query(name, [PARSED]).to_dicts()
+    assert from_json, f"{name} gave no rows on the Harbor run"
+    assert_rows_match(without_run(from_json), without_run(from_csv), f"{name}: trace_jobs vs its CSV")
+    assert_rows_match(from_csv, oracle.expected(name, [PARSED]), f"{name} on harbor_csv vs the oracle")
+    assert_rows_match(from_json, oracle.expected(name, [HARBOR]), f"{name} on harbor vs the oracle")
+
+
+def test_trials_view_is_the_same_row_for_row() -> None:
+    columns = (
+        "row_no, task_name, trial_name, n_episodes, n_input_tokens, n_output_tokens, exception_type, reward, "
+        "outcome, agent_duration_sec, trial_duration, environment_setup_duration, agent_setup_duration, "
+        "agent_execution_duration, verifier_duration, treatment, effective_treatment"
+    )
+    con = rlsql.connect([HARBOR, PARSED])
+    rows = {
+        run: con.execute(f"SELECT {columns} FROM trials WHERE run = '{run}' ORDER BY row_no").fetchall()
+        for run in ("harbor", "harbor_csv")
+    }
+    assert len(rows["harbor"]) == 59
+    for got, want in zip(rows["harbor"], rows["harbor_csv"], strict=True):
+        assert got[:10] == want[:10] and got[-2:] == want[-2:]
+        for g, w in zip(got[10:15], want[10:15], strict=True):
+            assert g == pytest.approx(w, abs=1e-9) if w is not None else g is None
+
+
+def test_extra_fields_are_readable() -> None:
+    con = rlsql.connect([HARBOR, PARSED])
+    messages = con.execute(
+        "SELECT DISTINCT exception_message FROM trials WHERE run = 'harbor' AND exception_type = 'DaytonaError'"
+    ).fetchall()
+    assert messages == [("Failed to create sandbox: internal server error",)]
+    started, finished, unfinished = con.execute(
+        "SELECT count(started_at), count(finished_at), count(*) FILTER (WHERE finished_at IS NULL) "
+        "FROM trials WHERE run = 'harbor'"
+    ).fetchone()
+    assert (started, finished, unfinished) == (59, 58, 1)
+    # a CSV has none of them
+    assert con.execute(
+        "SELECT count(exception_message) + count(started_at) + count(finished_at) FROM trials WHERE run = 'harbor_csv'"
+    ).fetchone() == (0,)
+    first = json.loads(next((HARBOR / "trace_jobs").glob("*/result.json")).read_text())
+    got = con.execute(
+        f"SELECT started_at FROM trials WHERE run = 'harbor' AND trial_name = '{first['trial_name']}'"
+    ).fetchone()
+    assert got == (first["started_at"],)
+
+
+def test_a_folder_holding_only_trace_jobs_is_a_run(tmp_path: Path) -> None:
+    run = tmp_path / "bare"
+    shutil.copytree(HARBOR / "trace_jobs", run / "trace_jobs")
+    (found,) = resolve_runs([tmp_path])  # found as a sub-folder run of tmp_path
+    assert found.name == "bare" and set(found.artifacts) == {"harbor"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: the trials come from result.json
+        got = rlsql.query("reward_summary", [run]).to_dicts()
+    assert got[0]["trials"] == 59
+
+
+def test_the_csv_wins_when_a_run_has_both(tmp_path: Path) -> None:
+    run = tmp_path / "both"
+    shutil.copytree(PARSED, run)
+    shutil.copytree(HARBOR / "trace_jobs", run / "trace_jobs")
+    csv_path = next(run.glob("*_trial_results.csv"))
+    lines = csv_path.read_text().splitlines(keepends=True)
+    csv_path.write_text("".join(lines[:11]))  # header and 10 trials: proves which source is read
+    con = rlsql.connect([run])
+    assert con.execute("SELECT count(*), count(DISTINCT trial_name) FROM trials").fetchone() == (10, 10)
+    assert con.execute("SELECT count(*) FROM harbor_trials_src").fetchone() == (0,)
+    assert rlsql.query("reward_summary", [run]).to_dicts()[0]["trials"] == 10
+
+
+def test_timing_blocks_become_seconds_like_the_parser(tmp_path: Path) -> None:
+    """finished_at - started_at as datetime.fromisoformat reads them: offsets honoured, naive pairs
+    as wall-clock, a mixed, missing or unreadable pair is NULL."""
+    blocks = {
+        "utc": ("2026-07-14T06:00:00.250000Z", "2026-07-14T06:01:40.750001Z"),
+        "offsets": ("2026-07-14T08:00:00+02:00", "2026-07-14T06:00:30Z"),
+        "naive": ("2026-07-14T06:00:00", "2026-07-14T06:00:12.5"),
+        "mixed": ("2026-07-14T06:00:00", "2026-07-14T06:00:12Z"),
+        "unfinished": ("2026-07-14T06:00:00Z", None),
+        "garbage": ("just after lunch", "2026-07-14T06:00:12Z"),
+    }
+    for i, (label, (start, end)) in enumerate(blocks.items()):
+        folder = tmp_path / "run" / "trace_jobs" / f"t{i}__{label}"
+        folder.mkdir(parents=True)
+        data = {"task_name": "t", "trial_name": folder.name,
+                "agent_execution": {"started_at": start, "finished_at": end}}
+        (folder / "result.json").write_text(json.dumps(data))
+    con = rlsql.connect([tmp_path / "run"])
+    got = dict(con.execute("SELECT trial_name, agent_execution_duration FROM trials").fetchall())
+    want = {
+        f"t{i}__{label}": oracle._seconds({"started_at": s, "finished_at": e})
+        for i, (label, (s, e)) in enumerate(blocks.items())
+    }
+    assert want["t0__utc"] == pytest.approx(100.500001) and want["t1__offsets"] == 30.0
+    assert want["t3__mixed"] is None and want["t5__garbage"] is None
+    assert got == want
+
+
+def test_row_order_is_the_sorted_trial_folders(tmp_path: Path) -> None:
+    for name in ("b-task__2", "a__1", "a-task__3", "b__0"):
+        folder = tmp_path / "run[1]" / "trace_jobs" / name  # glob characters in the run folder name
+        folder.mkdir(parents=True)
+        (folder / "result.json").write_text(json.dumps({"task_name": name[:1], "trial_name": name}))
+    con = rlsql.connect([tmp_path])  # the folder of runs: "run[1]" as a --run value would be a glob
+    got = [name for (name,) in con.execute("SELECT trial_name FROM trials ORDER BY row_no").fetchall()]
+    assert got == sorted(["b-task__2", "a__1", "a-task__3", "b__0"])
+
+
+def test_a_run_without_any_trials_says_where_it_looked(tmp_path: Path) -> None:
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "rl_config.yaml").write_text("trainer: {max_steps: 1}\n")
+    with pytest.raises(rlsql.DataError, match=r"trace_jobs/\*/result\.json"):
+        rlsql.query("turn_stats", [tmp_path / "cfg"])
+
+
+def test_fixture_files_are_what_harbor_writes() -> None:
+    """With Harbor installed (it needs Python >= 3.12), every fixture file round-trips through its
+    TrialResult model byte for byte."""
+    pytest.importorskip("harbor.models.trial.result")
+    sys.path.insert(0, str(RUNS.parent))
+    try:
+        from harbor_runs import check_with_harbor
+    finally:
+        sys.path.remove(str(RUNS.parent))
+    assert check_with_harbor(HARBOR) == 59
+
+
+def test_a_result_json_that_does_not_parse_fails_naming_the_file(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(HARBOR / "trace_jobs", run / "trace_jobs")
+    broken = sorted((run / "trace_jobs").glob("*/result.json"))[3]
+    broken.write_text('{"task_name": "calendar-0001", "trial_name": ')  # cut off mid-write
+    with pytest.raises(rlsql.RlsqlError, match=re.escape(str(broken))):
+        rlsql.query("turn_stats", [run])
