@@ -74,12 +74,21 @@ class SqlFile:
                 return p
         raise CatalogError(f"{self.path}: uses param {name!r} that its header does not declare")
 
-    def create_statements(self, sql: str) -> list[str]:
-        """The DDL that creates this object in DuckDB, with its description attached."""
+    def create_statements(self, sql: str, as_table: bool = False) -> list[str]:
+        """The DDL that creates this object in DuckDB, with its description attached.
+
+        `as_table` loads a source into the in-memory database once instead of defining a view
+        (see connection.LOADED_SOURCES for why and which).
+        """
         comment = literal(self.description)
         if self.kind == "macro":
             what = "MACRO TABLE" if _MACRO_IS_TABLE.search(sql) else "MACRO"
             return [sql, f"COMMENT ON {what} {identifier(self.name)} IS {comment}"]
+        if as_table:
+            return [
+                f"CREATE OR REPLACE TABLE {identifier(self.name)} AS\n{sql}",
+                f"COMMENT ON TABLE {identifier(self.name)} IS {comment}",
+            ]
         return [
             f"CREATE OR REPLACE VIEW {identifier(self.name)} AS\n{sql}",
             f"COMMENT ON VIEW {identifier(self.name)} IS {comment}",

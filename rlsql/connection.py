@@ -81,7 +81,7 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -
         for run in lacking:
             warnings.warn(
                 f"run {run.name!r} has no {label} (looked in {where_looked(run, f.artifact)}); "
-                f"{query} leaves it out",
+                f"{query} has nothing from it",
                 RlsqlWarning,
                 stacklevel=3,
             )
@@ -126,7 +126,12 @@ class SourceContext:
             artifact = run.artifact(source.artifact or "")
             if artifact is None:
                 continue
-            header = read_header(artifact.path)
+            try:
+                header = read_header(artifact.path)
+            except DataError as exc:
+                # one damaged file must not cost the other runs their answer: skip it, say so
+                warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
             if not header:
                 warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
                 continue
@@ -136,7 +141,11 @@ class SourceContext:
                 if name not in seen:
                     seen.add(name)
                     columns.append(Column(name, source.other_columns_type))
-        return {"files": files, "columns": columns}
+        groups: dict[tuple[str, ...], dict] = {}
+        for f in files:
+            group = groups.setdefault(tuple(f.header), {"header": f.header, "types": f.types, "files": []})
+            group["files"].append(f)
+        return {"files": files, "groups": list(groups.values()), "columns": columns}
 
     def harbor_context(self) -> dict:
         """files: one read of `trace_jobs/*/result.json` per run that has them and no trials CSV (the CSV wins)."""
@@ -166,7 +175,17 @@ class SourceContext:
         return catalog.render(source, **context)
 
 
-def object_statements(runs: Sequence[Run], files: Iterable[SqlFile], catalog: Catalog) -> list[tuple[SqlFile, str]]:
+#: Sources a query connection loads into its in-memory database instead of defining as views.
+#: The trainer metrics are small (a row per step) but wide, and many views stack on them: as a view,
+#: every stacked view re-binds and re-plans the whole union of every run's CSV (300 runs: ~10 s to
+#: create the views, ~13 s to plan one query). Loaded once, they cost one read. Trials and vLLM
+#: seconds can be millions of rows and stay views read in place.
+LOADED_SOURCES = frozenset({"runs", "run_files", "config_src", "metrics_src"})
+
+
+def object_statements(
+    runs: Sequence[Run], files: Iterable[SqlFile], catalog: Catalog, load: frozenset[str] = frozenset()
+) -> list[tuple[SqlFile, str]]:
     """The DDL that creates `files` (already in dependency order) over `runs`: (file, statement) pairs, in order.
 
     Sources are rendered with the runs' absolute paths, so the statements work from any folder.
@@ -175,15 +194,19 @@ def object_statements(runs: Sequence[Run], files: Iterable[SqlFile], catalog: Ca
     statements: list[tuple[SqlFile, str]] = []
     for f in files:
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
-        statements.extend((f, statement) for statement in f.create_statements(sql))
+        statements.extend((f, statement) for statement in f.create_statements(sql, as_table=f.name in load))
     return statements
 
 
 def create_objects(
-    con: duckdb.DuckDBPyConnection, runs: Sequence[Run], files: Iterable[SqlFile], catalog: Catalog
+    con: duckdb.DuckDBPyConnection,
+    runs: Sequence[Run],
+    files: Iterable[SqlFile],
+    catalog: Catalog,
+    load: frozenset[str] = frozenset(),
 ) -> None:
-    """Create `files` (already in dependency order) on `con`."""
-    for f, statement in object_statements(runs, files, catalog):
+    """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables."""
+    for f, statement in object_statements(runs, files, catalog, load):
         try:
             con.execute(statement)
         except duckdb.Error as exc:
@@ -270,12 +293,16 @@ def data_error(exc: BaseException) -> DataError | None:
 
 
 def open_connection(
-    runs: Sequence[Run], names: Iterable[str] | None = None, catalog: Catalog | None = None
+    runs: Sequence[Run],
+    names: Iterable[str] | None = None,
+    catalog: Catalog | None = None,
+    load: frozenset[str] = LOADED_SOURCES,
 ) -> duckdb.DuckDBPyConnection:
+    """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once."""
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
     con = duckdb.connect(":memory:")
-    create_objects(con, runs, files, catalog)
+    create_objects(con, runs, files, catalog, load)
     return con
 
 
@@ -284,4 +311,5 @@ def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
 
     `runs` takes what `--run` takes: run folders, folders of runs, globs.
     """
-    return open_connection(resolve_runs(runs))
+    # every object a view, so the connection always reads the files as they are now
+    return open_connection(resolve_runs(runs), load=frozenset())

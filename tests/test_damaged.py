@@ -66,10 +66,12 @@ def test_non_utf8_byte_skips_its_row(tmp_path: Path) -> None:
     assert "line 3: invalid encoding" in warned
 
 
-def test_non_utf8_header_is_a_one_line_error(tmp_path: Path) -> None:
-    run = trials_run(tmp_path, b"task_name,tri\xffal_name,n_episodes\nt,t__1,2\n")
-    with pytest.raises(rlsql.DataError, match=r"trial_results\.csv:1: header is not valid UTF-8"):
-        rlsql.query("turn_stats", [run])
+def test_non_utf8_header_skips_the_file_with_a_warning(tmp_path: Path) -> None:
+    bad = trials_run(tmp_path, b"task_name,tri\xffal_name,n_episodes\nt,t__1,2\n", name="bad")
+    good = trials_run(tmp_path, HEADER + "t,t__1,2,,1.0\n", name="good")
+    with pytest.warns(rlsql.RlsqlWarning, match=r"trial_results\.csv:1: header is not valid UTF-8.*file skipped"):
+        rows = rlsql.query("turn_stats", [bad, good]).to_dicts()
+    assert [(r["run"], r["trials"]) for r in rows] == [("bad", 0), ("good", 1)]
 
 
 def test_zero_byte_file_warns_and_counts_nothing(tmp_path: Path) -> None:
