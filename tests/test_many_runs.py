@@ -40,7 +40,7 @@ def many(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path], li
 
 @pytest.mark.parametrize("name", [q.name for q in load_catalog().queries() if q.name != "compare_runs"])
 def test_every_query_over_a_folder_of_runs(many, name: str) -> None:
-    root, healthy, damaged = many
+    root, healthy, _ = many
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = rlsql.query(name, [str(root / "*")]).to_dicts()
