@@ -319,6 +319,56 @@ def db_build_command(
         f"macros {built.macros}; {built.bytes:,} bytes")
 
 
+cache_app = typer.Typer(
+    help="A Parquet copy of runs' CSVs in rlsql's cache folder, for fast repeated queries.", no_args_is_help=True
+)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("build")
+def cache_build_command(
+    run: RunOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild entries that are still fresh.")] = False,
+    fmt: FormatOption = "table",
+) -> None:
+    """Convert each run's CSVs to Parquet under the cache folder (never inside a run folder)."""
+    from rlsql.cache import cache_root
+    from rlsql.connection import build_cache
+
+    _check_format(fmt)
+    rows = build_cache(_resolve(run), force)
+    sys.stdout.write(render(fmt, ["run", "artifact", "csv", "state", "rows", "parquet_bytes"], rows))
+    say(f"cache: {sum(1 for r in rows if r[3] == 'built')} built, {sum(1 for r in rows if r[3] == 'fresh')} "
+        f"already fresh, in {cache_root()}")
+
+
+@cache_app.command("status")
+def cache_status_command(fmt: FormatOption = "table") -> None:
+    """List the cache entries: the CSV each was built from, fresh / stale / orphaned, rows and size."""
+    from rlsql.cache import all_entries, cache_root, entry_state
+
+    _check_format(fmt)
+    rows = []
+    for entry in all_entries():
+        meta = entry.read_meta()
+        rows.append((meta.get("source"), entry_state(entry), meta.get("rows"), meta.get("parquet_bytes"),
+                     meta.get("built_at"), str(entry.parquet)))
+    sys.stdout.write(render(fmt, ["csv", "state", "rows", "parquet_bytes", "built_at", "parquet"], rows))
+    say(f"cache folder: {cache_root()} ({len(rows)} entries)")
+
+
+@cache_app.command("clear")
+def cache_clear_command(
+    stale_only: Annotated[bool, typer.Option("--stale", help="Remove only stale and orphaned entries.")] = False,
+) -> None:
+    """Delete cache entries (all, or with --stale those whose CSV changed or is gone)."""
+    from rlsql.cache import all_entries, clear, entry_state
+
+    entries = [e for e in all_entries() if not stale_only or entry_state(e) != "fresh"]
+    removed, freed = clear(entries)
+    say(f"cache: removed {removed} files, {freed:,} bytes")
+
+
 def _version(value: bool) -> None:
     if value:
         import duckdb
@@ -332,8 +382,18 @@ def main_options(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    use_cache: Annotated[
+        bool,
+        typer.Option("--cache", help="Build missing Parquet cache entries on first use (same as RLSQL_CACHE=1)."),
+    ] = False,
 ) -> None:
     """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml."""
+    if use_cache:
+        import os
+
+        from rlsql.cache import AUTO_ENV
+
+        os.environ[AUTO_ENV] = "1"  # read where the sources are rendered, in this process only
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,9 @@ FIXTURE_RUNS = ["tiny", "calendar", "newest", "harbor", "harbor_csv"]
 
 # Keep tests independent of a developer's ~/.cache (the SQL analysis cache is exercised on purpose elsewhere).
 os.environ.setdefault("RLSQL_NO_CACHE", "1")
+# ...and of a developer's Parquet cache: tests that use one point RLSQL_CACHE_DIR at a folder of their own
+os.environ["RLSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlsql-test-cache-")
+os.environ.pop("RLSQL_CACHE", None)
 
 
 @pytest.fixture(scope="session")
