@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -26,6 +25,8 @@ def refuse_run_folders(target: Path, runs: Sequence[Run]) -> None:
 @contextlib.contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
     """Yield a temporary path in the target's folder; rename it onto `target` when the block succeeds."""
+    import tempfile  # late: it pulls in `random`, a cost every query would pay at start-up
+
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)

@@ -18,7 +18,7 @@ from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
 
-COPIES = {"tiny": 40, "newest": 40, "harbor_csv": 40, "calendar": 2, "harbor": 2}
+COPIES = {"tiny": 70, "newest": 70, "harbor_csv": 60, "calendar": 2, "harbor": 2}
 
 
 @pytest.fixture(scope="module")
