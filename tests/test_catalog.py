@@ -37,7 +37,8 @@ def test_order_puts_dependencies_first() -> None:
     # spot checks written out by hand from the SQL
     assert "steps" in catalog.files["reward_curve"].depends_on
     assert "ema_last" in catalog.files["reward_curve"].depends_on
-    assert "reward_curve" in catalog.files["best_checkpoint"].depends_on
+    assert "checkpoint_ema" in catalog.files["best_checkpoint"].depends_on
+    assert "reward_curve" in {f.name for f in catalog.closure(["best_checkpoint"])}
     assert "metrics_src" in catalog.files["metric_rows"].depends_on
 
 
