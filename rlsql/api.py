@@ -9,10 +9,9 @@ from typing import Any
 import duckdb
 
 from rlsql.catalog import SqlFile, load_catalog
-from rlsql.connection import RunSpec, check_artifacts, data_error, one_line, open_connection, warn_rejected_rows
+from rlsql.connection import RunSpec, check_artifacts, data_error, one_line, query_connection, warn_rejected_rows
 from rlsql.errors import QueryError, RlsqlError, UsageError
 from rlsql.runs import CSV_ARTIFACTS, Run, resolve_runs
-from rlsql.sqltext import identifier
 
 
 @dataclass
@@ -25,6 +24,7 @@ class QueryResult:
     runs: list[Run] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     _con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
+    _sql: str = field(default="", repr=False)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
@@ -38,7 +38,7 @@ class QueryResult:
     def _relation(self) -> duckdb.DuckDBPyRelation:
         if self._con is None:
             raise QueryError("this result has no connection left to read from")
-        return self._con.sql(f"SELECT * FROM {identifier(self.name)}")
+        return self._con.sql(self._sql)
 
     def df(self):
         """A pandas DataFrame (needs pandas: `pip install 'rlsql[frames]'`)."""
@@ -88,19 +88,19 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryRe
     values = bind_params(name, params)
     needed = catalog.closure([name])
     check_artifacts(runs, needed, name)
-    con = open_connection(runs, [name], catalog)
+    con, sql = query_connection(runs, qfile.name, catalog)
     for pname, value in values.items():
         # the name comes from the SQL header (validated identifier); the value is a bound parameter
         con.execute(f"SET VARIABLE {pname} = ?", [value])
     try:
-        cursor = con.execute(f"SELECT * FROM {identifier(qfile.name)}")
+        cursor = con.execute(sql)
         columns = [d[0] for d in cursor.description]
         rows = cursor.fetchall()
         warn_rejected_rows(con)
     except duckdb.Error as exc:
         problem = data_error(exc) or _unparsable_input(exc, runs, needed)
         raise (problem or QueryError(f"{name}: {one_line(exc)}")) from exc
-    return QueryResult(name, columns, rows, list(runs), values, con)
+    return QueryResult(name, columns, rows, list(runs), values, con, sql)
 
 
 def query(name: str, runs: RunSpec = None, **params: Any) -> QueryResult:

@@ -21,6 +21,7 @@ from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
 from rlsql.errors import DataError
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, read_header, resolve_runs
+from rlsql.sqltext import identifier
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -378,6 +379,34 @@ def open_connection(
     con = duckdb.connect(":memory:")
     create_objects(con, runs, files, catalog, load)
     return con
+
+
+def query_connection(
+    runs: Sequence[Run], name: str, catalog: Catalog | None = None
+) -> tuple[duckdb.DuckDBPyConnection, str]:
+    """A connection and the one statement that answers named query `name` over `runs`.
+
+    The query's views go into that statement as CTEs, in dependency order, so DuckDB binds the
+    chain once: created as views, each CREATE VIEW re-binds every view below it (half the
+    start-up of a deep query such as timing_breakdown). Macros and the loaded sources are created
+    first. A view referenced once is inlined as before; DuckDB may compute one referenced by
+    several CTEs once.
+    """
+    catalog = catalog or load_catalog()
+    sources = SourceContext(runs)
+    con = duckdb.connect(":memory:")
+    ctes = []
+    for f in catalog.closure([name]):
+        sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
+        if f.kind == "macro" or f.name in LOADED_SOURCES:
+            statement = f.create_statements(sql, as_table=f.name in LOADED_SOURCES)[0]
+            try:
+                con.execute(statement)
+            except duckdb.Error as exc:
+                raise data_error(exc) or DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+        else:
+            ctes.append(f"{identifier(f.name)} AS (\n{sql}\n)")
+    return con, "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {identifier(name)}"
 
 
 def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:

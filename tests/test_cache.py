@@ -14,6 +14,8 @@ import pytest
 import rlsql
 from rlsql import cli
 from rlsql.catalog import load_catalog
+from rlsql.connection import open_connection
+from rlsql.runs import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
@@ -43,7 +45,7 @@ def digest(folder: Path) -> dict[str, str]:
 
 
 def source_sql(runs: list[Path], view: str) -> str:
-    con = rlsql.api.open_connection(rlsql.runs.resolve_runs(runs), [view], load=frozenset())
+    con = open_connection(resolve_runs(runs), [view], load=frozenset())
     return con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ?", [view]).fetchone()[0]
 
 

@@ -7,7 +7,7 @@ SELECT
     effective_treatment AS treatment,
     count(*) AS trials,
     100.0 * count(*) / sum(count(*)) OVER (PARTITION BY run) AS pct,
-    array_to_string(list_sort(list_distinct(list(exception_type))), ', ') AS exception_types
+    array_to_string(list_sort(list(DISTINCT exception_type)), ', ') AS exception_types
 FROM trials
 GROUP BY run, effective_treatment
 ORDER BY run, list_position(['none', 'passthrough', 'mask', 'zero'], effective_treatment)
