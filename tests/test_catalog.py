@@ -44,8 +44,11 @@ def test_order_puts_dependencies_first() -> None:
 
 def test_closure_creates_only_what_a_query_needs() -> None:
     names = {f.name for f in Catalog.load().closure(["turn_stats"])}
-    assert {"turn_stats", "trials", "trials_src", "run_files", "exception_routing", "config"} <= names
-    assert "vllm_src" not in names and "metrics_src" not in names
+    assert {"turn_stats", "trial_rows", "trials_src", "harbor_trials_src", "run_files"} <= names
+    # turn statistics need no routing, so neither the config nor the per-trial routing join
+    assert not names & {"vllm_src", "metrics_src", "exception_routing", "config", "trials"}
+    routed = {f.name for f in Catalog.load().closure(["exception_distribution"])}
+    assert {"exception_routing", "config_src", "route_exception", "trial_rows"} <= routed
 
 
 def test_unknown_reference_fails_at_load(sql_copy: Path) -> None:

@@ -83,9 +83,10 @@ def test_every_object_carries_its_description(init_script, duckdb_exe, tmp_path)
                                     "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal"], tmp_path)
     want = {f.name: f.description for f in catalog.order if f.kind != "macro"}
     assert {v["view_name"]: v["comment"] for v in views} == want
+    names = ", ".join(f"'{f.name}'" for f in catalog.order if f.kind == "macro")
     macros = run_duckdb(duckdb_exe, ["-init", str(init_script), "-c",
                                      "SELECT DISTINCT function_name, comment FROM duckdb_functions() "
-                                     "WHERE function_name IN ('ema', 'ema_last', 'rolling_mean')"], tmp_path)
+                                     f"WHERE function_name IN ({names})"], tmp_path)
     assert {m["function_name"]: m["comment"] for m in macros} == {
         f.name: f.description for f in catalog.order if f.kind == "macro"}
 

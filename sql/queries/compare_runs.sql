@@ -25,7 +25,7 @@ WITH
             run,
             avg(CASE WHEN exception_type = 'AgentTimeoutError' THEN 1.0 ELSE 0.0 END) AS timeout_rate,
             avg(CASE WHEN exception_type = 'ContextLengthExceededError' THEN 1.0 ELSE 0.0 END) AS context_length_rate
-        FROM trials
+        FROM trial_rows
         GROUP BY run
     ),
     config_figures AS (

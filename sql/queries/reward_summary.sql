@@ -11,6 +11,6 @@ SELECT
     count(t.n_episodes) AS trials_with_turns
 -- every run with trials (a CSV, or Harbor's result.json files) has a row, even without a usable trial
 FROM (SELECT DISTINCT run FROM run_files WHERE artifact IN ('trials', 'harbor')) AS f
-LEFT JOIN trials AS t ON t.run = f.run
+LEFT JOIN trial_rows AS t ON t.run = f.run
 GROUP BY f.run
 ORDER BY f.run

@@ -12,7 +12,7 @@ WITH
             agent_setup_duration AS agent_setup,
             coalesce(agent_execution_duration, agent_duration_sec) AS agent_execution,
             verifier_duration AS verifier
-        FROM trials
+        FROM trial_rows
     ),
     long AS (
         UNPIVOT phases

@@ -4,7 +4,7 @@
 -- grain: run, exception_type
 WITH
     turns AS (
-        SELECT run, exception_type, n_episodes FROM trials WHERE n_episodes IS NOT NULL
+        SELECT run, exception_type, n_episodes FROM trial_rows WHERE n_episodes IS NOT NULL
     ),
     groups AS (
         SELECT run, 0 AS section, 'All trials' AS exception_type, count(*) AS trials,

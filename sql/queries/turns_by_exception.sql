@@ -8,7 +8,7 @@ SELECT
     count(*) AS trials,
     avg(n_episodes) AS mean_turns,
     quantile_cont(n_episodes, 0.5) AS median_turns
-FROM trials
+FROM trial_rows
 WHERE n_episodes IS NOT NULL
 GROUP BY run, exception_type
 ORDER BY run, mean_turns DESC, exception_type

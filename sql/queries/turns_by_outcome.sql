@@ -8,7 +8,7 @@ SELECT
     count(*) AS trials,
     avg(n_episodes) AS mean_turns,
     quantile_cont(n_episodes, 0.5) AS median_turns
-FROM trials
+FROM trial_rows
 WHERE n_episodes IS NOT NULL AND outcome IS NOT NULL
 GROUP BY run, outcome
 ORDER BY run, outcome = 'Failure', outcome

@@ -3,7 +3,7 @@
 -- description: How many trials took each number of agent turns, per run: run, turns (n_episodes), trials; over the trials with turns, turns ascending (counts of zero are not listed).
 -- grain: run, turns
 SELECT run, n_episodes AS turns, count(*) AS trials
-FROM trials
+FROM trial_rows
 WHERE n_episodes IS NOT NULL
 GROUP BY run, n_episodes
 ORDER BY run, turns
