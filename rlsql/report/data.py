@@ -52,7 +52,7 @@ VIEWS = (
     "turn_histogram",
     "config_diff",
 )
-#: the vLLM per-second series the vLLM figure draws (a projection of the vllm_seconds view)
+#: the vLLM series the vLLM figure draws (the vllm_series view: at most 2,000 points per log)
 VLLM_SERIES_COLUMNS = (
     "run",
     "log_file",
@@ -109,15 +109,14 @@ def gather(runs: Sequence[Run], step: Callable[[str], None] | None = None) -> Re
                 )
     step("creating views")
     catalog = load_catalog()
-    con = open_connection(runs, [*QUERIES, *VIEWS, "vllm_seconds"], catalog)
+    con = open_connection(runs, [*QUERIES, *VIEWS, "vllm_series"], catalog)
     for name in (*QUERIES, *VIEWS):
         step(name)
         data.columns[name], data.rows[name] = _fetch(con, name, f"SELECT * FROM {identifier(name)}")
-    step("vllm_seconds")
+    step("vllm_series")
     select = ", ".join(identifier(c) for c in VLLM_SERIES_COLUMNS)
-    data.columns["vllm_series"], data.rows["vllm_series"] = _fetch(
-        con, "vllm_seconds", f"SELECT {select} FROM vllm_seconds WHERE ts IS NOT NULL ORDER BY run, log_file, ts"
-    )
+    series = _fetch(con, "vllm_series", f"SELECT {select} FROM vllm_series")
+    data.columns["vllm_series"], data.rows["vllm_series"] = series
     con.close()
     return data
 
