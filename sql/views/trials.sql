@@ -3,22 +3,7 @@
 -- description: One row per Harbor trial, from the run's trials CSV, else from its trace_jobs/*/result.json: run, row_no (CSV order; sorted trial folder names for result.json files), task and trial names, n_episodes (turns), tokens, exception_type (`No exception` when empty), reward, outcome (Success: reward > 0, Failure: reward = 0), durations, treatment (the route the config gives the exception type) and effective_treatment (a passthrough trial without a reward is masked); then, read from result.json only (NULL for a CSV), exception_message, started_at and finished_at.
 -- grain: run, trial_name
 SELECT
-    t.run,
-    t.row_no,
-    t.task_name,
-    t.trial_name,
-    t.n_episodes,
-    t.n_input_tokens,
-    t.n_output_tokens,
-    t.exception_type,
-    t.reward,
-    t.outcome,
-    t.agent_duration_sec,
-    t.trial_duration,
-    t.environment_setup_duration,
-    t.agent_setup_duration,
-    t.agent_execution_duration,
-    t.verifier_duration,
+    t.* EXCLUDE (exception_message, started_at, finished_at),
     route_exception(
         nullif(t.exception_type, 'No exception'),
         r.passthrough_exceptions, r.mask_exceptions, r.zero_exceptions, r.default_error_treatment
