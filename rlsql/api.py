@@ -9,7 +9,8 @@ from typing import Any
 import duckdb
 
 from rlsql.catalog import SqlFile, load_catalog
-from rlsql.connection import RunSpec, check_artifacts, data_error, one_line, query_connection, warn_rejected_rows
+from rlsql.connection import RunSpec, check_artifacts, query_connection
+from rlsql.duckdb_errors import data_error, one_line, warn_rejected_rows
 from rlsql.errors import QueryError, RlsqlError, UsageError
 from rlsql.runs import CSV_ARTIFACTS, Run, resolve_runs
 

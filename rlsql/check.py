@@ -15,7 +15,8 @@ import duckdb
 
 from rlsql.catalog import load_catalog
 from rlsql.config import load_yaml, routing_problems
-from rlsql.connection import ARTIFACT_LABELS, data_error_text, has_reject_tables, one_line, open_connection
+from rlsql.connection import ARTIFACT_LABELS, open_connection
+from rlsql.duckdb_errors import data_error_text, has_reject_tables, one_line
 from rlsql.errors import DataError
 from rlsql.runs import CSV_ARTIFACTS, Run, read_header
 

@@ -333,7 +333,7 @@ def cache_build_command(
 ) -> None:
     """Convert each run's CSVs to Parquet under the cache folder (never inside a run folder)."""
     from rlsql.cache import cache_root
-    from rlsql.connection import build_cache
+    from rlsql.cachebuild import build_cache
 
     _check_format(fmt)
     rows = build_cache(_resolve(run), force)

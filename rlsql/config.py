@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from rlsql.errors import RlsqlWarning
+
 
 def _json_default(value: Any) -> str:
     if isinstance(value, (dt.date, dt.datetime)):
@@ -42,7 +44,6 @@ def flatten(tree: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 def load_yaml(path: Path) -> dict | None:
     """The parsed config, or None (with a warning) when it cannot be used."""
-    from rlsql.connection import RlsqlWarning  # late: connection imports this module
 
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -91,7 +92,6 @@ def routing_problems(tree: dict) -> list[str]:
 
 
 def config_rows(run: str, path: Path) -> list[dict]:
-    from rlsql.connection import RlsqlWarning  # late: connection imports this module
 
     tree = load_yaml(path)
     if tree is None:

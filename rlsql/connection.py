@@ -16,10 +16,11 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import cache
+from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
-from rlsql.errors import DataError
+from rlsql.duckdb_errors import data_error, one_line
+from rlsql.errors import DataError, RlsqlWarning
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, read_header, resolve_runs
 from rlsql.sqltext import identifier
 
@@ -38,10 +39,6 @@ ARTIFACT_ALTERNATIVES = {"trials": ("trials", "harbor"), "harbor": ("trials", "h
 
 
 _GLOB = re.compile(r"[*?\[\]{}]")
-
-
-class RlsqlWarning(UserWarning):
-    """Something rlsql skipped or assumed; the numbers it prints do not include it."""
 
 
 @dataclass(frozen=True)
@@ -88,74 +85,6 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -
                 RlsqlWarning,
                 stacklevel=3,
             )
-
-
-def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> str | None:
-    """The fresh Parquet copy of a CSV from rlsql's cache, built now when RLSQL_CACHE asks for it."""
-    entry = cache.fresh_entry(path)
-    if entry is None and cache.auto_build():
-        entry = build_cache_entry(source, path, header, types)
-    if entry is None:
-        return None
-    rejected = entry.read_meta().get("rejected_rows", 0)
-    if rejected:
-        warnings.warn(
-            f"{path}: {rejected} unreadable row(s) were skipped when its cached copy was built "
-            "(`rlsql check` lists them)",
-            RlsqlWarning,
-            stacklevel=3,
-        )
-    return str(entry.parquet)
-
-
-def build_cache_entry(source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> cache.Entry:
-    """Convert one CSV into its cache entry (sources/_cache_csv.sql.j2) on a connection of its own."""
-    catalog = load_catalog()
-    con = duckdb.connect(":memory:")
-
-    template = catalog.env.get_template("sources/_cache_csv.sql.j2")
-
-    def write(target: Path) -> int:
-        # COPY ... TO answers with the number of rows it wrote
-        sql = template.render(path=str(path), header=header, types=types, target=str(target))
-        return con.execute(sql).fetchall()[0][0]
-
-    try:
-        entry, _ = cache.build_entry(path, write)
-    except duckdb.Error as exc:
-        raise DataError(f"{path}: cannot build its cached copy: {one_line(exc)}") from exc
-    rejected = 0
-    if has_reject_tables(con):
-        rejected = con.execute("SELECT count(DISTINCT line) FROM reject_errors").fetchone()[0]
-    cache.record_rejected(entry, rejected)
-    return entry
-
-
-def build_cache(runs: Sequence[Run], force: bool = False) -> list[tuple]:
-    """`rlsql cache build`: a fresh Parquet copy of every CSV artifact of `runs`.
-
-    Returns (run, artifact, csv path, state, rows, parquet bytes) per file; state is built or fresh.
-    """
-    catalog = load_catalog()
-    done = []
-    for run in runs:
-        for kind in CSV_ARTIFACTS:
-            artifact = run.artifact(kind)
-            if artifact is None:
-                continue
-            header = read_header(artifact.path)
-            if not header:
-                continue
-            source = catalog.files[f"{kind}_src"]
-            declared = {c.name: c.type for c in source.columns}
-            types = {name: declared.get(name, source.other_columns_type) for name in header}
-            entry = None if force else cache.fresh_entry(artifact.path)
-            state = "fresh"
-            if entry is None:
-                entry, state = build_cache_entry(source, artifact.path, header, types), "built"
-            meta = entry.read_meta()
-            done.append((run.name, kind, str(artifact.path), state, meta.get("rows"), meta.get("parquet_bytes")))
-    return done
 
 
 class SourceContext:
@@ -286,85 +215,6 @@ def create_objects(
             con.execute(statement)
         except duckdb.Error as exc:
             raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
-
-
-def one_line(exc: BaseException) -> str:
-    """DuckDB's messages span lines (and carry hints); keep the first meaningful line."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
-_CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
-_CSV_FILE = re.compile(r"^\s*file = (.+)$", re.MULTILINE)
-
-
-def csv_error(exc: BaseException) -> DataError | None:
-    """A DuckDB CSV reading error as `file:line: problem`, or None when it is something else."""
-    text = str(exc)
-    line, path = _CSV_LINE.search(text), _CSV_FILE.search(text)
-    if not path:
-        return None
-    details = [
-        part.strip()
-        for part in text.splitlines()[1:]
-        if part.strip() and not part.startswith(("Original Line", "  ", "*", "Possible", "Column ", "This type"))
-    ]
-    where = f"{path.group(1).strip()}:{line.group(1)}" if line else path.group(1).strip()
-    return DataError(f"{where}: {details[0] if details else one_line(exc)}")
-
-
-REJECT_EXAMPLES = 3
-
-
-def has_reject_tables(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether any scan has stored rejected rows yet (DuckDB creates the tables with the first one)."""
-    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'reject_errors'").fetchone()[0]
-    return bool(found)
-
-
-def warn_rejected_rows(con: duckdb.DuckDBPyConnection) -> None:
-    """One warning per CSV file with rows DuckDB skipped (recorded because the sources set store_rejects)."""
-    if not has_reject_tables(con):
-        return  # nothing was rejected: DuckDB creates the tables on the first rejected row
-    rows = con.execute(
-        """
-        SELECT s.file_path, e.line, any_value(e.error_type), any_value(e.column_name)
-        FROM reject_errors AS e JOIN reject_scans AS s USING (scan_id, file_id)
-        GROUP BY s.file_path, e.line
-        ORDER BY s.file_path, e.line
-        """
-    ).fetchall()
-    by_file: dict[str, list[tuple[int, str, str | None]]] = {}
-    for path, line, kind, column in rows:
-        by_file.setdefault(path, []).append((line, kind, column))
-    for path, rejected in by_file.items():
-        examples = "; ".join(
-            f"line {line}: {kind.lower()}" + (f" in column {column}" if column and kind == "CAST" else "")
-            for line, kind, column in rejected[:REJECT_EXAMPLES]
-        )
-        more = f"; and {len(rejected) - REJECT_EXAMPLES} more" if len(rejected) > REJECT_EXAMPLES else ""
-        warnings.warn(
-            f"{path}: skipped {len(rejected)} unreadable row{'s' if len(rejected) > 1 else ''} ({examples}{more})",
-            RlsqlWarning,
-            stacklevel=3,
-        )
-
-
-#: an `error()` raised by rlsql's own SQL about the data (see sql/sources) starts with this
-DATA_ERROR_MARK = "rlsql-data: "
-
-
-def data_error_text(exc: BaseException) -> str:
-    text = str(exc)
-    return text[text.index(DATA_ERROR_MARK) + len(DATA_ERROR_MARK):].splitlines()[0] if DATA_ERROR_MARK in text \
-        else one_line(exc)
-
-
-def data_error(exc: BaseException) -> DataError | None:
-    """A DuckDB error that is about the input files, as a one-line DataError; None for anything else."""
-    if DATA_ERROR_MARK in str(exc):
-        return DataError(data_error_text(exc))
-    return csv_error(exc)
 
 
 def open_connection(

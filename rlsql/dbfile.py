@@ -24,7 +24,8 @@ import duckdb
 from rlsql import __version__
 from rlsql.atomic import refuse_run_folders
 from rlsql.catalog import Catalog, SqlFile, load_catalog
-from rlsql.connection import create_objects, one_line
+from rlsql.connection import create_objects
+from rlsql.duckdb_errors import one_line
 from rlsql.errors import DataError, UsageError
 from rlsql.export import SourceFingerprints, _tmp_name, sweep_stale
 from rlsql.runs import Run

@@ -45,3 +45,7 @@ class QueryError(RlsqlError):
     """DuckDB failed while running a query."""
 
     exit_code = ExitCode.QUERY_FAILED
+
+
+class RlsqlWarning(UserWarning):
+    """Something rlsql skipped or assumed; the numbers it prints do not include it."""

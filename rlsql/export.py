@@ -32,8 +32,9 @@ from rlsql import __version__
 from rlsql.api import bind_params
 from rlsql.atomic import refuse_run_folders, write_text
 from rlsql.catalog import Catalog, SqlFile, load_catalog
-from rlsql.connection import RlsqlWarning, check_artifacts, csv_error, one_line, open_connection
-from rlsql.errors import DataError, QueryError, UsageError
+from rlsql.connection import check_artifacts, open_connection
+from rlsql.duckdb_errors import csv_error, one_line
+from rlsql.errors import DataError, QueryError, RlsqlWarning, UsageError
 from rlsql.runs import Run
 from rlsql.sqltext import identifier, literal
 

@@ -14,15 +14,9 @@ from typing import Any
 import duckdb
 
 from rlsql.catalog import load_catalog
-from rlsql.connection import (
-    ARTIFACT_ALTERNATIVES,
-    ARTIFACT_LABELS,
-    RlsqlWarning,
-    one_line,
-    open_connection,
-    where_looked,
-)
-from rlsql.errors import QueryError
+from rlsql.connection import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS, open_connection, where_looked
+from rlsql.duckdb_errors import one_line
+from rlsql.errors import QueryError, RlsqlWarning
 from rlsql.runs import Run
 from rlsql.sqltext import identifier
 

@@ -1,0 +1,89 @@
+"""DuckDB's errors and rejected rows as rlsql's messages: one line, naming the file (and line) at fault."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import duckdb
+
+from rlsql.errors import DataError, RlsqlWarning
+
+
+def one_line(exc: BaseException) -> str:
+    """DuckDB's messages span lines (and carry hints); keep the first meaningful line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+_CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
+_CSV_FILE = re.compile(r"^\s*file = (.+)$", re.MULTILINE)
+
+
+def csv_error(exc: BaseException) -> DataError | None:
+    """A DuckDB CSV reading error as `file:line: problem`, or None when it is something else."""
+    text = str(exc)
+    line, path = _CSV_LINE.search(text), _CSV_FILE.search(text)
+    if not path:
+        return None
+    details = [
+        part.strip()
+        for part in text.splitlines()[1:]
+        if part.strip() and not part.startswith(("Original Line", "  ", "*", "Possible", "Column ", "This type"))
+    ]
+    where = f"{path.group(1).strip()}:{line.group(1)}" if line else path.group(1).strip()
+    return DataError(f"{where}: {details[0] if details else one_line(exc)}")
+
+
+REJECT_EXAMPLES = 3
+
+
+def has_reject_tables(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether any scan has stored rejected rows yet (DuckDB creates the tables with the first one)."""
+    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'reject_errors'").fetchone()[0]
+    return bool(found)
+
+
+def warn_rejected_rows(con: duckdb.DuckDBPyConnection) -> None:
+    """One warning per CSV file with rows DuckDB skipped (recorded because the sources set store_rejects)."""
+    if not has_reject_tables(con):
+        return  # nothing was rejected: DuckDB creates the tables on the first rejected row
+    rows = con.execute(
+        """
+        SELECT s.file_path, e.line, any_value(e.error_type), any_value(e.column_name)
+        FROM reject_errors AS e JOIN reject_scans AS s USING (scan_id, file_id)
+        GROUP BY s.file_path, e.line
+        ORDER BY s.file_path, e.line
+        """
+    ).fetchall()
+    by_file: dict[str, list[tuple[int, str, str | None]]] = {}
+    for path, line, kind, column in rows:
+        by_file.setdefault(path, []).append((line, kind, column))
+    for path, rejected in by_file.items():
+        examples = "; ".join(
+            f"line {line}: {kind.lower()}" + (f" in column {column}" if column and kind == "CAST" else "")
+            for line, kind, column in rejected[:REJECT_EXAMPLES]
+        )
+        more = f"; and {len(rejected) - REJECT_EXAMPLES} more" if len(rejected) > REJECT_EXAMPLES else ""
+        warnings.warn(
+            f"{path}: skipped {len(rejected)} unreadable row{'s' if len(rejected) > 1 else ''} ({examples}{more})",
+            RlsqlWarning,
+            stacklevel=3,
+        )
+
+
+#: an `error()` raised by rlsql's own SQL about the data (see sql/sources) starts with this
+DATA_ERROR_MARK = "rlsql-data: "
+
+
+def data_error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return text[text.index(DATA_ERROR_MARK) + len(DATA_ERROR_MARK):].splitlines()[0] if DATA_ERROR_MARK in text \
+        else one_line(exc)
+
+
+def data_error(exc: BaseException) -> DataError | None:
+    """A DuckDB error that is about the input files, as a one-line DataError; None for anything else."""
+    if DATA_ERROR_MARK in str(exc):
+        return DataError(data_error_text(exc))
+    return csv_error(exc)
