@@ -1,11 +1,11 @@
 -- name: route_exception
 -- version: 1
--- description: route_exception(exception, passthrough, mask, zero, default_treatment): the treatment the trainer gives a trial that ended with `exception` (NULL: none). Exact names; checked in the trainer's order passthrough, mask, zero, then the default.
-CREATE OR REPLACE MACRO route_exception(exception, passthrough, mask, zero, default_treatment) AS
+-- description: route_exception(exception_type, routing): the treatment the trainer gives a trial that ended with `exception_type` (`No exception`: none), where `routing` is the run's exception_routing row. Exact names; checked in the trainer's order passthrough, mask, zero, then the default.
+CREATE OR REPLACE MACRO route_exception(exception_type, routing) AS
     CASE
-        WHEN exception IS NULL THEN 'none'
-        WHEN list_contains(passthrough, exception) THEN 'passthrough'
-        WHEN list_contains(mask, exception) THEN 'mask'
-        WHEN list_contains(zero, exception) THEN 'zero'
-        ELSE default_treatment
+        WHEN exception_type = 'No exception' THEN 'none'
+        WHEN list_contains(routing.passthrough_exceptions, exception_type) THEN 'passthrough'
+        WHEN list_contains(routing.mask_exceptions, exception_type) THEN 'mask'
+        WHEN list_contains(routing.zero_exceptions, exception_type) THEN 'zero'
+        ELSE routing.default_error_treatment
     END

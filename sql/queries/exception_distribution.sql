@@ -13,10 +13,7 @@ SELECT
     p.exception_type,
     p.trials,
     100.0 * p.trials / sum(p.trials) OVER (PARTITION BY p.run) AS pct,
-    route_exception(
-        nullif(p.exception_type, 'No exception'),
-        r.passthrough_exceptions, r.mask_exceptions, r.zero_exceptions, r.default_error_treatment
-    ) AS treatment
+    route_exception(p.exception_type, r) AS treatment
 FROM per_type AS p
 LEFT JOIN exception_routing AS r ON r.run = p.run
 ORDER BY p.run, p.trials DESC, p.first_row

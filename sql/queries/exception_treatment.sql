@@ -12,10 +12,7 @@ WITH
     routed AS (
         SELECT
             p.*,
-            route_exception(
-                nullif(p.exception_type, 'No exception'),
-                r.passthrough_exceptions, r.mask_exceptions, r.zero_exceptions, r.default_error_treatment
-            ) AS configured
+            route_exception(p.exception_type, r) AS configured
         FROM per_type AS p
         LEFT JOIN exception_routing AS r ON r.run = p.run
     )

@@ -4,10 +4,7 @@
 -- grain: run, trial_name
 SELECT
     t.* EXCLUDE (exception_message, started_at, finished_at),
-    route_exception(
-        nullif(t.exception_type, 'No exception'),
-        r.passthrough_exceptions, r.mask_exceptions, r.zero_exceptions, r.default_error_treatment
-    ) AS treatment,
+    route_exception(t.exception_type, r) AS treatment,
     CASE
         WHEN treatment = 'passthrough' AND t.reward IS NULL THEN 'mask'
         ELSE treatment
