@@ -8,11 +8,11 @@ from typing import Any
 
 import duckdb
 
-from rlsql.catalog import SqlFile, load_catalog
+from rlsql.catalog import load_catalog
 from rlsql.connection import RunSpec, check_artifacts, query_connection
-from rlsql.duckdb_errors import data_error, one_line, warn_rejected_rows
-from rlsql.errors import QueryError, RlsqlError, UsageError
-from rlsql.runs import CSV_ARTIFACTS, Run, resolve_runs
+from rlsql.duckdb_errors import query_failure, warn_rejected_rows
+from rlsql.errors import QueryError, UsageError
+from rlsql.runs import Run, resolve_runs
 
 
 @dataclass
@@ -73,16 +73,6 @@ def bind_params(name: str, given: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _unparsable_input(exc: duckdb.Error, runs: Sequence[Run], needed: Sequence[SqlFile]) -> RlsqlError | None:
-    """DuckDB's CSV reader can fail without naming the file (a parser state error): find and name it."""
-    if not isinstance(exc, duckdb.InvalidInputException) or "CSV" not in str(exc):
-        return None
-    from rlsql.check import locate_unparsable_csv  # only on this error path
-
-    kinds = [f.artifact for f in needed if f.kind == "source" and f.artifact in CSV_ARTIFACTS]
-    return locate_unparsable_csv(runs, kinds)
-
-
 def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryResult:
     catalog = load_catalog()
     qfile = catalog.query(name)
@@ -99,8 +89,7 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryRe
         rows = cursor.fetchall()
         warn_rejected_rows(con)
     except duckdb.Error as exc:
-        problem = data_error(exc) or _unparsable_input(exc, runs, needed)
-        raise (problem or QueryError(f"{name}: {one_line(exc)}")) from exc
+        raise query_failure(exc, name, runs, needed) from exc
     return QueryResult(name, columns, rows, list(runs), values, con, sql)
 
 

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import duckdb
 
-from rlsql.errors import DataError, RlsqlWarning
+from rlsql.errors import DataError, QueryError, RlsqlError, RlsqlWarning
+from rlsql.runs import CSV_ARTIFACTS, Run
+
+if TYPE_CHECKING:
+    from rlsql.catalog import SqlFile
 
 
 def one_line(exc: BaseException) -> str:
@@ -87,3 +93,19 @@ def data_error(exc: BaseException) -> DataError | None:
     if DATA_ERROR_MARK in str(exc):
         return DataError(data_error_text(exc))
     return csv_error(exc)
+
+
+def query_failure(exc: duckdb.Error, name: str, runs: Sequence[Run], needed: Sequence[SqlFile]) -> RlsqlError:
+    """The one-line error for DuckDB failing while answering `name` (a query or view) over `runs`.
+
+    About the input when it can be: a file and line DuckDB named, a result.json rlsql's own SQL
+    rejected, or, when DuckDB's CSV reader failed without naming the file (a parser state error),
+    the file found by probing each CSV that `needed` reads. Anything else is a failed query.
+    """
+    problem = data_error(exc)
+    if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):
+        from rlsql.check import locate_unparsable_csv  # late: check imports this module
+
+        kinds = [f.artifact for f in needed if f.kind == "source" and f.artifact in CSV_ARTIFACTS]
+        problem = locate_unparsable_csv(runs, kinds)
+    return problem or QueryError(f"{name}: {one_line(exc)}")

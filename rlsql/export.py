@@ -33,8 +33,8 @@ from rlsql.api import bind_params
 from rlsql.atomic import refuse_run_folders, write_text
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import check_artifacts, open_connection
-from rlsql.duckdb_errors import csv_error, one_line
-from rlsql.errors import DataError, QueryError, RlsqlWarning, UsageError
+from rlsql.duckdb_errors import query_failure
+from rlsql.errors import DataError, RlsqlWarning, UsageError
 from rlsql.runs import Run
 from rlsql.sqltext import identifier, literal
 
@@ -313,10 +313,13 @@ def export(
         select = _select(con, item.name, fmt, partition_by)
         options = _copy_options(fmt, metadata, partition_by)
         suffix = EXPORT_FORMATS[fmt]
-        if partition_by:
-            done = _write_tree(con, select, options, out_dir / item.name, item.name)
-        else:
-            done = _write_file(con, select, options, out_dir / f"{item.name}{suffix}", item.name)
+        try:
+            if partition_by:
+                done = _write_tree(con, select, options, out_dir / item.name, item.name)
+            else:
+                done = _write_file(con, select, options, out_dir / f"{item.name}{suffix}", item.name)
+        except duckdb.Error as exc:
+            raise query_failure(exc, item.name, runs, catalog.closure([item.name])) from exc
         if fmt != "parquet":
             write_text(done.path.with_name(done.path.name + ".meta.json"), json.dumps(metadata, indent=2) + "\n")
         written.append(done)
@@ -325,18 +328,15 @@ def export(
     return written
 
 
-def _copy(con: duckdb.DuckDBPyConnection, select: str, target: Path, options: str, name: str) -> int:
-    try:
-        row = con.execute(f"COPY ({select}) TO {literal(str(target))} ({options})").fetchone()
-    except duckdb.Error as exc:
-        raise (csv_error(exc) or QueryError(f"{name}: {one_line(exc)}")) from exc
+def _copy(con: duckdb.DuckDBPyConnection, select: str, target: Path, options: str) -> int:
+    row = con.execute(f"COPY ({select}) TO {literal(str(target))} ({options})").fetchone()
     return int(row[0]) if row else 0
 
 
 def _write_file(con: duckdb.DuckDBPyConnection, select: str, options: str, target: Path, name: str) -> Written:
     tmp = _tmp_name(target)
     try:
-        rows = _copy(con, select, tmp, options, name)
+        rows = _copy(con, select, tmp, options)
         _fsync(tmp)
         os.replace(tmp, target)
     finally:
@@ -351,7 +351,7 @@ def _write_tree(con: duckdb.DuckDBPyConnection, select: str, options: str, targe
     tmp = _tmp_name(target)
     old = _tmp_name(target, old=True)
     try:
-        rows = _copy(con, select, tmp, options, name)
+        rows = _copy(con, select, tmp, options)
         tmp.mkdir(exist_ok=True)  # no rows: no partition, but still an (empty) export
         for path in tmp.rglob("*"):
             if path.is_file():

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import rlsql
+from rlsql import cli
 from rlsql.runs import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
@@ -164,10 +165,17 @@ def test_fixture_files_are_what_harbor_writes() -> None:
     assert check_with_harbor(HARBOR) == 59
 
 
-def test_a_result_json_that_does_not_parse_fails_naming_the_file(tmp_path: Path) -> None:
+def test_a_result_json_that_does_not_parse_fails_naming_the_file(tmp_path: Path, capsys, monkeypatch) -> None:
     run = tmp_path / "run"
     shutil.copytree(HARBOR / "trace_jobs", run / "trace_jobs")
     broken = sorted((run / "trace_jobs").glob("*/result.json"))[3]
     broken.write_text('{"task_name": "calendar-0001", "trial_name": ')  # cut off mid-write
-    with pytest.raises(rlsql.RlsqlError, match=re.escape(str(broken))):
+    with pytest.raises(rlsql.DataError, match=re.escape(str(broken))):
         rlsql.query("turn_stats", [run])
+    # an export reading the same view fails the same way, before any file is left behind
+    monkeypatch.setattr(sys, "argv", ["rlsql", "export", "trials", "-r", str(run), "-o", str(tmp_path / "out")])
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 3 and str(broken) in err and len(err.strip().splitlines()) == 1
+    assert not list((tmp_path / "out").iterdir())
