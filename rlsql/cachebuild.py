@@ -72,8 +72,7 @@ def build_cache(runs: Sequence[Run], force: bool = False) -> list[tuple]:
             if not header:
                 continue
             source = catalog.files[f"{kind}_src"]
-            declared = {c.name: c.type for c in source.columns}
-            types = {name: declared.get(name, source.other_columns_type) for name in header}
+            types = source.column_types(header)
             entry = None if force else cache.fresh_entry(artifact.path)
             state = "fresh"
             if entry is None:

@@ -68,6 +68,11 @@ class SqlFile:
     def body(self) -> str:
         return "\n".join(line for line in self.text.splitlines() if not _HEADER.match(line)).strip()
 
+    def column_types(self, header: list[str]) -> dict[str, str]:
+        """A source's type for each column of a CSV header: declared, else `other_columns`."""
+        declared = {c.name: c.type for c in self.columns}
+        return {name: declared.get(name, self.other_columns_type) for name in header}
+
     def param(self, name: str) -> Param:
         for p in self.params:
             if p.name == name:

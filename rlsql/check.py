@@ -62,9 +62,7 @@ class RunReport:
 def probe_sql(kind: str, path: Path, header: list[str]) -> str:
     """SQL that reads every column of one CSV as its source declares them (sources/_check_csv.sql.j2)."""
     catalog = load_catalog()
-    source = catalog.files[f"{kind}_src"]
-    declared = {c.name: c.type for c in source.columns}
-    types = {h: declared.get(h, source.other_columns_type) for h in header}
+    types = catalog.files[f"{kind}_src"].column_types(header)
     return catalog.env.get_template("sources/_check_csv.sql.j2").render(path=str(path), header=header, types=types)
 
 

@@ -118,9 +118,8 @@ class SourceContext:
 
     def csv_context(self, source: SqlFile) -> dict:
         """files (one per run that has the artifact) and the union of their columns, declared ones first."""
-        declared = {c.name: c.type for c in source.columns}
         columns: list[Column] = list(source.columns)
-        seen = set(declared)
+        seen = {c.name for c in columns}
         files: list[CsvFile] = []
         for run in self.runs:
             artifact = run.artifact(source.artifact or "")
@@ -135,7 +134,7 @@ class SourceContext:
             if not header:
                 warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
                 continue
-            types = {name: declared.get(name, source.other_columns_type) for name in header}
+            types = source.column_types(header)
             cached = cached_copy(source, artifact.path, header, types)
             files.append(CsvFile(run.name, str(artifact.path), header, types, cached))
             for name in header:
