@@ -5,7 +5,6 @@ A run is unusable when none of its CSV artifacts yields a readable row; `rlsql c
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -14,7 +13,7 @@ from pathlib import Path
 import duckdb
 
 from rlsql.catalog import load_catalog
-from rlsql.config import load_yaml, routing_problems
+from rlsql.config import read_yaml, routing_problems
 from rlsql.connection import ARTIFACT_LABELS, open_connection
 from rlsql.duckdb_errors import data_error_text, has_reject_tables, one_line
 from rlsql.errors import DataError
@@ -162,14 +161,9 @@ def _check_config(report: RunReport, run: Run) -> None:
     if config is None:
         report.add("info", run.path, "no rl_config.yaml: the trainer's default exception routing applies")
         return
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        tree = load_yaml(config.path)
-    for w in caught:
-        text = str(w.message).removeprefix(str(config.path))
-        where = re.match(r"^:(\d+):\d+: ", text)
-        problem = text[where.end():] if where else text.removeprefix(": ")
-        report.add("warning", config.path, problem, int(where.group(1)) if where else None)
+    tree, problem = read_yaml(config.path)
+    if problem is not None:
+        report.add("warning", config.path, f"{problem.problem}; the trainer's default routing applies", problem.line)
     if tree is not None:
         for problem in routing_problems(tree):
             report.add("warning", config.path, f"{problem}; the trainer's default applies")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,29 +43,42 @@ def flatten(tree: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, tree)]
 
 
-def load_yaml(path: Path) -> dict | None:
-    """The parsed config, or None (with a warning) when it cannot be used."""
+@dataclass(frozen=True)
+class ConfigProblem:
+    """Why a config cannot be used; `line` (1-based) when YAML says where."""
 
+    path: Path
+    line: int | None
+    column: int | None
+    problem: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}:{self.column}" if self.line is not None else str(self.path)
+        return f"{where}: {self.problem}"
+
+
+def read_yaml(path: Path) -> tuple[dict | None, ConfigProblem | None]:
+    """The parsed config, or None and the problem that makes it unusable."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
-        tree = yaml.safe_load(text)
+        tree = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        warnings.warn(
-            f"{where}: YAML does not parse ({exc.problem}); using the trainer's default exception routing",
-            RlsqlWarning,
-            stacklevel=2,
-        )
-        return None
+        line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        return None, ConfigProblem(path, line, column, f"YAML does not parse ({exc.problem})")
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        warnings.warn(f"{path}: cannot read config ({exc}); using the trainer's defaults", RlsqlWarning, stacklevel=2)
-        return None
+        return None, ConfigProblem(path, None, None, f"cannot read config ({exc})")
     if tree is None:
-        return {}
+        return {}, None
     if not isinstance(tree, dict):
-        warnings.warn(f"{path}: config is not a mapping; using the trainer's defaults", RlsqlWarning, stacklevel=2)
-        return None
+        return None, ConfigProblem(path, None, None, "config is not a mapping")
+    return tree, None
+
+
+def load_yaml(path: Path) -> dict | None:
+    """The parsed config, or None (with a warning) when it cannot be used."""
+    tree, problem = read_yaml(path)
+    if problem is not None:
+        warnings.warn(f"{problem}; using the trainer's default exception routing", RlsqlWarning, stacklevel=3)
     return tree
 
 

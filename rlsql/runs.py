@@ -27,7 +27,6 @@ CONFIG_NAMES = ("rl_config.yaml", "rl_config.yml")
 #: Harbor's trial folders read in place: `trace_jobs/<trial>/result.json` (artifact kind `harbor`)
 HARBOR_DIR = "trace_jobs"
 HARBOR_RESULT = "result.json"
-ARTIFACTS = (*CSV_ARTIFACTS, "config", "harbor")
 
 _PREFIX = re.compile(r"^(?P<ts>\d{8}_\d{6})_(?P<rest>.+)$")
 _GLOB_CHARS = re.compile(r"[*?\[]")
