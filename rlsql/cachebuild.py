@@ -15,10 +15,15 @@ from rlsql.errors import DataError, RlsqlWarning
 from rlsql.runs import CSV_ARTIFACTS, Run, read_header
 
 
-def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> str | None:
-    """The fresh Parquet copy of a CSV from rlsql's cache, built now when RLSQL_CACHE asks for it."""
+def cached_copy(
+    source: SqlFile, path: Path, header: list[str], types: dict[str, str], build: bool | None = None
+) -> str | None:
+    """The fresh Parquet copy of a CSV from rlsql's cache, built now when `build` (`--cache`) asks for it.
+
+    `build` None (a library caller who did not say) follows the RLSQL_CACHE environment variable.
+    """
     entry = cache.fresh_entry(path)
-    if entry is None and cache.auto_build():
+    if entry is None and (cache.auto_build() if build is None else build):
         entry = build_cache_entry(source, path, header, types)
     if entry is None:
         return None

@@ -26,6 +26,8 @@ from rlsql.sqltext import date_literal, identifier, literal
 
 #: folder -> kind, in the order a reader meets them
 KINDS = {"sources": "source", "macros": "macro", "views": "view", "queries": "query"}
+#: the kinds a user can name in `rlsql query`, `show`, `describe` and `export`
+SELECTABLE = ("query", "view")
 _HEADER = re.compile(r"^--\s*(?P<key>[a-z_]+):\s*(?P<value>.*)$")
 _KNOWN_KEYS = {"name", "version", "description", "param", "grain", "artifact", "columns", "other_columns", "optional"}
 _MACRO_NAME = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
@@ -63,6 +65,8 @@ class SqlFile:
     fingerprint: str = ""
     #: the SQL with parameters and structure filled in; sources render per connection instead
     rendered: str = ""
+    #: column -> its one-line description, from the header's `-- column: NAME: text` lines
+    column_docs: dict[str, str] = field(default_factory=dict)
 
     @property
     def body(self) -> str:
@@ -291,13 +295,17 @@ class Catalog:
     def queries(self) -> list[SqlFile]:
         return sorted((f for f in self.files.values() if f.kind == "query"), key=lambda f: f.name)
 
+    def views(self) -> list[SqlFile]:
+        return sorted((f for f in self.files.values() if f.kind == "view"), key=lambda f: f.name)
+
     def query(self, name: str) -> SqlFile:
+        """A named query or a view (`rlsql query`, `show`, `export` and `describe` take either)."""
         f = self.files.get(name)
-        if f is None or f.kind != "query":
-            names = [q.name for q in self.queries()]
+        if f is None or f.kind not in SELECTABLE:
+            names = [q.name for q in self.files.values() if q.kind in SELECTABLE]
             close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(close)}?" if close else "; `rlsql list` shows them all"
-            raise UsageError(f"no named query {name!r}{hint}")
+            hint = f"; did you mean {', '.join(close)}?" if close else "; `rlsql list [--views]` shows them"
+            raise UsageError(f"no named query or view {name!r}{hint}")
         return f
 
     def closure(self, names: Iterable[str]) -> list[SqlFile]:

@@ -90,8 +90,10 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -
 class SourceContext:
     """What the source templates are rendered with; each piece is computed once, when first needed."""
 
-    def __init__(self, runs: Sequence[Run]):
+    def __init__(self, runs: Sequence[Run], build_cache: bool | None = None):
         self.runs = list(runs)
+        #: build missing Parquet cache entries now (`--cache`); None: as RLSQL_CACHE says
+        self.build_cache = build_cache
 
     @functools.cached_property
     def run_rows(self) -> list[dict]:
@@ -135,7 +137,7 @@ class SourceContext:
                 warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
                 continue
             types = source.column_types(header)
-            cached = cached_copy(source, artifact.path, header, types)
+            cached = cached_copy(source, artifact.path, header, types, build=self.build_cache)
             files.append(CsvFile(run.name, str(artifact.path), header, types, cached))
             for name in header:
                 if name not in seen:
@@ -187,13 +189,17 @@ LOADED_SOURCES = frozenset({"runs", "run_files", "config_src", "metrics_src"})
 
 
 def object_statements(
-    runs: Sequence[Run], files: Iterable[SqlFile], catalog: Catalog, load: frozenset[str] = frozenset()
+    runs: Sequence[Run],
+    files: Iterable[SqlFile],
+    catalog: Catalog,
+    load: frozenset[str] = frozenset(),
+    build_cache: bool | None = None,
 ) -> list[tuple[SqlFile, str]]:
     """The DDL that creates `files` (already in dependency order) over `runs`: (file, statement) pairs, in order.
 
     Sources are rendered with the runs' absolute paths, so the statements work from any folder.
     """
-    sources = SourceContext(runs)
+    sources = SourceContext(runs, build_cache)
     statements: list[tuple[SqlFile, str]] = []
     for f in files:
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
@@ -207,9 +213,10 @@ def create_objects(
     files: Iterable[SqlFile],
     catalog: Catalog,
     load: frozenset[str] = frozenset(),
+    build_cache: bool | None = None,
 ) -> None:
     """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables."""
-    for f, statement in object_statements(runs, files, catalog, load):
+    for f, statement in object_statements(runs, files, catalog, load, build_cache):
         try:
             con.execute(statement)
         except duckdb.Error as exc:
@@ -221,17 +228,18 @@ def open_connection(
     names: Iterable[str] | None = None,
     catalog: Catalog | None = None,
     load: frozenset[str] = LOADED_SOURCES,
+    build_cache: bool | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once."""
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
     con = duckdb.connect(":memory:")
-    create_objects(con, runs, files, catalog, load)
+    create_objects(con, runs, files, catalog, load, build_cache)
     return con
 
 
 def query_connection(
-    runs: Sequence[Run], name: str, catalog: Catalog | None = None
+    runs: Sequence[Run], name: str, catalog: Catalog | None = None, build_cache: bool | None = None
 ) -> tuple[duckdb.DuckDBPyConnection, str]:
     """A connection and the one statement that answers named query `name` over `runs`.
 
@@ -242,7 +250,7 @@ def query_connection(
     several CTEs once.
     """
     catalog = catalog or load_catalog()
-    sources = SourceContext(runs)
+    sources = SourceContext(runs, build_cache)
     con = duckdb.connect(":memory:")
     ctes = []
     for f in catalog.closure([name]):

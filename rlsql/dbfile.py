@@ -52,6 +52,7 @@ def build_database(
     materialize: bool = False,
     storage_version: str = DEFAULT_STORAGE_VERSION,
     catalog: Catalog | None = None,
+    build_cache: bool | None = None,
 ) -> Built:
     catalog = catalog or load_catalog()
     if target.is_dir():
@@ -68,7 +69,7 @@ def build_database(
         except duckdb.Error as exc:
             raise UsageError(f"cannot write storage version {storage_version!r}: {one_line(exc)}") from exc
         con.execute(f"USE {_ALIAS}")
-        create_objects(con, runs, catalog.order, catalog)
+        create_objects(con, runs, catalog.order, catalog, build_cache=build_cache)
         tables = 0
         if materialize:
             for f in catalog.order:

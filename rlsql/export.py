@@ -253,6 +253,7 @@ def export(
     skippable: Collection[str] = (),
     progress: Progress | None = None,
     catalog: Catalog | None = None,
+    build_cache: bool | None = None,
 ) -> list[Written]:
     """Write each of `items` (queries or views) over `runs` into `out_dir`; returns what was written.
 
@@ -286,7 +287,7 @@ def export(
 
     out_dir.mkdir(parents=True, exist_ok=True)
     sweep_stale(out_dir)
-    con = open_connection(runs, [f.name for f in kept], catalog)
+    con = open_connection(runs, [f.name for f in kept], catalog, build_cache=build_cache)
     fingerprints = SourceFingerprints()
     exported_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
     run_list = json.dumps([{"name": r.name, "path": str(r.path)} for r in runs])

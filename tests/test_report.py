@@ -531,14 +531,14 @@ def test_html_report_opens_in_chromium_without_errors(tmp_path: Path) -> None:
 def test_chromium_helper_fails_loudly_when_required_and_missing(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", tmp_path / "no-chromium")
     monkeypatch.setenv(REQUIRE_BROWSER_ENV, "1")
-    with pytest.raises(pytest.fail.Exception, match="apt-get install -y chromium.*RLSQL_REQUIRE_BROWSER=1"):
+    with pytest.raises(pytest.fail.Exception, match=r"apt-get install -y chromium.*RLSQL_REQUIRE_BROWSER=1"):
         chromium(tmp_path / "x.html", tmp_path)
 
 
 def test_chromium_helper_skips_with_its_reason_when_missing(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", tmp_path / "no-chromium")
     monkeypatch.delenv(REQUIRE_BROWSER_ENV, raising=False)
-    with pytest.raises(pytest.skip.Exception, match="no-chromium is missing.*apt-get install -y chromium"):
+    with pytest.raises(pytest.skip.Exception, match=r"no-chromium is missing.*apt-get install -y chromium"):
         chromium(tmp_path / "x.html", tmp_path)
 
 
