@@ -1,6 +1,6 @@
 -- name: best_checkpoint
 -- version: 1
--- description: The checkpoint the EMA selector picks per run: among eligible steps (multiples of save_every from 2*save_every on; the first save is skipped) the highest EMA of reward/avg_raw_reward, ties to the earliest step. save_every defaults to the config's trainer.hf_save_interval, else 20.
+-- description: The checkpoint the EMA selector picks per run: among eligible steps (multiples of save_every from 2*save_every on, the first save is skipped) the highest EMA of reward/avg_raw_reward, ties to the earliest step. save_every defaults to the config's trainer.hf_save_interval, else 20.
 -- param: span INTEGER = 5, min 1: EMA span, in deduplicated steps
 -- param: save_every INTEGER = NULL, min 1: checkpoint interval in steps (default: the run's trainer.hf_save_interval, else 20)
 -- grain: run

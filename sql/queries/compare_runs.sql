@@ -1,6 +1,6 @@
 -- name: compare_runs
 -- version: 1
--- description: One row per run with its headline figures side by side: deduplicated steps, trials, success rate and mean reward (over trials with a reward), the EMA of reward/avg_raw_reward at the last step and at its best step (ties to the earliest), the mean timing/step over deduplicated steps, the shares of all trials ending in AgentTimeoutError and ContextLengthExceededError, and the rl_config.yaml keys whose values differ between the runs (`key=value; ...`, sorted by key).
+-- description: One row per run with its headline figures side by side: deduplicated steps, trials, success rate and mean reward (over trials with a reward), the EMA of reward/avg_raw_reward at the last step and at its best step (ties to the earliest), the mean timing/step over deduplicated steps, the shares of all trials ending in AgentTimeoutError and ContextLengthExceededError, and the rl_config.yaml keys whose values differ between the runs (`key=value, ...`, sorted by key).
 -- param: span INTEGER = 5, min 1: EMA span, in deduplicated steps
 -- grain: run
 WITH

@@ -1,6 +1,6 @@
 -- name: exception_distribution
 -- version: 1
--- description: Trials per exception type (`No exception` for none) with their percent of the run's trials and the treatment the run's config routes the type to; most frequent first, ties in order of first appearance in the CSV.
+-- description: Trials per exception type (`No exception` for none) with their percent of the run's trials and the treatment the run's config routes the type to, most frequent first, ties in order of first appearance in the CSV.
 -- grain: run, exception_type
 WITH per_type AS (
     -- count first, route after: the routing is needed once per (run, exception type), not per trial

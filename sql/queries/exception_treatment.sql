@@ -1,6 +1,6 @@
 -- name: exception_treatment
 -- version: 1
--- description: Trials per effective treatment (none, passthrough, mask, zero; a passthrough trial without a reward counts as mask) with their percent of the run's trials and the exception types routed there.
+-- description: Trials per effective treatment (none, passthrough, mask, zero, a passthrough trial without a reward counts as mask) with their percent of the run's trials and the exception types routed there.
 -- grain: run, treatment
 WITH
     per_type AS (

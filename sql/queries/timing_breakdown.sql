@@ -1,6 +1,6 @@
 -- name: timing_breakdown
 -- version: 1
--- description: Where a training step's time goes, as a containment tree over every metric row: per span its mean seconds over the rows where it ran and its mean share of its parent (a row without the span counts 0); depth-first from step (largest first), then the step time no child covers (unattributed, or overlap when children sum past the step), then spans outside the step, then undeclared spans.
+-- description: Where a training step's time goes, as a containment tree over every metric row: per span its mean seconds over the rows where it ran and its mean share of its parent (a row without the span counts 0), depth-first from step (largest first), then the step time no child covers (unattributed, or overlap when children sum past the step), then spans outside the step, then undeclared spans.
 -- grain: run, span
 WITH RECURSIVE
     stats AS (

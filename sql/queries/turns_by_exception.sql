@@ -1,6 +1,6 @@
 -- name: turns_by_exception
 -- version: 1
--- description: Agent turns per exception type over trials with turns (`No exception` for a clean trial): trials, mean and median turns; highest mean first.
+-- description: Agent turns per exception type over trials with turns (`No exception` for a clean trial): trials, mean and median turns, highest mean first.
 -- grain: run, exception_type
 SELECT
     run,

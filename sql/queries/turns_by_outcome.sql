@@ -1,6 +1,6 @@
 -- name: turns_by_outcome
 -- version: 1
--- description: Agent turns by outcome over trials with both turns and a reward: Success (reward > 0) first, then Failure (reward = 0); a negative reward is neither.
+-- description: Agent turns by outcome over trials with both turns and a reward: Success (reward > 0) first, then Failure (reward = 0), a negative reward is neither.
 -- grain: run, outcome
 SELECT
     run,

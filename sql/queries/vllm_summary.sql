@@ -1,6 +1,6 @@
 -- name: vllm_summary
 -- version: 1
--- description: vLLM engine stats per run and log: seconds with a stat line, means per engine, max totals, KV-cache and prefix-cache percents (0-100), and a utilisation verdict (underutilized: nothing waits and < 5 running per engine; well-utilized: requests wait; low throughput: < 300 tok/s per engine; else moderate).
+-- description: vLLM engine stats per run and log: seconds with a stat line, means per engine, max totals, KV-cache and prefix-cache percents (0-100), and a utilisation verdict (underutilized: nothing waits and < 5 running per engine, well-utilized: requests wait, low throughput: < 300 tok/s per engine, else moderate).
 -- grain: run, log_file
 WITH per_log AS (
     SELECT

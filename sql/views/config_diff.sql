@@ -1,6 +1,6 @@
 -- name: config_diff
 -- version: 1
--- description: The rl_config.yaml keys whose value differs between the runs that have a config (a key one run lacks differs too): run, key (dotted path), value (text; `null` for a YAML null; NULL where the run lacks the key). Ordered by key, then run. Empty for fewer than two runs with a config.
+-- description: The rl_config.yaml keys whose value differs between the runs that have a config (a key one run lacks differs too): run, key (dotted path), value (text, `null` for a YAML null, NULL where the run lacks the key). Ordered by key, then run. Empty for fewer than two runs with a config.
 -- grain: run, key
 WITH
     config_runs AS (

@@ -1,6 +1,6 @@
 -- name: span_tree
 -- version: 1
--- description: Each run's recorded timing spans placed in the declared tree: run, span, parent (the nearest recorded declared ancestor; NULL for a root), region (step, outside, or undeclared).
+-- description: Each run's recorded timing spans placed in the declared tree: run, span, parent (the nearest recorded declared ancestor, NULL for a root), region (step, outside, or undeclared).
 -- grain: run, span
 WITH RECURSIVE
     ancestors(span, ancestor, depth) AS (

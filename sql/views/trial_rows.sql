@@ -1,6 +1,6 @@
 -- name: trial_rows
 -- version: 1
--- description: One row per Harbor trial, from the run's trials CSV, else from its trace_jobs/*/result.json, without the exception routing (the `trials` view adds it): run, row_no (CSV order; sorted trial folder names for result.json files), task and trial names, n_episodes (turns), tokens, exception_type (`No exception` when empty), reward, outcome (Success: reward > 0, Failure: reward = 0), durations; then, read from result.json only (NULL for a CSV), exception_message, started_at and finished_at. Queries that aggregate read this view and route per exception type afterwards, not per trial.
+-- description: One row per Harbor trial, from the run's trials CSV, else from its trace_jobs/*/result.json, without the exception routing (the `trials` view adds it): run, row_no (CSV order, sorted trial folder names for result.json files), task and trial names, n_episodes (turns), tokens, exception_type (`No exception` when empty), reward, outcome (Success: reward > 0, Failure: reward = 0), durations, then, read from result.json only (NULL for a CSV), exception_message, started_at and finished_at. Queries that aggregate read this view and route per exception type afterwards, not per trial.
 -- grain: run, trial_name
 SELECT
     t.run,

@@ -1,6 +1,6 @@
 -- name: turn_histogram
 -- version: 1
--- description: How many trials took each number of agent turns, per run: run, turns (n_episodes), trials; over the trials with turns, turns ascending (counts of zero are not listed).
+-- description: How many trials took each number of agent turns, per run: run, turns (n_episodes), trials, over the trials with turns, turns ascending (counts of zero are not listed).
 -- grain: run, turns
 SELECT run, n_episodes AS turns, count(*) AS trials
 FROM trial_rows
