@@ -22,7 +22,7 @@ from rlsql.config import config_rows
 from rlsql.duckdb_errors import data_error, one_line
 from rlsql.errors import DataError, RlsqlWarning
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, read_header, resolve_runs
-from rlsql.sqltext import identifier
+from rlsql.sqltext import identifier, literal
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -223,6 +223,33 @@ def create_objects(
             raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
 
 
+def column_comment_statements(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) -> list[str]:
+    """COMMENT ON COLUMN for every column of the views and queries in `files` that `con` holds.
+
+    Read from DuckDB's catalog after the objects exist, so the columns a view passes through from
+    a file (a run's trainer metrics) get their `-- column: *:` description too.
+    """
+    by_name = {f.name: f for f in files if f.kind in ("view", "query")}
+    rows = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() "
+        "WHERE NOT internal AND database_name = current_database() AND schema_name = current_schema() "
+        "ORDER BY table_name, column_index"
+    ).fetchall()
+    statements = []
+    for table, column in rows:
+        f = by_name.get(table)
+        doc = f.column_doc(column) if f is not None else ""
+        if doc:
+            statements.append(f"COMMENT ON COLUMN {identifier(table)}.{identifier(column)} IS {literal(doc)}")
+    return statements
+
+
+def comment_columns(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) -> None:
+    """Attach every column description of `files` on `con` (the shell, `connect()`, `db build`)."""
+    for statement in column_comment_statements(con, files):
+        con.execute(statement)
+
+
 def open_connection(
     runs: Sequence[Run],
     names: Iterable[str] | None = None,
@@ -272,4 +299,7 @@ def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
     `runs` takes what `--run` takes: run folders, folders of runs, globs.
     """
     # every object a view, so the connection always reads the files as they are now
-    return open_connection(resolve_runs(runs), load=frozenset())
+    catalog = load_catalog()
+    con = open_connection(resolve_runs(runs), catalog=catalog, load=frozenset())
+    comment_columns(con, catalog.order)
+    return con

@@ -24,7 +24,7 @@ import duckdb
 from rlsql import __version__
 from rlsql.atomic import refuse_run_folders
 from rlsql.catalog import Catalog, SqlFile, load_catalog
-from rlsql.connection import create_objects
+from rlsql.connection import comment_columns, create_objects
 from rlsql.duckdb_errors import one_line
 from rlsql.errors import DataError, UsageError
 from rlsql.export import SourceFingerprints, _tmp_name, sweep_stale
@@ -70,6 +70,7 @@ def build_database(
             raise UsageError(f"cannot write storage version {storage_version!r}: {one_line(exc)}") from exc
         con.execute(f"USE {_ALIAS}")
         create_objects(con, runs, catalog.order, catalog, build_cache=build_cache)
+        comment_columns(con, catalog.order)
         tables = 0
         if materialize:
             for f in catalog.order:

@@ -54,6 +54,7 @@ METADATA_KEYS = (
     "rlsql.runs",
     "rlsql.sources",
     "rlsql.exported_at",
+    "rlsql.columns",
 )
 TMP_SUFFIX = ".rlsql-tmp"
 _TMP_NAME = re.compile(r"^\.(?P<final>.+)\.(?P<pid>\d+)\.(?P<token>[0-9a-f]+)(?P<old>\.old)?\.rlsql-tmp$")
@@ -305,6 +306,9 @@ def export(
             "rlsql.runs": run_list,
             "rlsql.sources": json.dumps(fingerprints.for_files(runs, catalog.closure([item.name]))),
             "rlsql.exported_at": exported_at,
+            # column -> its `-- column:` description (Parquet has no per-column comment of its own)
+            "rlsql.columns": json.dumps(item.column_descriptions(
+                c[0] for c in con.execute(f"DESCRIBE {identifier(item.name)}").fetchall())),
         }
         for pname in set_before:  # a view must not see a parameter set for an earlier query
             con.execute(f"RESET VARIABLE {identifier(pname)}")

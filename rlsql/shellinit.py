@@ -17,7 +17,8 @@ import duckdb
 
 from rlsql import __version__
 from rlsql.catalog import Catalog, load_catalog
-from rlsql.connection import object_statements
+from rlsql.connection import column_comment_statements, object_statements
+from rlsql.duckdb_errors import one_line
 from rlsql.errors import RlsqlWarning, UsageError
 from rlsql.runs import Run
 
@@ -31,7 +32,23 @@ def script_statements(runs: Sequence[Run], catalog: Catalog | None = None) -> li
     every `;` (harlequin's DuckDB adapter) runs the same statements as the DuckDB shell.
     """
     catalog = catalog or load_catalog()
-    return [without_semicolons(statement) for _, statement in object_statements(runs, catalog.order, catalog)]
+    statements = [statement for _, statement in object_statements(runs, catalog.order, catalog)]
+    return [without_semicolons(statement) for statement in [*statements, *_column_comments(statements, catalog)]]
+
+
+def _column_comments(statements: Sequence[str], catalog: Catalog) -> list[str]:
+    """COMMENT ON COLUMN for every view column: the views are created once in memory to learn their columns."""
+    con = duckdb.connect(":memory:")
+    try:
+        for statement in statements:
+            con.execute(statement)
+        return column_comment_statements(con, catalog.order)
+    except duckdb.Error as exc:
+        warnings.warn(f"column descriptions left out of the init script: {one_line(exc)}", RlsqlWarning,
+                      stacklevel=3)
+        return []
+    finally:
+        con.close()
 
 
 SEMICOLON = ";"

@@ -1,7 +1,15 @@
 -- name: run_overview
 -- version: 1
--- description: One row per run and log: the log's highest global step, its metric rows, the mean and max of reward/avg_raw_reward over its rows, and the summed timing/step seconds.
+-- description: One row per run and log: the log's highest global step, its metric rows, the mean and max of
+--   reward/avg_raw_reward over its rows, and the summed timing/step seconds.
 -- grain: run, log_file
+-- column: run: the run: its folder's name
+-- column: log_file: the trainer console log the row came from (e.g. job_554408)
+-- column: total_steps: the highest global step in the log (v1 name: not a count of steps)
+-- column: metric_blocks: metric rows in the log
+-- column: mean_reward: mean of reward/avg_raw_reward over the log's rows
+-- column: max_reward: max of reward/avg_raw_reward over the log's rows
+-- column: total_time_s: sum of timing/step over the log's rows, seconds
 SELECT
     run,
     log_file,

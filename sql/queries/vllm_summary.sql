@@ -1,7 +1,23 @@
 -- name: vllm_summary
 -- version: 1
--- description: vLLM engine stats per run and log: seconds with a stat line, means per engine, max totals, KV-cache and prefix-cache percents (0-100), and a utilisation verdict (underutilized: nothing waits and < 5 running per engine, well-utilized: requests wait, low throughput: < 300 tok/s per engine, else moderate).
+-- description: vLLM engine stats per run and log: seconds with a stat line, means per engine, max totals,
+--   KV-cache and prefix-cache percents (0-100), and a utilisation verdict (underutilized: nothing waits and <
+--   5 running per engine, well-utilized: requests wait, low throughput: < 300 tok/s per engine, else
+--   moderate).
 -- grain: run, log_file
+-- column: run: the run: its folder's name
+-- column: log_file: the vLLM engine log
+-- column: seconds: stat lines (seconds with one) in the log, v1 name: not wall-clock seconds
+-- column: mean_engines_reporting: mean engines reporting per stat line
+-- column: mean_running_per_engine: mean of avg_running_requests_per_engine
+-- column: max_total_running: max of total_running_requests
+-- column: mean_total_waiting: mean of total_waiting_requests
+-- column: max_total_waiting: max of total_waiting_requests
+-- column: mean_generation_tps_per_engine: mean generated tokens per second per engine
+-- column: max_total_generation_tps: max of total generation throughput, tokens per second
+-- column: mean_kv_cache_pct: mean GPU KV-cache usage, percent (0-100)
+-- column: mean_prefix_cache_hit_pct: mean prefix-cache hit rate, percent (0-100)
+-- column: utilization: underutilized, well-utilized, low throughput or moderate (rule in the description)
 WITH per_log AS (
     SELECT
         run,

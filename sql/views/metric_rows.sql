@@ -1,7 +1,16 @@
 -- name: metric_rows
 -- version: 1
--- description: Every trainer metric row of every run, as logged (a re-run step appears once per log): run, log_file, step (trainer/global_step, else global_step), row_no (CSV order), source_file, then every metric column.
+-- description: Every trainer metric row of every run, as logged (a re-run step appears once per log): run,
+--   log_file, step (trainer/global_step, else global_step), row_no (CSV order), source_file, then every
+--   metric column.
 -- grain: run, row_no
+-- column: run: the run: its folder's name
+-- column: log_file: the trainer console log the row came from (e.g. job_554408)
+-- column: step: the training step (trainer/global_step, else global_step)
+-- column: row_no: the row's position in the run's metrics CSV (1 = first data row)
+-- column: source_file: the metrics CSV the row was read from (absolute path)
+-- column: *: a trainer metric as the CSV names it (family/name, e.g. reward/avg_raw_reward, timing/step in
+--   seconds), NULL where the row has no value
 SELECT
     run,
     log_file,
