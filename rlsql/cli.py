@@ -21,7 +21,10 @@ from rlsql.errors import DataError, ExitCode, RlsqlError, UsageError
 from rlsql.formats import FORMATS, ExportFormat, OutputFormat, Partition, ReportFormat, render
 
 E = TypeVar("E", bound=StrEnum)
-DOCS_HINT = "Queries, views and columns: docs/queries.md; the files rlsql reads: docs/data-contract.md."
+DOCS_HINT = (
+    "Every query, view and column: `rlsql docs queries` (docs/queries.md). The files rlsql reads: "
+    "`rlsql docs data-contract` (docs/data-contract.md)."
+)
 
 app = typer.Typer(
     name="rlsql",
@@ -326,6 +329,20 @@ def show_command(name: NameArgument) -> None:
     from rlsql.catalog import load_catalog
 
     sys.stdout.write(load_catalog().query(name).text)
+
+
+@app.command("docs")
+def docs_command(
+    name: Annotated[
+        str, typer.Argument(help="queries (every query, view and column) or data-contract (the files rlsql reads).")
+    ] = "queries",
+) -> None:
+    """Print rlsql's contracts: docs/queries.md or docs/data-contract.md, generated from the SQL headers."""
+    from rlsql.docs import DOCS, render
+
+    if name not in DOCS:
+        raise UsageError(f"no document {name!r}; choose one of {', '.join(DOCS)}")
+    sys.stdout.write(render(name))
 
 
 @app.command("runs")

@@ -63,8 +63,7 @@ def describe(name: str, runs: Sequence[Run] | None = None) -> Description:
     catalog = load_catalog()
     f = catalog.query(name)
     runs = list(runs) if runs is not None else resolve_runs(None)
-    docs = f.column_docs
-    columns = [ColumnInfo(c, t, docs.get(c, "")) for c, t in column_types(name, runs)]
+    columns = [ColumnInfo(c, t, f.column_doc(c)) for c, t in column_types(name, runs)]
     return Description(
         name=f.name,
         kind=f.kind,

@@ -4,7 +4,7 @@
 --   rate and mean reward (over trials with a reward), the EMA of reward/avg_raw_reward at the last step and
 --   at its best step (ties to the earliest), the mean timing/step over deduplicated steps, the shares of all
 --   trials ending in AgentTimeoutError and ContextLengthExceededError, and the rl_config.yaml keys whose
---   values differ between the runs (`key=value, ...`, sorted by key).
+--   values differ between the runs (`key=value` pairs sorted by key, joined by a semicolon and a space).
 -- param: span INTEGER = 5, min 1: EMA span, in deduplicated steps
 -- grain: run
 -- column: run: the run: its folder's name

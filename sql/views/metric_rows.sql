@@ -17,5 +17,11 @@ SELECT
     CAST(coalesce("trainer/global_step", global_step) AS BIGINT) AS step,
     row_no,
     source_file,
-    * EXCLUDE (run, log_file, row_no, source_file)
+    -- the counts every metrics source declares are whole numbers: BIGINT (pandas writes `12.0` for a column
+    -- with a gap); the run's other metric columns keep the source's DOUBLE
+    * EXCLUDE (run, log_file, row_no, source_file) REPLACE (
+        CAST("trainer/global_step" AS BIGINT) AS "trainer/global_step",
+        CAST(global_step AS BIGINT) AS global_step,
+        CAST("async/discarded_count" AS BIGINT) AS "async/discarded_count"
+    )
 FROM metrics_src

@@ -1,5 +1,5 @@
 -- name: trial_rows
--- version: 1
+-- version: 2
 -- description: One row per Harbor trial, from the run's trials CSV, else from its trace_jobs/*/result.json,
 --   without the exception routing (the `trials` view adds it): run, row_no (CSV order, sorted trial folder
 --   names for result.json files), task and trial names, n_episodes (turns), tokens, exception_type (`No
@@ -44,8 +44,17 @@ SELECT
     t.agent_execution_duration,
     t.verifier_duration,
     t.exception_message,
-    t.started_at,
-    t.finished_at
+    -- result.json stamps: with an offset (`...Z`, `+02:00`) read as that instant in UTC, without one as written
+    CASE
+        WHEN regexp_matches(t.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN timezone('UTC', try_cast(t.started_at AS TIMESTAMPTZ))
+        ELSE try_cast(t.started_at AS TIMESTAMP)
+    END AS started_at,
+    CASE
+        WHEN regexp_matches(t.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN timezone('UTC', try_cast(t.finished_at AS TIMESTAMPTZ))
+        ELSE try_cast(t.finished_at AS TIMESTAMP)
+    END AS finished_at
 FROM (
     -- explicit columns: a new CSV column never changes this view
     SELECT

@@ -1,5 +1,5 @@
 -- name: trials
--- version: 1
+-- version: 2
 -- description: One row per Harbor trial, from the run's trials CSV, else from its trace_jobs/*/result.json:
 --   run, row_no (CSV order, sorted trial folder names for result.json files), task and trial names,
 --   n_episodes (turns), tokens, exception_type (`No exception` when empty), reward, outcome (Success: reward

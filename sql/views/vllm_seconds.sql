@@ -47,20 +47,21 @@ SELECT
             THEN try_strptime(CAST(year(base_date) - 1 AS VARCHAR) || '-' || datetime_str, '%Y-%m-%d %H:%M:%S')
         ELSE same_year_ts
     END AS ts,
-    n_engines_reporting,
-    unique_ips,
+    -- counts are whole numbers: BIGINT, though pandas may have written them as `3.0`
+    CAST(n_engines_reporting AS BIGINT) AS n_engines_reporting,
+    CAST(unique_ips AS BIGINT) AS unique_ips,
     total_prompt_throughput_tokens_per_sec,
     total_generation_throughput_tokens_per_sec,
-    total_running_requests,
-    total_waiting_requests,
+    CAST(total_running_requests AS BIGINT) AS total_running_requests,
+    CAST(total_waiting_requests AS BIGINT) AS total_waiting_requests,
     avg_prompt_throughput_per_engine,
     avg_generation_throughput_per_engine,
     avg_running_requests_per_engine,
     avg_waiting_requests_per_engine,
     avg_gpu_kv_cache_usage_pct,
     avg_prefix_cache_hit_rate_pct,
-    min_running_requests,
-    max_running_requests,
+    CAST(min_running_requests AS BIGINT) AS min_running_requests,
+    CAST(max_running_requests AS BIGINT) AS max_running_requests,
     min_generation_throughput,
     max_generation_throughput
 FROM stamped
