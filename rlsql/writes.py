@@ -73,7 +73,7 @@ def failures_named(path: Path | str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise write_failure(exc.filename or path, exc) from exc
+        raise write_failure(path, exc) from exc  # the target, not an internal temporary name
 
 
 # -- temporary names and the sweep -----------------------------------------------------------------
@@ -202,14 +202,21 @@ def fsync_dir(folder: Path) -> None:
 
 # -- targets ---------------------------------------------------------------------------------------
 
-def check_writable_target(target: Path, runs: Sequence[Run]) -> None:
-    """Refuse a target that is a run folder, lies inside one, or holds one (replacing it would delete a run)."""
+def refuse_run_folders(target: Path, runs: Sequence[Run]) -> None:
+    """Refuse to write at or inside a run folder (rlsql never writes into a user's run)."""
     if str(target) == "":
         raise UsageError("the output path is empty; give a file or folder name")
     resolved = target.resolve()
     for run in runs:
         if resolved == run.path or run.path in resolved.parents:
             raise UsageError(f"{target}: refusing to write inside run folder {run.path}; choose another path")
+
+
+def check_writable_target(target: Path, runs: Sequence[Run]) -> None:
+    """Refuse a target to be replaced that is a run folder, lies inside one, or holds one."""
+    refuse_run_folders(target, runs)
+    resolved = target.resolve()
+    for run in runs:
         if resolved in run.path.parents:
             raise UsageError(f"{target}: refusing to replace a folder that holds run {run.path}; choose another path")
 
@@ -217,9 +224,13 @@ def check_writable_target(target: Path, runs: Sequence[Run]) -> None:
 # -- writing files ---------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def atomic_path(target: Path) -> Iterator[Path]:
+def atomic_path(target: Path, mark: bool = False) -> Iterator[Path]:
     """Yield a temporary path beside `target` for a writer (DuckDB, matplotlib) to create; when the block
-    succeeds it is fsynced, given `target`'s mode and renamed onto it. On failure nothing is left."""
+    succeeds it is fsynced, given `target`'s mode and renamed onto it. On failure nothing is left.
+
+    `mark=True` records the file in its folder's mark before the rename (see `record_file`), so a
+    later export may replace it.
+    """
     if str(target) == "":
         raise UsageError("the output path is empty; give a file name")
     with failures_named(target):
@@ -233,6 +244,8 @@ def atomic_path(target: Path) -> Iterator[Path]:
         with failures_named(target):
             os.chmod(tmp, _mode_for(target))
             _fsync_path(tmp)
+            if mark:
+                record_file(target.parent, target.name, tmp)
             os.replace(tmp, target)
             fsync_dir(target.parent)
     finally:
@@ -241,16 +254,16 @@ def atomic_path(target: Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_file(target: Path, binary: bool = False) -> Iterator[IO[Any]]:
+def atomic_file(target: Path, binary: bool = False, mark: bool = False) -> Iterator[IO[Any]]:
     """An open file whose contents replace `target` when the block succeeds (see `atomic_path`)."""
-    with atomic_path(target) as tmp, failures_named(target):
+    with atomic_path(target, mark) as tmp, failures_named(target):
         mode = "wb" if binary else "w"
         with tmp.open(mode) if binary else tmp.open(mode, encoding="utf-8", newline="") as fh:
             yield fh
 
 
-def write_text(target: Path, text: str) -> None:
-    with atomic_file(target) as fh:
+def write_text(target: Path, text: str, mark: bool = False) -> None:
+    with atomic_file(target, mark=mark) as fh:
         fh.write(text)
 
 

@@ -43,13 +43,11 @@ def copy_run(src: str, dst: Path) -> Path:
 
 
 @contextmanager
-def tmpfs(where: Path, size: str = "64k", read_only: bool = False) -> Iterator[Path]:
+def tmpfs(where: Path, size: str = "64k") -> Iterator[Path]:
     where.mkdir(parents=True, exist_ok=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], check=True)
     try:
         yield where
-        if read_only:
-            pass
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
@@ -182,18 +180,15 @@ def test_full_disk_is_one_line_exit_4_and_the_old_file_stays(tmp_path, capsys, m
                                 capsys, monkeypatch)
         line = one_error_line(err)
         assert code == 4 and str(mnt / "bi") in line and "space" in line.lower(), line
-        # the query's rows do not fit: a trials-sized table by hand
-        code, _, err = run_main(["query", "reward_summary", "-f", "json", "-r", str(big), "-o",
+        # fill the disk to the last block, then ask for the file again: the old one stays
+        with pytest.raises(OSError), (mnt / "filler").open("wb", buffering=0) as fh:
+            while True:
+                fh.write(b"x" * 4096)
+                os.fsync(fh.fileno())
+        code, _, err = run_main(["query", "turn_stats", "-f", "json", "-r", str(RUNS / "tiny"), "-o",
                                  str(mnt / "out.csv")], capsys, monkeypatch)
-        if code == 0:  # the answer is small: fill the disk first
-            (mnt / "filler").write_bytes(b"x" * (64 * 1024 - len(small) - 4096))
-            code, _, err = run_main(["query", "turn_stats", "-f", "csv", "-r", str(RUNS / "tiny"), "-o",
-                                     str(mnt / "out2.csv")], capsys, monkeypatch)
-            line = one_error_line(err)
-            assert code == 4 and str(mnt / "out2.csv") in line and "space" in line.lower(), line
-        else:
-            line = one_error_line(err)
-            assert code == 4 and "space" in line.lower(), line
+        line = one_error_line(err)
+        assert code == 4 and str(mnt / "out.csv") in line and "space" in line.lower(), line
         assert (mnt / "out.csv").read_bytes() == small
         assert not [p for p in mnt.rglob("*") if p.name.endswith(writes.TMP_SUFFIX)]
 
