@@ -27,11 +27,11 @@ from rlsql import __version__
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import create_objects
 from rlsql.duckdb_errors import one_line
-from rlsql.errors import DataError, UsageError
+from rlsql.errors import DataError, RlsqlError, UsageError
 from rlsql.provenance import SourceFingerprints
 from rlsql.runs import Run
 from rlsql.sqltext import identifier, literal
-from rlsql.writes import WriteError, atomic_path, check_writable_target, failures_named
+from rlsql.writes import atomic_path, check_writable_target, disk_failure, failures_named
 
 #: readable by DuckDB 1.4 and later (rlsql itself needs duckdb>=1.4)
 DEFAULT_STORAGE_VERSION = "v1.4.0"
@@ -64,6 +64,12 @@ def build_database(
         wal = tmp.with_name(tmp.name + ".wal")
         try:
             tables = _build(tmp, target, runs, materialize, storage_version, catalog)
+        except (duckdb.Error, RlsqlError) as exc:
+            # DuckDB's write failures surface anywhere (a commit while creating a view): name the target
+            failure = disk_failure(target, tmp, str(exc))
+            if failure is not None:
+                raise failure from exc
+            raise
         finally:
             with contextlib.suppress(OSError):
                 wal.unlink()
@@ -80,9 +86,9 @@ def _build(
     try:
         try:
             con.execute(f"ATTACH {literal(str(tmp))} AS {_ALIAS} (STORAGE_VERSION {literal(storage_version)})")
-        except duckdb.IOException as exc:
-            raise WriteError(f"{target}: cannot write ({one_line(exc)})") from exc
         except duckdb.Error as exc:
+            if disk_failure(target, tmp, str(exc)):
+                raise
             raise UsageError(f"cannot write storage version {storage_version!r}: {one_line(exc)}") from exc
         con.execute(f"USE {_ALIAS}")
         create_objects(con, runs, catalog.order, catalog)
@@ -94,19 +100,16 @@ def _build(
                 name = identifier(f.name)
                 try:
                     con.execute(f"CREATE TABLE {_BUILDING} AS SELECT * FROM {name}")
-                except duckdb.IOException as exc:
-                    raise WriteError(f"{target}: cannot write ({one_line(exc)})") from exc
                 except duckdb.Error as exc:
+                    if disk_failure(target, tmp, str(exc)):
+                        raise
                     raise DataError(f"{f.path}: cannot materialize {f.name}: {one_line(exc)}") from exc
                 con.execute(f"DROP VIEW {name}")
                 con.execute(f"ALTER TABLE {_BUILDING} RENAME TO {name}")
                 con.execute(f"COMMENT ON TABLE {name} IS {literal(f.description)}")
                 tables += 1
         _write_metadata(con, runs, catalog, materialize, storage_version)
-        try:
-            con.execute("CHECKPOINT")
-        except duckdb.IOException as exc:
-            raise WriteError(f"{target}: cannot write ({one_line(exc)})") from exc
+        con.execute("CHECKPOINT")
         con.execute("USE memory")
         con.execute(f"DETACH {_ALIAS}")
     finally:

@@ -36,16 +36,16 @@ from rlsql import __version__
 from rlsql.api import bind_params
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import check_artifacts, open_connection
-from rlsql.duckdb_errors import one_line, query_failure
+from rlsql.duckdb_errors import query_failure
 from rlsql.errors import DataError, RlsqlWarning, UsageError
 from rlsql.provenance import SourceFingerprints
 from rlsql.runs import Run
 from rlsql.sqltext import identifier, literal
 from rlsql.writes import (
     MARK,
-    WriteError,
     atomic_path,
     check_writable_target,
+    disk_failure,
     failures_named,
     fsync_tree,
     owns_file,
@@ -189,6 +189,8 @@ def export(
     if not kept:
         raise DataError("nothing to export: every query asked for needs an artifact these runs lack")
 
+    if out_dir.is_dir():
+        sweep(out_dir)  # first: a tree a killed export left mid-swap goes back before it is checked
     suffix = EXPORT_FORMATS[fmt]
     targets = {item.name: out_dir / (item.name if partition_by else f"{item.name}{suffix}") for item in kept}
     with failures_named(out_dir):
@@ -201,7 +203,6 @@ def export(
                 if fmt != "parquet":
                     _check_file_replaceable(_sidecar(targets[item.name]))
         out_dir.mkdir(parents=True, exist_ok=True)
-    sweep(out_dir)
     con = open_connection(runs, [f.name for f in kept], catalog)
     fingerprints = SourceFingerprints()
     exported_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
@@ -288,19 +289,22 @@ def _copy_options(fmt: str, metadata: dict[str, str]) -> str:
     return "FORMAT json, ARRAY true"
 
 
-def _copy(con: duckdb.DuckDBPyConnection, select: str, target: Path, options: str) -> int:
+def _copy(con: duckdb.DuckDBPyConnection, select: str, to: Path, options: str, target: Path, staging: Path) -> int:
+    """COPY into `to` (a temporary, or a file in the `staging` folder); a full or read-only disk is a
+    WriteError naming `target`, the output the user asked for."""
     try:
-        row = con.execute(f"COPY ({select}) TO {literal(str(target))} ({options})").fetchone()
-    except duckdb.IOException as exc:
-        if str(target) in str(exc) or target.parent.name in str(exc):
-            raise WriteError(f"{target}: cannot write ({one_line(exc)})") from exc
+        row = con.execute(f"COPY ({select}) TO {literal(str(to))} ({options})").fetchone()
+    except duckdb.Error as exc:
+        failure = disk_failure(target, staging, str(exc))
+        if failure is not None:
+            raise failure from exc
         raise
     return int(row[0]) if row else 0
 
 
 def _write_file(con: duckdb.DuckDBPyConnection, select: str, options: str, target: Path, name: str) -> Written:
     with atomic_path(target, mark=True) as tmp:
-        rows = _copy(con, select, tmp, options)
+        rows = _copy(con, select, tmp, options, target, tmp)
     return Written(name, target, rows, target.stat().st_size, 1)
 
 
@@ -331,7 +335,8 @@ def _write_tree(
                 part.mkdir()
             where = f"run IS NOT DISTINCT FROM {literal(value)}"
             data = part / f"data_0{suffix}"
-            rows += _copy(con, f"SELECT * EXCLUDE (run) FROM {_STAGED} WHERE {where}", data, _copy_options(fmt, meta))
+            rows += _copy(con, f"SELECT * EXCLUDE (run) FROM {_STAGED} WHERE {where}", data,
+                          _copy_options(fmt, meta), tree, staging)
             files, size = files + 1, size + data.stat().st_size
             write_mark(part, {"name": name, "partition": "run", "value": value,
                               **({"metadata": meta} if fmt != "parquet" else {})})

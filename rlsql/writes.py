@@ -67,6 +67,20 @@ def write_failure(path: Path | str, exc: OSError) -> RlsqlError:
     return WriteError(f"{path}: cannot write ({reason})")
 
 
+#: the failures of the filesystem, as another library's message (DuckDB's) spells them
+_DISK_ERRORS = tuple(os.strerror(code) for code in (
+    errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG, errno.EIO))
+
+
+def disk_failure(target: Path, temporary: Path, message: str) -> WriteError | None:
+    """A WriteError naming `target` when `message` (say DuckDB's) reports the filesystem failing on
+    `temporary` (the name `target` was being written under, or a file inside it); else None."""
+    if str(temporary) not in message and temporary.name not in message:
+        return None
+    reason = next((text for text in _DISK_ERRORS if text in message), None)
+    return None if reason is None else WriteError(f"{target}: cannot write ({reason})")
+
+
 @contextlib.contextmanager
 def failures_named(path: Path | str) -> Iterator[None]:
     """Turn an OSError inside the block into the one-line error naming `path`."""

@@ -127,7 +127,7 @@ def test_query_output_onto_a_folder_or_empty_name(tmp_path, capsys, monkeypatch)
     for output, needle in [(str(folder), str(folder)), ("", "empty")]:
         code, stdout, err = run_main(["query", "turn_stats", "-r", str(RUNS / "tiny"), "-o", output],
                                      capsys, monkeypatch)
-        assert code == 2, err
+        assert code == 2 and stdout == "", err
         assert needle in one_error_line(err)
     assert list(folder.iterdir()) == []
     code, _, err = run_main(["shell-init", "-r", str(RUNS / "tiny"), "-o", str(folder)], capsys, monkeypatch)
@@ -154,7 +154,7 @@ def test_read_only_filesystem_is_one_line_exit_4(tmp_path, capsys, monkeypatch) 
             before = tree_hash(RUNS / "tiny")
             code, stdout, err = run_main(args, capsys, monkeypatch)
             line = one_error_line(err)
-            assert code == 4, (args, err)
+            assert code == 4 and stdout == "", (args, err)
             assert str(path) in line and "read-only" in line.lower(), line
             assert tree_hash(RUNS / "tiny") == before
         assert sorted(p.name for p in mnt.iterdir()) == ["old.txt"]
@@ -179,7 +179,14 @@ def test_full_disk_is_one_line_exit_4_and_the_old_file_stays(tmp_path, capsys, m
         code, _, err = run_main(["export", "trials", "-f", "csv", "-r", str(big), "-o", str(mnt / "bi")],
                                 capsys, monkeypatch)
         line = one_error_line(err)
-        assert code == 4 and str(mnt / "bi") in line and "space" in line.lower(), line
+        assert code == 4 and str(mnt / "bi" / "trials.csv") in line and "space" in line.lower(), line
+        for args, path in [
+            (["export", "trials", "-r", str(big), "-o", str(mnt / "hive"), "--partition-by", "run"], mnt / "hive"),
+            (["db", "build", str(mnt / "x.duckdb"), "-r", str(big), "--materialize"], mnt / "x.duckdb"),
+        ]:
+            code, _, err = run_main(args, capsys, monkeypatch)
+            line = one_error_line(err)
+            assert code == 4 and str(path) in line and "space" in line.lower(), line
         # fill the disk to the last block, then ask for the file again: the old one stays
         with pytest.raises(OSError), (mnt / "filler").open("wb", buffering=0) as fh:
             while True:
@@ -190,7 +197,7 @@ def test_full_disk_is_one_line_exit_4_and_the_old_file_stays(tmp_path, capsys, m
         line = one_error_line(err)
         assert code == 4 and str(mnt / "out.csv") in line and "space" in line.lower(), line
         assert (mnt / "out.csv").read_bytes() == small
-        assert not [p for p in mnt.rglob("*") if p.name.endswith(writes.TMP_SUFFIX)]
+        assert not [p for p in mnt.rglob("*") if writes.TMP_SUFFIX in p.name]
 
 
 # -- issue 9 item 14: modes from the umask; a replaced file keeps its mode ---------------------------
@@ -209,10 +216,13 @@ def test_new_files_honour_the_umask(mask, tmp_path, capsys, monkeypatch) -> None
             (["export", "trials", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "bi")],
              tmp_path / "bi" / "trials.parquet"),
             (["db", "build", str(tmp_path / "r.duckdb"), "-r", str(RUNS / "tiny")], tmp_path / "r.duckdb"),
+            (["export", "trials", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "bi"), "--partition-by", "run"],
+             tmp_path / "bi" / "trials" / "run=tiny" / "data_0.parquet"),
         ]:
             code, _, err = run_main(args, capsys, monkeypatch)
             assert code == 0, err
             assert stat.S_IMODE(path.stat().st_mode) == want, (path, oct(path.stat().st_mode))
+        assert stat.S_IMODE((tmp_path / "bi" / "trials").stat().st_mode) == 0o777 & ~mask
     finally:
         os.umask(old)
 
