@@ -339,12 +339,12 @@ def _write_tree(
                           _copy_options(fmt, meta), tree, staging)
             files, size = files + 1, size + data.stat().st_size
             write_mark(part, {"name": name, "partition": "run", "value": value,
-                              **({"metadata": meta} if fmt != "parquet" else {})})
+                              **({"metadata": meta} if fmt != "parquet" else {})}, staged=True)
         con.execute(f"DROP TABLE {_STAGED}")
+        write_mark(staging, {"name": name, "partition_by": "run", "file_format": fmt}, staged=True)
         with failures_named(tree):
             fsync_tree(staging)
             if replace_all or not tree.exists():
-                write_mark(staging, {"name": name, "partition_by": "run", "file_format": fmt})
                 swap_dir(staging, tree)
             else:
                 sweep(tree)

@@ -329,9 +329,18 @@ def fsync_tree(folder: Path) -> None:
 
 # -- the mark of what an export wrote --------------------------------------------------------------
 
-def write_mark(folder: Path, record: dict[str, Any]) -> None:
-    """Record in `folder` that rlsql wrote it (or, for an export folder, which of its files)."""
-    write_text(folder / MARK, json.dumps({"format": MARK_FORMAT, **record}, indent=2) + "\n")
+def write_mark(folder: Path, record: dict[str, Any], staged: bool = False) -> None:
+    """Record in `folder` that rlsql wrote it (or, for an export folder, which of its files).
+
+    `staged=True`: `folder` is still under a temporary name (it is fsynced and renamed whole later),
+    so the mark is written in place, without a rename or fsync of its own.
+    """
+    text = json.dumps({"format": MARK_FORMAT, **record}, indent=2) + "\n"
+    if staged:
+        with failures_named(folder):
+            (folder / MARK).write_text(text, encoding="utf-8")
+    else:
+        write_text(folder / MARK, text)
 
 
 def read_mark(folder: Path) -> dict[str, Any] | None:
