@@ -359,7 +359,8 @@ def test_kill_9_db_build_then_the_next_build_sweeps(tmp_path, capsys, monkeypatc
     assert tree_hash(big) == inputs
 
 
-def test_kill_9_partitioned_export_leaves_each_partition_old_or_new(tmp_path, capsys, monkeypatch) -> None:
+@pytest.mark.parametrize("how", [[], ["--replace-all"]], ids=["incremental", "replace-all"])
+def test_kill_9_partitioned_export_leaves_each_partition_old_or_new(how, tmp_path, capsys, monkeypatch) -> None:
     out = tmp_path / "hive"
     small = copy_run("tiny", tmp_path / "small")
     args = ["export", "metric_rows", "-r", str(small), "-o", str(out), "--partition-by", "run"]
@@ -370,7 +371,7 @@ def test_kill_9_partitioned_export_leaves_each_partition_old_or_new(tmp_path, ca
     big = _big_run(tmp_path, 300)
     inputs = tree_hash(big)
     _kill_when(["export", "metric_rows", "-r", str(big), "-r", str(small), "-o", str(out), "--partition-by", "run",
-                "--replace-all"], tmp_path, lambda: _has_temp(out))
+                *how], tmp_path, lambda: _has_temp(out))
     assert part.read_bytes() == before
     code, _, err = run_main(args, capsys, monkeypatch)
     assert code == 0, err
@@ -389,3 +390,29 @@ def test_mark_is_json_with_format(tmp_path, capsys, monkeypatch) -> None:
     assert mark["format"] == writes.MARK_FORMAT and mark["name"] == "trials"
     assert pq.read_metadata(out / "trials" / "run=tiny" / "data_0.parquet").num_rows == len(
         oracle.read_trials(RUNS / "tiny"))
+
+
+def test_hostile_run_names_round_trip_through_partitions(tmp_path, capsys, monkeypatch) -> None:
+    """A run folder named with glob, quote, percent and space characters gets its own partition, and
+    hive readers decode the partition folder back to the run's name."""
+    import duckdb
+    import pyarrow.dataset as ds
+
+    name = "r[1] 'q'%25 *?;"
+    runs = tmp_path / "runs"
+    copy_run("tiny", runs / name)
+    copy_run("calendar", runs / "plain")
+    before = tree_hash(runs)
+    out = tmp_path / "out"
+    code, _, err = run_main(["export", "trials", "-r", str(runs), "-o", str(out), "--partition-by", "run"],
+                            capsys, monkeypatch)
+    assert code == 0, err
+    table = ds.dataset(out / "trials", format="parquet", partitioning="hive").to_table()
+    counts = {run: table.filter(ds.field("run") == run).num_rows for run in (name, "plain")}
+    assert counts == {name: len(oracle.read_trials(RUNS / "tiny")),
+                      "plain": len(oracle.read_trials(RUNS / "calendar"))}
+    files = sorted(str(p) for p in (out / "trials").glob("run=*/data_0.parquet"))
+    got = duckdb.execute("SELECT run, count(*) FROM read_parquet(?, hive_partitioning = true) GROUP BY run",
+                         [files]).fetchall()
+    assert dict(got) == counts
+    assert tree_hash(runs) == before
