@@ -271,8 +271,8 @@ def atomic_path(target: Path, mark: bool = False) -> Iterator[Path]:
 def atomic_file(target: Path, binary: bool = False, mark: bool = False) -> Iterator[IO[Any]]:
     """An open file whose contents replace `target` when the block succeeds (see `atomic_path`)."""
     with atomic_path(target, mark) as tmp, failures_named(target):
-        mode = "wb" if binary else "w"
-        with tmp.open(mode) if binary else tmp.open(mode, encoding="utf-8", newline="") as fh:
+        # "x": the temporary is new or the write fails (never through a link someone put there)
+        with tmp.open("xb") if binary else tmp.open("x", encoding="utf-8", newline="") as fh:
             yield fh
 
 
