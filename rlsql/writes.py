@@ -270,10 +270,11 @@ def atomic_path(target: Path, mark: bool = False) -> Iterator[Path]:
 @contextlib.contextmanager
 def atomic_file(target: Path, binary: bool = False, mark: bool = False) -> Iterator[IO[Any]]:
     """An open file whose contents replace `target` when the block succeeds (see `atomic_path`)."""
-    with atomic_path(target, mark) as tmp, failures_named(target):
-        # "x": the temporary is new or the write fails (never through a link someone put there)
-        with tmp.open("xb") if binary else tmp.open("x", encoding="utf-8", newline="") as fh:
-            yield fh
+    # "x": the temporary is new or the write fails (never through a link someone put there)
+    with atomic_path(target, mark) as tmp, failures_named(target), (
+        tmp.open("xb") if binary else tmp.open("x", encoding="utf-8", newline="")
+    ) as fh:
+        yield fh
 
 
 def write_text(target: Path, text: str, mark: bool = False) -> None:
@@ -291,12 +292,18 @@ def write_bytes(target: Path, data: bytes) -> None:
 def swap_dir(staging: Path, target: Path) -> None:
     """Put the folder `staging` (complete, fsynced) in the place of `target`, whose old folder is removed.
 
-    Two renames: target -> its `.old` temporary, staging -> target. A failure between them puts the
-    old folder back; a SIGKILL between them leaves the `.old` folder, which the next `sweep` of the
-    parent renames back. Either way a reader finds the old folder or the new one, never a mix.
+    On Linux one `renameat2(RENAME_EXCHANGE)` swaps the two at once; the old folder is then under
+    the staging name, which `sweep` removes if rlsql is killed before it does. Elsewhere (or where
+    the filesystem refuses it) two renames: target -> its `.old` temporary, staging -> target. A
+    failure between them puts the old folder back; a SIGKILL between them leaves the `.old` folder,
+    which the next `sweep` of the parent renames back. A reader finds the old folder or the new one.
     """
-    old = temp_name(target, old=True)
     with failures_named(target):
+        if target.exists() and _exchange(staging, target):
+            fsync_dir(target.parent)
+            shutil.rmtree(staging, ignore_errors=True)
+            return
+        old = temp_name(target, old=True)
         moved = False
         try:
             if target.exists():
@@ -309,6 +316,23 @@ def swap_dir(staging: Path, target: Path) -> None:
             if moved:
                 os.rename(old, target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2 with RENAME_EXCHANGE); False where that is unsupported."""
+    import ctypes  # late: only a folder swap needs it
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 def remove_dir(target: Path) -> None:

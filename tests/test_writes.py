@@ -416,3 +416,24 @@ def test_hostile_run_names_round_trip_through_partitions(tmp_path, capsys, monke
                          [files]).fetchall()
     assert dict(got) == counts
     assert tree_hash(runs) == before
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two-renames"])
+def test_swap_dir_replaces_a_folder_whole(exchange, tmp_path, monkeypatch) -> None:
+    if not exchange:
+        monkeypatch.setattr(writes, "_exchange", lambda a, b: False)
+    target = tmp_path / "trials"
+    (target / "run=a").mkdir(parents=True)
+    (target / "run=a" / "data_0.parquet").write_bytes(b"old")
+    for content in (b"new", b"newer"):
+        staging = writes.temp_name(target)
+        (staging / "run=b").mkdir(parents=True)
+        (staging / "run=b" / "data_0.parquet").write_bytes(content)
+        writes.swap_dir(staging, target)
+        assert tree_hash(target) == {"run=b": "<dir>", "run=b/data_0.parquet": hashlib.sha256(content).hexdigest()}
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["trials"]
+    # into a place that does not exist yet: a plain rename
+    staging = writes.temp_name(tmp_path / "steps")
+    staging.mkdir()
+    writes.swap_dir(staging, tmp_path / "steps")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["steps", "trials"]
