@@ -437,3 +437,25 @@ def test_swap_dir_replaces_a_folder_whole(exchange, tmp_path, monkeypatch) -> No
     staging.mkdir()
     writes.swap_dir(staging, tmp_path / "steps")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["steps", "trials"]
+
+
+@pytest.mark.parametrize("args", [
+    ["query", "turn_stats", "-o", "OUT/q [1] *?.txt"],
+    ["shell-init", "-o", "OUT/init 'x'.sql"],
+    ["export", "trials", "steps", "-o", "OUT/bi [*]"],
+    ["export", "trials", "-f", "csv", "--partition-by", "run", "-o", "OUT/hive?"],
+    ["db", "build", "OUT/r;un's.duckdb", "--materialize"],
+], ids=["query", "shell-init", "export", "export-partitioned", "db-build"])
+def test_every_writing_command_leaves_the_runs_byte_identical(args, tmp_path, capsys, monkeypatch) -> None:
+    """Outputs beside the runs, in the folder that holds them, under names with glob and quote characters."""
+    runs = tmp_path / "runs"
+    copy_run("tiny", runs / "tiny")
+    copy_run("harbor", runs / "harbor")
+    before = tree_hash(runs)
+    args = [a.replace("OUT", str(runs)) for a in args] + ["-r", str(runs)]
+    for _ in range(2):  # the second time replaces what the first wrote
+        code, _, err = run_main(args, capsys, monkeypatch)
+        assert code == 0, err
+    after = tree_hash(runs)
+    assert {k: v for k, v in after.items() if k.split("/")[0] in ("tiny", "harbor")} == before
+    assert not [p for p in runs.rglob("*") if writes.TMP_SUFFIX in p.name]
