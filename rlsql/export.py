@@ -170,6 +170,8 @@ def export(
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     if partition_by is not None and partition_by not in PARTITIONS:
         raise UsageError(f"--partition-by {partition_by!r}: only {', '.join(PARTITIONS)} is supported")
+    if replace_all and partition_by is None:
+        raise UsageError("--replace-all goes with --partition-by (an unpartitioned file is always replaced whole)")
     refuse_run_folders(out_dir, runs)  # an empty path too
     with failures_named(out_dir):
         if out_dir.exists() and not out_dir.is_dir():

@@ -198,6 +198,7 @@ def test_missing_artifact_named_fails_all_skips(tmp_path, capsys, monkeypatch) -
     (["export", "turn_statz", "-o", "OUT"], "turn_stats"),
     (["export", "turn_stats", "-f", "xlsx", "-o", "OUT"], "xlsx"),
     (["export", "turn_stats", "--partition-by", "step", "-o", "OUT"], "run"),
+    (["export", "turn_stats", "--replace-all", "-r", str(RUNS / "tiny"), "-o", "OUT"], "--partition-by"),
     (["export", "turn_stats", "-r", str(RUNS / "tiny"), "-o", str(RUNS / "tiny" / "out")], "run folder"),
 ])
 def test_bad_export_is_one_line(args, needle, tmp_path, capsys, monkeypatch) -> None:
