@@ -21,6 +21,7 @@ sidecar `FILE.meta.json` (in a partition, in the partition's hidden mark).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import shutil
 import urllib.parse
@@ -211,15 +212,8 @@ def export(
     written: list[Written] = []
     set_before: set[str] = set()
     for number, item in enumerate(kept, 1):
-        def metadata(of: Sequence[Run], item: SqlFile = item) -> dict[str, str]:
-            return dict(zip(METADATA_KEYS, (
-                item.name, item.kind, item.version, item.fingerprint, json.dumps(values[item.name]),
-                __version__, duckdb.__version__,
-                json.dumps([{"name": r.name, "path": str(r.path)} for r in of]),
-                json.dumps(fingerprints.for_files(of, catalog.closure([item.name]))),
-                exported_at,
-            ), strict=True))
-
+        metadata = functools.partial(_metadata, item, values[item.name], catalog.closure([item.name]),
+                                     fingerprints, exported_at)
         for pname in set_before:  # a view must not see a parameter set for an earlier query
             con.execute(f"RESET VARIABLE {identifier(pname)}")
         set_before = set(values[item.name])
@@ -241,6 +235,20 @@ def export(
         rows = f"{done.rows:,} row{'' if done.rows == 1 else 's'}"
         progress(f"[{number}/{len(kept)}] {item.name}: {rows}, {_human(done.bytes)} -> {done.path}")
     return written
+
+
+def _metadata(
+    item: SqlFile, params: dict[str, Any], needed: Sequence[SqlFile], fingerprints: SourceFingerprints,
+    exported_at: str, runs: Sequence[Run],
+) -> dict[str, str]:
+    """The provenance record of `item` exported over `runs` (all of them, or one partition's run)."""
+    return dict(zip(METADATA_KEYS, (
+        item.name, item.kind, item.version, item.fingerprint, json.dumps(params),
+        __version__, duckdb.__version__,
+        json.dumps([{"name": r.name, "path": str(r.path)} for r in runs]),
+        json.dumps(fingerprints.for_files(runs, needed)),
+        exported_at,
+    ), strict=True))
 
 
 def _sidecar(target: Path) -> Path:
