@@ -66,6 +66,7 @@ BASE_VIEWS = ("trials", "steps", "metric_rows", "metrics_long", "vllm_seconds", 
 #: format -> file suffix
 EXPORT_FORMATS = {"parquet": ".parquet", "csv": ".csv", "json": ".json"}
 PARTITIONS = ("run",)
+#: the provenance record of every exported file, in this order (`_metadata` fills it; the one list)
 METADATA_KEYS = (
     "rlsql.query.name",
     "rlsql.query.kind",
@@ -78,6 +79,7 @@ METADATA_KEYS = (
     "rlsql.sources",
     "rlsql.exported_at",
 )
+#: the temporary table a partitioned export's rows wait in while each run's partition is copied out
 _STAGED = "__rlsql_export"
 
 Progress = Callable[[str], None]
