@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,7 @@ def build_database(
         finally:
             with contextlib.suppress(OSError):
                 wal.unlink()
+            shutil.rmtree(tmp.with_name(tmp.name + ".tmp"), ignore_errors=True)  # DuckDB's spill folder
     macros = sum(1 for f in catalog.order if f.kind == "macro")
     views = sum(1 for f in catalog.order if f.kind != "macro") - tables
     return Built(target, views, tables + 1, macros, target.stat().st_size)

@@ -209,33 +209,39 @@ def export(
                     _check_file_replaceable(_sidecar(targets[item.name]))
         out_dir.mkdir(parents=True, exist_ok=True)
     con = open_connection(runs, [f.name for f in kept], catalog)
-    fingerprints = SourceFingerprints()
-    exported_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
-    written: list[Written] = []
-    set_before: set[str] = set()
-    for number, item in enumerate(kept, 1):
-        metadata = functools.partial(_metadata, item, values[item.name], catalog.closure([item.name]),
-                                     fingerprints, exported_at)
-        for pname in set_before:  # a view must not see a parameter set for an earlier query
-            con.execute(f"RESET VARIABLE {identifier(pname)}")
-        set_before = set(values[item.name])
-        for pname, value in values[item.name].items():
-            con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
-        select = _select(con, item.name, fmt, partition_by)
-        target = targets[item.name]
-        try:
-            if partition_by:
-                done = _write_tree(con, select, fmt, target, item.name, runs, metadata, replace_all)
-            else:
-                meta = metadata(runs)
-                done = _write_file(con, select, _copy_options(fmt, meta), target, item.name)
-                if fmt != "parquet":
-                    write_text(_sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
-        except duckdb.Error as exc:
-            raise query_failure(exc, item.name, runs, catalog.closure([item.name])) from exc
-        written.append(done)
-        rows = f"{done.rows:,} row{'' if done.rows == 1 else 's'}"
-        progress(f"[{number}/{len(kept)}] {item.name}: {rows}, {_human(done.bytes)} -> {done.path}")
+    # DuckDB spills to `.tmp` in the current folder by default (a run folder, maybe): beside the output instead
+    spill = temp_name(out_dir / "duckdb-spill")
+    con.execute(f"SET temp_directory = {literal(str(spill))}")
+    try:
+        fingerprints = SourceFingerprints()
+        exported_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+        written: list[Written] = []
+        set_before: set[str] = set()
+        for number, item in enumerate(kept, 1):
+            metadata = functools.partial(_metadata, item, values[item.name], catalog.closure([item.name]),
+                                         fingerprints, exported_at)
+            for pname in set_before:  # a view must not see a parameter set for an earlier query
+                con.execute(f"RESET VARIABLE {identifier(pname)}")
+            set_before = set(values[item.name])
+            for pname, value in values[item.name].items():
+                con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
+            select = _select(con, item.name, fmt, partition_by)
+            target = targets[item.name]
+            try:
+                if partition_by:
+                    done = _write_tree(con, select, fmt, target, item.name, runs, metadata, replace_all)
+                else:
+                    meta = metadata(runs)
+                    done = _write_file(con, select, _copy_options(fmt, meta), target, item.name)
+                    if fmt != "parquet":
+                        write_text(_sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
+            except duckdb.Error as exc:
+                raise query_failure(exc, item.name, runs, catalog.closure([item.name])) from exc
+            written.append(done)
+            rows = f"{done.rows:,} row{'' if done.rows == 1 else 's'}"
+            progress(f"[{number}/{len(kept)}] {item.name}: {rows}, {_human(done.bytes)} -> {done.path}")
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
     return written
 
 

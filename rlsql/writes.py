@@ -19,7 +19,8 @@ the path itself is wrong (a folder where a file goes, an empty name).
 
 Temporary names: `.FINAL.HOST-PID-NONCE-CHECK[.old].rlsql-tmp`, where HOST is 6 hex digits of the host
 name's sha256, NONCE is random and CHECK is 8 hex digits of a sha256 over (FINAL, HOST, PID, NONCE,
-role). DuckDB may add `.wal` to a database file's temporary; the sweep knows that too.
+role). DuckDB adds `.wal` (its log) and `.tmp` (its spill folder) to a database file's temporary;
+the sweep knows those too.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ MARK_FORMAT = "rlsql-export/1"
 FOREIGN_HOST_AGE = 24 * 3600
 _TMP_NAME = re.compile(
     r"^\.(?P<final>.+)\.(?P<host>[0-9a-f]{6})-(?P<pid>\d+)-(?P<nonce>[0-9a-f]{8})-(?P<check>[0-9a-f]{8})"
-    r"(?P<old>\.old)?\.rlsql-tmp(?P<wal>\.wal)?$"
+    r"(?P<old>\.old)?\.rlsql-tmp(?P<duckdb>\.wal|\.tmp)?$"
 )
 
 

@@ -275,6 +275,9 @@ def test_sweep_removes_only_dead_rlsql_temporaries(tmp_path) -> None:
         path.write_bytes(b"half")
     wal = leftovers[1].with_name(leftovers[1].name + ".wal")
     wal.write_bytes(b"wal")
+    spilled = leftovers[1].with_name(leftovers[1].name + ".tmp")
+    spilled.mkdir()
+    (spilled / "duckdb_temp_storage-0.tmp").write_bytes(b"spill")
     tree = _temp_of(tmp_path / "trials", dead)
     (tree / "run=x").mkdir(parents=True)
     (tree / "run=x" / "data_0.parquet").write_bytes(b"p")
@@ -284,7 +287,7 @@ def test_sweep_removes_only_dead_rlsql_temporaries(tmp_path) -> None:
     for path in foreign:
         path.write_bytes(b"not rlsql's")
     removed = writes.sweep(tmp_path)
-    assert sorted(removed) == sorted([*leftovers, wal, tree])
+    assert sorted(removed) == sorted([*leftovers, wal, spilled, tree])
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, *(p.name for p in foreign)])
 
 
