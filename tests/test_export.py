@@ -328,3 +328,20 @@ def test_one_row_partition_is_small(tmp_path, capsys, monkeypatch) -> None:
     for part in (out / "trials").glob("run=*/data_0.parquet"):
         run = part.parent.name.removeprefix("run=")
         assert [r["name"] for r in json.loads(_kv(part)["rlsql.runs"])] == [run]
+
+
+def test_csv_partitions_carry_their_record_in_the_hidden_mark(tmp_path, capsys, monkeypatch) -> None:
+    out = tmp_path / "hive"
+    for run in ("tiny", "calendar"):
+        code, _, err = run_main(["export", "trials", "-f", "csv", "--partition-by", "run", "-o", str(out),
+                                 "-r", str(RUNS / run)], capsys, monkeypatch)
+        assert code == 0, err
+    for run in ("tiny", "calendar"):
+        part = out / "trials" / f"run={run}"
+        assert _visible(part) == ["data_0.csv"]  # a reader of the tree sees data only
+        with (part / "data_0.csv").open(newline="") as fh:
+            assert sum(1 for _ in csv.DictReader(fh)) == len(oracle.read_trials(RUNS / run))
+        record = json.loads((part / ".rlsql-export.json").read_text())["metadata"]
+        assert set(record) == METADATA_KEYS
+        assert [r["name"] for r in json.loads(record["rlsql.runs"])] == [run]
+        assert {s["run"] for s in json.loads(record["rlsql.sources"])} == {run}
