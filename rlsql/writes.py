@@ -37,10 +37,12 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from rlsql.errors import ExitCode, RlsqlError, UsageError
-from rlsql.runs import Run
+
+if TYPE_CHECKING:  # only for the annotation: this module sits below the run layer
+    from rlsql.runs import Run
 
 TMP_SUFFIX = ".rlsql-tmp"
 #: the file in a folder rlsql wrote (an export tree, one of its partitions, an export folder) that says so
