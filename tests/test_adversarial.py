@@ -1,0 +1,212 @@
+"""Hostile folder names and damaged CSVs: every file rlsql reads is exactly the file it listed, and
+every line of a CSV is either a row or a warning naming its file and line (issue 9, CSV part).
+
+Expectations are computed by hand on tiny files, or by tests/oracle.py (plain Python).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rlsql
+from rlsql.check import check_runs
+from rlsql.runs import resolve_runs
+from tests import oracle
+from tests.compare import assert_rows_match
+from tests.conftest import RUNS
+
+TRIALS = "20260301_000000_trial_results.csv"
+METRICS = "20260301_000000_metrics_table.csv"
+HEADER = "task_name,trial_name,n_episodes,exception_type,reward\n"
+
+
+def write(folder: Path, name: str, body: bytes | str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(body.encode() if isinstance(body, str) else body)
+    return path
+
+
+def trials(n: int, reward: str = "1.0") -> str:
+    return HEADER + "".join(f"t,t__{i},2,,{reward}\n" for i in range(n))
+
+
+def caught_query(name: str, runs, **params) -> tuple[list[dict], str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = rlsql.query(name, runs, **params).to_dicts()
+    return rows, " | ".join(str(w.message) for w in caught)
+
+
+def issues(run: Path) -> list[tuple[int | None, str]]:
+    return [(i.line, i.problem) for i in check_runs(resolve_runs([run]))[0].issues if i.severity != "info"]
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# -- item 3: a path is a file, never a glob pattern ---------------------------------------------------
+
+HOSTILE = ["run[1]", "run*", "run?", "r]un", "[x", "q'uote", 'dq"uote', "semi;colon", "new\nline", "**"]
+
+
+def test_glob_characters_in_folder_names_read_exactly_their_own_file(tmp_path: Path) -> None:
+    root = tmp_path / "g"
+    write(root / "run[1]", TRIALS, trials(1))
+    write(root / "run1", TRIALS, trials(2, "0.0"))
+    rows, _ = caught_query("reward_summary", [root])
+    # by hand: run[1] has one trial (reward 1), run1 two (reward 0)
+    assert [(r["run"], r["trials"], r["mean_reward"]) for r in rows] == [("run1", 2, 0.0), ("run[1]", 1, 1.0)]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_folder_name_beside_its_lookalikes(tmp_path: Path, name: str) -> None:
+    root = tmp_path / "g"
+    decoys = ["run1", "runx", "run", "x", "rxun", "a", "b"]
+    for i, decoy in enumerate(decoys):
+        write(root / decoy, TRIALS, trials(10 + i))
+    write(root / name, TRIALS, trials(3))
+    before = digest(root)
+    rows, _ = caught_query("turn_stats", [root])
+    assert {r["run"]: r["trials"] for r in rows} == {**{d: 10 + i for i, d in enumerate(decoys)}, name: 3}
+    assert digest(root) == before
+
+
+def test_a_file_outside_the_list_is_an_error_not_filtered(tmp_path: Path) -> None:
+    # the SQL a source renders must name each file it reads; a scanned file it did not list fails
+    from rlsql.catalog import load_catalog
+    from rlsql.connection import SourceContext
+
+    write(tmp_path / "a", TRIALS, trials(1))
+    runs = resolve_runs([tmp_path / "a"])
+    catalog = load_catalog()
+    sql = SourceContext(runs).render(catalog, catalog.files["trials_src"])
+    assert "rlsql-data" in sql and "not one of the files listed" in sql
+
+
+# -- item 11: header oddities --------------------------------------------------------------------------
+
+
+def header_case(tmp_path: Path, header: str) -> tuple[Path, Path]:
+    bad = write(tmp_path / "bad", TRIALS, header + "t,t__1,2,,1.0\n").parent
+    good = write(tmp_path / "good", TRIALS, trials(2)).parent
+    return bad, good
+
+
+@pytest.mark.parametrize("header,problem", [
+    ("task_name,trial_name,n_episodes,reward,reward\n", "header repeats column reward"),
+    ("task_name,trial_name,n_episodes,,reward\n", "header has an empty column name (column 4)"),
+    ("task_name;trial_name;n_episodes;exception_type;reward\n", "delimiter is not a comma"),
+    ("task_name\ttrial_name\tn_episodes\texception_type\treward\n", "delimiter is not a comma"),
+])
+def test_header_that_cannot_be_read_skips_the_file_naming_line_1(tmp_path: Path, header: str, problem: str) -> None:
+    bad, good = header_case(tmp_path, header)
+    rows, warned = caught_query("turn_stats", [bad, good])
+    assert [(r["run"], r["trials"]) for r in rows] == [("bad", 0), ("good", 2)]
+    assert f"{bad / TRIALS}:1: {problem}" in warned and "file skipped" in warned
+    assert (1, f"{problem}; file skipped, no rows read") in issues(bad)
+
+
+def test_spaces_around_header_names_are_stripped_with_a_warning(tmp_path: Path) -> None:
+    bad, _ = header_case(tmp_path, " task_name , trial_name,n_episodes ,exception_type, reward\n")
+    rows, warned = caught_query("reward_summary", [bad])
+    assert (rows[0]["trials"], rows[0]["trials_with_reward"], rows[0]["trials_with_turns"]) == (1, 1, 1)
+    assert f"{bad / TRIALS}:1: spaces around column name(s)" in warned
+    assert any(line == 1 and "spaces around column name(s)" in p for line, p in issues(bad))
+
+
+# -- item 12: globs and unlistable folders ---------------------------------------------------------------
+
+
+def test_glob_skips_files_with_a_notice(tmp_path: Path) -> None:
+    write(tmp_path / "runs" / "a", TRIALS, trials(1))
+    write(tmp_path / "runs", "README.md", "# notes\n")
+    with pytest.warns(rlsql.RlsqlWarning, match=r"README\.md: not a folder, skipped"):
+        runs = resolve_runs([str(tmp_path / "runs" / "*")])
+    assert [r.name for r in runs] == ["a"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root lists a chmod 000 folder anyway")
+def test_unlistable_sub_folder_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    write(tmp_path / "runs" / "a", TRIALS, trials(1))
+    locked = tmp_path / "runs" / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        with pytest.warns(rlsql.RlsqlWarning, match=r"locked: cannot list the folder.*skipped"):
+            runs = resolve_runs([tmp_path / "runs"])
+    finally:
+        locked.chmod(0o755)
+    assert [r.name for r in runs] == ["a"]
+
+
+def test_unlistable_sub_folder_is_skipped_with_a_warning_as_any_user(tmp_path: Path, monkeypatch) -> None:
+    # root lists chmod 000 folders, so make listing fail the way it does for other users
+    write(tmp_path / "runs" / "a", TRIALS, trials(1))
+    (tmp_path / "runs" / "locked").mkdir()
+    real = Path.iterdir
+
+    def iterdir(self):
+        if self.name == "locked":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    with pytest.warns(rlsql.RlsqlWarning, match=r"locked: cannot list the folder \(Permission denied\); skipped"):
+        runs = resolve_runs([tmp_path / "runs"])
+    assert [r.name for r in runs] == ["a"]
+
+
+# -- item 15: parameters out of range, stray CR -----------------------------------------------------------
+
+
+def test_integer_parameter_out_of_range_is_a_usage_error(rlsql_exe: str) -> None:
+    done = subprocess.run([rlsql_exe, "query", "reward_curve", "-p", "span=2147483648"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "span: 2147483648 is out of range (1 to 2147483647)" in done.stderr
+
+
+def test_stray_cr_in_a_multi_run_query_names_the_file_and_line(tmp_path: Path) -> None:
+    write(tmp_path / "a", TRIALS, trials(2))
+    write(tmp_path / "b", TRIALS, HEADER + "t,t__1,2,,1.0\nt,t__2,3\r,,1.0\nt,t__3,4,,1.0\n")
+    rows, warned = caught_query("turn_stats", [tmp_path / "a", tmp_path / "b"])
+    assert {r["run"]: r["trials"] for r in rows}["a"] == 2
+    b = {r["run"]: r for r in rows}["b"]
+    assert b["trials"] + warned.count(f"{tmp_path / 'b' / TRIALS}:") >= 2
+    assert f"{tmp_path / 'b' / TRIALS}: skipped" in warned and "line 3" in warned
+
+
+# -- item 6: integer cells out of range or fractional ------------------------------------------------------
+
+
+def test_out_of_range_turns_are_a_bad_cell_not_a_failed_query(tmp_path: Path) -> None:
+    run = write(tmp_path / "r", TRIALS, HEADER + "t,t__1,99999999999999999999,,1.0\nt,t__2,4,,0.0\n"
+                "t,t__3,2.5,,1.0\n").parent
+    rows, warned = caught_query("turn_stats", [run])
+    # by hand: only t__2's 4 turns are an integer in range; the other two cells are bad, not rounded
+    assert (rows[0]["trials"], rows[0]["max"], rows[0]["min"]) == (1, 4, 4)
+    assert "line 2" in warned and "line 4" in warned
+    found = issues(run)
+    assert any(line == 2 and "n_episodes" in p for line, p in found), found
+    assert any(line == 4 and "n_episodes" in p for line, p in found), found
+
+
+def test_out_of_range_step_does_not_crash_check(tmp_path: Path) -> None:
+    run = write(tmp_path / "r", METRICS, "log_file,trainer/global_step,reward/avg_raw_reward\n"
+                "j,1,0.5\nj,99999999999999999999,0.7\nj,3,0.9\n").parent
+    found = issues(run)
+    assert any(line == 3 and "trainer/global_step" in p for line, p in found), found
+    rows, warned = caught_query("reward_curve", [run])
+    assert [r["step"] for r in rows] == [1, 3] and "line 3" in warned
