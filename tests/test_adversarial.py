@@ -210,3 +210,9 @@ def test_out_of_range_step_does_not_crash_check(tmp_path: Path) -> None:
     assert any(line == 3 and "trainer/global_step" in p for line, p in found), found
     rows, warned = caught_query("reward_curve", [run])
     assert [r["step"] for r in rows] == [1, 3] and "line 3" in warned
+
+
+def test_an_existing_folder_named_like_a_glob_is_that_folder(tmp_path: Path) -> None:
+    write(tmp_path / "run[1]", TRIALS, trials(1))
+    write(tmp_path / "run1", TRIALS, trials(2))
+    assert [r.name for r in resolve_runs([str(tmp_path / "run[1]")])] == ["run[1]"]
