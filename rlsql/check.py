@@ -17,7 +17,7 @@ from rlsql.config import read_yaml, routing_problems
 from rlsql.connection import ARTIFACT_LABELS, open_connection
 from rlsql.duckdb_errors import data_error_text, has_reject_tables, one_line
 from rlsql.errors import DataError
-from rlsql.runs import CSV_ARTIFACTS, Run, read_header
+from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
 EXPECTED_COLUMNS = {
@@ -94,14 +94,21 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         prefixed, plain = CSV_ARTIFACTS[kind]
         report.add("info", run.path, f"no {ARTIFACT_LABELS[kind]} file (*_{prefixed} or {plain})")
         return
-    header = read_header(artifact.path)
-    if not header:
-        report.add("warning", artifact.path, "empty file (not even a header)", 1)
+    try:
+        read = csv_header(artifact.path)
+    except HeaderError as exc:
+        report.add("error", artifact.path, f"{exc.problem}; file skipped, no rows read", exc.line)
         report.readable_rows[kind] = 0
         return
-    duplicates = sorted({h for h in header if header.count(h) > 1})
-    if duplicates:
-        report.add("error", artifact.path, f"header repeats column(s) {', '.join(duplicates)}", 1)
+    except DataError as exc:
+        report.add("error", artifact.path, f"{exc}; file skipped, no rows read")
+        report.readable_rows[kind] = 0
+        return
+    header = read.names
+    if read.notice():
+        report.add("warning", artifact.path, read.notice(), 1)
+    if not header:
+        report.add("warning", artifact.path, "empty file (not even a header)", 1)
         report.readable_rows[kind] = 0
         return
     missing = [c for c in EXPECTED_COLUMNS[kind] if c not in header]

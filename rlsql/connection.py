@@ -21,7 +21,7 @@ from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
 from rlsql.duckdb_errors import data_error, one_line
 from rlsql.errors import DataError, RlsqlWarning
-from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, read_header, resolve_runs
+from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
 from rlsql.sqltext import identifier
 
 RunSpec = str | Path | Sequence[str | Path] | None
@@ -126,11 +126,14 @@ class SourceContext:
             if artifact is None:
                 continue
             try:
-                header = read_header(artifact.path)
+                read = csv_header(artifact.path)
             except DataError as exc:
                 # one damaged file must not cost the other runs their answer: skip it, say so
                 warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
+            header = read.names
+            if read.notice():
+                warnings.warn(f"{artifact.path}:1: {read.notice()}", RlsqlWarning, stacklevel=2)
             if not header:
                 warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
                 continue

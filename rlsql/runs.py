@@ -224,16 +224,66 @@ def _check_unique_names(runs: Sequence[Run]) -> None:
         seen[run.name] = run.path
 
 
-def read_header(path: Path) -> list[str]:
-    """Column names from the first line of a CSV (a UTF-8 BOM is dropped; an empty file has none)."""
+class HeaderError(DataError):
+    """A CSV header rlsql cannot read as columns: the file is skipped (`problem` names no file)."""
+
+    def __init__(self, path: Path, problem: str):
+        self.path, self.line, self.problem = path, 1, problem
+        super().__init__(f"{path}:1: {problem}")
+
+
+@dataclass(frozen=True)
+class Header:
+    """A CSV's column names as rlsql reads them, and the names it had to strip of spaces."""
+
+    names: list[str]
+    stripped: list[str] = field(default_factory=list)
+
+    def notice(self) -> str | None:
+        if not self.stripped:
+            return None
+        return (f"spaces around column name(s) {', '.join(repr(n) for n in self.stripped)}: "
+                "read without them")
+
+
+def _first_line(path: Path) -> str:
     try:
         with path.open("rb") as fh:
             raw = fh.readline()  # bytes: a bad byte further down the file is DuckDB's to report, per row
-        first = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DataError(f"{path}:1: header is not valid UTF-8 ({exc.reason})") from exc
+        raise HeaderError(path, f"header is not valid UTF-8 ({exc.reason})") from exc
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
+
+
+def csv_header(path: Path) -> Header:
+    """The header of a CSV rlsql reads, or HeaderError when its columns cannot be told apart.
+
+    Spaces around a name are dropped (` reward` is `reward`); a repeated name, an empty name (a
+    trailing comma, pandas' index column) or a header split by `;` or tabs instead of commas is
+    refused: the reader would bind the wrong cells to a name, or none.
+    """
+    first = _first_line(path)
+    if not first.strip():
+        return Header([])
+    raw = next(csv.reader([first]))
+    names = [n.strip() for n in raw]
+    empty = [i + 1 for i, n in enumerate(names) if not n]
+    if len(names) == 1 and (";" in first or "\t" in first):
+        raise HeaderError(path, "delimiter is not a comma (the header has one column and holds ';' or a tab)")
+    if empty:
+        raise HeaderError(path, f"header has an empty column name (column {', '.join(map(str, empty))})")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise HeaderError(path, f"header repeats column {', '.join(repeated)}")
+    return Header(names, [r for r, n in zip(raw, names, strict=True) if r != n])
+
+
+def read_header(path: Path) -> list[str]:
+    """Column names from the first line of a CSV, spaces around them dropped (a UTF-8 BOM is dropped;
+    an empty file has none). Lenient: csv_header says whether the names can be read at all."""
+    first = _first_line(path)
     if not first.strip():
         return []
-    return next(csv.reader([first]))
+    return [n.strip() for n in next(csv.reader([first]))]
