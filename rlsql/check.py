@@ -15,7 +15,7 @@ import duckdb
 from rlsql.catalog import load_catalog
 from rlsql.config import read_yaml, routing_problems
 from rlsql.connection import ARTIFACT_LABELS, open_connection
-from rlsql.duckdb_errors import data_error_text, has_reject_tables, one_line
+from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure
 from rlsql.errors import DataError
 from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
 
@@ -77,7 +77,8 @@ def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataErro
             try:
                 con.execute(probe_sql(kind, artifact.path, header)).fetchall()
             except duckdb.Error as exc:
-                return DataError(f"{artifact.path}: DuckDB cannot parse the file: {one_line(exc)}")
+                line, problem = parser_failure(artifact.path, exc)
+                return DataError(f"{artifact.path}{'' if line is None else f':{line}'}: {problem}")
     return None
 
 
@@ -121,7 +122,8 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         # fetchall: DuckDB stores the rejects once the scan has finished
         row = con.execute(probe_sql(kind, artifact.path, header)).fetchall()[0]
     except duckdb.Error as exc:
-        report.add("error", artifact.path, f"DuckDB cannot parse the file: {one_line(exc)}")
+        line, problem = parser_failure(artifact.path, exc)
+        report.add("error", artifact.path, problem, line)
         report.readable_rows[kind] = 0
         return
     columns = [d[0] for d in con.description]

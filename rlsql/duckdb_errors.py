@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -26,12 +27,41 @@ _CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
 _CSV_FILE = re.compile(r"^\s*file = (.+)$", re.MULTILINE)
 
 
+def parser_failure(path: Path, exc: BaseException) -> tuple[int | None, str]:
+    """(line, problem) for a CSV DuckDB's parser gave up on: the line of a stray carriage return
+    (a CR not followed by LF, which DuckDB's strict parser cannot place) when there is one."""
+    line = stray_cr_line(path)
+    if line is not None:
+        return line, "a carriage return (CR) inside a line: DuckDB cannot parse the file"
+    return None, f"DuckDB cannot parse the file: {one_line(exc)}"
+
+
+def stray_cr_line(path: Path, chunk: int = 1 << 24) -> int | None:
+    """The line number of the first CR not followed by LF in `path`, or None."""
+    lines, previous_cr = 1, False
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            if previous_cr and not block.startswith(b"\n"):
+                return lines
+            at = block.find(b"\r")
+            while at != -1:
+                if at + 1 < len(block) and block[at + 1] != 0x0A:
+                    return lines + block.count(b"\n", 0, at)
+                at = block.find(b"\r", at + 1)
+            previous_cr = block.endswith(b"\r")
+            lines += block.count(b"\n")
+    return lines if previous_cr else None
+
+
 def csv_error(exc: BaseException) -> DataError | None:
     """A DuckDB CSV reading error as `file:line: problem`, or None when it is something else."""
     text = str(exc)
     line, path = _CSV_LINE.search(text), _CSV_FILE.search(text)
     if not path:
         return None
+    if not line and "state machine reached an invalid state" in text:
+        at, problem = parser_failure(Path(path.group(1).strip()), exc)
+        return DataError(f"{path.group(1).strip()}{'' if at is None else f':{at}'}: {problem}")
     details = [
         part.strip()
         for part in text.splitlines()[1:]

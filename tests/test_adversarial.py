@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import warnings
@@ -182,11 +183,9 @@ def test_integer_parameter_out_of_range_is_a_usage_error(rlsql_exe: str) -> None
 def test_stray_cr_in_a_multi_run_query_names_the_file_and_line(tmp_path: Path) -> None:
     write(tmp_path / "a", TRIALS, trials(2))
     write(tmp_path / "b", TRIALS, HEADER + "t,t__1,2,,1.0\nt,t__2,3\r,,1.0\nt,t__3,4,,1.0\n")
-    rows, warned = caught_query("turn_stats", [tmp_path / "a", tmp_path / "b"])
-    assert {r["run"]: r["trials"] for r in rows}["a"] == 2
-    b = {r["run"]: r for r in rows}["b"]
-    assert b["trials"] + warned.count(f"{tmp_path / 'b' / TRIALS}:") >= 2
-    assert f"{tmp_path / 'b' / TRIALS}: skipped" in warned and "line 3" in warned
+    with pytest.raises(rlsql.DataError, match=re.escape(f"{tmp_path / 'b' / TRIALS}:3: a carriage return (CR)")):
+        rlsql.query("turn_stats", [tmp_path / "a", tmp_path / "b"])
+    assert (3, "a carriage return (CR) inside a line: DuckDB cannot parse the file") in issues(tmp_path / "b")
 
 
 # -- item 6: integer cells out of range or fractional ------------------------------------------------------
