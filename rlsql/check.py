@@ -5,6 +5,8 @@ A run is unusable when none of its CSV artifacts yields a readable row; `rlsql c
 
 from __future__ import annotations
 
+import csv
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -14,7 +16,7 @@ import duckdb
 
 from rlsql.catalog import load_catalog
 from rlsql.config import read_yaml, routing_problems
-from rlsql.connection import ARTIFACT_LABELS, open_connection
+from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, open_connection
 from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure
 from rlsql.errors import DataError
 from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
@@ -62,7 +64,33 @@ def probe_sql(kind: str, path: Path, header: list[str]) -> str:
     """SQL that reads every column of one CSV as its source declares them (sources/_check_csv.sql.j2)."""
     catalog = load_catalog()
     types = catalog.files[f"{kind}_src"].column_types(header)
-    return catalog.env.get_template("sources/_check_csv.sql.j2").render(path=str(path), header=header, types=types)
+    return catalog.env.get_template("sources/_check_csv.sql.j2").render(
+        path=str(path), header=header, types=types, integers=INTEGER_COLUMNS[kind]
+    )
+
+
+def not_whole_lines(path: Path, column: str) -> list[tuple[int, str]]:
+    """(line, cell) of each cell of `column` that is a number but not a whole one up to 2**53.
+
+    Plain Python over the file (csv module): only run when the probe counted such cells, to give
+    their lines, which DuckDB does not report for rows it read.
+    """
+    found: list[tuple[int, str]] = []
+    with path.open(newline="", encoding="utf-8-sig", errors="replace") as fh:
+        reader = csv.reader(fh)
+        names = [n.strip() for n in next(reader, [])]
+        index = names.index(column)
+        line = reader.line_num + 1
+        for record in reader:
+            cell = record[index].strip() if index < len(record) else ""
+            try:
+                value = float(cell)
+            except ValueError:
+                value = None
+            if value is not None and math.isfinite(value) and not (value.is_integer() and abs(value) <= 2**53):
+                found.append((line, cell))
+            line = reader.line_num + 1
+    return found
 
 
 def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataError | None:
@@ -133,6 +161,10 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         nonfinite = values.get(f"nonfinite_{index}", 0)
         if nonfinite:
             report.add("warning", artifact.path, f"{nonfinite} nan/inf cell(s) in column {name}: read as empty")
+        if values.get(f"notwhole_{index}", 0) - (nonfinite or 0) > 0:
+            for line, cell in not_whole_lines(artifact.path, name):
+                report.add("warning", artifact.path,
+                           f"{name} {cell!r} is not a whole number up to 2**53: read as empty", line)
     rejected = con.execute(
         "SELECT line, error_type, column_name, error_message FROM reject_errors WHERE scan_id > ? ORDER BY line",
         [before],

@@ -40,6 +40,15 @@ ARTIFACT_ALTERNATIVES = {"trials": ("trials", "harbor"), "harbor": ("trials", "h
 
 _GLOB = re.compile(r"[*?\[\]{}]")
 
+#: columns that hold whole numbers (turns, tokens, steps), read as DOUBLE so `3.0` parses; a cell
+#: with a fraction or beyond 2**53 (where a DOUBLE stops holding every integer) reads as empty
+#: instead of being rounded or failing the cast to BIGINT in the views (`rlsql check` lists it)
+INTEGER_COLUMNS = {
+    "trials": ("n_episodes", "n_input_tokens", "n_output_tokens"),
+    "metrics": ("trainer/global_step", "global_step"),
+    "vllm": (),
+}
+
 
 @dataclass(frozen=True)
 class CsvFile:
@@ -151,7 +160,8 @@ class SourceContext:
                 key, {"header": f.header, "types": f.types, "files": [], "parquet": f.cached is not None}
             )
             group["files"].append(f)
-        return {"files": files, "groups": list(groups.values()), "columns": columns}
+        integers = INTEGER_COLUMNS.get(source.artifact or "", ())
+        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers}
 
     def harbor_context(self) -> dict:
         """files: one read of `trace_jobs/*/result.json` per run that has them and no trials CSV (the CSV wins)."""
