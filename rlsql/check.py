@@ -5,8 +5,6 @@ A run is unusable when none of its CSV artifacts yields a readable row; `rlsql c
 
 from __future__ import annotations
 
-import csv
-import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -14,10 +12,11 @@ from pathlib import Path
 
 import duckdb
 
+from rlsql import csvread
 from rlsql.catalog import load_catalog
 from rlsql.config import read_yaml, routing_problems
 from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, open_connection
-from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure
+from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure, rejected_lines
 from rlsql.errors import DataError
 from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
 
@@ -60,37 +59,13 @@ class RunReport:
         }
 
 
-def probe_sql(kind: str, path: Path, header: list[str]) -> str:
+def probe_sql(kind: str, path: Path, header: list[str], buffer: int | None = None) -> str:
     """SQL that reads every column of one CSV as its source declares them (sources/_check_csv.sql.j2)."""
     catalog = load_catalog()
     types = catalog.files[f"{kind}_src"].column_types(header)
     return catalog.env.get_template("sources/_check_csv.sql.j2").render(
-        path=str(path), header=header, types=types, integers=INTEGER_COLUMNS[kind]
+        path=str(path), header=header, types=types, integers=INTEGER_COLUMNS[kind], buffer=buffer
     )
-
-
-def not_whole_lines(path: Path, column: str) -> list[tuple[int, str]]:
-    """(line, cell) of each cell of `column` that is a number but not a whole one up to 2**53.
-
-    Plain Python over the file (csv module): only run when the probe counted such cells, to give
-    their lines, which DuckDB does not report for rows it read.
-    """
-    found: list[tuple[int, str]] = []
-    with path.open(newline="", encoding="utf-8-sig", errors="replace") as fh:
-        reader = csv.reader(fh)
-        names = [n.strip() for n in next(reader, [])]
-        index = names.index(column)
-        line = reader.line_num + 1
-        for record in reader:
-            cell = record[index].strip() if index < len(record) else ""
-            try:
-                value = float(cell)
-            except ValueError:
-                value = None
-            if value is not None and math.isfinite(value) and not (value.is_integer() and abs(value) <= 2**53):
-                found.append((line, cell))
-            line = reader.line_num + 1
-    return found
 
 
 def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataError | None:
@@ -145,10 +120,17 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         missing.append("trainer/global_step or global_step")
     if missing:
         report.add("warning", artifact.path, f"no column {', '.join(missing)}: queries read it as empty", 1)
+    try:
+        buffer = csvread.buffer_size([artifact.path])
+    except DataError as exc:
+        report.add("error", artifact.path, f"{str(exc).split(': ', 1)[1]}; file skipped, no rows read",
+                   int(str(exc).split(": ", 1)[0].rsplit(":", 1)[1]))
+        report.readable_rows[kind] = 0
+        return
     before = _last_reject_scan(con)
     try:
         # fetchall: DuckDB stores the rejects once the scan has finished
-        row = con.execute(probe_sql(kind, artifact.path, header)).fetchall()[0]
+        row = con.execute(probe_sql(kind, artifact.path, header, buffer)).fetchall()[0]
     except duckdb.Error as exc:
         line, problem = parser_failure(artifact.path, exc)
         report.add("error", artifact.path, problem, line)
@@ -157,27 +139,37 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
     columns = [d[0] for d in con.description]
     values = dict(zip(columns, row, strict=True))
     report.readable_rows[kind] = values["rows"]
+    rejected = rejected_lines(con, before)
+    for _, line, why in rejected:
+        report.add("warning", artifact.path, f"row skipped: {why}", line)
+    types = load_catalog().files[f"{kind}_src"].column_types(header)
+    whole = INTEGER_COLUMNS[kind]
+    scan = csvread.scan_records(artifact.path, [n for n in header if types[n] == "DOUBLE"], whole)
     for index, name in enumerate(header):
         nonfinite = values.get(f"nonfinite_{index}", 0)
         if nonfinite:
-            report.add("warning", artifact.path, f"{nonfinite} nan/inf cell(s) in column {name}: read as empty")
+            lines = [line for line, _ in scan.nonfinite.get(name, [])]
+            report.add("warning", artifact.path, f"{nonfinite} nan/inf cell(s) in column {name}: read as empty"
+                       + _lines_note(lines), lines[0] if lines else None)
         if values.get(f"notwhole_{index}", 0) - (nonfinite or 0) > 0:
-            for line, cell in not_whole_lines(artifact.path, name):
+            for line, cell in scan.not_whole.get(name, []):
                 report.add("warning", artifact.path,
-                           f"{name} {cell!r} is not a whole number up to 2**53: read as empty", line)
-    rejected = con.execute(
-        "SELECT line, error_type, column_name, error_message FROM reject_errors WHERE scan_id > ? ORDER BY line",
-        [before],
-    ).fetchall() if has_reject_tables(con) else []
-    seen_lines: set[int] = set()
-    for line, kind_of_error, column, message in rejected:
-        if line in seen_lines:
-            continue
-        seen_lines.add(line)
-        where = f" (column {column})" if column and kind_of_error == "CAST" else ""
-        report.add("warning", artifact.path, f"row skipped: {message}{where}", int(line))
+                           f"column {name}: {cell!r} is not a whole number up to 2**53: read as empty", line)
+    # every data line must be a row DuckDB read or one it rejected (a line it dropped without a
+    # word is what this catches); the count comes from Python's csv module, not from DuckDB
+    if scan.failed is None and scan.records != values["rows"] + len(rejected):
+        report.add("warning", artifact.path,
+                   f"{scan.records} data rows in the file, DuckDB read {values['rows']} and rejected "
+                   f"{len(rejected)}: {scan.records - values['rows'] - len(rejected)} row(s) unaccounted for")
     if values["rows"] == 0:
         report.add("info", artifact.path, "no readable data rows")
+
+
+def _lines_note(lines: Sequence[int], shown: int = 5) -> str:
+    if not lines:
+        return ""
+    more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+    return f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:shown]))}{more})"
 
 
 def _check_harbor(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 
+from rlsql import csvread
 from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
@@ -59,6 +60,8 @@ class CsvFile:
     header: list[str]
     types: dict[str, str]
     cached: str | None = None
+    #: the read buffer DuckDB needs for the file's longest line (None: its default)
+    buffer: int | None = None
 
 
 def where_looked(run: Run, kind: str) -> str:
@@ -148,7 +151,14 @@ class SourceContext:
                 continue
             types = source.column_types(header)
             cached = cached_copy(source, artifact.path, header, types)
-            files.append(CsvFile(run.name, str(artifact.path), header, types, cached))
+            buffer = None
+            if cached is None:
+                try:
+                    buffer = csvread.buffer_size([artifact.path])
+                except DataError as exc:
+                    warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                    continue
+            files.append(CsvFile(run.name, str(artifact.path), header, types, cached, buffer))
             for name in header:
                 if name not in seen:
                     seen.add(name)
@@ -157,9 +167,12 @@ class SourceContext:
         for f in files:
             key = (f.cached is not None, tuple(f.header))
             group = groups.setdefault(
-                key, {"header": f.header, "types": f.types, "files": [], "parquet": f.cached is not None}
+                key,
+                {"header": f.header, "types": f.types, "files": [], "parquet": f.cached is not None, "buffer": None},
             )
             group["files"].append(f)
+            if f.buffer:
+                group["buffer"] = max(group["buffer"] or 0, f.buffer)
         integers = INTEGER_COLUMNS.get(source.artifact or "", ())
         return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers}
 
