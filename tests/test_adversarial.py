@@ -248,3 +248,65 @@ def test_check_accounts_for_every_line_even_when_duckdb_drops_one(long_line_run:
     monkeypatch.setattr(csvread, "buffer_size", lambda paths: None)
     found = issues(long_line_run)
     assert any("3 data rows in the file, DuckDB read 2 and rejected 0" in p for _, p in found), found
+
+
+# -- property test: random folder trees and names, answers equal the oracle's, no byte changes ----------
+
+SOURCES = {name: sorted(p.name for p in (RUNS / name).iterdir() if p.is_file())
+           for name in ("tiny", "newest", "harbor_csv")}
+HOSTILE_CHARS = "[]*?'\";\n ab1_-.é"
+names = st.text(alphabet=HOSTILE_CHARS, min_size=1, max_size=6).filter(lambda n: n not in (".", ".."))
+stamps = st.sampled_from(["20250101_000000", "20260105_120000", "20261231_235959"])
+
+
+@st.composite
+def run_trees(draw) -> list[tuple[str, str, dict[str, str]]]:
+    """[(folder name, fixture run, {file name written: fixture file copied})]."""
+    folders = draw(st.lists(names, min_size=1, max_size=4, unique=True))
+    trees = []
+    for folder in folders:
+        source = draw(st.sampled_from(sorted(SOURCES)))
+        files: dict[str, str] = {}
+        for name in SOURCES[source]:
+            target = name
+            if name[:15].replace("_", "").isdigit() and draw(st.booleans()):
+                target = draw(stamps) + name[15:]  # the same file under another parse time
+            files[target] = name
+        if draw(st.booleans()):  # an older parse of another fixture's trials: must lose to the newer one
+            other = draw(st.sampled_from(sorted(SOURCES)))
+            trials_file = next((n for n in SOURCES[other] if n.endswith("trial_results.csv")), None)
+            if trials_file and not any(t.endswith("_trial_results.csv") and t[:15] <= "20000101_000000" for t in files):
+                files["20000101_000000_trial_results.csv"] = f"{other}/{trials_file}"
+        if draw(st.booleans()):  # a look-alike that is no artifact
+            files["x_trial_results.csv"] = SOURCES[source][0]
+        trees.append((folder, source, files))
+    return trees
+
+
+PROPERTY_QUERIES = ["reward_summary", "turn_stats", "exception_distribution", "reward_curve", "vllm_summary"]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trees=run_trees(), as_folder=st.booleans())
+def test_random_trees_answer_as_the_oracle_and_stay_untouched(tmp_path_factory, trees, as_folder) -> None:
+    root = tmp_path_factory.mktemp("tree") / "g[1]*"
+    run_dirs = []
+    for folder, source, files in trees:
+        run = root / folder
+        run.mkdir(parents=True)
+        for target, origin in files.items():
+            shutil.copyfile(RUNS / origin if "/" in origin else RUNS / source / origin, run / target)
+        run_dirs.append(run)
+    before = digest(root)
+    spec = [root] if as_folder else run_dirs
+    for name in PROPERTY_QUERIES:
+        if not any(oracle.find_artifacts(d)["vllm" if name == "vllm_summary" else "trials"] for d in run_dirs) \
+                and name in ("vllm_summary", "reward_summary", "turn_stats", "exception_distribution"):
+            with pytest.raises(rlsql.DataError):
+                rlsql.query(name, spec)
+            continue
+        if name == "reward_curve" and not any(oracle.find_artifacts(d)["metrics"] for d in run_dirs):
+            continue
+        got, _ = caught_query(name, spec)
+        assert_rows_match(got, oracle.expected(name, run_dirs), f"{name} over {[t[0] for t in trees]}")
+    assert digest(root) == before
