@@ -122,9 +122,8 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         report.add("warning", artifact.path, f"no column {', '.join(missing)}: queries read it as empty", 1)
     try:
         buffer = csvread.buffer_size([artifact.path])
-    except DataError as exc:
-        report.add("error", artifact.path, f"{str(exc).split(': ', 1)[1]}; file skipped, no rows read",
-                   int(str(exc).split(": ", 1)[0].rsplit(":", 1)[1]))
+    except csvread.LongLineError as exc:
+        report.add("error", artifact.path, f"{exc.problem}; file skipped, no rows read", exc.line)
         report.readable_rows[kind] = 0
         return
     before = _last_reject_scan(con)

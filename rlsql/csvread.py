@@ -24,6 +24,14 @@ MAX_BUFFER = 1024 * 1024 * 1024
 _SLACK = 4 * 1024 * 1024
 
 
+class LongLineError(DataError):
+    """A line too long for any read buffer rlsql will ask for: the file is skipped."""
+
+    def __init__(self, path: Path, line: int, problem: str):
+        self.path, self.line, self.problem = path, line, problem
+        super().__init__(f"{path}:{line}: {problem}")
+
+
 def _has_long_line(path: Path) -> bool:
     """True when some stretch of SAFE_LINE bytes holds no newline (a line may be longer than 2 SAFE_LINE).
 
@@ -70,7 +78,7 @@ def longest_line(path: Path) -> tuple[int, int]:
 def buffer_size(paths: Iterable[Path]) -> int | None:
     """The `buffer_size` read_csv needs over `paths` (None: DuckDB's default will do).
 
-    A file whose longest line cannot fit in MAX_BUFFER raises DataError naming it and the line.
+    A file whose longest line cannot fit in MAX_BUFFER raises LongLineError naming it and the line.
     """
     needed = 0
     for path in paths:
@@ -79,7 +87,7 @@ def buffer_size(paths: Iterable[Path]) -> int | None:
         length, line = longest_line(path)
         wanted = 2 * length + _SLACK
         if wanted > MAX_BUFFER:
-            raise DataError(f"{path}:{line}: a line of {length / 2**20:.0f} MB, too long to read")
+            raise LongLineError(path, line, f"a line of {length / 2**20:.0f} MB, too long to read")
         needed = max(needed, wanted)
     return needed or None
 

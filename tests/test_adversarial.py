@@ -310,3 +310,12 @@ def test_random_trees_answer_as_the_oracle_and_stay_untouched(tmp_path_factory, 
         got, _ = caught_query(name, spec)
         assert_rows_match(got, oracle.expected(name, run_dirs), f"{name} over {[t[0] for t in trees]}")
     assert digest(root) == before
+
+
+def test_a_line_too_long_for_any_buffer_skips_the_file_naming_its_line(long_line_run: Path, monkeypatch) -> None:
+    from rlsql import csvread
+
+    monkeypatch.setattr(csvread, "MAX_BUFFER", 64 * 1024 * 1024)  # the 40 MB line needs ~84 MB
+    _, warned = caught_query("reward_summary", [long_line_run])
+    assert f"{long_line_run / TRIALS}:3: a line of 40 MB, too long to read; file skipped" in warned
+    assert (3, "a line of 40 MB, too long to read; file skipped, no rows read") in issues(long_line_run)
