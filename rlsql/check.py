@@ -143,7 +143,8 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         report.add("warning", artifact.path, f"row skipped: {why}", line)
     types = load_catalog().files[f"{kind}_src"].column_types(header)
     whole = INTEGER_COLUMNS[kind]
-    scan = csvread.scan_records(artifact.path, [n for n in header if types[n] == "DOUBLE"], whole)
+    cells = any(values.get(f"nonfinite_{i}", 0) or values.get(f"notwhole_{i}", 0) for i in range(len(header)))
+    scan = csvread.scan_records(artifact.path, [n for n in header if types[n] == "DOUBLE"], whole, cells)
     for index, name in enumerate(header):
         nonfinite = values.get(f"nonfinite_{index}", 0)
         if nonfinite:
