@@ -126,6 +126,10 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         report.add("error", artifact.path, f"{exc.problem}; file skipped, no rows read", exc.line)
         report.readable_rows[kind] = 0
         return
+    except DataError as exc:
+        report.add("error", artifact.path, f"{exc}; file skipped, no rows read")
+        report.readable_rows[kind] = 0
+        return
     before = _last_reject_scan(con)
     try:
         # fetchall: DuckDB stores the rejects once the scan has finished

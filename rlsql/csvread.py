@@ -83,9 +83,12 @@ def buffer_size(paths: Iterable[Path]) -> int | None:
     """
     needed = 0
     for path in paths:
-        if not _has_long_line(path):
-            continue
-        length, line = longest_line(path)
+        try:
+            if not _has_long_line(path):
+                continue
+            length, line = longest_line(path)
+        except OSError as exc:
+            raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
         wanted = 2 * length + _SLACK
         if wanted > MAX_BUFFER:
             raise LongLineError(path, line, f"a line of {length / 2**20:.0f} MB, too long to read")
@@ -139,7 +142,12 @@ def scan_records(path: Path, numeric: Sequence[str], whole: Sequence[str], cells
     reads it (about 5 s per million rows).
     """
     scan = RecordScan()
-    if not cells and (plain := count_plain_records(path)) is not None:
+    try:
+        plain = None if cells else count_plain_records(path)
+    except OSError as exc:
+        scan.failed = exc.strerror or str(exc)
+        return scan
+    if plain is not None:
         scan.records = plain
         return scan
     csv.field_size_limit(2**31 - 1)  # a cell may be as long as DuckDB lets a line be
@@ -147,6 +155,8 @@ def scan_records(path: Path, numeric: Sequence[str], whole: Sequence[str], cells
         _scan(path, numeric, whole, scan)
     except csv.Error as exc:
         scan.failed = str(exc)
+    except OSError as exc:
+        scan.failed = exc.strerror or str(exc)
     return scan
 
 

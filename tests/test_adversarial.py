@@ -84,16 +84,17 @@ def test_hostile_folder_name_beside_its_lookalikes(tmp_path: Path, name: str) ->
     assert digest(root) == before
 
 
-def test_a_file_outside_the_list_is_an_error_not_filtered(tmp_path: Path) -> None:
-    # the SQL a source renders must name each file it reads; a scanned file it did not list fails
+def test_a_file_outside_the_list_is_an_error_not_filtered(tmp_path: Path, monkeypatch) -> None:
+    # undo the escaping, so DuckDB expands `run[1]` to run1's file: the query must fail, naming it
     from rlsql.catalog import load_catalog
-    from rlsql.connection import SourceContext
+    from rlsql.sqltext import literal
 
-    write(tmp_path / "a", TRIALS, trials(1))
-    runs = resolve_runs([tmp_path / "a"])
-    catalog = load_catalog()
-    sql = SourceContext(runs).render(catalog, catalog.files["trials_src"])
-    assert "rlsql-data" in sql and "not one of the files listed" in sql
+    write(tmp_path / "run[1]", TRIALS, trials(1))
+    write(tmp_path / "run1", TRIALS, trials(2))
+    monkeypatch.setitem(load_catalog().env.filters, "file_lit", literal)
+    with pytest.raises(rlsql.DataError, match=re.escape(f"{tmp_path / 'run1' / TRIALS}: DuckDB read this file, "
+                                                        "which is not one of the files listed")):
+        rlsql.query("reward_summary", [tmp_path / "run[1]"])
 
 
 # -- item 11: header oddities --------------------------------------------------------------------------
