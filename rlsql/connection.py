@@ -23,7 +23,7 @@ from rlsql.config import config_rows
 from rlsql.duckdb_errors import data_error, one_line
 from rlsql.errors import DataError, RlsqlWarning
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
-from rlsql.sqltext import identifier
+from rlsql.sqltext import glob_cannot_name, identifier
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -40,6 +40,9 @@ ARTIFACT_ALTERNATIVES = {"trials": ("trials", "harbor"), "harbor": ("trials", "h
 
 
 _GLOB = re.compile(r"[*?\[\]{}]")
+
+#: why a CSV whose path holds both a backslash and a glob character is not read (sqltext.glob_cannot_name)
+UNNAMEABLE = "its path holds a backslash and one of [ ] * ?, which DuckDB's reader cannot name exactly"
 
 #: columns that hold whole numbers (turns, tokens, steps), read as DOUBLE so `3.0` parses; a cell
 #: with a fraction or beyond 2**53 (where a DOUBLE stops holding every integer) reads as empty
@@ -136,6 +139,9 @@ class SourceContext:
         for run in self.runs:
             artifact = run.artifact(source.artifact or "")
             if artifact is None:
+                continue
+            if glob_cannot_name(artifact.path):
+                warnings.warn(f"{artifact.path}: {UNNAMEABLE}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
             try:
                 read = csv_header(artifact.path)

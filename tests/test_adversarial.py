@@ -59,7 +59,7 @@ def digest(folder: Path) -> dict[str, str]:
 
 # -- item 3: a path is a file, never a glob pattern ---------------------------------------------------
 
-HOSTILE = ["run[1]", "run*", "run?", "r]un", "[x", "q'uote", 'dq"uote', "semi;colon", "new\nline", "**"]
+HOSTILE = ["run[1]", "run*", "run?", "r]un", "[x", "q'uote", 'dq"uote', "semi;colon", "new\nline", "**", "back\\slash"]
 
 
 def test_glob_characters_in_folder_names_read_exactly_their_own_file(tmp_path: Path) -> None:
@@ -80,7 +80,9 @@ def test_hostile_folder_name_beside_its_lookalikes(tmp_path: Path, name: str) ->
     write(root / name, TRIALS, trials(3))
     before = digest(root)
     rows, _ = caught_query("turn_stats", [root])
-    assert {r["run"]: r["trials"] for r in rows} == {**{d: 10 + i for i, d in enumerate(decoys)}, name: 3}
+    want = {**{d: 10 + i for i, d in enumerate(decoys)}, name: 3}
+    assert {r["run"]: r["trials"] for r in rows} == want
+    assert {r.run: r.readable_rows["trials"] for r in check_runs(resolve_runs([root]))} == want
     assert digest(root) == before
 
 
@@ -95,6 +97,26 @@ def test_a_file_outside_the_list_is_an_error_not_filtered(tmp_path: Path, monkey
     with pytest.raises(rlsql.DataError, match=re.escape(f"{tmp_path / 'run1' / TRIALS}: DuckDB read this file, "
                                                         "which is not one of the files listed")):
         rlsql.query("reward_summary", [tmp_path / "run[1]"])
+
+
+def test_check_and_query_give_a_row_the_same_true_cause(tmp_path: Path) -> None:
+    # a field too many shifts `Error` into reward: DuckDB records a cast error too, but the cause is the count
+    run = write(tmp_path / "r", TRIALS, HEADER + "t,t__1,2,Agent,Error,1.0\nt,t__2,x,,1.0\nt,t__3,3,,1.0\n").parent
+    _, warned = caught_query("reward_summary", [run])
+    assert "line 2: 6 fields, expected 5; line 3: column n_episodes: 'x' is not a number" in warned
+    found = issues(run)
+    assert (2, "row skipped: 6 fields, expected 5") in found
+    assert (3, "row skipped: column n_episodes: 'x' is not a number") in found
+
+
+def test_a_backslash_with_glob_characters_is_skipped_not_misread(tmp_path: Path) -> None:
+    # DuckDB's glob leaves out names with a backslash, and `[` forces a path through the glob
+    write(tmp_path / "b\\s[1]", TRIALS, trials(1))
+    write(tmp_path / "b1", TRIALS, trials(2))
+    rows, warned = caught_query("turn_stats", [tmp_path])
+    assert {r["run"]: r["trials"] for r in rows} == {"b1": 2, "b\\s[1]": 0}
+    assert "which DuckDB's reader cannot name exactly; file skipped" in warned
+    assert any("cannot name exactly" in p for _, p in issues(tmp_path / "b\\s[1]"))
 
 
 # -- item 11: header oddities --------------------------------------------------------------------------
@@ -255,8 +277,10 @@ def test_check_accounts_for_every_line_even_when_duckdb_drops_one(long_line_run:
 
 SOURCES = {name: sorted(p.name for p in (RUNS / name).iterdir() if p.is_file())
            for name in ("tiny", "newest", "harbor_csv")}
-HOSTILE_CHARS = "[]*?'\";\n ab1_-.é"
-names = st.text(alphabet=HOSTILE_CHARS, min_size=1, max_size=6).filter(lambda n: n not in (".", ".."))
+HOSTILE_CHARS = "[]*?'\";\n\\ ab1_-.é"
+# a backslash beside a glob character is skipped on purpose (test above), not answered: leave it out here
+names = st.text(alphabet=HOSTILE_CHARS, min_size=1, max_size=6).filter(
+    lambda n: n not in (".", "..") and not ("\\" in n and any(c in n for c in "[]*?")))
 stamps = st.sampled_from(["20250101_000000", "20260105_120000", "20261231_235959"])
 
 
