@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         stale.append(str(target))
         if not check:
-            from rlsql.atomic import write_text
+            from rlsql.writes import write_text
 
             write_text(target, text)
             print(f"wrote {target}", file=sys.stderr)
