@@ -1,5 +1,5 @@
 -- name: metric_rows
--- version: 1
+-- version: 2
 -- description: Every trainer metric row of every run, as logged (a re-run step appears once per log): run,
 --   log_file, step (trainer/global_step, else global_step), row_no (CSV order), source_file, then every
 --   metric column.

@@ -1,5 +1,5 @@
 -- name: steps
--- version: 1
+-- version: 2
 -- description: One metric row per (run, step): the first-seen row in CSV order, the one the checkpoint
 --   selector uses when a resumed job re-ran a step.
 -- grain: run, step

@@ -1,5 +1,5 @@
 -- name: vllm_seconds
--- version: 1
+-- version: 2
 -- description: One row per (run, log_file, second) of vLLM engine stats with a real timestamp `ts`: the year
 --   comes from the file's parse date, and a month-day more than one day after that date belongs to the year
 --   before (a run parsed in January that ran in December). Order by ts, never by datetime_str.
