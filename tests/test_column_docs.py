@@ -157,3 +157,23 @@ def test_export_writes_the_column_descriptions_into_parquet(tmp_path: Path) -> N
     assert columns["std"] == "sample standard deviation of turns (n-1)"
     trials = json.loads(pq.read_metadata(tmp_path / "trials.parquet").metadata[b"rlsql.columns"])
     assert trials["effective_treatment"].startswith("the treatment the trial really got")
+
+
+def test_parquet_declares_every_column_optional_whatever_the_data(tmp_path: Path) -> None:
+    # issue 16: NOT NULL flags followed the data (a run column from a loaded table came out `required`)
+    import pyarrow.parquet as pq
+
+    from rlsql.export import export, select_items
+
+    schemas = []
+    for label, folders in (("tiny", [RUNS / "tiny"]), ("two", [RUNS / "tiny", RUNS / "calendar"])):
+        out = tmp_path / label
+        export(resolve_runs(folders), select_items(["turn_stats", "run_overview", "trials"], False, False), out,
+               "parquet", progress=lambda _: None)
+        for name in ("turn_stats", "run_overview", "trials"):
+            schema = pq.read_schema(out / f"{name}.parquet")
+            assert all(field.nullable for field in schema), (label, name, schema)
+            schemas.append((name, [(f.name, str(f.type)) for f in schema]))
+    assert schemas[:3] == schemas[3:]
+    rows = pq.read_table(tmp_path / "tiny" / "turn_stats.parquet").to_pylist()
+    assert len(rows) == 1 and rows[0]["run"] == "tiny"  # the NULL branch never yields a row
