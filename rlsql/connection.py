@@ -49,8 +49,10 @@ UNNAMEABLE = "its path holds a backslash and one of [ ] * ?, which DuckDB's read
 #: instead of being rounded or failing the cast to BIGINT in the views (`rlsql check` lists it)
 INTEGER_COLUMNS = {
     "trials": ("n_episodes", "n_input_tokens", "n_output_tokens"),
-    "metrics": ("trainer/global_step", "global_step"),
-    "vllm": (),
+    # the views cast these to BIGINT (metric_rows, vllm_seconds): the guard makes the cast exact
+    "metrics": ("trainer/global_step", "global_step", "async/discarded_count"),
+    "vllm": ("n_engines_reporting", "unique_ips", "total_running_requests", "total_waiting_requests",
+             "min_running_requests", "max_running_requests"),
 }
 
 

@@ -100,3 +100,25 @@ def test_result_json_stamps_are_utc_timestamps(tmp_path) -> None:
     assert one["finished_at"] == dt.datetime(2026, 7, 14, 6, 30, 0, 500000)
     assert two["started_at"] == dt.datetime(2026, 7, 14, 9, 0, 0)
     assert two["finished_at"] is None
+
+
+def test_a_count_that_is_not_whole_reads_as_empty(tmp_path) -> None:
+    # the BIGINT counts of vllm_seconds: `3.0` is 3; a fraction or 1e30 is NULL (never rounded, never a failed cast)
+    import csv
+    import shutil
+
+    run = tmp_path / "counts"
+    shutil.copytree(RUNS / "tiny", run)
+    path = run / "20260105_120000_vllm_metrics_table.csv"
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    fields = list(rows[0])
+    rows[0]["total_running_requests"], rows[1]["total_running_requests"] = "2.5", "1e30"
+    rows[2]["total_running_requests"] = "7.0"
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    got = [r["total_running_requests"] for r in rlsql.query("vllm_seconds", [run]).to_dicts()
+           if r["row_no"] in (1, 2, 3)]
+    assert sorted(got, key=lambda v: (v is not None, v)) == [None, None, 7]
