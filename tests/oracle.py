@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import re
 import statistics
 from collections.abc import Callable
@@ -76,7 +77,7 @@ def find_artifacts(run_dir: Path | str) -> dict[str, Path | None]:
     # Harbor's trial folders read in place: "an artifact kind `harbor` present when
     # trace_jobs/*/result.json exists"
     trace_jobs = run_dir / "trace_jobs"
-    found["harbor"] = trace_jobs if any(trace_jobs.glob("*/result.json")) else None
+    found["harbor"] = trace_jobs if any(p.is_file() for p in trace_jobs.glob("*/result.json")) else None
     return found
 
 
@@ -212,21 +213,74 @@ def _seconds(block: Any) -> float | None:
         return None
 
 
+_GLOB_CHARS = set("*?[")
+#: the largest count a DOUBLE holds exactly: a larger n_episodes or token count is out of range
+_MAX_COUNT = 2**53
+
+
+def _harbor_text(path: Path) -> str | None:
+    """The text of a trial's result.json, or None when rlsql skips the file (docs/semantics.md):
+    not a regular file (a FIFO is never opened), unreadable, empty, not UTF-8, or a path DuckDB
+    cannot be handed exactly (a backslash together with a glob character)."""
+    if "\\" in str(path) and _GLOB_CHARS & set(str(path)):
+        return None
+    if not path.is_file() or not os.access(path, os.R_OK):  # is_file: False for FIFOs, folders, dangling links
+        return None
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8") if raw else None
+    except UnicodeDecodeError:
+        return None
+
+
+def _json_number(value: Any, whole: bool) -> float | int | None:
+    """A JSON number by the CSV cells' rule: finite or None; a boolean or string is no number; a count
+    must be a whole number of at most 2**53 (not rounded)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if whole and (value != int(value) or abs(value) > _MAX_COUNT):
+        return None
+    return value
+
+
 def read_harbor_trials(trace_jobs: Path) -> list[Row]:
     """Harbor's trace_jobs/<trial>/result.json files, trial folders sorted by name, mapped to the
-    CSV's columns the way the log parser's parse_result_files maps them."""
+    CSV's columns the way the log parser's parse_result_files maps them.
+
+    Files that are no trial are skipped as rlsql skips them (_harbor_text; json.loads fails; a
+    top-level value that is not an object). Python's json module reads NaN, Infinity and
+    -Infinity, as DuckDB does. Known differences from DuckDB's JSON reader, which no test input
+    uses: DuckDB also accepts trailing commas and nan/inf in any case, rejects a lone surrogate
+    escape (\\ud800), and takes the first of duplicate keys where Python takes the last.
+    """
     trials: list[Row] = []
-    for path in sorted(trace_jobs.glob("*/result.json"), key=lambda p: p.parent.name):
-        data = json.loads(path.read_text(encoding="utf-8"))
+    for name in sorted(os.listdir(trace_jobs)):
+        if not (trace_jobs / name).is_dir():
+            continue
+        text = _harbor_text(trace_jobs / name / "result.json")
+        if text is None:
+            continue
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
         agent = data.get("agent_result") or {}
+        agent = agent if isinstance(agent, dict) else {}
         metadata = agent.get("metadata") or {}
-        reward = ((data.get("verifier_result") or {}).get("rewards") or {}).get("reward")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        verifier = data.get("verifier_result") or {}
+        rewards = (verifier.get("rewards") or {}) if isinstance(verifier, dict) else {}
+        reward = _json_number(rewards.get("reward") if isinstance(rewards, dict) else None, whole=False)
         trial: Row = {
             "task_name": data.get("task_name") or None,
             "trial_name": data.get("trial_name") or None,
-            "n_episodes": metadata.get("n_episodes"),
-            "n_input_tokens": agent.get("n_input_tokens"),
-            "n_output_tokens": agent.get("n_output_tokens"),
+            "n_episodes": _json_number(metadata.get("n_episodes"), whole=True),
+            "n_input_tokens": _json_number(agent.get("n_input_tokens"), whole=True),
+            "n_output_tokens": _json_number(agent.get("n_output_tokens"), whole=True),
             "exception_type": (data.get("exception_info") or {}).get("exception_type") or NO_EXCEPTION,
             "reward": float(reward) if reward is not None else None,
             "agent_duration_sec": None,  # the current parser writes agent_execution_duration instead
