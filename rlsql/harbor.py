@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 
@@ -32,8 +33,7 @@ class HarborFilesWarning(RlsqlWarning):
     """Result.json files skipped or read with empty values (`rlsql check` lists them itself)."""
 
 
-@dataclass(frozen=True)
-class TrialFile:
+class TrialFile(NamedTuple):
     """One trial folder's result.json: its folder name, its path and, when rlsql will not read it, why."""
 
     folder: str
@@ -80,13 +80,14 @@ def _kind(mode: int) -> str | None:
     return "a device, not a regular file: not opened"
 
 
-def _problem(folder: str, path: str) -> str | bool | None:
+def _problem(folder: str, path: str, backslash_in_prefix: bool) -> str | bool | None:
     """Why `path` cannot be read as a trial, None when it can, False when it does not exist (in flight)."""
-    try:
-        folder.encode("utf-8")
-    except UnicodeEncodeError:
-        return "its folder name is not valid UTF-8: DuckDB cannot be given the path"
-    if _GLOB_CHAR.search(path) and "\\" in path:
+    if not folder.isascii():
+        try:
+            folder.encode("utf-8")
+        except UnicodeEncodeError:
+            return "its folder name is not valid UTF-8: DuckDB cannot be given the path"
+    if (backslash_in_prefix or "\\" in folder) and "\\" in path and _GLOB_CHAR.search(path):
         # DuckDB's globbing takes `\` for a path separator: `b\x[1]` would read `b/x1`
         return "its path holds a backslash and a glob character (* ? [): DuckDB cannot read it as this exact file"
     try:
@@ -118,9 +119,11 @@ def list_trials(trace_jobs: Path) -> Listing:
             folders = sorted(e.name for e in entries if _is_dir(e))
     except OSError:
         return listing
+    base = str(trace_jobs)
+    backslash_in_prefix = "\\" in base
     for folder in folders:
-        path = os.path.join(trace_jobs, folder, HARBOR_RESULT)
-        problem = _problem(folder, path)
+        path = f"{base}/{folder}/{HARBOR_RESULT}"
+        problem = _problem(folder, path, backslash_in_prefix)
         if problem is False:
             listing.in_flight += 1
             continue

@@ -143,6 +143,14 @@ def test_nan_and_infinity_read_as_empty(tmp_path: Path) -> None:
     assert con.execute("SELECT n_episodes, n_input_tokens, n_output_tokens FROM trials WHERE trial_name = 'u__nan'"
                        ).fetchall() == [(None, None, None)]
     matches_oracle(tmp_path / "run", "with NaN and Infinity")
+    (report,) = check_runs(resolve_runs([tmp_path / "run"]))
+    listed = {Path(i.file).parent.name: i.problem for i in report.issues if i.severity == "warning"}
+    assert listed == {
+        "t__8": "NaN or Infinity in verifier_result.rewards.reward: read as empty",
+        "t__9": "NaN or Infinity in verifier_result.rewards.reward: read as empty",
+        "u__nan": "NaN or Infinity in agent_result.metadata.n_episodes, agent_result.n_input_tokens, "
+                  "agent_result.n_output_tokens: read as empty",
+    }
 
 
 WRONG_TYPES = {
