@@ -28,7 +28,7 @@ from typing import Any
 
 import duckdb
 
-from rlsql import __version__
+from rlsql import __version__, harbor
 from rlsql.api import bind_params
 from rlsql.atomic import refuse_run_folders, write_text
 from rlsql.catalog import Catalog, SqlFile, load_catalog
@@ -132,10 +132,13 @@ class SourceFingerprints:
 
     def describe_trials(self, trace_jobs: Path) -> dict[str, Any]:
         """Harbor's trace_jobs folder as one record: its result.json files' total size, newest mtime and one
-        sha256 over their relative paths and contents, in sorted order."""
+        sha256 over their relative paths and contents, in sorted order.
+
+        The files are the ones the source reads (harbor.list_trials): a FIFO, a folder or a dangling
+        link among the trial folders is not opened (a FIFO would block the export)."""
         if trace_jobs not in self._seen:
             digest, size, mtime, count = hashlib.sha256(), 0, 0.0, 0
-            for path in sorted(trace_jobs.glob("*/result.json")):
+            for path in (Path(f.path) for f in harbor.list_trials(trace_jobs).files if f.problem is None):
                 record = self.describe(path)
                 digest.update(f"{path.relative_to(trace_jobs).as_posix()}\0{record['sha256']}\n".encode())
                 size, count = size + record["size"], count + 1

@@ -274,3 +274,19 @@ def test_listing_classifies_without_reading(tmp_path: Path) -> None:
     assert listing.in_flight == len(IN_FLIGHT)
     refused = {f.folder for f in listing.files if f.problem}
     assert refused == {"d03-empty__a", "d05-fifo__a", "d06-dangling__a", "d07-folder__a"}
+
+
+def test_export_of_a_damaged_run_records_the_files_it_read(tmp_path: Path, rlsql_exe: str) -> None:
+    run = damaged_run(tmp_path)
+    out = tmp_path / "out"
+    # the export's fingerprint hashes the result.json files: a FIFO among them would block it
+    done = subprocess.run([rlsql_exe, "export", "trials", "--run", str(run), "-o", str(out), "--format", "csv"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert len([line for line in done.stderr.splitlines() if "warning" in line]) == 1
+    (meta,) = out.glob("*.meta.json")
+    sources = json.loads(json.loads(meta.read_text())["rlsql.sources"])
+    (record,) = [s for s in sources if s["artifact"] == "harbor"]
+    # the files DuckDB read: the trials and the six damaged ones it had to open to reject
+    # (not the empty file, the FIFO, the dangling link or the folder)
+    assert record["files"] == len(GOOD) + 6

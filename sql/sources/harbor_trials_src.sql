@@ -48,7 +48,7 @@ WITH listed AS (
     -- every trial folder's result.json as rlsql/harbor.py listed it, sorted by folder name: the names
     -- come '/'-joined in one literal (no folder name holds a '/'), which DuckDB parses at once where
     -- a VALUES row or list element per file costs seconds over 20,000 files
-    {%- for f in files %}
+    {%- for f in files if f.names %}
     {{ "UNION ALL " if not loop.first }}SELECT {{ f.run | lit }} AS run, i AS row_no,
         {{ f.prefix | lit }} || '/' || names[i] || '/result.json' AS path
     FROM (SELECT string_split({{ f.names | lit }}, '/') AS names), range(1, len(names) + 1) AS r(i)
