@@ -9,7 +9,6 @@ Warnings about both kinds come from the loaded rows (warn_harbor_problems), one 
 from __future__ import annotations
 
 import os
-import re
 import stat
 import warnings
 from collections.abc import Sequence
@@ -20,13 +19,12 @@ from typing import NamedTuple
 import duckdb
 
 from rlsql.errors import RlsqlWarning
+from rlsql.sqltext import glob_cannot_name, glob_escaped
 
 HARBOR_RESULT = "result.json"
 #: how many files a warning names before "and N more"
 SHOWN_FILES = 3
 
-# DuckDB globs every path a reader is given, list elements included; `[c]` is the one escape it takes
-_GLOB_CHAR = re.compile(r"[*?\[]")
 
 
 class HarborFilesWarning(RlsqlWarning):
@@ -53,9 +51,9 @@ def reader_path(path: str) -> str:
     """`path` as DuckDB's file readers must be given it to open exactly that file.
 
     DuckDB treats `*`, `?` and `[` as glob characters in every path (a list element too): `tr[1]`
-    would read `tr1`. Inside brackets each is literal. A path without them is opened as it is.
+    would read `tr1`. Each becomes a one-character class (sqltext.glob_escaped).
     """
-    return _GLOB_CHAR.sub(lambda m: f"[{m.group()}]", path)
+    return glob_escaped(path)
 
 
 def sql_name(folder: str) -> str:
@@ -87,9 +85,9 @@ def _problem(folder: str, path: str, backslash_in_prefix: bool) -> str | bool | 
             folder.encode("utf-8")
         except UnicodeEncodeError:
             return "its folder name is not valid UTF-8: DuckDB cannot be given the path"
-    if (backslash_in_prefix or "\\" in folder) and "\\" in path and _GLOB_CHAR.search(path):
+    if (backslash_in_prefix or "\\" in folder) and glob_cannot_name(path):
         # DuckDB's globbing takes `\` for a path separator: `b\x[1]` would read `b/x1`
-        return "its path holds a backslash and a glob character (* ? [): DuckDB cannot read it as this exact file"
+        return "its path holds a backslash and a glob character ([ ] * ?): DuckDB cannot read it as this exact file"
     try:
         info = os.stat(path)
     except FileNotFoundError:
