@@ -216,7 +216,7 @@ def _seconds(block: Any) -> float | None:
         return None
 
 
-_GLOB_CHARS = set("*?[")
+_GLOB_CHARS = set("[]*?")
 #: the largest count a DOUBLE holds exactly: a larger n_episodes or token count is out of range
 _MAX_COUNT = 2**53
 
