@@ -248,6 +248,19 @@ def _json_number(value: Any, whole: bool) -> float | int | None:
     return value
 
 
+def _glob_fails(trace_jobs: Path, name: str, entries: list[str]) -> bool:
+    """DuckDB lists the folder above every path segment with a glob character, and that listing
+    fails when the folder holds a name starting with a backslash: rlsql skips such files."""
+    def starts_with_backslash(folder: Path) -> bool:
+        return any(n.startswith("\\") for n in os.listdir(folder))
+
+    parts = trace_jobs.parts
+    for i in range(1, len(parts)):
+        if _GLOB_CHARS & set(parts[i]) and starts_with_backslash(Path(*parts[:i])):
+            return True
+    return bool(_GLOB_CHARS & set(name)) and any(n.startswith("\\") for n in entries)
+
+
 def read_harbor_trials(trace_jobs: Path) -> list[Row]:
     """Harbor's trace_jobs/<trial>/result.json files, trial folders sorted by name, mapped to the
     CSV's columns the way the log parser's parse_result_files maps them.
@@ -259,8 +272,11 @@ def read_harbor_trials(trace_jobs: Path) -> list[Row]:
     escape (\\ud800), and takes the first of duplicate keys where Python takes the last.
     """
     trials: list[Row] = []
-    for name in sorted(os.listdir(trace_jobs)):
+    entries = os.listdir(trace_jobs)
+    for name in sorted(entries):
         if not (trace_jobs / name).is_dir():
+            continue
+        if _glob_fails(trace_jobs, name, entries):
             continue
         text = _harbor_text(trace_jobs / name / "result.json")
         if text is None:

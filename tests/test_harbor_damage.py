@@ -290,3 +290,23 @@ def test_export_of_a_damaged_run_records_the_files_it_read(tmp_path: Path, rlsql
     # the files DuckDB read: the trials and the six damaged ones it had to open to reject
     # (not the empty file, the FIFO, the dangling link or the folder)
     assert record["files"] == len(GOOD) + 6
+
+
+def test_a_name_starting_with_a_backslash_beside_a_globbed_one_costs_only_that_file(tmp_path: Path) -> None:
+    # DuckDB's glob of a folder fails outright ("cannot join incompatible paths") when the folder
+    # holds a name starting with a backslash: rlsql must not hand it such a pattern
+    for run, rewards in (("?", [1.0, 1.0]), ("\\", [0.0]), ("\\x", [1.0, 0.0, 0.0])):
+        for i, reward in enumerate(rewards):
+            write_trial(tmp_path / run / "trace_jobs", f"t__{i}", small_trial(f"t__{i}", reward=reward))
+    inside = tmp_path / "in" / "trace_jobs"
+    for folder, reward in (("t[1]", 1.0), ("\\t", 0.0), ("plain", 1.0)):
+        write_trial(inside, folder, small_trial(folder, reward=reward))
+    rows, caught = query_with_warnings("reward_summary", [tmp_path])
+    assert {r["run"]: r["trials"] for r in rows} == {"?": 0, "\\": 1, "\\x": 3, "in": 2}
+    assert len(caught) == 2
+    (about_q,) = [m for m in caught if m.startswith("run '?'")]
+    assert "skipped 2 result.json files" in about_q and "starting with a backslash" in about_q
+    (about_in,) = [m for m in caught if m.startswith("run 'in'")]
+    assert str(inside / "t[1]" / "result.json") in about_in
+    for run in ("?", "\\", "\\x", "in"):
+        matches_oracle(tmp_path / run, f"in {run!r} beside names starting with a backslash")
