@@ -310,3 +310,19 @@ def test_a_name_starting_with_a_backslash_beside_a_globbed_one_costs_only_that_f
     assert str(inside / "t[1]" / "result.json") in about_in
     for run in ("?", "\\", "\\x", "in"):
         matches_oracle(tmp_path / run, f"in {run!r} beside names starting with a backslash")
+
+
+def test_an_unreadable_result_file_is_skipped_as_another_user_would_see_it(tmp_path: Path, monkeypatch) -> None:
+    """The same case where the test runs as root (who reads any file): the listing is run as a
+    user whom access() refuses the file, which is what the kernel answers such a user."""
+    run = tmp_path / "run"
+    write_trial(run / "trace_jobs", "ok", small_trial("ok"))
+    locked = write_trial(run / "trace_jobs", "locked", small_trial("locked"))
+    locked.chmod(0o600)  # not readable by others: the listing asks access()
+    real_access = os.access
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(locked) else real_access(p, mode))
+    rows, caught = query_with_warnings("reward_summary", [run])
+    assert rows[0]["trials"] == 1
+    (message,) = caught
+    assert f"{locked} (cannot read (permission denied))" in message
