@@ -44,13 +44,16 @@ _GLOB = re.compile(r"[*?\[\]{}]")
 #: why a CSV whose path holds both a backslash and a glob character is not read (sqltext.glob_cannot_name)
 UNNAMEABLE = "its path holds a backslash and one of [ ] * ?, which DuckDB's reader cannot name exactly"
 
-#: columns that hold whole numbers (turns, tokens, steps), read as DOUBLE so `3.0` parses; a cell
-#: with a fraction or beyond 2**53 (where a DOUBLE stops holding every integer) reads as empty
-#: instead of being rounded or failing the cast to BIGINT in the views (`rlsql check` lists it)
+#: columns that hold whole numbers (turns, tokens, steps, counts), read as DOUBLE so `3.0` parses and
+#: handed on as BIGINT; a cell with a fraction or beyond 2**53 (where a DOUBLE stops holding every
+#: integer) reads as empty instead of being rounded or failing a cast (`rlsql check` lists it)
 INTEGER_COLUMNS = {
     "trials": ("n_episodes", "n_input_tokens", "n_output_tokens"),
-    # the views cast these to BIGINT (metric_rows, vllm_seconds): the guard makes the cast exact
-    "metrics": ("trainer/global_step", "global_step", "async/discarded_count"),
+    # counts: read as BIGINT by the sources (issue 16), through the same guard
+    "metrics": ("trainer/global_step", "global_step", "async/discarded_count", "async/effective_batch_groups",
+                "async/effective_batch_samples", "generate/min_num_tokens", "generate/max_num_tokens",
+                "batch_errors/total_batches", "batch_errors/total_instances", "batch_errors/total_successful",
+                "batch_errors/total_failed", "batch_errors/total_masked"),
     "vllm": ("n_engines_reporting", "unique_ips", "total_running_requests", "total_waiting_requests",
              "min_running_requests", "max_running_requests"),
 }

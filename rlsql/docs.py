@@ -42,7 +42,8 @@ def _entry(f: SqlFile, types: dict[str, str]) -> dict:
     columns = [{"name": c, "type": t, "description": f.column_doc(c)} for c, t in types.items()
                if c in f.column_docs]
     if "*" in f.column_docs:
-        columns.append({"name": "*", "type": "DOUBLE", "description": f.column_docs["*"]})
+        # a metric column a run's CSV brings: DOUBLE, or BIGINT for the counts (docs/semantics.md)
+        columns.append({"name": "*", "type": "DOUBLE or BIGINT", "description": f.column_docs["*"]})
     params = [
         {"name": p.name, "type": p.type, "doc": p.doc, "minimum": p.minimum, "minimum_text": _number(p.minimum),
          "default_text": "NULL" if p.default is None else str(p.default)}
