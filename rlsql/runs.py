@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from rlsql.errors import DataError, UsageError
+from rlsql.logfiles import find_logs, from_logs_requested, logs_folder, newest_log_date
 
 #: artifact -> (suffix after the `YYYYMMDD_HHMMSS_` prefix, the newest parser's unprefixed name)
 CSV_ARTIFACTS: dict[str, tuple[str, str]] = {
@@ -65,7 +66,8 @@ class Run:
         """The date the vLLM `MM-DD` stamps are read against (semantics.md: vLLM year)."""
         vllm = self.artifacts.get("vllm")
         if vllm is None:
-            return None
+            # vLLM stats read from the raw logs: the date of their last write (semantics.md: vLLM year)
+            return newest_log_date(find_logs(self.path)) if "logs" in self.artifacts else None
         for candidate in (vllm, self.artifacts.get("metrics"), self.artifacts.get("trials")):
             if candidate is not None and candidate.prefix_date is not None:
                 return candidate.prefix_date
@@ -108,9 +110,26 @@ def scan_folder(path: Path) -> Run | None:
         artifacts["config"] = Artifact("config", config)
     if has_harbor_trials(path / HARBOR_DIR):
         artifacts["harbor"] = Artifact("harbor", path / HARBOR_DIR)
+    artifacts.update(log_artifacts(path))
     if not artifacts:
         return None
     return Run(name=path.name, path=path, artifacts=artifacts, ignored=tuple(ignored))
+
+
+def log_artifacts(path: Path) -> dict[str, Artifact]:
+    """Artifact kind `logs`: the raw training logs (`*.out`/`*.log` here or in `logs/`), when any."""
+    logs = find_logs(path)
+    return {"logs": Artifact("logs", logs_folder(path, logs))} if logs else {}
+
+
+def prefer_logs(run: Run) -> Run:
+    """`--from-logs`: a run with raw logs reads its trainer metrics and vLLM stats from them, and its
+    metrics/vLLM CSVs are listed as ignored (the CSVs win otherwise)."""
+    if "logs" not in run.artifacts:
+        return run
+    dropped = [a for kind, a in run.artifacts.items() if kind in ("metrics", "vllm")]
+    kept = {kind: a for kind, a in run.artifacts.items() if kind not in ("metrics", "vllm")}
+    return Run(run.name, run.path, kept, run.ignored + tuple(a.path for a in dropped))
 
 
 def has_harbor_trials(trace_jobs: Path) -> bool:
@@ -173,7 +192,8 @@ def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
                 by_path.setdefault(run.path.resolve(), run)
     runs = sorted(by_path.values(), key=lambda r: r.name)
     _check_unique_names(runs)
-    return [Run(r.name, r.path.resolve(), r.artifacts, r.ignored) for r in runs]
+    resolved = [Run(r.name, r.path.resolve(), r.artifacts, r.ignored) for r in runs]
+    return [prefer_logs(r) for r in resolved] if from_logs_requested() else resolved
 
 
 def _check_unique_names(runs: Sequence[Run]) -> None:

@@ -5,3 +5,5 @@
 -- columns: log_file VARCHAR, trainer/global_step DOUBLE, global_step DOUBLE, reward/avg_raw_reward DOUBLE, timing/step DOUBLE, async/staleness_mean DOUBLE, async/staleness_max DOUBLE, async/discard_rate DOUBLE, async/discarded_count DOUBLE
 -- other_columns: DOUBLE
 {% include "sources/_read_csv.sql.j2" %}
+
+{% include "sources/_metrics_log.sql.j2" %}
