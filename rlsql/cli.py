@@ -386,6 +386,11 @@ def main_options(
         bool,
         typer.Option("--cache", help="Build missing Parquet cache entries on first use (same as RLSQL_CACHE=1)."),
     ] = False,
+    from_logs: Annotated[
+        bool,
+        typer.Option("--from-logs", help="Read trainer metrics and vLLM stats from a run's raw training logs even "
+                     "when its parser CSVs exist (same as RLSQL_FROM_LOGS=1)."),
+    ] = False,
 ) -> None:
     """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml."""
     if use_cache:
@@ -394,6 +399,12 @@ def main_options(
         from rlsql.cache import AUTO_ENV
 
         os.environ[AUTO_ENV] = "1"  # read where the sources are rendered, in this process only
+    if from_logs:
+        import os
+
+        from rlsql.logfiles import FROM_LOGS_ENV
+
+        os.environ[FROM_LOGS_ENV] = "1"  # read where the runs are resolved, in this process only
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
 from rlsql.duckdb_errors import data_error, one_line
 from rlsql.errors import DataError, RlsqlWarning
-from rlsql.rawlogs import log_context
+from rlsql.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, read_header, resolve_runs
 from rlsql.sqltext import identifier
 
@@ -105,11 +105,19 @@ class SourceContext:
 
     @functools.cached_property
     def run_files(self) -> list[dict]:
-        return [
+        files = [
             {"run": r.name, "kind": a.kind, "path": str(a.path), "prefix": a.prefix}
             for r in self.runs
             for a in r.artifacts.values()
         ]
+        # a run without a metrics or vLLM CSV reads them from its raw logs: listed as that artifact too
+        files.extend(
+            {"run": r.name, "kind": kind, "path": str(r.artifacts["logs"].path), "prefix": None}
+            for r in self.runs
+            for kind in LOG_SOURCES.values()
+            if reads_logs(r, kind)
+        )
+        return files
 
     @functools.cached_property
     def config_rows(self) -> list[dict]:

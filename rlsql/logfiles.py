@@ -41,7 +41,8 @@ def find_logs(run_dir: Path) -> list[Path]:
 
 def logs_folder(run_dir: Path, logs: list[Path]) -> Path:
     """Where a run's logs sit: its `logs/` folder when every log is there, else the run folder."""
-    return run_dir / LOGS_DIR if all(p.parent.name == LOGS_DIR and p.parent.parent == run_dir for p in logs) else run_dir
+    inside = all(p.parent == run_dir / LOGS_DIR for p in logs)
+    return run_dir / LOGS_DIR if inside else run_dir
 
 
 def short_name(path: Path, run_dir: Path) -> str:

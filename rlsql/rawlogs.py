@@ -94,7 +94,8 @@ def _metric_keys(stamp: tuple) -> LogMetrics:
             "SELECT path, any_value(form), count(DISTINCT row_line) FROM long GROUP BY path"
         ).fetchall()}
     except duckdb.Error as exc:
-        raise DataError(f"cannot read the training logs ({', '.join(f['path'] for f in files)}): {one_line(exc)}") from exc
+        names = ", ".join(f["path"] for f in files)
+        raise DataError(f"cannot read the training logs ({names}): {one_line(exc)}") from exc
     finally:
         con.close()
     return LogMetrics(tuple(keys), forms)
@@ -129,7 +130,8 @@ def metrics_origin(run: Run) -> str | None:
         counts[form] = counts.get(form, 0) + 1
     where = run.artifact("logs").path.relative_to(run.path).as_posix()
     where = "" if where == "." else f"{where}/"
-    parts = ", ".join(f"{n} {form.replace('_', ' ').replace('wandb mirror', 'WANDB_MIRROR')}" for form, n in counts.items())
+    labels = {"wandb_mirror": "WANDB_MIRROR", "console": "console"}
+    parts = ", ".join(f"{n} {labels.get(form, form)}" for form, n in sorted(counts.items()))
     return f"{where}*.out|*.log: {len(files)} logs ({parts})"
 
 
