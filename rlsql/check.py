@@ -17,6 +17,8 @@ from rlsql.config import read_yaml, routing_problems
 from rlsql.connection import ARTIFACT_LABELS, open_connection
 from rlsql.duckdb_errors import data_error_text, has_reject_tables, one_line
 from rlsql.errors import DataError
+from rlsql.logfiles import from_logs_requested
+from rlsql.rawlogs import metrics_origin, reads_logs, vllm_origin
 from rlsql.runs import CSV_ARTIFACTS, Run, read_header
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
@@ -91,6 +93,8 @@ def _last_reject_scan(con: duckdb.DuckDBPyConnection) -> int:
 def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str) -> None:
     artifact = run.artifact(kind)
     if artifact is None:
+        if reads_logs(run, kind):
+            return  # read from the raw training logs: _check_logs
         prefixed, plain = CSV_ARTIFACTS[kind]
         report.add("info", run.path, f"no {ARTIFACT_LABELS[kind]} file (*_{prefixed} or {plain})")
         return
@@ -156,6 +160,27 @@ def _check_harbor(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -
         report.add("error", harbor.path, data_error_text(exc))
 
 
+def _check_logs(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
+    """Raw training logs: which artifacts they give and how many rows; or that the CSV wins."""
+    logs = run.artifact("logs")
+    if logs is None:
+        return
+    for kind, view, origin in (("metrics", "metric_rows", metrics_origin), ("vllm", "vllm_seconds", vllm_origin)):
+        label = ARTIFACT_LABELS[kind]
+        if not reads_logs(run, kind):
+            report.add("info", logs.path, f"{label} not read from the training logs: the run's CSV is used "
+                       "(rlsql --from-logs reads the logs)")
+            continue
+        try:
+            rows = con.execute(f"SELECT count(*) FROM {view} WHERE run = ?", [run.name]).fetchone()[0]
+        except duckdb.Error as exc:
+            report.readable_rows[kind] = 0
+            report.add("error", logs.path, data_error_text(exc))
+            continue
+        report.readable_rows[kind] = rows
+        report.add("info", logs.path, f"{label} read from the training logs: {origin(run)}; {rows} row(s)")
+
+
 def _check_config(report: RunReport, run: Run) -> None:
     config = run.artifact("config")
     if config is None:
@@ -171,27 +196,29 @@ def _check_config(report: RunReport, run: Run) -> None:
 
 def _check_views(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
     """Findings that need the typed views: steps logged twice, vLLM stamps that do not parse."""
-    if run.artifact("metrics") is not None and report.readable_rows.get("metrics"):
+    metrics = run.artifact("metrics") or (run.artifact("logs") if reads_logs(run, "metrics") else None)
+    if metrics is not None and report.readable_rows.get("metrics"):
         twice = con.execute(
             "SELECT step, list(DISTINCT log_file ORDER BY log_file) FROM metric_rows "
             "WHERE run = ? AND step IS NOT NULL GROUP BY step HAVING count(*) > 1 ORDER BY step",
             [run.name],
         ).fetchall()
         for step, logs in twice:
-            report.add("info", run.artifact("metrics").path,
+            report.add("info", metrics.path,
                        f"step {step} logged {len(logs) if len(logs) > 1 else 'more than once'} times "
                        f"({', '.join(logs)}): the first-seen row is used")
         no_step = con.execute(
             "SELECT count(*) FROM metric_rows WHERE run = ? AND step IS NULL", [run.name]
         ).fetchone()[0]
         if no_step:
-            report.add("warning", run.artifact("metrics").path, f"{no_step} metric row(s) without a step number")
-    if run.artifact("vllm") is not None and report.readable_rows.get("vllm"):
+            report.add("warning", metrics.path, f"{no_step} metric row(s) without a step number")
+    vllm = run.artifact("vllm") or (run.artifact("logs") if reads_logs(run, "vllm") else None)
+    if vllm is not None and report.readable_rows.get("vllm"):
         bad = con.execute(
             "SELECT count(*), any_value(datetime_str) FROM vllm_seconds WHERE run = ? AND ts IS NULL", [run.name]
         ).fetchone()
         if bad[0]:
-            report.add("warning", run.artifact("vllm").path,
+            report.add("warning", vllm.path,
                        f"{bad[0]} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {bad[1]!r}): no timestamp")
 
 
@@ -201,10 +228,16 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:
+            if from_logs_requested() and "logs" in run.artifacts and ignored.name.endswith(
+                CSV_ARTIFACTS["metrics"] + CSV_ARTIFACTS["vllm"]
+            ):
+                report.add("info", ignored, "not read: --from-logs reads the run's training logs instead")
+                continue
             report.add("info", ignored, "older parse (or unprefixed copy) not read: a newer file wins")
         for kind in CSV_ARTIFACTS:
             _check_csv(con, report, run, kind)
         _check_harbor(con, report, run)
+        _check_logs(con, report, run)
         _check_config(report, run)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the rows skipped here were reported per line above

@@ -254,3 +254,21 @@ def test_partial_console_block_is_ignored(tmp_path: Path) -> None:
         writer.write("reward': '0.5000',\n 'trainer/global_step': 2}\n")
     assert rows(run, "SELECT step, \"reward/avg_raw_reward\" AS r FROM steps ORDER BY step") == [
         {"step": 1, "r": 0.25}, {"step": 2, "r": 0.5}]  # fmt: skip
+
+
+def test_check_says_where_each_artifact_came_from(raw: Path, tmp_path: Path, rlsql_exe: str) -> None:
+    done = subprocess.run([rlsql_exe, "check", "--run", str(raw), "--format", "csv"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "trainer metrics read from the training logs: logs/*.out|*.log: 3 logs (1 console, 2 WANDB_MIRROR); " \
+           "11 row(s)" in done.stdout
+    assert "vLLM engine stats read from the training logs" in done.stdout and "54 row(s)" in done.stdout
+    assert "step 3 logged 2 times" in done.stdout
+    both = copy_run(raw, tmp_path / "both")
+    for csv in TWIN.glob("*.csv"):
+        shutil.copy(csv, both / csv.name)
+    default = subprocess.run([rlsql_exe, "check", "--run", str(both)], capture_output=True, text=True, check=True)
+    assert "trainer metrics not read from the training logs: the run's CSV is used" in default.stdout
+    flagged = subprocess.run([rlsql_exe, "--from-logs", "check", "--run", str(both)],
+                             capture_output=True, text=True, check=True)  # fmt: skip
+    assert "not read: --from-logs reads the run's training logs instead" in flagged.stdout
+    assert "trainer metrics read from the training logs" in flagged.stdout
