@@ -7,13 +7,16 @@ vllm_src (sql/sources/_metrics_log.sql.j2, _vllm_log.sql.j2) give exactly the CS
 columns, so every view above them works unchanged.
 
 The metric columns of a log are its keys, so they are only known after reading it: before
-metrics_src is rendered, `metric_keys` runs the same SQL once (sql/sources/_metrics_log_keys.sql.j2)
-and remembers, per set of log files as they are now (size, mtime), the keys and each log's form.
+metrics_src is rendered, `metric_keys` reads the logs' metric rows with DuckDB in long form
+(sql/sources/_metrics_log_keys.sql.j2) and remembers, per set of log files as they are now (size,
+mtime), the keys, each log's form and the long rows; metrics_src's log part pivots those rows
+(a few per step: tiny next to the logs), so the logs are scanned once for the metrics, not twice.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +48,8 @@ class LogMetrics:
     keys: tuple[str, ...]
     #: log path -> (form: 'wandb_mirror' or 'console', number of metric rows)
     forms: dict[str, tuple[str, int]]
+    #: the long rows in log order, as JSON column lists (run, log_file, path, file_no, row_line, key, value)
+    rows: str = ""
 
 
 def reads_logs(run: Run, kind: str) -> bool:
@@ -93,12 +98,19 @@ def _metric_keys(stamp: tuple) -> LogMetrics:
         forms = {r[0]: (r[1], r[2]) for r in con.execute(
             "SELECT path, any_value(form), count(DISTINCT row_line) FROM long GROUP BY path"
         ).fetchall()}
+        # column lists, handed to the log part of metrics_src as one JSON literal (JSON numbers are
+        # written and read back exactly; a long VALUES list would cost seconds to bind)
+        columns = ("run", "log_file", "path", "file_no", "row_line", "key", "value")
+        fetched = con.execute(
+            "SELECT run, log_file, path, file_no, row_line, key, value FROM long ORDER BY file_no, row_line, pos"
+        ).fetchall()
+        rows = json.dumps({c: [r[i] for r in fetched] for i, c in enumerate(columns)}) if fetched else ""
     except duckdb.Error as exc:
         names = ", ".join(f["path"] for f in files)
         raise DataError(f"cannot read the training logs ({names}): {one_line(exc)}") from exc
     finally:
         con.close()
-    return LogMetrics(tuple(keys), forms)
+    return LogMetrics(tuple(keys), forms, rows)
 
 
 def log_context(runs: Sequence[Run], source: SqlFile, columns: list[Column]) -> dict:
@@ -109,10 +121,11 @@ def log_context(runs: Sequence[Run], source: SqlFile, columns: list[Column]) -> 
     files = log_files(runs, kind)
     context: dict = {"log_files": [f.__dict__ for f in files]}
     if kind == "metrics":
-        keys = metric_keys(files).keys if files else ()
+        found = metric_keys(files) if files else LogMetrics((), {})
         seen = {c.name for c in columns}
-        context["columns"] = columns + [Column(k, source.other_columns_type) for k in keys if k not in seen]
-        context["log_keys"] = list(keys)
+        context["columns"] = columns + [Column(k, source.other_columns_type) for k in found.keys if k not in seen]
+        context["log_keys"] = list(found.keys)
+        context["log_rows"] = found.rows
     return context
 
 
