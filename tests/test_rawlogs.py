@@ -272,3 +272,11 @@ def test_check_says_where_each_artifact_came_from(raw: Path, tmp_path: Path, rls
                              capture_output=True, text=True, check=True)  # fmt: skip
     assert "not read: --from-logs reads the run's training logs instead" in flagged.stdout
     assert "trainer metrics read from the training logs" in flagged.stdout
+
+
+def test_logs_in_a_folder_with_glob_characters(raw: Path, tmp_path: Path) -> None:
+    odd = copy_run(raw, tmp_path / "we[ir]d*?" / "run [1]")
+    got = rows(odd, "SELECT step, log_file FROM steps ORDER BY step")
+    want = rows(raw, "SELECT step, log_file FROM steps ORDER BY step")
+    assert got == want and len(got) == 9
+    assert len(rows(odd, "SELECT * FROM vllm_seconds")) == 54
