@@ -8,9 +8,11 @@ trial query must give the same rows on both, and the CSV run must match tests/or
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -169,7 +171,10 @@ def test_a_result_json_that_does_not_parse_fails_naming_the_file(tmp_path: Path,
     run = tmp_path / "run"
     shutil.copytree(HARBOR / "trace_jobs", run / "trace_jobs")
     broken = sorted((run / "trace_jobs").glob("*/result.json"))[3]
-    broken.write_text('{"task_name": "calendar-0001", "trial_name": ')  # cut off mid-write
+    broken.write_text('{"task_name": "calendar-0001", "trial_name": ')  # cut off mid-write...
+    # ...and left so for an hour: not a trial being written (those are left out: test_rawlogs.py)
+    an_hour_ago = time.time() - 3600
+    os.utime(broken, (an_hour_ago, an_hour_ago))
     with pytest.raises(rlsql.DataError, match=re.escape(str(broken))):
         rlsql.query("turn_stats", [run])
     # an export reading the same view fails the same way, before any file is left behind

@@ -9,6 +9,8 @@ and the second must match tests/oracle.py.
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import shutil
 import subprocess
@@ -191,8 +193,8 @@ def test_discovery_reads_the_folder_and_its_logs_folder(tmp_path: Path) -> None:
 def test_csvs_win_unless_from_logs(raw: Path, tmp_path: Path, rlsql_exe: str, monkeypatch: pytest.MonkeyPatch) -> None:
     both = tmp_path / "both"
     copy_run(raw, both)
-    for csv in TWIN.glob("*.csv"):
-        shutil.copy(csv, both / csv.name)
+    for table in TWIN.glob("*.csv"):
+        shutil.copy(table, both / table.name)
     sql = "SELECT DISTINCT source_file FROM metric_rows"
     assert [r["source_file"] for r in rows(both, sql)] == [str(both / "20260603_040000_metrics_table.csv")]
     listing = subprocess.run([rlsql_exe, "runs", "--run", str(both), "--format", "csv"],
@@ -264,8 +266,8 @@ def test_check_says_where_each_artifact_came_from(raw: Path, tmp_path: Path, rls
     assert "vLLM engine stats read from the training logs" in done.stdout and "54 row(s)" in done.stdout
     assert "step 3 logged 2 times" in done.stdout
     both = copy_run(raw, tmp_path / "both")
-    for csv in TWIN.glob("*.csv"):
-        shutil.copy(csv, both / csv.name)
+    for table in TWIN.glob("*.csv"):
+        shutil.copy(table, both / table.name)
     default = subprocess.run([rlsql_exe, "check", "--run", str(both)], capture_output=True, text=True, check=True)
     assert "trainer metrics not read from the training logs: the run's CSV is used" in default.stdout
     flagged = subprocess.run([rlsql_exe, "--from-logs", "check", "--run", str(both)],
@@ -280,3 +282,39 @@ def test_logs_in_a_folder_with_glob_characters(raw: Path, tmp_path: Path) -> Non
     want = rows(raw, "SELECT step, log_file FROM steps ORDER BY step")
     assert got == want and len(got) == 9
     assert len(rows(odd, "SELECT * FROM vllm_seconds")) == 54
+
+
+def test_a_result_json_being_written_is_left_out(raw: Path, tmp_path: Path) -> None:
+    live = copy_run(raw, tmp_path / "live")
+    before = rlsql.query("reward_summary", [live]).to_dicts()[0]["trials"]
+    trial = live / "trace_jobs" / "calendar-9999__Zz9Zz9Z"
+    trial.mkdir()
+    (trial / "result.json").write_text('{"task_name": "calendar-9999", "trial_name": "calendar-9999__Zz9')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        during = rlsql.query("reward_summary", [live]).to_dicts()[0]["trials"]
+    assert during == before == 59 and not caught
+    (trial / "result.json").write_text(json.dumps({"task_name": "calendar-9999", "trial_name": "calendar-9999__Zz9Zz9Z",
+                                                   "verifier_result": {"rewards": {"reward": 1.0}}}))  # fmt: skip
+    assert rlsql.query("reward_summary", [live]).to_dicts()[0]["trials"] == 60
+
+
+def test_export_of_a_raw_log_run_records_the_logs(raw: Path, tmp_path: Path, rlsql_exe: str) -> None:
+    for run, out in ((raw, tmp_path / "raw"), (TWIN, tmp_path / "twin")):
+        subprocess.run([rlsql_exe, "export", "--all", "--views", "-r", str(run), "-o", str(out), "-f", "csv"],
+                       capture_output=True, text=True, check=True)  # fmt: skip
+    for name in ("reward_curve", "vllm_summary", "timing_breakdown", "steps"):
+        got, want = (list(csv.DictReader((tmp_path / side / f"{name}.csv").open())) for side in ("raw", "twin"))
+        assert len(got) == len(want) > 0, name
+        for g, w in zip(got, want, strict=True):
+            assert list(g) == list(w), name
+            for column in w:
+                if column in ("run", "source_file"):
+                    continue
+                number = w[column] not in ("", "true", "false") and w[column].lstrip("-").replace(".", "", 1).isdigit()
+                assert same_value(float(g[column]), float(w[column])) if number else g[column] == w[column], (
+                    name, column, g[column], w[column])
+    meta = json.loads((tmp_path / "raw" / "reward_curve.csv.meta.json").read_text())
+    sources = json.loads(meta["rlsql.sources"])
+    logs = [s["path"].rsplit("/", 1)[-1] for s in sources if s["artifact"] == "logs"]
+    assert logs == [p.name for p in find_logs(raw)]

@@ -41,6 +41,9 @@ WITH raw AS (
                 ELSE error('rlsql-data: ' || filename || ': not valid JSON (a Harbor trial result.json)')
             END AS j
         FROM read_text({% if f.paths is not none %}[{% for p in f.paths %}{{ p | lit }}{{ ", " if not loop.last }}{% endfor %}]{% else %}{{ f.pattern | lit }}{% endif %})
+        -- a result.json that does not parse and changed in the last two minutes is a trial being
+        -- written (a run in progress): left out, without a warning, until it is whole
+        WHERE json_valid(content) OR last_modified < now() - INTERVAL 2 MINUTE
     {%- else %}
         SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS filename,
             from_json('{}', {{ structure | lit }}) AS j
