@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
@@ -318,3 +319,38 @@ def test_export_of_a_raw_log_run_records_the_logs(raw: Path, tmp_path: Path, rls
     sources = json.loads(meta["rlsql.sources"])
     logs = [s["path"].rsplit("/", 1)[-1] for s in sources if s["artifact"] == "logs"]
     assert logs == [p.name for p in find_logs(raw)]
+
+
+PARSER = os.environ.get("RLSQL_PARSER")
+
+
+@pytest.mark.skipif(not PARSER, reason="set RLSQL_PARSER to a copy of scripts/analysis/parse_skyrl_metrics.py "
+                    "(open-thoughts/OpenThoughts-Agent; needs pandas, matplotlib) to run the public parser")
+def test_the_public_parser_writes_the_twin(tmp_path: Path) -> None:
+    """The twin is what the parser writes from the fixture logs, but for rlsql's documented choices:
+    the mirror logs' full precision (the parser's default mode reads their 4-decimal console
+    blocks) and the one second whose lines the parser's strict pattern drops (no ip=, Preemptions:)."""
+    subprocess.run([sys.executable, PARSER, str(RAW / "logs"), str(tmp_path)], capture_output=True, text=True)
+    def table(folder: Path, name: str) -> Path:  # `<15-char stamp>_<name>.csv`, exactly
+        return next(p for p in folder.iterdir() if p.name[16:] == f"{name}.csv")
+
+    parsed = {name: table(tmp_path, name) for name in ("metrics_table", "vllm_metrics_table")}
+    got = list(csv.DictReader(parsed["metrics_table"].open()))
+    want = list(csv.DictReader(table(TWIN, "metrics_table").open()))
+    assert len(got) == len(want) == 11 and list(got[0]) == list(want[0])
+    for g, w in zip(got, want, strict=True):
+        for column, cell in w.items():
+            if column == "log_file" or not cell:
+                assert g[column] == cell, column
+            else:
+                assert float(g[column]) == pytest.approx(float(cell), abs=5e-5, rel=5e-5), column
+    got_v = {(r["log_file"], r["datetime_str"]): r for r in csv.DictReader(parsed["vllm_metrics_table"].open())}
+    twin_vllm = table(TWIN, "vllm_metrics_table")
+    want_v = {(r["log_file"], r["datetime_str"]): r for r in csv.DictReader(twin_vllm.open())}
+    text = (RAW / "logs" / "calendar_x_long_slurm_name_part2_554409.out").read_text()
+    local = next(line for line in text.splitlines() if "pid=3900)" in line).split(" INFO ")[1][:14]
+    assert set(want_v) - set(got_v) == {("job_554409", local)} and set(got_v) <= set(want_v)
+    for key, row in got_v.items():
+        for column, cell in row.items():
+            if column not in ("log_file", "datetime_str"):
+                assert same_value(float(cell), float(want_v[key][column])), (key, column)
