@@ -19,7 +19,7 @@ from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, UNNAMEABLE, open_
 from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure, rejected_lines
 from rlsql.errors import DataError
 from rlsql.logfiles import from_logs_requested
-from rlsql.rawlogs import metrics_origin, reads_logs, vllm_origin
+from rlsql.rawlogs import metrics_origin, reads_logs, unread_stat_lines, vllm_origin
 from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
 from rlsql.sqltext import glob_cannot_name
 
@@ -221,6 +221,11 @@ def _check_logs(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> 
             continue
         report.readable_rows[kind] = rows
         report.add("info", logs.path, f"{label} read from the training logs: {origin(run)}; {rows} row(s)")
+        if kind == "vllm":
+            for path, count, example in unread_stat_lines(run):
+                report.add("info", path, f"{count} line(s) mention 'Avg prompt throughput' but are not vLLM stat lines "
+                           f"rlsql reads (another actor, an unknown vLLM format, or a line still being written), "
+                           f"e.g. {example[:120]!r}")
 
 
 def _check_config(report: RunReport, run: Run) -> None:

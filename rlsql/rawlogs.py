@@ -120,6 +120,23 @@ def _metric_keys(stamp: tuple) -> LogMetrics:
     return LogMetrics(tuple(keys), forms, rows)
 
 
+def unread_stat_lines(run: Run) -> list[tuple[str, int, str]]:
+    """Per log of `run` whose vLLM stats come from its logs: lines holding `Avg prompt throughput`
+    that are not stat lines rlsql reads (count, first one): for `rlsql check`."""
+    files = log_files([run], "vllm")
+    if not files:
+        return []
+    template = load_catalog().env.get_template("sources/_vllm_log_unread.sql.j2")
+    sql = template.render(log_files=[f.__dict__ for f in files])
+    con = duckdb.connect(":memory:")
+    try:
+        return [(r[0], r[1], r[2]) for r in con.execute(f"{sql} ORDER BY path").fetchall()]
+    except duckdb.Error as exc:
+        raise DataError(f"cannot read the training logs of run {run.name!r}: {one_line(exc)}") from exc
+    finally:
+        con.close()
+
+
 def log_context(runs: Sequence[Run], source: SqlFile, columns: list[Column]) -> dict:
     """Template values of a source's log part: log_files, and for metrics the keys and the widened columns."""
     kind = LOG_SOURCES.get(source.name)
