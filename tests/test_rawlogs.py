@@ -267,7 +267,7 @@ def test_check_says_where_each_artifact_came_from(raw: Path, tmp_path: Path, rls
     assert "vLLM engine stats read from the training logs" in done.stdout and "54 row(s)" in done.stdout
     assert "step 3 logged 2 times" in done.stdout
     # the cut last line of job_554409 is the only stat-looking line not read
-    assert "part2_554409.out,,info,\"1 line(s) mention 'Avg prompt throughput'" in done.stdout
+    assert "part2_554409.out,,\"1 line(s) mention 'Avg prompt throughput'" in done.stdout
     both = copy_run(raw, tmp_path / "both")
     for table in TWIN.glob("*.csv"):
         shutil.copy(table, both / table.name)
