@@ -123,6 +123,15 @@ def log_artifacts(path: Path) -> dict[str, Artifact]:
     return {"logs": Artifact("logs", logs_folder(path, logs))} if logs else {}
 
 
+def only_loose_logs(run: Run) -> bool:
+    """A folder whose only artifact is `*.out`/`*.log` files lying in it (a `rsync.log` in a folder of
+    runs, say): its sub-folders are looked at first, and it is a run only when none of them is."""
+    logs = run.artifacts.get("logs")
+    return set(run.artifacts) == {"logs"} and logs is not None and logs.path == run.path and not any(
+        p.parent != run.path for p in find_logs(run.path)
+    )
+
+
 def prefer_logs(run: Run) -> Run:
     """`--from-logs`: a run with raw logs reads its trainer metrics and vLLM stats from them, and its
     metrics/vLLM CSVs are listed as ignored (the CSVs win otherwise)."""
@@ -189,7 +198,7 @@ def _runs_at(path: Path, matched: bool = False) -> list[Run]:
         raise DataError(f"{path}: not a folder (give the run folder, not a file inside it)")
     try:
         run = scan_folder(path)
-        if run is not None:
+        if run is not None and not only_loose_logs(run):
             return [run]
         subs = sorted(p for p in path.iterdir() if p.is_dir())
     except DataError as exc:
@@ -198,11 +207,13 @@ def _runs_at(path: Path, matched: bool = False) -> list[Run]:
         warnings.warn(f"{exc}; skipped", RlsqlWarning, stacklevel=3)
         return []
     found = [r for sub in subs if (r := _scan_or_skip(sub))]
+    if not found and run is not None:
+        return [run]  # loose logs and no run below: a run of its logs
     if not found:
         wanted = ", ".join(f"*_{s}" for s, _ in CSV_ARTIFACTS.values())
         problem = (
             f"{path}: no run artifacts here or in its sub-folders "
-            f"(looked for {wanted}, rl_config.yaml, {HARBOR_DIR}/*/{HARBOR_RESULT})"
+            f"(looked for {wanted}, rl_config.yaml, {HARBOR_DIR}/*/{HARBOR_RESULT}, *.out/*.log training logs)"
         )
         if not matched:
             raise DataError(problem)

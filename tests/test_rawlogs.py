@@ -24,6 +24,7 @@ import pytest
 import rlsql
 from rlsql.catalog import load_catalog
 from rlsql.logfiles import FROM_LOGS_ENV, find_logs, short_name
+from rlsql.runs import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match, same_value
 from tests.conftest import RUNS
@@ -356,3 +357,16 @@ def test_the_public_parser_writes_the_twin(tmp_path: Path) -> None:
         for column, cell in row.items():
             if column not in ("log_file", "datetime_str"):
                 assert same_value(float(cell), float(want_v[key][column])), (key, column)
+
+
+def test_a_stray_log_in_a_folder_of_runs_does_not_hide_them(raw: Path, tmp_path: Path) -> None:
+    parent = tmp_path / "runs"
+    copy_run(raw, parent / "a")
+    shutil.copytree(TWIN, parent / "b")
+    (parent / "rsync.log").write_text("sent 1,234 bytes\n")
+    assert [r.name for r in resolve_runs([parent])] == ["a", "b"]
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "train.out").write_text("nothing yet\n")
+    (alone / "checkpoints").mkdir()  # a sub-folder that is no run: the folder is the run of its logs
+    assert [r.name for r in resolve_runs([alone])] == ["alone"]
