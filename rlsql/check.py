@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import csvread
+from rlsql import csvread, harbor
 from rlsql.catalog import load_catalog
 from rlsql.config import read_yaml, routing_problems
 from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, UNNAMEABLE, open_connection
@@ -186,20 +186,37 @@ def _lines_note(lines: Sequence[int], shown: int = 5) -> str:
 
 
 def _check_harbor(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
-    """Harbor trial folders read in place: count the trials their result.json files give."""
-    harbor = run.artifact("harbor")
-    if harbor is None:
+    """Harbor trial folders read in place: every result.json that is no trial or has values read as
+    empty, each with its reason; the trials in flight (no result.json yet) as one count."""
+    trace_jobs = run.artifact("harbor")
+    if trace_jobs is None:
         return
     if run.artifact("trials") is not None:
-        report.add("info", harbor.path, "trace_jobs not read: the run's trials CSV is used instead")
+        report.add("info", trace_jobs.path, "trace_jobs not read: the run's trials CSV is used instead")
         return
     try:
-        report.readable_rows["harbor"] = con.execute(
-            "SELECT count(*) FROM harbor_trials_src WHERE run = ?", [run.name]
-        ).fetchall()[0][0]
+        rows = con.execute(
+            "SELECT source_file, problem, bad_values, nonfinite FROM harbor_trials_src WHERE run = ? ORDER BY row_no",
+            [run.name],
+        ).fetchall()
     except duckdb.Error as exc:
         report.readable_rows["harbor"] = 0
-        report.add("error", harbor.path, data_error_text(exc))
+        report.add("error", trace_jobs.path, data_error_text(exc))
+        return
+    report.readable_rows["harbor"] = sum(1 for _, problem, _, _ in rows if problem is None)
+    for path, problem, bad, nonfinite in rows:
+        if problem is not None:
+            report.add("warning", path, f"{problem}: skipped, not a trial")
+            continue
+        if bad is not None:
+            report.add("warning", path, f"{bad}: read as empty")
+        if nonfinite is not None:
+            report.add("warning", path, f"NaN or Infinity in {nonfinite}: read as empty")
+    in_flight = harbor.list_trials(trace_jobs.path).in_flight
+    if in_flight:
+        report.add("info", trace_jobs.path,
+                   f"{in_flight} trial folder{'s' if in_flight != 1 else ''} without a result.json yet (in flight): "
+                   "not read")
 
 
 def _check_logs(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
@@ -271,7 +288,9 @@ def _check_views(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) ->
 
 def check_runs(runs: Sequence[Run]) -> list[RunReport]:
     reports = []
-    con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", harbor.HarborFilesWarning)  # each file is listed as an issue below
+        con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:

@@ -292,12 +292,17 @@ def test_a_result_json_being_written_is_left_out(raw: Path, tmp_path: Path) -> N
     live = copy_run(raw, tmp_path / "live")
     before = rlsql.query("reward_summary", [live]).to_dicts()[0]["trials"]
     trial = live / "trace_jobs" / "calendar-9999__Zz9Zz9Z"
-    trial.mkdir()
+    trial.mkdir()  # in flight: no result.json yet, no row, no warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert rlsql.query("reward_summary", [live]).to_dicts()[0]["trials"] == before == 59
+    assert not caught, [str(w.message) for w in caught]
     (trial / "result.json").write_text('{"task_name": "calendar-9999", "trial_name": "calendar-9999__Zz9')
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         during = rlsql.query("reward_summary", [live]).to_dicts()[0]["trials"]
-    assert during == before == 59 and not caught
+    assert during == 59  # cut off mid-write: no row, one warning for the run (not one per file or line)
+    assert len(caught) == 1 and "calendar-9999__Zz9Zz9Z" in str(caught[0].message)
     (trial / "result.json").write_text(json.dumps({"task_name": "calendar-9999", "trial_name": "calendar-9999__Zz9Zz9Z",
                                                    "verifier_result": {"rewards": {"reward": 1.0}}}))  # fmt: skip
     assert rlsql.query("reward_summary", [live]).to_dicts()[0]["trials"] == 60
