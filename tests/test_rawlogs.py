@@ -375,3 +375,14 @@ def test_a_stray_log_in_a_folder_of_runs_does_not_hide_them(raw: Path, tmp_path:
     (alone / "train.out").write_text("nothing yet\n")
     (alone / "checkpoints").mkdir()  # a sub-folder that is no run: the folder is the run of its logs
     assert [r.name for r in resolve_runs([alone])] == ["alone"]
+
+
+@pytest.mark.parametrize("name", ["reward_curve", "timing_breakdown", "vllm_summary", "run_overview", "async_health"])
+def test_raw_log_and_csv_runs_in_one_query(raw: Path, name: str) -> None:
+    """Columns of a log run and of CSV runs of other parser versions line up by name."""
+    together = rlsql.query(name, [raw, RUNS / "calendar", RUNS / "tiny"]).to_dicts()
+    alone = [row for run in ("calendar", raw, "tiny") for row in rlsql.query(
+        name, [run if isinstance(run, Path) else RUNS / run]).to_dicts()]
+    key = ("run",)
+    assert_rows_match(sorted(together, key=lambda r: [r[k] for k in key]),
+                      sorted(alone, key=lambda r: [r[k] for k in key]), name)  # fmt: skip
