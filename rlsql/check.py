@@ -15,11 +15,11 @@ import duckdb
 from rlsql import csvread, harbor
 from rlsql.catalog import load_catalog
 from rlsql.config import read_yaml, routing_problems
-from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, UNNAMEABLE, open_connection
+from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, open_connection
 from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure, rejected_lines
+from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError
 from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
-from rlsql.sqltext import glob_cannot_name
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
 EXPECTED_COLUMNS = {
@@ -99,8 +99,9 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         prefixed, plain = CSV_ARTIFACTS[kind]
         report.add("info", run.path, f"no {ARTIFACT_LABELS[kind]} file (*_{prefixed} or {plain})")
         return
-    if glob_cannot_name(artifact.path):
-        report.add("error", artifact.path, f"{UNNAMEABLE}; file skipped, no rows read")
+    unnameable = why_unnameable(artifact.path)
+    if unnameable:
+        report.add("error", artifact.path, f"{unnameable}; file skipped, no rows read")
         report.readable_rows[kind] = 0
         return
     try:

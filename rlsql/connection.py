@@ -21,9 +21,10 @@ from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
 from rlsql.duckdb_errors import data_error, one_line
+from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
-from rlsql.sqltext import glob_cannot_name, identifier
+from rlsql.sqltext import identifier
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -41,8 +42,6 @@ ARTIFACT_ALTERNATIVES = {"trials": ("trials", "harbor"), "harbor": ("trials", "h
 
 _GLOB = re.compile(r"[*?\[\]{}]")
 
-#: why a CSV whose path holds both a backslash and a glob character is not read (sqltext.glob_cannot_name)
-UNNAMEABLE = "its path holds a backslash and one of [ ] * ?, which DuckDB's reader cannot name exactly"
 
 #: columns that hold whole numbers (turns, tokens, steps), read as DOUBLE so `3.0` parses; a cell
 #: with a fraction or beyond 2**53 (where a DOUBLE stops holding every integer) reads as empty
@@ -140,8 +139,9 @@ class SourceContext:
             artifact = run.artifact(source.artifact or "")
             if artifact is None:
                 continue
-            if glob_cannot_name(artifact.path):
-                warnings.warn(f"{artifact.path}: {UNNAMEABLE}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+            unnameable = why_unnameable(artifact.path)
+            if unnameable:
+                warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
             try:
                 read = csv_header(artifact.path)
