@@ -215,10 +215,17 @@ def check_root(root: Path) -> None:
             )
 
 
+#: roots this process has checked: the walk up for run folders is done once per root, not per file
+_checked: set[Path] = set()
+
+
 def ensure_root(root: Path) -> Path:
     """`root`, created (with its marker) when missing or empty; CacheUnavailable when it cannot be."""
+    if root in _checked and has_marker(root):
+        return root
     check_root(root)
     if has_marker(root):
+        _checked.add(root)
         return root
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -227,6 +234,7 @@ def ensure_root(root: Path) -> Path:
                                            "entries rlsql wrote here"})
     except OSError as exc:
         raise CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
+    _checked.add(root)
     return root
 
 

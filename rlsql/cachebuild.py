@@ -23,7 +23,7 @@ import duckdb
 
 from rlsql import cache
 from rlsql.catalog import SqlFile, load_catalog
-from rlsql.duckdb_errors import has_reject_tables, one_line
+from rlsql.duckdb_errors import one_line
 from rlsql.errors import DataError, RlsqlError, RlsqlWarning
 from rlsql.runs import CSV_ARTIFACTS, Run, read_header
 
@@ -107,32 +107,46 @@ class Built:
     seconds: float
 
 
-def build_cache_entry(
-    source: SqlFile, path: Path, header: list[str], types: dict[str, str], root: Path | None = None
-) -> Built | None:
-    """Convert one CSV into its cache entry (sources/_cache_csv.sql.j2) on a connection of its own.
+def _rejected_lines(con: duckdb.DuckDBPyConnection, path: Path) -> int:
+    """Lines of `path` the build skipped (the reject tables accumulate over a shared connection)."""
+    try:
+        return con.execute(
+            "SELECT count(DISTINCT e.line) FROM reject_errors AS e JOIN reject_scans AS s USING (scan_id, file_id) "
+            "WHERE s.file_path = ?", [str(path)]
+        ).fetchone()[0]
+    except duckdb.CatalogException:
+        return 0  # DuckDB creates the tables with the first rejected row
 
+
+def build_cache_entry(
+    source: SqlFile, path: Path, header: list[str], types: dict[str, str], root: Path | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> Built | None:
+    """Convert one CSV into its cache entry (sources/_cache_csv.sql.j2).
+
+    On `con` when given (`cache build` shares one over every file: a connection costs ten times
+    the conversion of a small CSV, and its root is checked once), else on a connection of its own.
     None when the CSV changed while it was read (nothing is recorded then). CacheUnavailable when
     the cache folder cannot take it; DataError when DuckDB cannot convert the CSV.
     """
     root = root or cache.cache_root()
     if root is None:
         raise cache.CacheUnavailable("no cache folder: HOME is not set; set RLSQL_CACHE_DIR")
-    cache.ensure_root(root)
+    own = con is None
+    if own:
+        cache.ensure_root(root)
+        con = duckdb.connect(":memory:")
     entry = cache.entry_for(path, root)
     started = time.perf_counter()
     before = cache.Stat.of(path)
     digest = cache.sha256_of(path)
     template = load_catalog().env.get_template("sources/_cache_csv.sql.j2")
     tmp = cache.temp_path(entry.parquet)
-    con = duckdb.connect(":memory:")
     try:
         entry.parquet.parent.mkdir(exist_ok=True)
         sql = template.render(path=str(path), header=header, types=types, target=str(tmp), key=entry.key)
         rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
-        rejected = 0
-        if has_reject_tables(con):
-            rejected = con.execute("SELECT count(DISTINCT line) FROM reject_errors").fetchone()[0]
+        rejected = _rejected_lines(con, path)
         if cache.Stat.of(path) != before:
             return None
         parquet_bytes = tmp.stat().st_size
@@ -160,7 +174,8 @@ def build_cache_entry(
     except OSError as exc:
         raise cache.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
     finally:
-        con.close()
+        if own:
+            con.close()
         tmp.unlink(missing_ok=True)
     return Built(entry, rows, time.perf_counter() - started)
 
@@ -226,7 +241,7 @@ def build_cache(runs: Sequence[Run], force: bool = False) -> BuildReport:
             entry = cache.entry_for(artifact.path, root)
             state = "stale" if force else cache.full_state(entry, con)[0]
             if state != "fresh":
-                built = build_cache_entry(source, artifact.path, header, source.column_types(header), root)
+                built = build_cache_entry(source, artifact.path, header, source.column_types(header), root, con)
                 state = "built" if built is not None else "changing"
             meta = entry.read_meta() if state != "changing" else {}
             done.append((run.name, kind, str(artifact.path), state, meta.get("rows"), meta.get("parquet_bytes")))
