@@ -218,8 +218,9 @@ def build_cache(runs: Sequence[Run], force: bool = False) -> BuildReport:
     """`rlsql cache build`: a fresh Parquet copy of every CSV artifact of `runs`, building only what is
     missing, stale or damaged (all with `force`).
 
-    Rows: (run, artifact, csv path, state, rows, parquet bytes); state is built, fresh or changing
-    (the CSV changed while it was read: nothing recorded). CacheUnavailable when the folder cannot be used.
+    Rows: (run, artifact, csv path, state, rows, parquet bytes); state is built, fresh, changing
+    (the CSV changed while it was read: nothing recorded) or not cached (a path DuckDB would glob).
+    CacheUnavailable when the folder cannot be used.
     """
     root = cache.cache_root()
     if root is None:
@@ -238,6 +239,11 @@ def build_cache(runs: Sequence[Run], force: bool = False) -> BuildReport:
             if not header:
                 continue
             source = catalog.files[f"{kind}_src"]
+            if _GLOB.search(str(artifact.path)):
+                # DuckDB's CSV reader would expand the path as a pattern: such a file is read in place only
+                done.append((run.name, kind, str(artifact.path), "not cached (pattern characters in its path)",
+                             None, None))
+                continue
             entry = cache.entry_for(artifact.path, root)
             state = "stale" if force else cache.full_state(entry, con)[0]
             if state != "fresh":

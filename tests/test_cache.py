@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -411,3 +412,62 @@ def test_an_empty_home_does_not_put_the_cache_at_the_filesystem_root(monkeypatch
     assert cache_root() == expected
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # the XDG spec says: ignore a relative one
     assert cache_root() == expected
+
+
+def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(cache_dir, tmp_path, capsys, monkeypatch,
+                                                                   rlsql_exe) -> None:
+    """kill -9 at several points of a real `cache build`: never a half entry in use, never a leftover
+    the next build cannot sweep, and the answer afterwards is the oracle's."""
+    import random
+    import signal
+    import subprocess
+    import time
+
+    run = tmp_path / "big"
+    run.mkdir()
+    lines = (RUNS / "tiny" / "20260105_120000_trial_results.csv").read_text().splitlines()
+    body = [line.split(",", 2) for line in lines[1:]]
+    with (run / "20260105_120000_trial_results.csv").open("w") as fh:
+        fh.write(lines[0] + "\n")
+        for i in range(40_000):
+            task, trial, rest = body[i % len(body)]
+            fh.write(f"{task},{trial}-{i},{rest}\n")
+    before = snapshot(run)
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": ""}
+    rng = random.Random(9)
+    for _ in range(4):
+        proc = subprocess.Popen([rlsql_exe, "cache", "build", "--force", "-r", str(run)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, 1.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        names = [p.name for p in cache_dir.rglob("*") if p.is_file()]
+        allowed = re.compile(r"^(rlsql-cache\.json|sql-analysis-\w+\.json|[0-9a-f]{24}\.(parquet|json)"
+                             r"|[0-9a-f]{24}\.(parquet|json)\.rlsql-tmp\.[A-Za-z0-9-]+\.\d+\.[0-9a-f]+)$")
+        assert all(allowed.match(n) for n in names), names
+        code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+        assert code == 0, err
+        assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "after kill -9")
+    code, _, err = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    assert code == 0
+    assert not [p for p in cache_dir.rglob("*rlsql-tmp*")]
+    assert set(cache_states(capsys, monkeypatch).values()) == {"fresh"}
+    assert snapshot(run) == before
+
+
+def test_a_run_with_pattern_characters_in_its_path_is_not_cached_from_its_neighbour(cache_dir, tmp_path, capsys,
+                                                                                   monkeypatch) -> None:
+    parent = tmp_path / "g"
+    shutil.copytree(RUNS / "tiny", parent / "run[1]")
+    shutil.copytree(RUNS / "newest", parent / "run1")  # what the pattern run[1] would match instead
+    code, out, _ = cli_run(["cache", "build", "-r", str(parent), "-f", "json"], capsys, monkeypatch)
+    assert code == 0
+    states = {(b["run"], b["artifact"]): b["state"] for b in json.loads(out)}
+    assert states[("run[1]", "trials")].startswith("not cached") and states[("run1", "trials")] == "built"
+    assert {Path(e["csv"]).parent.name for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys,
+                                                                    monkeypatch)[1])} == {"run1"}
+    # the neighbour's copy holds its own rows (reading run[1] itself in place is the CSV reader's job)
+    monkeypatch.setenv("RLSQL_CACHE", "1")
+    got = rlsql.query("turn_stats", [parent / "run1"]).to_dicts()
+    assert_rows_match(got, oracle.expected("turn_stats", [parent / "run1"]), "neighbour of a pattern-named run")
+    assert "read_parquet" not in source_sql([parent / "run[1]"], "trials_src")
