@@ -179,14 +179,21 @@ def has_marker(root: Path) -> bool:
 
 
 def run_folder_around(root: Path) -> Path | None:
-    """The run folder that `root` is (or is inside), if any: rlsql never writes into one."""
+    """The run folder that `root` is (or is inside), if any: rlsql never writes into one.
+
+    The walk up stops below the user's home and below top-level folders such as /tmp: a stray
+    metrics.csv in ~ must not cost the default cache folder (~/.cache/rlsql/parquet) its use.
+    """
     from rlsql.errors import DataError
     from rlsql.runs import scan_folder
 
     path = root
     while not path.exists() and path != path.parent:
         path = path.parent
+    home = _home()
     for folder in (path, *path.parents):
+        if folder == home or len(folder.parts) <= 2:
+            break
         try:
             if folder.is_dir() and scan_folder(folder) is not None:
                 return folder
