@@ -28,11 +28,12 @@ import hashlib
 import json
 import os
 import re
-import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from rlsql import writes
 
 CACHE_ENV = "RLSQL_CACHE_DIR"
 #: `0` / `off`: never read or build entries; `1` / `on`: build an entry for every CSV read; unset or
@@ -53,14 +54,10 @@ PARQUET_MAGIC = b"PAR1"
 _KEY = re.compile(r"^[0-9a-f]{24}$")
 _ENTRY_FILE = re.compile(r"^(?P<key>[0-9a-f]{24})\.(?P<ext>parquet|json)$")
 _FOLDER = re.compile(r"^[0-9a-f]{2}$")
-#: rlsql's temporary names: `<entry file>.rlsql-tmp.<host>.<pid>.<token>`
-_TEMP = re.compile(r"^(?P<target>[0-9a-f]{24}\.(?:parquet|json))\.rlsql-tmp\.(?P<host>[A-Za-z0-9-]+)"
-                   r"\.(?P<pid>\d+)\.(?P<token>[0-9a-f]+)$")
 #: what earlier versions left when killed: mkstemp's `.<entry file>.<random>.tmp` and DuckDB's own
-#: `tmp_` copy of that name
-_LEGACY_TEMP = re.compile(r"^(?:tmp_)?\.[0-9a-f]{24}\.(?:parquet|json)\.[A-Za-z0-9_]+\.tmp$")
-#: another host's temporary file is only swept once it is this old (its process may still be writing)
-FOREIGN_HOST_TEMP_AGE = 24 * 3600
+#: `tmp_` copy of that name, and this version's first scheme (`<entry file>.rlsql-tmp.<host>.<pid>.<token>`)
+_LEGACY_TEMP = re.compile(r"^(?:(?:tmp_)?\.[0-9a-f]{24}\.(?:parquet|json)\.[A-Za-z0-9_]+\.tmp"
+                          r"|[0-9a-f]{24}\.(?:parquet|json)\.rlsql-tmp\.[A-Za-z0-9-]+\.\d+\.[0-9a-f]+)$")
 
 
 class CacheUnavailable(Exception):
@@ -252,20 +249,15 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
-def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
-
-
-def temp_path(target: Path, pid: int | None = None) -> Path:
-    """The one temporary name rlsql writes a cache file under before renaming it onto `target`.
-
-    Host and process are in the name, so the next run can tell a dead writer's leftover from a
-    live one's work in progress (sweep_leftovers).
-    """
-    return target.with_name(f"{target.name}.rlsql-tmp.{_host()}.{pid or os.getpid()}.{os.urandom(4).hex()}")
+def temp_path(target: Path) -> Path:
+    """The temporary name a cache file is written under before it is renamed onto `target`: rlsql's
+    one scheme for every write (rlsql/writes.py), which the next build or clear sweeps."""
+    return writes.temp_name(target)
 
 
 def write_json(target: Path, record: dict) -> None:
+    """Written under a temporary name and renamed, without fsync: a cache file lost to a crash is
+    caught by the checks below and rebuilt, so it need not cost every build a disk flush."""
     tmp = temp_path(target)
     try:
         tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
@@ -425,29 +417,8 @@ class Listing:
     foreign: int
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except PermissionError:
-        return True  # another user's live process
-    return True
-
-
-def _is_leftover(path: Path) -> bool:
-    name = path.name
-    if _LEGACY_TEMP.match(name):
-        return True
-    match = _TEMP.match(name)
-    if not match:
-        return False
-    if match["host"] == _host():
-        return not _pid_alive(int(match["pid"]))
-    try:
-        return time.time() - path.stat().st_mtime > FOREIGN_HOST_TEMP_AGE
-    except OSError:
-        return False
+def _is_temporary(path: Path) -> bool:
+    return writes.parse_temp_name(path.name) is not None or bool(_LEGACY_TEMP.match(path.name))
 
 
 def list_root(root: Path) -> Listing:
@@ -475,9 +446,9 @@ def list_root(root: Path) -> Listing:
             match = _ENTRY_FILE.match(f.name)
             if match and match["key"][:2] == folder.name and f.is_file() and not f.is_symlink():
                 keys.add(match["key"])
-            elif f.is_file() and not f.is_symlink() and _is_leftover(f):
+            elif f.is_file() and not f.is_symlink() and _is_temporary(f):
                 listing.leftovers.append(f)
-            elif not _TEMP.match(f.name):
+            else:
                 listing.foreign += 1
         for key in sorted(keys):
             entry = Entry(folder / f"{key}.parquet", folder / f"{key}.json")
@@ -504,12 +475,20 @@ def _footer_key(parquet: Path) -> str | None:
 
 
 def sweep_leftovers(root: Path) -> int:
-    """Delete the temporary files killed writes left under rlsql's cache folder; returns how many."""
+    """Delete the temporary files killed writes left in rlsql's entry folders; returns how many.
+
+    rlsql's own scheme goes through writes.sweep (only names whose checksum holds and whose process
+    is gone); the names earlier versions used are removed outright (no live process writes them).
+    """
+    listing = list_root(root)
     swept = 0
-    for path in list_root(root).leftovers:
-        with contextlib.suppress(OSError):
-            path.unlink()
-            swept += 1
+    for folder in sorted({p.parent for p in listing.leftovers}):
+        swept += len(writes.sweep(folder))
+    for path in listing.leftovers:
+        if _LEGACY_TEMP.match(path.name):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                swept += 1
     return swept
 
 
