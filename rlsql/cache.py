@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlsql import writes
+from rlsql.sqltext import glob_escaped
 
 CACHE_ENV = "RLSQL_CACHE_DIR"
 #: `0` / `off`: never read or build entries; `1` / `on`: build an entry for every CSV read; unset or
@@ -373,9 +374,9 @@ def footer_problem(entry: Entry, record: dict, con) -> str | None:
     import duckdb
 
     try:
-        rows = con.execute("SELECT sum(num_rows) FROM parquet_file_metadata(?)", [str(entry.parquet)]).fetchone()[0]
-        keys = dict(con.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)",
-                                [str(entry.parquet)]).fetchall())
+        exact = glob_escaped(entry.parquet)  # DuckDB globs a path it is given, even as a parameter
+        rows = con.execute("SELECT sum(num_rows) FROM parquet_file_metadata(?)", [exact]).fetchone()[0]
+        keys = dict(con.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)", [exact]).fetchall())
     except duckdb.Error as exc:
         return f"its Parquet footer does not read ({str(exc).splitlines()[0]})"
     if keys.get(FOOTER_KEY) != entry.key:
@@ -467,7 +468,8 @@ def _footer_key(parquet: Path) -> str | None:
 
     try:
         rows = duckdb.connect(":memory:").execute(
-            "SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?", [str(parquet), FOOTER_KEY]
+            "SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
+            [glob_escaped(parquet), FOOTER_KEY],
         ).fetchall()
     except duckdb.Error:
         return None

@@ -10,7 +10,6 @@ A query that fails while it read cached copies is answered again from the CSVs
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 import warnings
@@ -21,18 +20,17 @@ from typing import TypeVar
 
 import duckdb
 
-from rlsql import cache
+from rlsql import cache, csvread
 from rlsql.catalog import SqlFile, load_catalog
 from rlsql.duckdb_errors import one_line
 from rlsql.errors import DataError, RlsqlError, RlsqlWarning
 from rlsql.runs import CSV_ARTIFACTS, Run, read_header
+from rlsql.sqltext import glob_cannot_name
 
 T = TypeVar("T")
 
 #: set by `-v`: one stderr line per CSV source read, saying whether it came from the cache
 VERBOSE = False
-#: a path DuckDB would expand as a pattern is left to the in-place reader (which reads exactly that file)
-_GLOB = re.compile(r"[*?\[\]{}]")
 
 _warned: set[str] = set()
 #: the entries handed out to the statement being answered (with_cache_fallback's retry list)
@@ -57,8 +55,8 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
         notice(f"{path}: read in place (the cache is off)")
         return None
     root = cache.cache_root()
-    if root is None or _GLOB.search(str(path)):
-        why = "no home folder for the cache" if root is None else "a pattern character in its path"
+    if root is None or glob_cannot_name(path):
+        why = "no home folder for the cache" if root is None else "DuckDB cannot name its path exactly"
         notice(f"{path}: read in place ({why})")
         return None
     entry = cache.entry_for(path, root)
@@ -144,7 +142,9 @@ def build_cache_entry(
     tmp = cache.temp_path(entry.parquet)
     try:
         entry.parquet.parent.mkdir(exist_ok=True)
-        sql = template.render(path=str(path), header=header, types=types, target=str(tmp), key=entry.key)
+        buffer = csvread.buffer_size([path])
+        sql = template.render(path=str(path), header=header, types=types, target=str(tmp), key=entry.key,
+                              buffer=buffer)
         rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
         rejected = _rejected_lines(con, path)
         if cache.Stat.of(path) != before:
@@ -219,7 +219,7 @@ def build_cache(runs: Sequence[Run], force: bool = False) -> BuildReport:
     missing, stale or damaged (all with `force`).
 
     Rows: (run, artifact, csv path, state, rows, parquet bytes); state is built, fresh, changing
-    (the CSV changed while it was read: nothing recorded) or not cached (a path DuckDB would glob).
+    (the CSV changed while it was read: nothing recorded) or not cached (a path DuckDB cannot name).
     CacheUnavailable when the folder cannot be used.
     """
     root = cache.cache_root()
@@ -239,9 +239,9 @@ def build_cache(runs: Sequence[Run], force: bool = False) -> BuildReport:
             if not header:
                 continue
             source = catalog.files[f"{kind}_src"]
-            if _GLOB.search(str(artifact.path)):
-                # DuckDB's CSV reader would expand the path as a pattern: such a file is read in place only
-                done.append((run.name, kind, str(artifact.path), "not cached (pattern characters in its path)",
+            if glob_cannot_name(artifact.path):
+                # a path DuckDB cannot be given exactly (rlsql/sqltext.py): the in-place reader skips it too
+                done.append((run.name, kind, str(artifact.path), "not cached (DuckDB cannot name its path)",
                              None, None))
                 continue
             entry = cache.entry_for(artifact.path, root)

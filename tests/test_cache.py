@@ -457,23 +457,19 @@ def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(cache_dir, tm
     assert snapshot(run) == before
 
 
-def test_a_run_with_pattern_characters_in_its_path_is_not_cached_from_its_neighbour(cache_dir, tmp_path, capsys,
-                                                                                   monkeypatch) -> None:
+def test_a_run_with_pattern_characters_in_its_path_is_cached_from_its_own_file(cache_dir, tmp_path, capsys,
+                                                                              monkeypatch) -> None:
     parent = tmp_path / "g"
     shutil.copytree(RUNS / "tiny", parent / "run[1]")
-    shutil.copytree(RUNS / "newest", parent / "run1")  # what the pattern run[1] would match instead
+    shutil.copytree(RUNS / "tiny", parent / "run1")  # what the pattern run[1] would match instead
+    trials = parent / "run1" / "20260105_120000_trial_results.csv"
+    lines = trials.read_text().splitlines(keepends=True)
+    trials.write_text("".join(lines[:4]))  # run1 keeps 3 trials, run[1] all of tiny's
     code, out, _ = cli_run(["cache", "build", "-r", str(parent), "-f", "json"], capsys, monkeypatch)
     assert code == 0
-    states = {(b["run"], b["artifact"]): b["state"] for b in json.loads(out)}
-    assert states[("run[1]", "trials")].startswith("not cached") and states[("run1", "trials")] == "built"
-    assert {Path(e["csv"]).parent.name for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys,
-                                                                    monkeypatch)[1])} == {"run1"}
-    # the neighbour's copy holds its own rows (reading run[1] itself in place is the CSV reader's job)
-    monkeypatch.setenv("RLSQL_CACHE", "1")
-    got = rlsql.query("turn_stats", [parent / "run1"]).to_dicts()
-    assert_rows_match(got, oracle.expected("turn_stats", [parent / "run1"]), "neighbour of a pattern-named run")
-    from rlsql.runs import scan_folder  # not resolve_runs: it would expand run[1] as a pattern (not the cache's part)
-
-    con = open_connection([scan_folder((parent / "run[1]").resolve())], ["trials_src"], load=frozenset())
-    sql = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'trials_src'").fetchone()[0]
-    assert "read_parquet" not in sql and "run[1]" in sql
+    built = {(b["run"], b["artifact"]): b for b in json.loads(out)}
+    assert built[("run[1]", "trials")]["state"] == "built" and built[("run1", "trials")]["rows"] == 3
+    assert built[("run[1]", "trials")]["rows"] == len((RUNS / "tiny" / trials.name).read_text().splitlines()) - 1
+    got = rlsql.query("turn_stats", [parent]).to_dicts()
+    assert "read_parquet" in source_sql([parent], "trials_src")
+    assert_rows_match(got, oracle.expected("turn_stats", [parent / "run1", parent / "run[1]"]), "pattern names, cached")
