@@ -22,7 +22,7 @@ import duckdb
 
 from rlsql import cache, csvread
 from rlsql.catalog import SqlFile, load_catalog
-from rlsql.duckdb_errors import one_line
+from rlsql.duckdb_errors import REJECT_EXAMPLES, has_reject_tables, one_line, rejected_lines
 from rlsql.errors import DataError, RlsqlError, RlsqlWarning
 from rlsql.runs import CSV_ARTIFACTS, Run, read_header
 from rlsql.sqltext import glob_cannot_name
@@ -86,14 +86,10 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
         notice(f"{path}: cached now ({built.rows:,} rows in {built.seconds:.2f} s), read from the cache")
     else:
         notice(f"{path}: read from the cache ({entry.parquet})")
-    rejected = entry.read_meta().get("rejected_rows", 0)
-    if rejected:
-        warnings.warn(
-            f"{path}: {rejected} unreadable row(s) were skipped when its cached copy was built "
-            "(`rlsql check` lists them)",
-            RlsqlWarning,
-            stacklevel=3,
-        )
+    record = entry.read_meta()
+    if record.get("rejected_rows"):
+        warnings.warn(rejects_warning(path, record.get("rejects", []), record["rejected_rows"]), RlsqlWarning,
+                      stacklevel=3)
     _handed_out.append(entry)
     return str(entry.parquet)
 
@@ -105,15 +101,23 @@ class Built:
     seconds: float
 
 
-def _rejected_lines(con: duckdb.DuckDBPyConnection, path: Path) -> int:
-    """Lines of `path` the build skipped (the reject tables accumulate over a shared connection)."""
-    try:
-        return con.execute(
-            "SELECT count(DISTINCT e.line) FROM reject_errors AS e JOIN reject_scans AS s USING (scan_id, file_id) "
-            "WHERE s.file_path = ?", [str(path)]
-        ).fetchone()[0]
-    except duckdb.CatalogException:
-        return 0  # DuckDB creates the tables with the first rejected row
+def _last_scan(con: duckdb.DuckDBPyConnection) -> int:
+    """The newest reject scan id on `con` (-1: none): the reject tables accumulate over a shared connection."""
+    if not has_reject_tables(con):
+        return -1
+    return con.execute("SELECT coalesce(max(scan_id), -1) FROM reject_scans").fetchone()[0]
+
+
+#: rejected lines kept in an entry's record (the count is always whole)
+MAX_RECORDED_REJECTS = 100
+
+
+def rejects_warning(path: Path | str, rejects: list, total: int) -> str:
+    """The warning a cached read gives for the rows its build skipped: word for word the one an in-place
+    read gives (duckdb_errors.warn_rejected_rows), so a user cannot tell which read it was."""
+    examples = "; ".join(f"line {line}: {why}" for line, why in rejects[:REJECT_EXAMPLES])
+    more = f"; and {total - REJECT_EXAMPLES} more" if total > REJECT_EXAMPLES else ""
+    return f"{path}: skipped {total} unreadable row{'s' if total > 1 else ''} ({examples}{more})"
 
 
 def build_cache_entry(
@@ -143,10 +147,11 @@ def build_cache_entry(
     try:
         entry.parquet.parent.mkdir(exist_ok=True)
         buffer = csvread.buffer_size([path])
+        scans_before = _last_scan(con)
         sql = template.render(path=str(path), header=header, types=types, target=str(tmp), key=entry.key,
                               buffer=buffer)
         rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
-        rejected = _rejected_lines(con, path)
+        rejects = [[line, why] for _, line, why in rejected_lines(con, scans_before)]
         if cache.Stat.of(path) != before:
             return None
         parquet_bytes = tmp.stat().st_size
@@ -164,7 +169,8 @@ def build_cache_entry(
             "inode": before.inode,
             "sha256": digest,
             "rows": rows,
-            "rejected_rows": rejected,
+            "rejected_rows": len(rejects),
+            "rejects": rejects[:MAX_RECORDED_REJECTS],
             "parquet_bytes": parquet_bytes,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "seconds": round(time.perf_counter() - started, 3),

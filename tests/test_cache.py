@@ -105,10 +105,17 @@ def test_rows_skipped_at_build_are_still_reported(cache_dir: Path, tmp_path: Pat
     (run / "20260301_000000_trial_results.csv").write_text(
         "task_name,trial_name,n_episodes,exception_type,reward\nt,t__1,2,,1.0\nt,t__2,abc,,1.0\n"
     )
-    cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
-    with pytest.warns(rlsql.RlsqlWarning, match="1 unreadable row"):
+    with pytest.warns(rlsql.RlsqlWarning) as in_place:
         rows = rlsql.query("turn_stats", [run]).to_dicts()
-    assert rows[0]["trials"] == 1
+    cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    with pytest.warns(rlsql.RlsqlWarning) as cached:
+        cached_rows = rlsql.query("turn_stats", [run]).to_dicts()
+    assert "read_parquet" in source_sql([run], "trials_src")
+    assert rows == cached_rows and rows[0]["trials"] == 1
+    # by hand: line 3 (t__2) has turns `abc`; the cached read says it word for word as the in-place read
+    message = next(str(w.message) for w in cached if "unreadable" in str(w.message))
+    assert message.startswith(f"{run / '20260301_000000_trial_results.csv'}: skipped 1 unreadable row (line 3: ")
+    assert message in [str(w.message) for w in in_place]
 
 
 # --- the cache deletes only what it wrote (issue 9 item 2) -----------------------------------------
