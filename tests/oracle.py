@@ -27,6 +27,7 @@ Choices made where neither the spec nor docs/semantics.md decides:
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import re
@@ -312,7 +313,14 @@ def load_config(run_dir: Path | str) -> Any:
     path = find_artifacts(run_dir)["config"]
     if path is None:
         return None
-    with path.open(encoding="utf-8") as fh:
+    stat = path.stat()
+    # parsed once per file version: compare_runs reads every run's config for every run
+    return _parse_yaml(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_yaml(path: str, mtime_ns: int, size: int) -> Any:
+    with open(path, encoding="utf-8") as fh:
         return yaml.safe_load(fh)
 
 
@@ -343,12 +351,18 @@ def routing(run_dir: Path | str) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for slot, key in _ROUTING_KEYS.items():
         value = _find_key(config, key)
-        if value is _MISSING or value is None:
+        if value is _MISSING or value is None or not _routing_value_ok(slot, value):
+            # docs/semantics.md: a key of the wrong type (a string where a list belongs, an unknown
+            # default treatment) takes the trainer's default for that key, with a warning
             value = DEFAULT_ROUTING[slot]
-        elif slot != "default" and isinstance(value, str):
-            value = [value]
-        result[slot] = list(value) if slot != "default" else str(value)
+        result[slot] = [str(v) for v in value] if slot != "default" else value.lower()
     return result
+
+
+def _routing_value_ok(slot: str, value: Any) -> bool:
+    if slot == "default":
+        return isinstance(value, str) and value.lower() in ("zero", "mask", "passthrough")
+    return isinstance(value, list)
 
 
 def configured_treatment(exception_type: str, route: dict[str, Any]) -> str:
