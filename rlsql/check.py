@@ -14,7 +14,7 @@ import duckdb
 
 from rlsql import csvread, harbor
 from rlsql.catalog import load_catalog
-from rlsql.config import read_yaml, routing_problems
+from rlsql.config import config_problems, read_yaml
 from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, open_connection
 from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure, rejected_lines
 from rlsql.duckpaths import why_unnameable
@@ -225,7 +225,7 @@ def _check_config(report: RunReport, run: Run) -> None:
     if problem is not None:
         report.add("warning", config.path, f"{problem.problem}; the trainer's default routing applies", problem.line)
     if tree is not None:
-        for problem in routing_problems(tree):
+        for problem in config_problems(tree):
             report.add("warning", config.path, f"{problem}; the trainer's default applies")
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import csvread, harbor
+from rlsql import cache, csvread, harbor
 from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
@@ -318,5 +318,7 @@ def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
 
     `runs` takes what `--run` takes: run folders, folders of runs, globs.
     """
-    # every object a view, so the connection always reads the files as they are now
-    return open_connection(resolve_runs(runs), load=frozenset())
+    # every object a view over the run's own files (never a cache copy), so the connection always
+    # reads the files as they are now
+    with cache.disabled():
+        return open_connection(resolve_runs(runs), load=frozenset())
