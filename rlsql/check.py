@@ -14,14 +14,14 @@ import duckdb
 
 from rlsql import csvread, harbor
 from rlsql.catalog import load_catalog
-from rlsql.config import read_yaml, routing_problems
-from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, UNNAMEABLE, open_connection
+from rlsql.config import config_problems, read_yaml
+from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, open_connection
 from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure, rejected_lines
+from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError
 from rlsql.logfiles import from_logs_requested
 from rlsql.rawlogs import metrics_origin, reads_logs, unread_stat_lines, vllm_origin
 from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
-from rlsql.sqltext import glob_cannot_name
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
 EXPECTED_COLUMNS = {
@@ -103,8 +103,9 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         prefixed, plain = CSV_ARTIFACTS[kind]
         report.add("info", run.path, f"no {ARTIFACT_LABELS[kind]} file (*_{prefixed} or {plain})")
         return
-    if glob_cannot_name(artifact.path):
-        report.add("error", artifact.path, f"{UNNAMEABLE}; file skipped, no rows read")
+    unnameable = why_unnameable(artifact.path)
+    if unnameable:
+        report.add("error", artifact.path, f"{unnameable}; file skipped, no rows read")
         report.readable_rows[kind] = 0
         return
     try:
@@ -254,7 +255,7 @@ def _check_config(report: RunReport, run: Run) -> None:
     if problem is not None:
         report.add("warning", config.path, f"{problem.problem}; the trainer's default routing applies", problem.line)
     if tree is not None:
-        for problem in routing_problems(tree):
+        for problem in config_problems(tree):
             report.add("warning", config.path, f"{problem}; the trainer's default applies")
 
 

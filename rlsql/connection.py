@@ -16,15 +16,16 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import csvread, harbor
+from rlsql import cache, csvread, harbor
 from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
 from rlsql.duckdb_errors import data_error, one_line
+from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
 from rlsql.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
-from rlsql.sqltext import glob_cannot_name, identifier
+from rlsql.sqltext import identifier
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -45,8 +46,6 @@ ARTIFACT_ALTERNATIVES.update({"metrics": ("metrics", "logs"), "vllm": ("vllm", "
 
 _GLOB = re.compile(r"[*?\[\]{}]")
 
-#: why a CSV whose path holds both a backslash and a glob character is not read (sqltext.glob_cannot_name)
-UNNAMEABLE = "its path holds a backslash and one of [ ] * ?, which DuckDB's reader cannot name exactly"
 
 #: columns that hold whole numbers (turns, tokens, steps), read as DOUBLE so `3.0` parses; a cell
 #: with a fraction or beyond 2**53 (where a DOUBLE stops holding every integer) reads as empty
@@ -152,8 +151,9 @@ class SourceContext:
             artifact = run.artifact(source.artifact or "")
             if artifact is None:
                 continue
-            if glob_cannot_name(artifact.path):
-                warnings.warn(f"{artifact.path}: {UNNAMEABLE}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+            unnameable = why_unnameable(artifact.path)
+            if unnameable:
+                warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
             try:
                 read = csv_header(artifact.path)
@@ -332,5 +332,7 @@ def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
 
     `runs` takes what `--run` takes: run folders, folders of runs, globs.
     """
-    # every object a view, so the connection always reads the files as they are now
-    return open_connection(resolve_runs(runs), load=frozenset())
+    # every object a view over the run's own files (never a cache copy), so the connection always
+    # reads the files as they are now
+    with cache.disabled():
+        return open_connection(resolve_runs(runs), load=frozenset())
