@@ -26,13 +26,11 @@ import duckdb
 
 from rlsql.catalog import Column, SqlFile, load_catalog
 from rlsql.duckdb_errors import one_line
+from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
 from rlsql.logfiles import find_logs, short_name
 from rlsql.runs import Run
-from rlsql.sqltext import glob_cannot_name
 
-#: why a log whose path holds a backslash and a glob character is not read (sqltext.glob_cannot_name)
-UNNAMEABLE_LOG = "its path holds a backslash and one of [ ] * ?, which DuckDB's reader cannot name exactly"
 #: sources with a log part, and the CSV artifact whose absence sends a run to its logs
 LOG_SOURCES = {"metrics_src": "metrics", "vllm_src": "vllm"}
 
@@ -67,8 +65,9 @@ def log_files(runs: Sequence[Run], kind: str) -> list[LogFile]:
         if not reads_logs(run, kind):
             continue
         for path in find_logs(run.path):
-            if glob_cannot_name(path):
-                warnings.warn(f"{path}: {UNNAMEABLE_LOG}; log skipped", RlsqlWarning, stacklevel=2)
+            reason = why_unnameable(path)
+            if reason is not None:
+                warnings.warn(f"{path}: {reason}; log skipped", RlsqlWarning, stacklevel=2)
                 continue
             files.append(LogFile(run.name, str(path), short_name(path, run.path), len(files)))
     return files

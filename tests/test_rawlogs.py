@@ -386,3 +386,14 @@ def test_raw_log_and_csv_runs_in_one_query(raw: Path, name: str) -> None:
     key = ("run",)
     assert_rows_match(sorted(together, key=lambda r: [r[k] for k in key]),
                       sorted(alone, key=lambda r: [r[k] for k in key]), name)  # fmt: skip
+
+
+def test_a_log_duckdb_cannot_name_is_skipped_with_the_reason(raw: Path, tmp_path: Path) -> None:
+    odd = copy_run(raw, tmp_path / "back\\slash[1]" / "run")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        con = rlsql.connect([odd])
+        rows_read = con.execute("SELECT count(*) FROM metric_rows").fetchone()[0]
+    assert rows_read == 0
+    messages = [str(w.message) for w in caught if issubclass(w.category, rlsql.RlsqlWarning)]
+    assert any("backslash" in m and "log skipped" in m for m in messages), messages
