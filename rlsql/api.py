@@ -9,6 +9,7 @@ from typing import Any
 
 import duckdb
 
+from rlsql.cachebuild import with_cache_fallback
 from rlsql.catalog import load_catalog
 from rlsql.connection import RunSpec, check_artifacts, open_connection, query_connection
 from rlsql.duckdb_errors import data_error, query_failure, warn_rejected_rows
@@ -89,25 +90,28 @@ def _set_variables(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> No
         con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
 
 
-def run_query(
-    name: str, runs: Sequence[Run], params: dict[str, Any], build_cache: bool | None = None
-) -> QueryResult:
-    """Run the named query or view `name` over `runs`; `build_cache` as `--cache` (None: RLSQL_CACHE)."""
+def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryResult:
+    """Run the named query or view `name` over `runs`."""
     catalog = load_catalog()
     qfile = catalog.query(name)
     values = bind_params(name, params)
     needed = catalog.closure([name])
     check_artifacts(runs, needed, name)
-    con, sql = query_connection(runs, qfile.name, catalog, build_cache)
-    _set_variables(con, values)
-    try:
-        cursor = con.execute(sql)
-        columns = [d[0] for d in cursor.description]
-        rows = cursor.fetchall()
-        warn_rejected_rows(con)
-    except duckdb.Error as exc:
-        raise query_failure(exc, name, runs, needed) from exc
-    return QueryResult(name, columns, rows, list(runs), values, con, sql)
+
+    def answer() -> QueryResult:
+        con, sql = query_connection(runs, qfile.name, catalog)
+        _set_variables(con, values)
+        try:
+            cursor = con.execute(sql)
+            columns = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+            warn_rejected_rows(con)
+        except duckdb.Error as exc:
+            raise query_failure(exc, name, runs, needed) from exc
+        return QueryResult(name, columns, rows, list(runs), values, con, sql)
+
+    # a cached copy that fails to read costs a second answer from the CSVs, never a failed query
+    return with_cache_fallback(answer)
 
 
 def query(name: str, runs: RunSpec = None, **params: Any) -> QueryResult:
@@ -176,9 +180,7 @@ def sql_failure(exc: duckdb.Error) -> str:
     return " ".join(kept) or type(exc).__name__
 
 
-def run_sql(
-    sql: str, runs: Sequence[Run], params: dict[str, str] | None = None, build_cache: bool | None = None
-) -> QueryResult:
+def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None) -> QueryResult:
     """Run ad hoc SQL (one or more statements; the last one's rows come back) over every view and macro."""
     if not sql.strip():
         raise UsageError("no SQL given")
@@ -187,19 +189,24 @@ def run_sql(
     needed = catalog.closure(names)
     check_artifacts(runs, needed, "the SQL")
     values = sql_params(names, params or {})
-    con = open_connection(runs, names, catalog, build_cache=build_cache)
-    _set_variables(con, values)
-    try:
-        cursor = con.execute(sql)
-        columns = [d[0] for d in cursor.description] if cursor.description else []
-        rows = cursor.fetchall() if cursor.description else []
-        warn_rejected_rows(con)
-    except duckdb.Error as exc:
-        problem = data_error(exc)
-        if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):
-            problem = query_failure(exc, "the SQL", runs, needed)
-        raise problem or QueryError(f"SQL: {sql_failure(exc)}") from exc
-    return QueryResult("sql", columns, rows, list(runs), values, con, sql)
+
+    def answer() -> QueryResult:
+        con = open_connection(runs, names, catalog)
+        _set_variables(con, values)
+        try:
+            cursor = con.execute(sql)
+            columns = [d[0] for d in cursor.description] if cursor.description else []
+            rows = cursor.fetchall() if cursor.description else []
+            warn_rejected_rows(con)
+        except duckdb.Error as exc:
+            problem = data_error(exc)
+            if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):
+                problem = query_failure(exc, "the SQL", runs, needed)
+            raise problem or QueryError(f"SQL: {sql_failure(exc)}") from exc
+        return QueryResult("sql", columns, rows, list(runs), values, con, sql)
+
+    # as run_query: a cached copy that fails to read costs a second answer from the CSVs
+    return with_cache_fallback(answer)
 
 
 def sql(text: str, runs: RunSpec = None, **params: Any) -> QueryResult:

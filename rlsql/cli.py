@@ -133,17 +133,6 @@ NameArgument = Annotated[
 ]
 
 
-class _Invocation:
-    """What the global options said for this command line (main_options sets it on every invocation)."""
-
-    build_cache = False
-
-
-def _build_cache() -> bool:
-    """Whether `--cache` was given: passed on to the library as an argument, never through the environment."""
-    return _Invocation.build_cache
-
-
 def _suggest_run(spec: str) -> None:
     """A run path that does not exist: fail with the closest sibling folder names, if any."""
     import difflib
@@ -229,14 +218,19 @@ def query_command(
     fmt: FormatOption = None,
     output: OutputOption = None,
     limit: LimitOption = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Say on stderr whether each CSV read used the cache.")
+    ] = False,
 ) -> None:
     """Run a named query (or a view) over one or more runs and print its rows."""
     from rlsql.api import bind_params, run_query
 
+    if verbose:  # `rlsql -v query` set it already
+        _set_verbose(True)
     params = _parse_params(param)
     bind_params(name, params)  # a bad name or parameter fails before any file is read
     runs = _resolve(run)
-    result = run_query(name, runs, params, build_cache=_build_cache())
+    result = run_query(name, runs, params)
     _emit_rows(fmt, result.columns, result.rows, output, runs, limit)
 
 
@@ -285,7 +279,7 @@ def sql_command(
     if not text.strip():
         raise UsageError("the SQL is empty")
     runs = _resolve(run)
-    result = run_sql(text, runs, _parse_params(param), build_cache=_build_cache())
+    result = run_sql(text, runs, _parse_params(param))
     if result.columns:
         _emit_rows(fmt, result.columns, result.rows, output, runs, limit)
 
@@ -414,7 +408,7 @@ def report_command(
     from rlsql.report.figures import require_matplotlib
 
     require_matplotlib()  # before any file is read
-    written = build_report(_resolve(run), output, report_format.value, build_cache=_build_cache())
+    written = build_report(_resolve(run), output, report_format.value)
     figures = len(written) - 1
     say(f"wrote {written[-1]}" + (f" and {figures} figure{'s' if figures > 1 else ''}" if figures else ""))
 
@@ -464,7 +458,7 @@ def export_command(
     skippable = {item.name for item in items if item.name not in explicit}
     runs = _resolve(run)
     written = export(runs, items, output, export_format.value, partition_by.value if partition_by else None,
-                     params, skippable, progress=say, replace_all=replace_all, build_cache=_build_cache())
+                     params, skippable, progress=say, replace_all=replace_all)
     say(summary(written, output))
 
 
@@ -532,8 +526,7 @@ def db_build_command(
     """Build a DuckDB database file with every view (absolute paths) or table, and an rlsql_metadata table."""
     from rlsql.dbfile import DEFAULT_STORAGE_VERSION, build_database
 
-    built = build_database(_resolve(run), file, materialize, storage_version or DEFAULT_STORAGE_VERSION,
-                           build_cache=_build_cache())
+    built = build_database(_resolve(run), file, materialize, storage_version or DEFAULT_STORAGE_VERSION)
     say(f"wrote {built.path}: views {built.views}, tables {built.tables} (rlsql_metadata included), "
         f"macros {built.macros}; {built.bytes:,} bytes")
 
@@ -550,40 +543,109 @@ def cache_build_command(
     force: Annotated[bool, typer.Option("--force", help="Rebuild entries that are still fresh.")] = False,
     fmt: FormatOption = None,
 ) -> None:
-    """Convert each run's CSVs to Parquet under the cache folder (never inside a run folder)."""
-    from rlsql.cache import cache_root
+    """Convert each run's CSVs to Parquet under the cache folder (never inside a run folder).
+
+    Only what is missing, stale or damaged is built; leftovers of a killed build are swept first.
+    """
+    from rlsql.cache import CacheUnavailable
     from rlsql.cachebuild import build_cache
 
-    rows = build_cache(_resolve(run), force)
+    try:
+        report = build_cache(_resolve(run), force)
+    except CacheUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+    rows = report.rows
     _emit_rows(fmt, ["run", "artifact", "csv", "state", "rows", "parquet_bytes"], rows)
+    if report.swept:
+        say(f"cache: swept {report.swept} leftover temporary file(s) of an interrupted build")
+    changing = sum(1 for r in rows if r[3] == "changing")
     say(f"cache: {sum(1 for r in rows if r[3] == 'built')} built, {sum(1 for r in rows if r[3] == 'fresh')} "
-        f"already fresh, in {cache_root()}")
+        f"already fresh" + (f", {changing} changed while read (not cached)" if changing else "")
+        + f", in {report.root}")
+
+
+def _cache_root_or_none():
+    from rlsql.cache import cache_root
+
+    root = cache_root()
+    if root is None:
+        say("cache: no cache folder (HOME is not set): set RLSQL_CACHE_DIR")
+    return root
 
 
 @cache_app.command("status")
 def cache_status_command(fmt: FormatOption = None) -> None:
-    """List the cache entries: the CSV each was built from, fresh / stale / orphaned, rows and size."""
-    from rlsql.cache import all_entries, cache_root, entry_state
+    """List the cache entries: the CSV each was built from, fresh / stale / orphaned / damaged, rows and size."""
+    import duckdb
 
+    from rlsql.cache import CacheUnavailable, check_root, describe_policy, full_state, list_root
+
+    root = _cache_root_or_none()
     rows = []
-    for entry in all_entries():
-        meta = entry.read_meta()
-        rows.append((meta.get("source"), entry_state(entry), meta.get("rows"), meta.get("parquet_bytes"),
-                     meta.get("built_at"), str(entry.parquet)))
-    _emit_rows(fmt, ["csv", "state", "rows", "parquet_bytes", "built_at", "parquet"], rows)
-    say(f"cache folder: {cache_root()} ({len(rows)} entries)")
+    listing = None
+    if root is not None:
+        try:
+            check_root(root)
+        except CacheUnavailable as exc:
+            raise UsageError(str(exc)) from exc
+    if root is not None and root.exists():
+        listing = list_root(root)
+        con = duckdb.connect(":memory:")
+        for entry in listing.entries:
+            meta = entry.read_meta()
+            state, why = full_state(entry, con)
+            rows.append((meta.get("source"), state, None if state == "fresh" else why, meta.get("rows"),
+                         meta.get("parquet_bytes"), meta.get("built_at"), str(entry.parquet)))
+    _emit_rows(fmt, ["csv", "state", "why", "rows", "parquet_bytes", "built_at", "parquet"], rows)
+    extra = ""
+    if listing is not None and (listing.foreign or listing.leftovers):
+        extra = (f"; {listing.foreign} file(s) rlsql did not write (left alone), "
+                 f"{len(listing.leftovers)} leftover temporary file(s)")
+    say(f"cache folder: {root} ({len(rows)} entries{extra}); {describe_policy()}")
 
 
 @cache_app.command("clear")
 def cache_clear_command(
-    stale_only: Annotated[bool, typer.Option("--stale", help="Remove only stale and orphaned entries.")] = False,
+    stale_only: Annotated[
+        bool, typer.Option("--stale", help="Remove only stale, orphaned and damaged entries.")
+    ] = False,
 ) -> None:
-    """Delete cache entries (all, or with --stale those whose CSV changed or is gone)."""
-    from rlsql.cache import all_entries, clear, entry_state
+    """Delete cache entries rlsql wrote (all, or with --stale those whose CSV changed or is gone).
 
-    entries = [e for e in all_entries() if not stale_only or entry_state(e) != "fresh"]
-    removed, freed = clear(entries)
-    say(f"cache: removed {removed} files, {freed:,} bytes")
+    Files in the cache folder that rlsql did not write are never deleted.
+    """
+    import duckdb
+
+    from rlsql.cache import (
+        CacheUnavailable,
+        check_root,
+        delete_entries,
+        full_state,
+        has_marker,
+        list_root,
+        sweep_leftovers,
+    )
+
+    root = _cache_root_or_none()
+    if root is None:
+        return
+    try:
+        check_root(root)
+    except CacheUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+    if not root.exists():
+        say(f"cache: nothing to clear (no cache folder at {root})")
+        return
+    if not has_marker(root):
+        say(f"cache: nothing to clear ({root} is empty)")
+        return
+    listing = list_root(root)
+    con = duckdb.connect(":memory:")
+    entries = [e for e in listing.entries if not stale_only or full_state(e, con)[0] != "fresh"]
+    removed, freed = delete_entries(root, entries)
+    removed += sweep_leftovers(root)
+    kept = f"; left {listing.foreign} file(s) rlsql did not write" if listing.foreign else ""
+    say(f"cache: removed {removed} files, {freed:,} bytes{kept}")
 
 
 def _version(value: bool) -> None:
@@ -601,12 +663,48 @@ def main_options(
     ] = False,
     use_cache: Annotated[
         bool,
-        typer.Option("--cache", help="Build missing Parquet cache entries on first use (as RLSQL_CACHE=1 does for "
-                     "the Python API)."),
+        typer.Option("--cache", help="Cache every CSV read, whatever its size (same as RLSQL_CACHE=1)."),
+    ] = False,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="Read every CSV in place: neither read nor build cache entries "
+                     "(same as RLSQL_CACHE=0)."),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Say on stderr whether each CSV read used the cache.")
+    ] = False,
+    from_logs: Annotated[
+        bool,
+        typer.Option("--from-logs", help="Read trainer metrics and vLLM stats from a run's raw training logs even "
+                     "when its parser CSVs exist (same as RLSQL_FROM_LOGS=1)."),
     ] = False,
 ) -> None:
-    """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml."""
-    _Invocation.build_cache = use_cache
+    """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml.
+
+    CSVs of 32 MiB or more are cached as Parquet on first read (README: the Parquet cache).
+    """
+    if use_cache and no_cache:
+        raise UsageError("--cache and --no-cache contradict each other; give one")
+    if use_cache or no_cache:
+        import os
+
+        from rlsql.cache import AUTO_ENV
+
+        os.environ[AUTO_ENV] = "1" if use_cache else "0"  # read where the sources are rendered, this process only
+    if from_logs:
+        import os
+
+        from rlsql.logfiles import FROM_LOGS_ENV
+
+        os.environ[FROM_LOGS_ENV] = "1"  # read where the runs are resolved, in this process only
+    _set_verbose(verbose)
+
+
+def _set_verbose(verbose: bool) -> None:
+    if verbose or "rlsql.cachebuild" in sys.modules:  # not imported only to be told to stay quiet
+        from rlsql import cachebuild
+
+        cachebuild.VERBOSE = verbose
 
 
 def main() -> None:

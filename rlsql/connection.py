@@ -16,14 +16,16 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import csvread, harbor
+from rlsql import cache, csvread, harbor
 from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
 from rlsql.duckdb_errors import data_error, one_line
+from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
+from rlsql.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
-from rlsql.sqltext import glob_cannot_name, identifier, literal
+from rlsql.sqltext import identifier, literal
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -33,16 +35,17 @@ ARTIFACT_LABELS = {
     "vllm": "vLLM engine stats",
     "config": "rl_config.yaml",
     "harbor": "Harbor trial results",
+    "logs": "raw training logs",
 }
 #: an artifact a source reads -> the artifacts that satisfy it (a run's trials come from its CSV, else
 #: from Harbor's trace_jobs/*/result.json)
 ARTIFACT_ALTERNATIVES = {"trials": ("trials", "harbor"), "harbor": ("trials", "harbor")}
+#: ...and trainer metrics and vLLM stats come from the CSV, else from the raw training logs (rlsql/rawlogs.py)
+ARTIFACT_ALTERNATIVES.update({"metrics": ("metrics", "logs"), "vllm": ("vllm", "logs")})
 
 
 _GLOB = re.compile(r"[*?\[\]{}]")
 
-#: why a CSV whose path holds both a backslash and a glob character is not read (sqltext.glob_cannot_name)
-UNNAMEABLE = "its path holds a backslash and one of [ ] * ?, which DuckDB's reader cannot name exactly"
 
 #: columns that hold whole numbers (turns, tokens, steps, counts), read as DOUBLE so `3.0` parses and
 #: handed on as BIGINT; a cell with a fraction or beyond 2**53 (where a DOUBLE stops holding every
@@ -80,7 +83,7 @@ def where_looked(run: Run, kind: str) -> str:
     prefixed, plain = CSV_ARTIFACTS[kind]
     if kind == "trials":
         return f"{run.path} for *_{prefixed}, {plain} or {HARBOR_DIR}/*/{HARBOR_RESULT}"
-    return f"{run.path} for *_{prefixed} or {plain}"
+    return f"{run.path} for *_{prefixed}, {plain} or training logs (*.out, *.log, logs/)"
 
 
 def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -> None:
@@ -110,10 +113,8 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -
 class SourceContext:
     """What the source templates are rendered with; each piece is computed once, when first needed."""
 
-    def __init__(self, runs: Sequence[Run], build_cache: bool | None = None):
+    def __init__(self, runs: Sequence[Run]):
         self.runs = list(runs)
-        #: build missing Parquet cache entries now (`--cache`); None: as RLSQL_CACHE says
-        self.build_cache = build_cache
 
     @functools.cached_property
     def run_rows(self) -> list[dict]:
@@ -123,11 +124,19 @@ class SourceContext:
 
     @functools.cached_property
     def run_files(self) -> list[dict]:
-        return [
+        files = [
             {"run": r.name, "kind": a.kind, "path": str(a.path), "prefix": a.prefix}
             for r in self.runs
             for a in r.artifacts.values()
         ]
+        # a run without a metrics or vLLM CSV reads them from its raw logs: listed as that artifact too
+        files.extend(
+            {"run": r.name, "kind": kind, "path": str(r.artifacts["logs"].path), "prefix": None}
+            for r in self.runs
+            for kind in LOG_SOURCES.values()
+            if reads_logs(r, kind)
+        )
+        return files
 
     @functools.cached_property
     def config_rows(self) -> list[dict]:
@@ -147,8 +156,9 @@ class SourceContext:
             artifact = run.artifact(source.artifact or "")
             if artifact is None:
                 continue
-            if glob_cannot_name(artifact.path):
-                warnings.warn(f"{artifact.path}: {UNNAMEABLE}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+            unnameable = why_unnameable(artifact.path)
+            if unnameable:
+                warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
             try:
                 read = csv_header(artifact.path)
@@ -163,7 +173,7 @@ class SourceContext:
                 warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
                 continue
             types = source.column_types(header)
-            cached = cached_copy(source, artifact.path, header, types, build=self.build_cache)
+            cached = cached_copy(source, artifact.path, header, types)
             buffer = None
             if cached is None:
                 try:
@@ -225,6 +235,8 @@ class SourceContext:
             context.update(self.harbor_context())
         elif source.artifact:
             context.update(self.csv_context(source))
+            # runs without the CSV read their raw training logs (rlsql/rawlogs.py)
+            context.update(log_context(self.runs, source, context["columns"]))
         return catalog.render(source, **context)
 
 
@@ -245,17 +257,13 @@ def after_loading(con: duckdb.DuckDBPyConnection, f: SqlFile) -> None:
 
 
 def object_statements(
-    runs: Sequence[Run],
-    files: Iterable[SqlFile],
-    catalog: Catalog,
-    load: frozenset[str] = frozenset(),
-    build_cache: bool | None = None,
+    runs: Sequence[Run], files: Iterable[SqlFile], catalog: Catalog, load: frozenset[str] = frozenset()
 ) -> list[tuple[SqlFile, str]]:
     """The DDL that creates `files` (already in dependency order) over `runs`: (file, statement) pairs, in order.
 
     Sources are rendered with the runs' absolute paths, so the statements work from any folder.
     """
-    sources = SourceContext(runs, build_cache)
+    sources = SourceContext(runs)
     statements: list[tuple[SqlFile, str]] = []
     for f in files:
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
@@ -269,10 +277,9 @@ def create_objects(
     files: Iterable[SqlFile],
     catalog: Catalog,
     load: frozenset[str] = frozenset(),
-    build_cache: bool | None = None,
 ) -> None:
     """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables."""
-    for f, statement in object_statements(runs, files, catalog, load, build_cache):
+    for f, statement in object_statements(runs, files, catalog, load):
         try:
             con.execute(statement)
         except duckdb.Error as exc:
@@ -313,18 +320,17 @@ def open_connection(
     names: Iterable[str] | None = None,
     catalog: Catalog | None = None,
     load: frozenset[str] = LOADED_SOURCES,
-    build_cache: bool | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once."""
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
     con = duckdb.connect(":memory:")
-    create_objects(con, runs, files, catalog, load, build_cache)
+    create_objects(con, runs, files, catalog, load)
     return con
 
 
 def query_connection(
-    runs: Sequence[Run], name: str, catalog: Catalog | None = None, build_cache: bool | None = None
+    runs: Sequence[Run], name: str, catalog: Catalog | None = None
 ) -> tuple[duckdb.DuckDBPyConnection, str]:
     """A connection and the one statement that answers named query `name` over `runs`.
 
@@ -335,7 +341,7 @@ def query_connection(
     several CTEs once.
     """
     catalog = catalog or load_catalog()
-    sources = SourceContext(runs, build_cache)
+    sources = SourceContext(runs)
     con = duckdb.connect(":memory:")
     ctes = []
     for f in catalog.closure([name]):
@@ -358,8 +364,10 @@ def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
 
     `runs` takes what `--run` takes: run folders, folders of runs, globs.
     """
-    # every object a view, so the connection always reads the files as they are now
+    # every object a view over the run's own files (never a cache copy), so the connection always
+    # reads the files as they are now
     catalog = load_catalog()
-    con = open_connection(resolve_runs(runs), catalog=catalog, load=frozenset())
+    with cache.disabled():
+        con = open_connection(resolve_runs(runs), catalog=catalog, load=frozenset())
     comment_columns(con, catalog.order)
     return con

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import __version__
+from rlsql import __version__, cache
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import comment_columns, create_objects
 from rlsql.duckdb_errors import one_line
@@ -55,7 +55,6 @@ def build_database(
     materialize: bool = False,
     storage_version: str = DEFAULT_STORAGE_VERSION,
     catalog: Catalog | None = None,
-    build_cache: bool | None = None,
 ) -> Built:
     catalog = catalog or load_catalog()
     check_writable_target(target, runs)  # an empty path too
@@ -65,7 +64,7 @@ def build_database(
     with atomic_path(target) as tmp:
         wal = tmp.with_name(tmp.name + ".wal")
         try:
-            tables = _build(tmp, target, runs, materialize, storage_version, catalog, build_cache)
+            tables = _build(tmp, target, runs, materialize, storage_version, catalog)
         except (duckdb.Error, RlsqlError) as exc:
             # DuckDB's write failures surface anywhere (a commit while creating a view): name the target
             failure = disk_failure(target, tmp, str(exc))
@@ -82,8 +81,7 @@ def build_database(
 
 
 def _build(
-    tmp: Path, target: Path, runs: Sequence[Run], materialize: bool, storage_version: str, catalog: Catalog,
-    build_cache: bool | None = None,
+    tmp: Path, target: Path, runs: Sequence[Run], materialize: bool, storage_version: str, catalog: Catalog
 ) -> int:
     """Write the database at `tmp`; returns the number of tables materialized."""
     con = duckdb.connect(":memory:")
@@ -95,7 +93,8 @@ def _build(
                 raise
             raise UsageError(f"cannot write storage version {storage_version!r}: {one_line(exc)}") from exc
         con.execute(f"USE {_ALIAS}")
-        create_objects(con, runs, catalog.order, catalog, build_cache=build_cache)
+        with cache.disabled():  # the file's views read the runs' files, never a cache copy that may go
+            create_objects(con, runs, catalog.order, catalog)
         comment_columns(con, catalog.order)
         tables = 0
         if materialize:

@@ -181,7 +181,6 @@ def export(
     progress: Progress | None = None,
     catalog: Catalog | None = None,
     replace_all: bool = False,
-    build_cache: bool | None = None,
 ) -> list[Written]:
     """Write each of `items` (queries or views) over `runs` into `out_dir`; returns what was written.
 
@@ -231,7 +230,7 @@ def export(
                 if fmt != "parquet":
                     _check_file_replaceable(_sidecar(targets[item.name]))
         out_dir.mkdir(parents=True, exist_ok=True)
-    con = open_connection(runs, [f.name for f in kept], catalog, build_cache=build_cache)
+    con = open_connection(runs, [f.name for f in kept], catalog)
     # DuckDB spills to `.tmp` in the current folder by default (a run folder, maybe): beside the output instead
     spill = temp_name(out_dir / "duckdb-spill")
     con.execute(f"SET temp_directory = {literal(str(spill))}")

@@ -18,13 +18,13 @@ from typing import NamedTuple
 
 import duckdb
 
+from rlsql.duckpaths import has_glob, unlistable_parent
 from rlsql.errors import RlsqlWarning
 from rlsql.sqltext import glob_cannot_name, glob_escaped
 
 HARBOR_RESULT = "result.json"
 #: how many files a warning names before "and N more"
 SHOWN_FILES = 3
-_GLOB_SET = frozenset("[]*?")
 
 
 
@@ -106,31 +106,6 @@ def _problem(folder: str, path: str, backslash_in_prefix: bool) -> str | bool | 
     return None
 
 
-def _has_glob(name: str) -> bool:
-    """Whether DuckDB globs a path segment as rlsql escapes it (`]` becomes `[]]`, a class too)."""
-    return not _GLOB_SET.isdisjoint(name)
-
-
-def _globs_in_a_folder_it_cannot_list(path: str) -> str | None:
-    """The folder DuckDB's glob would list for `path` and fail on, or None.
-
-    DuckDB lists the parent of every path segment holding a glob character, and that listing fails
-    outright (`cannot join incompatible paths`, for the whole query) when the parent holds a name
-    starting with a backslash, which it takes for an absolute path."""
-    parts = path.split("/")
-    for i in range(1, len(parts)):
-        if not _has_glob(parts[i]):
-            continue
-        parent = "/".join(parts[:i]) or "/"
-        try:
-            with os.scandir(parent) as entries:
-                if any(e.name.startswith("\\") for e in entries):
-                    return parent
-        except OSError:
-            continue
-    return None
-
-
 def list_trials(trace_jobs: Path) -> Listing:
     """Every trial folder of `trace_jobs` (sorted by name) with its result.json classified.
 
@@ -146,7 +121,7 @@ def list_trials(trace_jobs: Path) -> Listing:
     folders = sorted(name for name, is_dir in found if is_dir)
     base = str(trace_jobs)
     backslash_in_prefix = "\\" in base
-    unlistable = _globs_in_a_folder_it_cannot_list(base)
+    unlistable = unlistable_parent(base)
     if unlistable is None and any(name.startswith("\\") for name, _ in found):
         unlistable = base  # only for the trial folders whose names hold a glob character
     for folder in folders:
@@ -155,7 +130,7 @@ def list_trials(trace_jobs: Path) -> Listing:
         if problem is False:
             listing.in_flight += 1
             continue
-        if problem is None and unlistable is not None and (unlistable != base or _has_glob(folder)):
+        if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
             problem = (f"DuckDB cannot look for it: its glob of {shown(unlistable)} fails on a name there "
                        "starting with a backslash")
         listing.files.append(TrialFile(folder, path, problem or None))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import duckdb
 
-from rlsql import __version__
+from rlsql import __version__, cache
 from rlsql.catalog import Catalog, load_catalog
 from rlsql.connection import column_comment_statements, object_statements
 from rlsql.duckdb_errors import one_line
@@ -32,7 +32,8 @@ def script_statements(runs: Sequence[Run], catalog: Catalog | None = None) -> li
     every `;` (harlequin's DuckDB adapter) runs the same statements as the DuckDB shell.
     """
     catalog = catalog or load_catalog()
-    statements = [statement for _, statement in object_statements(runs, catalog.order, catalog)]
+    with cache.disabled():  # the shell's views read the runs' files, never a cache copy that may go
+        statements = [statement for _, statement in object_statements(runs, catalog.order, catalog)]
     return [without_semicolons(statement) for statement in [*statements, *_column_comments(statements, catalog)]]
 
 

@@ -587,6 +587,19 @@ def q_reward_curve(run: str, run_dir: Path, span: int = 5) -> list[Row]:
     return _reward_curve_rows(run, run_dir, span)
 
 
+def _checkpoint_interval(value: Any) -> int:
+    """A whole number of steps >= 1 (3.0 and "4" included), else the trainer's default 20."""
+    if isinstance(value, bool) or value is None:
+        return 20
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 20
+    if number != number or number in (float("inf"), float("-inf")) or number != int(number):
+        return 20
+    return int(number) if 1 <= number <= 2**31 - 1 else 20
+
+
 def q_best_checkpoint(run: str, run_dir: Path, span: int = 5, save_every: int | None = None) -> list[Row]:
     """Eligible: deduplicated steps with an EMA, `step % save_every = 0 and step >= 2*save_every`;
     best = highest EMA, ties to the earliest step."""
@@ -596,7 +609,7 @@ def q_best_checkpoint(run: str, run_dir: Path, span: int = 5, save_every: int | 
         config = load_config(run_dir)
         trainer = config.get("trainer") if isinstance(config, dict) else None
         interval = trainer.get("hf_save_interval") if isinstance(trainer, dict) else None
-        save_every = int(interval) if interval is not None else 20
+        save_every = _checkpoint_interval(interval)
 
     def is_eligible(r: Row) -> bool:
         if r["ema"] is None or save_every == 0:

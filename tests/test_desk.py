@@ -10,7 +10,6 @@ import collections
 import csv
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -304,25 +303,8 @@ def test_choices_agree_with_the_library() -> None:
 
 def test_shared_options_are_declared_once() -> None:
     source = (ROOT / "rlsql" / "cli.py").read_text(encoding="utf-8")
-    for flag in ('"--param"', '"--run"', '"--limit"'):
+    for flag in ('"--param"', '"--run"', '"--limit"', "parser=_parse_format"):
         assert source.count(flag) == 1, flag
-    assert "os.environ" not in source  # flags reach the library as arguments
-
-
-def test_cache_flag_does_not_touch_the_environment(tmp_path: Path, capsys, monkeypatch) -> None:
-    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("RLSQL_CACHE", raising=False)
-    run = tmp_path / "tiny"
-    shutil.copytree(TINY, run)
-    code, _, _ = run_main(["--cache", "query", "turn_stats", "-r", str(run)], capsys, monkeypatch)
-    assert code == 0
-    assert "RLSQL_CACHE" not in os.environ
-    assert list((tmp_path / "cache").rglob("*.parquet"))  # the flag still built the entries
-    # the next command without --cache builds nothing new
-    before = sorted((tmp_path / "cache").rglob("*.parquet"))
-    shutil.rmtree(tmp_path / "cache")
-    code, _, _ = run_main(["query", "turn_stats", "-r", str(run)], capsys, monkeypatch)
-    assert code == 0 and before and not (tmp_path / "cache").exists()
 
 
 def test_import_cli_loads_no_engine() -> None:

@@ -63,13 +63,7 @@ def _readable(path: Path) -> None:
     os.chmod(path, 0o666 & ~umask)
 
 
-def build_report(
-    runs: Sequence[Run],
-    out_dir: Path,
-    fmt: str = "md",
-    progress: Progress | None = None,
-    build_cache: bool | None = None,
-) -> list[Path]:
+def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: Progress | None = None) -> list[Path]:
     """Write the report of `runs` into `out_dir` (created); returns the files written."""
     from rlsql.atomic import refuse_run_folders, write_text
     from rlsql.report import data as data_mod
@@ -83,7 +77,7 @@ def build_report(
         raise UsageError(f"{out_dir}: exists and is not a folder; -o takes the folder to write the report into")
     progress = progress or Progress(data_mod.stage_count() + len(figures.FIGURES) + 1)
     try:
-        data = data_mod.gather(runs, progress, build_cache)
+        data = data_mod.gather(runs, progress)
         pngs = figures.draw_all(data, progress)
         progress("writing")
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -88,9 +88,7 @@ def _fetch(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> tuple[list[st
     return columns, rows
 
 
-def gather(
-    runs: Sequence[Run], step: Callable[[str], None] | None = None, build_cache: bool | None = None
-) -> ReportData:
+def gather(runs: Sequence[Run], step: Callable[[str], None] | None = None) -> ReportData:
     """Run every query and view the report needs over `runs` (one connection, views created once)."""
     step = step or (lambda _label: None)
     data = ReportData(list(runs))
@@ -105,7 +103,7 @@ def gather(
                 )
     step("creating views")
     catalog = load_catalog()
-    con = open_connection(runs, [*QUERIES, *VIEWS, "vllm_series"], catalog, build_cache=build_cache)
+    con = open_connection(runs, [*QUERIES, *VIEWS, "vllm_series"], catalog)
     for name in (*QUERIES, *VIEWS):
         step(name)
         data.columns[name], data.rows[name] = _fetch(con, name, f"SELECT * FROM {identifier(name)}")
