@@ -1036,6 +1036,61 @@ def q_compare_runs(run: str, run_dir: Path, span: int = 5, run_dirs: list[Path] 
     ]
 
 
+def q_run_summary(run: str, run_dir: Path, span: int = 5, save_every: int | None = None,
+                  run_dirs: list[Path] | None = None) -> list[Row]:
+    """The run_summary view: compare_runs' figures, trials_with_reward, the best checkpoint's step and
+    EMA, training_time_s = sum of timing/step over every metric row, mean_staleness (async_health),
+    and the direct child of `step` with the highest mean seconds (timing_breakdown; ties by name)."""
+    compare = q_compare_runs(run, run_dir, span, run_dirs)[0]
+    summary = q_reward_summary(run, run_dir)
+    best = q_best_checkpoint(run, run_dir, span, save_every)
+    health = q_async_health(run, run_dir)
+    rows = read_metric_rows(run_dir)
+    times = _nums([r.get("timing/step") for r in rows])
+    children = [r for r in q_timing_breakdown(run, run_dir)
+                if r["within"] == "step" and r["span"] not in ("unattributed", "overlap")]
+    slowest = None
+    for r in sorted(children, key=lambda r: r["span"]):  # by name: strict > keeps the first of a tie
+        if slowest is None or r["mean_seconds"] > slowest["mean_seconds"]:
+            slowest = r
+    return [{
+        "run": run,
+        "steps": compare["steps"],
+        "trials": compare["trials"],
+        "trials_with_reward": summary[0]["trials_with_reward"] if summary else None,
+        "success_rate": compare["success_rate"],
+        "mean_reward": compare["mean_reward"],
+        "final_ema": compare["final_ema"],
+        "best_ema": compare["best_ema"],
+        "best_ema_step": compare["best_ema_step"],
+        "best_checkpoint_step": best[0]["step"] if best else None,
+        "best_checkpoint_ema": best[0]["ema"] if best else None,
+        "mean_step_time_s": compare["mean_step_time_s"],
+        "training_time_s": math.fsum(times) if times else None,
+        "timeout_rate": compare["timeout_rate"],
+        "context_length_rate": compare["context_length_rate"],
+        "mean_staleness": health[0]["mean_staleness"] if health else None,
+        "slowest_span": slowest["span"] if slowest else None,
+        "slowest_span_mean_s": slowest["mean_seconds"] if slowest else None,
+        "slowest_span_share": slowest["share_of_within"] if slowest else None,
+    }]
+
+
+def q_run_table(run: str, run_dir: Path, span: int = 5, save_every: int | None = None, keys: str | None = None,
+                run_dirs: list[Path] | None = None) -> list[Row]:
+    """run_summary plus `config`: key -> the run's value text (None where it lacks the key) for the
+    given comma-separated keys, else for the keys whose values differ between the runs with a config."""
+    row = q_run_summary(run, run_dir, span, save_every, run_dirs)[0]
+    own = _flat_config(run_dir) or {}
+    if keys is not None:
+        chosen = sorted({k.strip() for k in keys.split(",") if k.strip()})
+    else:
+        configs = [c for c in (_flat_config(d) for d in (run_dirs or [run_dir])) if c is not None]
+        every = sorted({k for c in configs for k in c})
+        chosen = [k for k in every if len({c[k][0] if k in c else None for c in configs}) > 1]
+    return [{**row, "config": {k: own[k][1] if k in own else None for k in chosen}}]
+
+
 # --------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------
@@ -1057,7 +1112,13 @@ QUERIES: dict[str, Callable[..., list[Row]]] = {
     "async_health": q_async_health,
     "trial_phases": q_trial_phases,
     "compare_runs": q_compare_runs,
+    "run_table": q_run_table,
 }
+
+RUN_SUMMARY_COLUMNS = ["run", "steps", "trials", "trials_with_reward", "success_rate", "mean_reward", "final_ema",
+                       "best_ema", "best_ema_step", "best_checkpoint_step", "best_checkpoint_ema", "mean_step_time_s",
+                       "training_time_s", "timeout_rate", "context_length_rate", "mean_staleness", "slowest_span",
+                       "slowest_span_mean_s", "slowest_span_share"]
 
 # queries.md: the columns of each query, in order
 COLUMNS: dict[str, list[str]] = {
@@ -1083,6 +1144,7 @@ COLUMNS: dict[str, list[str]] = {
     "trial_phases": ["run", "phase", "median_s", "mean_s", "total_s", "share_of_trial", "trials"],
     "compare_runs": ["run", "steps", "trials", "success_rate", "mean_reward", "final_ema", "best_ema", "best_ema_step",
                      "mean_step_time_s", "timeout_rate", "context_length_rate", "differing_config"],
+    "run_table": [*RUN_SUMMARY_COLUMNS, "config"],
 }  # fmt: skip
 
 
@@ -1091,7 +1153,7 @@ def expected(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
     if name not in QUERIES:
         raise KeyError(f"unknown query {name!r}")
     query = QUERIES[name]
-    if name == "compare_runs":  # its config column compares the runs with each other
+    if name in ("compare_runs", "run_table"):  # its config column compares the runs with each other
         params = {**params, "run_dirs": [Path(d) for d in run_dirs]}
     out: list[Row] = []
     for run_dir in sorted((Path(d) for d in run_dirs), key=run_name):
