@@ -1,6 +1,6 @@
 -- name: progression_rows
 -- version: 1
--- description: Every metric row with a step, for the progression table: run, step, log_file, row_no, used (the first-seen row of its step, the one the deduplicated curve and the checkpoint selector use), rerun (the step was logged more than once), reward, pass_at_k, kl_or_entropy and loss (the metrics training_progression picks for the run), epoch (trainer/epoch), grad_norm (policy/raw_grad_norm), ppo_clip_ratio (policy/ppo_clip_ratio), policy_loss (policy/policy_loss), log_ratio_mean (policy/log_ratio_abs_mean), step_seconds (timing/step) and generation_wait_seconds (timing/wait_for_generation_buffer); NULL where the run does not log the metric.
+-- description: Every metric row with a step, for the progression table: run, step, log_file, row_no, used (the first-seen row of its step, the one the deduplicated curve and the checkpoint selector use), rerun (the step was logged more than once), reward, pass_at_k, kl_or_entropy and loss with kl_or_entropy_metric and loss_metric (the metrics training_progression picks for the run), epoch (trainer/epoch), grad_norm (policy/raw_grad_norm), ppo_clip_ratio (policy/ppo_clip_ratio), policy_loss (policy/policy_loss), log_ratio_mean (policy/log_ratio_abs_mean), step_seconds (timing/step) and generation_wait_seconds (timing/wait_for_generation_buffer); NULL where the run does not log the metric.
 -- grain: run, row_no
 WITH
     choice AS (
@@ -34,6 +34,8 @@ SELECT
     w.pass_at_k,
     w.kl_or_entropy,
     w.loss,
+    c.kl_or_entropy_metric,
+    c.loss_metric,
     w.epoch,
     w.grad_norm,
     w.ppo_clip_ratio,
@@ -44,4 +46,5 @@ SELECT
 FROM metric_rows AS m
 JOIN steps AS s ON s.run = m.run AND s.step = m.step
 LEFT JOIN wide AS w ON w.run = m.run AND w.row_no = m.row_no
+LEFT JOIN choice AS c ON c.run = m.run
 ORDER BY m.run, m.step, m.row_no
