@@ -1092,6 +1092,129 @@ def q_run_table(run: str, run_dir: Path, span: int = 5, save_every: int | None =
 
 
 # --------------------------------------------------------------------------------------------
+# The report's own views (rlsql report): plain Python over the same readers
+# --------------------------------------------------------------------------------------------
+
+
+def _fnum(value: Any) -> float | None:
+    return value if isinstance(value, float) else None
+
+
+def v_log_summary(run: str, run_dir: Path) -> list[Row]:
+    """Per log_file (sorted): rows, first/last step, and means over the log's rows of reward, the run's
+    pass@k column, timing/step, generation wait, generate/avg_num_tokens, async/staleness_mean."""
+    rows = read_metric_rows(run_dir)
+    pass_col, k = _pass_at_k_column(rows)
+    out = []
+    for log in sorted({r.get("log_file") for r in rows}, key=lambda v: (v is None, v)):
+        mine = [r for r in rows if r.get("log_file") == log]
+        steps = [r["step"] for r in mine if r["step"] is not None]
+
+        def mean(column: str | None, mine: list[Row] = mine) -> float | None:
+            return _mean(_nums([r.get(column) for r in mine])) if column else None
+
+        out.append({
+            "run": run, "log_file": log, "rows": len(mine),
+            "first_step": min(steps) if steps else None, "last_step": max(steps) if steps else None,
+            "mean_reward": mean("reward/avg_raw_reward"), "mean_pass_at_k": mean(pass_col), "k": k,
+            "mean_step_s": mean("timing/step"), "mean_generation_wait_s": mean("timing/wait_for_generation_buffer"),
+            "mean_tokens": mean("generate/avg_num_tokens"), "mean_staleness": mean("async/staleness_mean"),
+        })
+    return out
+
+
+def _first_logged(rows: list[Row], candidates: list[str]) -> str | None:
+    return next((c for c in candidates if any(isinstance(r.get(c), float) for r in rows)), None)
+
+
+def v_progression_rows(run: str, run_dir: Path) -> list[Row]:
+    """Every metric row with a step, by step then CSV order: used = the step's first-seen row, rerun =
+    the step has several rows; the newest progression columns where logged."""
+    rows = read_metric_rows(run_dir)
+    pass_col, _ = _pass_at_k_column(rows)
+    kl = _first_logged(rows, ["policy/policy_kl", "policy/policy_entropy"])
+    loss = _first_logged(rows, ["loss/final_loss", "policy/final_loss", "policy/policy_loss"])
+    first: dict[Any, int] = {}
+    counts: dict[Any, int] = {}
+    for i, r in enumerate(rows):
+        if r["step"] is not None:
+            first.setdefault(r["step"], i)
+            counts[r["step"]] = counts.get(r["step"], 0) + 1
+    out = []
+    for i, r in sorted(((i, r) for i, r in enumerate(rows) if r["step"] is not None),
+                       key=lambda p: (p[1]["step"], p[0])):
+        out.append({
+            "run": run, "step": r["step"], "log_file": r.get("log_file"), "used": first[r["step"]] == i,
+            "rerun": counts[r["step"]] > 1, "reward": _fnum(r.get("reward/avg_raw_reward")),
+            "pass_at_k": _fnum(r.get(pass_col)) if pass_col else None,
+            "kl_or_entropy": _fnum(r.get(kl)) if kl else None, "loss": _fnum(r.get(loss)) if loss else None,
+            "kl_or_entropy_metric": kl, "loss_metric": loss,
+            "epoch": _fnum(r.get("trainer/epoch")), "grad_norm": _fnum(r.get("policy/raw_grad_norm")),
+            "ppo_clip_ratio": _fnum(r.get("policy/ppo_clip_ratio")),
+            "policy_loss": _fnum(r.get("policy/policy_loss")),
+            "log_ratio_mean": _fnum(r.get("policy/log_ratio_abs_mean")),
+            "step_seconds": _fnum(r.get("timing/step")),
+            "generation_wait_seconds": _fnum(r.get("timing/wait_for_generation_buffer")),
+        })
+    return out
+
+
+def v_timing_table(run: str, run_dir: Path) -> list[Row]:
+    """timing_breakdown's rows with share_of_step: the mean over rows where step ran and is > 0 of
+    span / step (a row without the span counts 0); step itself 1; unattributed its share_of_within."""
+    rows = read_metric_rows(run_dir)
+    out = []
+    for b in q_timing_breakdown(run, run_dir):
+        span = b["span"]
+        if span == "step":
+            share = 1.0
+        elif span == "unattributed":
+            share = b["share_of_within"]
+        elif span == "overlap":
+            share = None
+        else:
+            ratios = [(_fnum(r.get(f"timing/{span}")) or 0.0) / r["timing/step"]
+                      for r in rows if isinstance(r.get("timing/step"), float) and r["timing/step"] > 0]
+            share = _mean(ratios)
+        out.append({"run": run, "span": span, "within": b["within"], "mean_seconds": b["mean_seconds"],
+                    "share_of_within": b["share_of_within"], "share_of_step": share, "steps": b["steps"]})
+    return out
+
+
+def v_step_signals(run: str, run_dir: Path) -> list[Row]:
+    """Per deduplicated step: entropy, grad norm, |log ratio| mean, agent timeouts and context-length
+    errors per batch (batch_errors/avg_*)."""
+    return [{
+        "run": run, "step": r["step"], "entropy": _fnum(r.get("policy/policy_entropy")),
+        "grad_norm": _fnum(r.get("policy/raw_grad_norm")), "log_ratio_mean": _fnum(r.get("policy/log_ratio_abs_mean")),
+        "timeouts_per_batch": _fnum(r.get("batch_errors/avg_AgentTimeoutError")),
+        "context_length_per_batch": _fnum(r.get("batch_errors/avg_ContextLengthExceededError")),
+    } for r in dedup_steps(read_metric_rows(run_dir))]
+
+
+#: view name -> oracle function (run, run_dir) -> rows, for the report's views
+VIEWS: dict[str, Callable[..., list[Row]]] = {
+    "log_summary": v_log_summary,
+    "progression_rows": v_progression_rows,
+    "timing_table": v_timing_table,
+    "step_signals": v_step_signals,
+    "run_summary": q_run_summary,
+}
+
+
+def expected_view(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
+    """Rows of one of the report's views over `run_dirs`, ordered by run name, then the view's order."""
+    out: list[Row] = []
+    dirs = sorted((Path(d) for d in run_dirs), key=run_name)
+    for run_dir in dirs:
+        if name == "run_summary":
+            out += q_run_summary(run_name(run_dir), run_dir, run_dirs=dirs, **params)
+        elif find_artifacts(run_dir)["metrics"] is not None:
+            out += VIEWS[name](run_name(run_dir), run_dir, **params)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------
 

@@ -89,21 +89,16 @@ class ReportData:
         return [r for r in self.runs if has_artifact(r, artifact)]
 
     def ranked(self) -> list[str]:
-        """Runs best first by run_summary's final EMA, then success rate (runs with neither last; ties by name).
-
-        The figures highlight the first and the last of this order when there are many runs.
-        """
-        def key(row: dict) -> tuple:
-            ema, rate = row.get("final_ema"), row.get("success_rate")
-            return (ema is None, -(ema or 0.0), rate is None, -(rate or 0.0), row["run"])
-
-        return [r["run"] for r in sorted(self.rows.get("run_summary", []), key=key)]
+        """The runs with a final EMA of reward (run_summary), best first (ties by name); when no run has
+        one, the runs with a success rate, by success rate. The figures highlight the first and the last."""
+        rows = self.rows.get("run_summary", [])
+        column = "final_ema" if any(r.get("final_ema") is not None for r in rows) else "success_rate"
+        scored = [r for r in rows if r.get(column) is not None]
+        return [r["run"] for r in sorted(scored, key=lambda r: (-r[column], r["run"]))]
 
     def highlighted(self) -> tuple[str | None, str | None]:
-        """(best, worst) of ranked(), among runs with a final EMA or a success rate."""
-        scored = [r["run"] for r in self.rows.get("run_summary", [])
-                  if r.get("final_ema") is not None or r.get("success_rate") is not None]
-        order = [name for name in self.ranked() if name in scored]
+        """(best, worst) of ranked(); worst is None with fewer than two ranked runs."""
+        order = self.ranked()
         if not order:
             return None, None
         return order[0], (order[-1] if len(order) > 1 else None)

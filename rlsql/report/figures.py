@@ -147,12 +147,14 @@ def _clip_limit(totals: list[float]) -> float | None:
 
 
 def _mark_clipped(ax, points: list[tuple[Any, float]], limit: float) -> None:
-    """Write each clipped value at the top of the axes, with an arrow: the bar goes on past the frame."""
+    """Write each clipped value inside its bar, upright, below a break mark: the bar runs on past the frame."""
     for x, value in points:
-        if value > limit:
-            ax.annotate(f"{human.duration(value)}\n(off scale)", (x, limit), xytext=(6, -4),
-                        textcoords="offset points", ha="left", va="top", fontsize=8,
-                        arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 0.8})
+        if value is not None and value > limit:
+            ax.plot([x], [limit], marker=(2, 0, 0), markersize=14, color="white", markeredgewidth=3, zorder=5,
+                    clip_on=False)
+            ax.text(x, limit * 0.97, f"{human.duration(value)} (clipped)", rotation=90, ha="center", va="top",
+                    fontsize=8, zorder=6, bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": 0.85,
+                                                "edgecolor": "none"})
 
 
 def reward_figure(data: ReportData):
@@ -246,7 +248,7 @@ def turns_figure(data: ReportData):
         right.bar_label(bars, labels=[f"n={human.count(c)}" for c in counts], fontsize=7, padding=2)
     right.set_yticks(range(len(types)), types, fontsize=8)
     right.invert_yaxis()
-    right.set_title("Mean agent turns by exception type" + ("" if styles.few else " (best and worst run)"),
+    right.set_title("Mean agent turns by exception type" + ("" if styles.few else ": best, worst"),
                     fontsize=12)
     right.set_xlabel("mean agent turns per trial (n = trials with turns)")
     right.grid(axis="x", alpha=0.3)
@@ -347,16 +349,14 @@ def signals_figure(data: ReportData):
         for run in styles.order():
             shown = styles.shown(run)
             width, alpha = (1.5 if shown else 0.7), (1 if shown else 0.5)
-            if column == "timeouts_per_batch":
-                x, y = _xy(by_run[run], "step", "timeouts_per_batch")
-                ax.plot(x, y, color=styles.color(run), linewidth=width, alpha=alpha,
-                        label=styles.label(run, "agent timeouts"))
-                x, y = _xy(by_run[run], "step", "context_length_per_batch")
-                ax.plot(x, y, color=styles.color(run), linewidth=width, alpha=alpha, linestyle=":",
-                        label=styles.label(run, "context length") if shown else None)
-            else:
-                x, y = _xy(by_run[run], "step", column)
-                ax.plot(x, y, color=styles.color(run), linewidth=width, alpha=alpha, label=styles.label(run))
+            series = [(column, "", "-")] if column != "timeouts_per_batch" else [
+                ("timeouts_per_batch", "agent timeouts", "-"), ("context_length_per_batch", "context length", ":")]
+            for name, what, style in series:
+                x, y = _xy(by_run[run], "step", name)
+                if not x:
+                    continue  # a run that does not log it gets no line and no legend entry
+                label = styles.label(run, what) if shown or name != "context_length_per_batch" else None
+                ax.plot(x, y, color=styles.color(run), linewidth=width, alpha=alpha, linestyle=style, label=label)
         ax.set_ylabel(label, fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].set_title("Training signals per step (deduplicated)", fontsize=12)

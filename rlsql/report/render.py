@@ -137,6 +137,8 @@ SUMMARY_FIGURES = (
 CROSS_RUN_COLUMNS = ("run", "steps", "trials", "success_rate", "mean_reward", "final_ema", "best_ema",
                      "best_checkpoint_step", "mean_step_time_s", "timeout_rate", "context_length_rate",
                      "mean_staleness")
+#: the cross-run table shows at most this many config keys (the appendix lists them all)
+CONFIG_COLUMNS = 8
 #: the progression table's columns (progression_rows); a column no row has a value in is left out
 PROGRESSION_COLUMNS = ("run", "step", "log_file", "rerun", "reward", "pass_at_k", "kl_or_entropy", "loss", "epoch",
                        "grad_norm", "ppo_clip_ratio", "policy_loss", "log_ratio_mean", "step_seconds",
@@ -151,6 +153,7 @@ class Layout:
         self.multi = len(data.runs) > 1
         self.compare = len(data.runs) > FEW_RUNS
         self.per_run = per_run or not self.compare
+        self.hidden_keys = 0
 
     def cols(self, name: str, columns: Sequence[str] | None = None) -> list[str]:
         """The columns to print: the given ones (or all of the query's), without `run` for a single run."""
@@ -174,14 +177,18 @@ class Layout:
         return table
 
     def cross_run(self) -> Table:
-        """run_table, one row per run, one column per config key that differs (or chosen with -p keys=)."""
+        """run_table, one row per run, a column per config key that differs (or chosen with -p keys=).
+
+        At most CONFIG_COLUMNS keys get a column, those most runs have first (then by name); the
+        appendix's config_diff table lists every differing key.
+        """
         rows = self.data["run_table"]
-        keys: list[str] = []
+        present: dict[str, int] = {}
         for r in rows:
-            for key in (r["config"] or {}):
-                if key not in keys:
-                    keys.append(key)
-        keys.sort()
+            for key, value in (r["config"] or {}).items():
+                present[key] = present.get(key, 0) + (value is not None)
+        keys = sorted(present, key=lambda k: (-present[k], k))[:CONFIG_COLUMNS]
+        self.hidden_keys = max(len(present) - len(keys), 0)
         flat = [{**r, **{f"config.{k}": (r["config"] or {}).get(k) for k in keys}} for r in rows]
         cells = {f"config.{k}": (lambda r, k=k: "" if r[f"config.{k}"] is None else str(r[f"config.{k}"]))
                  for k in keys}
@@ -193,12 +200,11 @@ class Layout:
             return ""
         text = f"In the figures the best run ({best}) is blue"
         text += f" and the worst ({worst}) red" if worst else ""
-        return text + "; every other run is grey. Best and worst are by final EMA of reward, else success rate."
+        return text + "; every other run is grey. Best and worst are by final EMA of reward (by success rate when no run has one)."
 
     def caveats(self) -> dict[str, Any]:
-        """What `rlsql check` found, as a table (run, severity, where, problem) and one summary line."""
-        issues = [i for report in self.data.checks for i in report.issues if i.severity != "info"]
-        infos = [i for report in self.data.checks for i in report.issues if i.severity == "info"]
+        """What `rlsql check` found: problems (errors, warnings) for the first screen, notes (info) for the
+        appendix, each as run, severity, where (file:line, relative to the run folder), problem."""
         runs = {r.name: r for r in self.data.runs}
 
         def where(issue) -> str:
@@ -208,11 +214,15 @@ class Layout:
                 path = path[len(str(run.path)):].lstrip("/") or "."
             return f"{path}:{issue.line}" if issue.line is not None else path
 
-        rows = [{"run": i.run, "severity": i.severity, "where": where(i), "problem": i.problem}
-                for i in [*issues, *infos]]
-        columns = ["run", "severity", "where", "problem"] if self.multi else ["severity", "where", "problem"]
-        text = {c: (lambda r, c=c: str(r[c])) for c in columns}
-        return {"table": make_table("check", rows, columns, cells=text), "line": caveat_line(self.data)}
+        def table(severities: tuple[str, ...]) -> Table:
+            rows = [{"run": i.run, "severity": i.severity, "where": where(i), "problem": i.problem}
+                    for report in self.data.checks for i in report.issues if i.severity in severities]
+            columns = ["run", "severity", "where", "problem"] if self.multi else ["severity", "where", "problem"]
+            return make_table("check", rows, columns, cells={c: (lambda r, c=c: str(r[c])) for c in columns},
+                              filters={"severity": "+".join(severities)})
+
+        return {"problems": table(("error", "warning")), "notes": table(("info",)),
+                "line": caveat_line(self.data)}
 
     # -- sections ------------------------------------------------------------------------------------
     def runs(self) -> list[dict]:
@@ -306,7 +316,19 @@ class Layout:
         ]
         if data["trial_phases"]:
             trial_tables.append(("Phase durations", self.table("trial_phases")))
+        cross_run = self.cross_run() if self.multi else None
+        caveats = self.caveats()
         appendix = []
+        if self.compare and self.data["config_diff"]:
+            appendix.append(("Config keys that differ between runs",
+                             self.table("config_diff", cells={c: (lambda r, c=c: "" if r[c] is None else str(r[c]))
+                                                              for c in ("run", "key", "value")}),
+                             "Every rl_config.yaml key whose value differs between the runs, one row per run "
+                             "and key (empty: the run lacks the key)."))
+        if caveats["notes"].rows:
+            appendix.append(("Notes from rlsql check", caveats["notes"],
+                             "What `rlsql check` notes without calling it a problem: files not read, steps "
+                             "logged twice, artifacts a run lacks."))
         if self.per_run:
             appendix.append(("Training progression per logged row", self.progression(),
                              "Every metric row with a step. A resumed job re-runs the step it resumed from: "
@@ -332,9 +354,10 @@ class Layout:
             "params": {k: v for k, v in data.params.items() if v is not None},
             "has": {kind: bool(data.has(kind)) for kind in ("metrics", "trials", "vllm", "config")},
             "summary": None if self.compare else self.summary(),
-            "cross_run": self.cross_run() if self.multi else None,
+            "cross_run": cross_run,
+            "hidden_keys": self.hidden_keys,
             "highlight": self.highlight_note() if self.compare else "",
-            "caveats": self.caveats(),
+            "caveats": caveats,
             "overview": self.table("run_overview"),
             "logs": self.table("log_summary"),
             "progression_notes": self.progression_notes(),
@@ -359,7 +382,7 @@ def caveat_line(data: ReportData) -> str:
                 runs.add(issue.run)
     if not counts["error"] and not counts["warning"]:
         return f"data caveats: none in {human.count(len(data.runs))} run{'s' if len(data.runs) != 1 else ''}" + (
-            f" ({human.count(counts['info'])} notes)" if counts["info"] else "")
+            f" ({human.count(counts['info'])} note{'s' if counts['info'] != 1 else ''})" if counts["info"] else "")
     parts = [f"{human.count(counts[s])} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning")
              if counts[s]]
     return (f"data caveats: {', '.join(parts)} in {human.count(len(runs))} run{'s' if len(runs) != 1 else ''} "
