@@ -683,3 +683,242 @@ def test_report_never_touches_run_folders(tmp_path: Path) -> None:
     before = {p: p.stat().st_mtime_ns for p in RUNS.rglob("*")}
     make_report(tmp_path / "r", ["calendar"])
     assert {p: p.stat().st_mtime_ns for p in RUNS.rglob("*")} == before
+
+
+# -- the report's views, straight against the oracle ------------------------------------------------------
+
+@pytest.mark.parametrize("view", ["log_summary", "progression_rows", "timing_table", "step_signals", "run_summary"])
+def test_report_views_match_oracle(view: str) -> None:
+    from tests.compare import assert_rows_match
+
+    names = ["tiny", "calendar", "newest", "harbor_csv"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = view_rows(view, names)
+    want = oracle.expected_view(view, [RUNS / n for n in names])
+    if view == "timing_table":  # the view has no order of its own: the report orders it as timing_breakdown
+        got.sort(key=lambda r: (r["run"], r["span"]))
+        want.sort(key=lambda r: (r["run"], r["span"]))
+    if view == "progression_rows":
+        for row in got:
+            row.pop("row_no")
+    assert_rows_match(got, want, view)
+
+
+def test_training_progression_view_matches_oracle() -> None:
+    from tests.compare import assert_rows_match
+
+    names = ["tiny", "calendar", "newest"]
+    want = [{k: v for k, v in r.items() if k not in ("ema", "rolling_mean")}
+            for r in expect_training_progression([RUNS / n for n in names])]
+    assert_rows_match(view_rows("training_progression", names), want, "training_progression")
+
+
+def test_rerun_rows_are_marked_beside_the_deduplicated_curve(reports: dict[str, Path]) -> None:
+    """calendar: step 3 logged by job_554408 and job_554409, step 15 by job_554409 and job_554410."""
+    tables = parse_tables((reports["calendar"] / "report.md").read_text(encoding="utf-8"))
+    rows = next(t for t in tables if t["source"] == "progression_rows")
+    col = rows["columns"].index
+    marked = [(r[col("step")], r[col("log_file")], r[col("rerun")]) for r in rows["rows"] if r[col("rerun")]]
+    assert marked == [("3", "job_554408", "re-run: used"), ("3", "job_554409", "re-run: not used"),
+                      ("15", "job_554409", "re-run: used"), ("15", "job_554410", "re-run: not used")]
+    # the newest progression columns the calendar fixture logs
+    assert {"epoch", "grad_norm", "ppo_clip_ratio", "policy_loss", "log_ratio_mean"} <= set(rows["columns"])
+
+
+def test_keys_without_a_family_go_under_other(tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "tiny", run)
+    metrics = run / "20260105_120000_metrics_table.csv"
+    lines = metrics.read_text(encoding="utf-8").splitlines()
+    lines = [lines[0] + ",custom_score"] + [line + f",{i}.5" for i, line in enumerate(lines[1:])]
+    metrics.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_report(resolve_runs([run]), tmp_path / "out")
+    text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    other = next(t for t in parse_tables(text) if t["source"] == "metric_stats" and t["filters"]["family"] == "other")
+    assert [r[0] for r in other["rows"]] == ["custom_score"]
+    assert other["rows"][0][1:] == ["3", "1.8708", "0.5", "5.5", "6"]  # 0.5, 1.5, ..., 5.5: mean 3, sample sd 1.8708
+    assert "### Metrics: Other (keys without a family)" in text
+
+
+def test_parameters_reach_the_queries(tmp_path: Path, capsys, monkeypatch) -> None:
+    code, _, err = run_main(["report", "-r", str(RUNS / "calendar"), "-o", str(tmp_path / "r"),
+                             "-p", "span=10", "-p", "save_every=4"], capsys, monkeypatch)
+    assert code == 0, err
+    text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    best = next(t for t in parse_tables(text) if t["source"] == "best_checkpoint")
+    want = oracle.expected("best_checkpoint", [RUNS / "calendar"], span=10, save_every=4)[0]
+    row = dict(zip(best["columns"], best["rows"][0], strict=True))
+    assert row["save_every"] == "4" and row["step"] == str(want["step"])
+    check_cell(row["ema"], want["ema"], "ema")
+    assert want["ema"] != oracle.expected("best_checkpoint", [RUNS / "calendar"])[0]["ema"]  # the span mattered
+    assert "span=10" in text and "save_every=4" in text
+
+
+@pytest.mark.parametrize(("param", "needle"), [("spam=3", "no parameter spam"), ("span=0", "below the minimum"),
+                                               ("span=ten", "not a valid INTEGER")])
+def test_bad_parameters_are_usage_errors(param, needle, tmp_path, capsys, monkeypatch) -> None:
+    code, _, err = run_main(["report", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "r"), "-p", param],
+                            capsys, monkeypatch)
+    assert code == 2 and needle in err and "Traceback" not in err, err
+    assert not (tmp_path / "r").exists()
+
+
+# -- writing: a staging folder swapped in whole; only rlsql's folders replaced ------------------------------
+
+def test_a_report_folder_is_replaced_whole(tmp_path: Path) -> None:
+    out = tmp_path / "rep"
+    make_report(out, ["calendar"])
+    assert (out / "vllm.png").exists()
+    make_report(out, ["newest"])  # no vLLM stats: the old vllm.png must not linger beside the new report
+    assert sorted(p.name for p in out.iterdir()) == [".rlsql-report.json", "report.md", "reward.png", "signals.png",
+                                                     "step_time.png", "turns.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]  # no staging or old copy left
+
+
+def test_a_folder_rlsql_did_not_write_is_never_replaced(tmp_path: Path, capsys, monkeypatch) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me", encoding="utf-8")
+    code, _, err = run_main(["report", "-r", str(RUNS / "tiny"), "-o", str(out)], capsys, monkeypatch)
+    assert code == 2 and "did not write" in err, err
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+
+
+def test_a_full_disk_leaves_the_previous_report_as_it_was(tmp_path: Path, capsys, monkeypatch) -> None:
+    import errno
+
+    import rlsql.report as report_mod
+
+    out = tmp_path / "rep"
+    make_report(out, ["tiny"])
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    calls = []
+    real = report_mod._write_bytes
+
+    def full_disk(target: Path, payload: bytes) -> None:
+        calls.append(target.name)
+        if len(calls) > 2:  # two PNGs written, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device", str(target))
+        real(target, payload)
+
+    monkeypatch.setattr(report_mod, "_write_bytes", full_disk)
+    code, _, err = run_main(["report", "-r", str(RUNS / "calendar"), "-o", str(out)], capsys, monkeypatch)
+    assert code == 1 and "No space left on device" in err and str(out) in err and "Traceback" not in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+
+
+# -- data caveats -----------------------------------------------------------------------------------------
+
+def test_caveats_list_every_defect_of_a_damaged_run(tmp_path: Path, capsys, monkeypatch) -> None:
+    import shutil
+
+    run = tmp_path / "damaged"
+    shutil.copytree(RUNS / "tiny", run)
+    metrics = run / "20260105_120000_metrics_table.csv"
+    lines = metrics.read_text(encoding="utf-8").splitlines()
+    width = len(lines[0].split(","))
+    lines.append("job_2,1,2")  # line 8: too few fields
+    bad = lines[2].split(",")
+    bad[1] = "nan"  # line 3: a nan cell
+    lines[2] = ",".join(bad)
+    metrics.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run / "20260105_120000_vllm_metrics_table.csv").write_text("", encoding="utf-8")  # empty file
+    (run / "rl_config.yaml").write_text("trainer: [unclosed\n", encoding="utf-8")  # YAML that does not parse
+    code, _, err = run_main(["report", "-r", str(run), "-o", str(tmp_path / "r")], capsys, monkeypatch)
+    assert code == 0, err
+    text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    problems = next(t for t in parse_tables(text) if t["source"] == "check" and "warning" in t["filters"]["severity"])
+    found = [(row[1], row[2]) for row in problems["rows"]]  # (where, problem)
+    metrics_name = metrics.name
+    assert any(w == f"{metrics_name}:8" and "skipped" in p for w, p in found), found
+    assert any(w.startswith(metrics_name) and "nan" in p for w, p in found), found
+    assert any(w.startswith("20260105_120000_vllm_metrics_table.csv") and "empty" in p for w, p in found), found
+    assert any(w.startswith("rl_config.yaml") for w, p in found), found
+    notes = next(t for t in parse_tables(text) if t["source"] == "check" and t["filters"]["severity"] == "info")
+    assert any("step 3 logged 2 times" in row[2] for row in notes["rows"]), notes  # the re-run step
+    line = next(x for x in err.splitlines() if "data caveats" in x)
+    assert re.fullmatch(r"rlsql: data caveats: \d+ warnings? in 1 run \(listed in the report's Data caveats "
+                        r"section; `rlsql check` shows the same\)", line), line
+    assert width > 3
+
+
+# -- many runs: the comparison layout ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path, list[str]]:
+    """40 runs from the fixture runs (bench/make_fleet.py) and their report."""
+    sys.path.insert(0, str(RUNS.parent.parent / "bench"))
+    from make_fleet import make_fleet
+
+    root = tmp_path_factory.mktemp("fleet")
+    dirs = make_fleet(40, root / "runs")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_report(resolve_runs([root / "runs"]), root / "report")
+    return dirs, root / "report", [str(w.message) for w in caught]
+
+
+def test_many_runs_open_with_the_cross_run_table(fleet) -> None:
+    dirs, out, _ = fleet
+    text = (out / "report.md").read_text(encoding="utf-8")
+    tables = parse_tables(text)
+    assert tables[0]["source"] == "run_table" and len(tables[0]["rows"]) == 40
+    assert "## Summary" not in text and "--per-run" in text
+    sources, checked = check_tables(text, dirs, "40 runs")
+    assert checked > 40 * 10
+    # no per-run tables without --per-run
+    assert not sources & {"turn_stats", "progression_rows", "vllm_summary", "timing_table", "metric_stats"}
+    assert any(c.startswith("config.fleet.") for c in tables[0]["columns"])
+
+
+def test_many_runs_warn_once_per_missing_artifact(fleet) -> None:
+    _, _, messages = fleet
+    vllm = [m for m in messages if "vLLM" in m]
+    assert len(vllm) == 1, vllm
+    # every 4th run is newest (no vLLM) and every 4th harbor_csv (no metrics, no vLLM): 20 of 40
+    assert vllm[0].startswith("20 runs have no vLLM engine stats: run_002, run_003, run_006") and "10 more" in vllm[0]
+
+
+def test_many_runs_figures_have_legends_that_cover_no_data(fleet) -> None:
+    from rlsql.report import data as data_mod
+    from rlsql.report import figures
+
+    dirs, _, _ = fleet
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = data_mod.gather(resolve_runs(dirs), check=False)
+    built = figures.build_all(data)
+    assert set(built) == set(FIGURES)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    for name, fig in built.items():
+        canvas = FigureCanvasAgg(fig)  # lay the figure out as savefig does
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+        assert legends, f"{name}: no legend"
+        for legend in legends:
+            entries = len(legend.get_texts())
+            assert entries <= 14, f"{name}: {entries} legend entries"
+            box = legend.get_window_extent(renderer)
+            for ax in fig.axes:
+                plot = ax.get_window_extent(renderer)  # the plotting area: where the data is drawn
+                overlap = box.x0 < plot.x1 and plot.x0 < box.x1 and box.y0 < plot.y1 and plot.y0 < box.y1
+                assert not overlap, f"{name}: the legend {box} covers the axes {plot}"
+        assert fig.get_size_inches()[0] * figures.DPI <= 3000
+
+
+def test_per_run_adds_the_sections(tmp_path: Path, fleet) -> None:
+    dirs, _, _ = fleet
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_report(resolve_runs(dirs[:8]), tmp_path / "r", per_run=True)
+    sources, _ = check_tables((tmp_path / "r" / "report.md").read_text(encoding="utf-8"), dirs[:8], "8 runs")
+    assert {"run_table", "turn_stats", "progression_rows", "timing_table", "vllm_summary"} <= sources

@@ -321,8 +321,9 @@ class Layout:
         appendix = []
         if self.compare and self.data["config_diff"]:
             appendix.append(("Config keys that differ between runs",
-                             self.table("config_diff", cells={c: (lambda r, c=c: "" if r[c] is None else str(r[c]))
-                                                              for c in ("run", "key", "value")}),
+                             self.table("config_diff", filters={"layout": "long"},
+                                        cells={c: (lambda r, c=c: "" if r[c] is None else str(r[c]))
+                                               for c in ("run", "key", "value")}),
                              "Every rl_config.yaml key whose value differs between the runs, one row per run "
                              "and key (empty: the run lacks the key)."))
         if caveats["notes"].rows:
