@@ -922,3 +922,19 @@ def test_per_run_adds_the_sections(tmp_path: Path, fleet) -> None:
         build_report(resolve_runs(dirs[:8]), tmp_path / "r", per_run=True)
     sources, _ = check_tables((tmp_path / "r" / "report.md").read_text(encoding="utf-8"), dirs[:8], "8 runs")
     assert {"run_table", "turn_stats", "progression_rows", "timing_table", "vllm_summary"} <= sources
+
+
+def test_html_has_a_table_of_contents_and_folds_long_tables(tmp_path: Path) -> None:
+    make_report(tmp_path / "h", ["calendar"], "html")
+    html = (tmp_path / "h" / "report.html").read_text(encoding="utf-8")
+    toc = re.search(r'<nav class="toc">(.*?)</nav>', html, re.S)
+    assert toc, "no table of contents"
+    links = re.findall(r'href="#([^"]+)"', toc.group(1))
+    ids = re.findall(r'<h[23] id="([^"]+)"', html)
+    assert set(links) <= set(ids) and {"summary", "data-caveats", "training", "timing", "appendix"} <= set(links)
+    assert html.index('<nav class="toc">') > html.index('data-source="run_summary')  # findings first
+    for marker, body in re.findall(r'<table data-source="([^"]+)">(.*?)</table>', html, re.S):
+        rows = body.count("<tr>") - 1
+        start = html.index(f'<table data-source="{marker}">')
+        folded = html.rfind("<details>", 0, start) > html.rfind("</details>", 0, start)
+        assert folded == (rows > 25), f"{marker}: {rows} rows, folded={folded}"

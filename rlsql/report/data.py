@@ -64,6 +64,8 @@ VLLM_SERIES_COLUMNS = (
 )
 #: which artifact each section of the report reads
 SECTION_ARTIFACTS = {"training": "metrics", "trials": "trials", "vllm": "vllm"}
+#: runs checked per `rlsql check` pass (see gather)
+CHECK_BATCH = 25
 #: a warning naming the runs that lack an artifact lists at most this many names
 NAMES_SHOWN = 10
 
@@ -177,7 +179,10 @@ def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
         step("checking the data (rlsql check)", stage=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # check reports each problem itself, as data
-            data.checks = check_runs(runs)
+            # in batches: each run's findings are its own, and check's per-run queries scan every run of
+            # the connection (300 runs at once: ~65 s; in batches of CHECK_BATCH: a few seconds)
+            for start in range(0, len(runs), CHECK_BATCH):
+                data.checks += check_runs(runs[start:start + CHECK_BATCH])
     step(f"running {len(QUERIES)} queries and {len(VIEWS)} views", stage=True)
     con = open_connection(runs, [*QUERIES, *VIEWS, "vllm_series"], catalog)
     for pname, value in data.params.items():
