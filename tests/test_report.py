@@ -98,7 +98,7 @@ def check_cell(cell: str, value: Any, column: str, unit: str | None = None, labe
     if value is None or (isinstance(value, float) and math.isnan(value)):
         assert cell in ("", "nan"), where
         return
-    if isinstance(value, bool) or isinstance(value, str):
+    if isinstance(value, (bool, str)):
         assert cell == fmt(value), where
         return
     if unit in ("rate", "pct"):

@@ -200,7 +200,8 @@ class Layout:
             return ""
         text = f"In the figures the best run ({best}) is blue"
         text += f" and the worst ({worst}) red" if worst else ""
-        return text + "; every other run is grey. Best and worst are by final EMA of reward (by success rate when no run has one)."
+        return text + ("; every other run is grey. Best and worst are by final EMA of reward (by success rate "
+                       "when no run has one).")
 
     def caveats(self) -> dict[str, Any]:
         """What `rlsql check` found: problems (errors, warnings) for the first screen, notes (info) for the
