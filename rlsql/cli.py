@@ -54,9 +54,19 @@ RunOption = Annotated[
 FormatOption = Annotated[
     str, typer.Option("--format", "-f", help=f"Output format: {', '.join(FORMATS)}.", show_default=True)
 ]
+
+
+def _output_path(value: str) -> Path:
+    """`-o ""` is a mistake, not the current folder (which is what Path("") means)."""
+    if not value:
+        raise UsageError("-o \"\": the output path is empty; give a file or folder name")
+    return Path(value)
+
+
 OutputOption = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout.", show_default=False),
+    typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout.", show_default=False,
+                 parser=_output_path),
 ]
 
 
@@ -73,7 +83,7 @@ def _emit(text: str, output: Path | None, runs) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    from rlsql.atomic import refuse_run_folders, write_text
+    from rlsql.writes import refuse_run_folders, write_text
 
     refuse_run_folders(output, runs)
     write_text(output, text)
@@ -228,7 +238,8 @@ def export_command(
                        show_default=False),
     ] = None,
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="The folder to write into (created if needed; never a run folder).")
+        Path, typer.Option("--output", "-o", help="The folder to write into (created if needed; never a run folder).",
+                           parser=_output_path)
     ] = ...,  # type: ignore[assignment]
     all_queries: Annotated[bool, typer.Option("--all", help="Export every named query.")] = False,
     views: Annotated[
@@ -244,6 +255,11 @@ def export_command(
                      show_default=False),
     ] = None,
     param: ParamOption = None,
+    replace_all: Annotated[
+        bool,
+        typer.Option("--replace-all", help="With --partition-by: replace the whole tree, dropping the partitions "
+                     "of runs not exported (default: replace only the exported runs' partitions)."),
+    ] = False,
 ) -> None:
     """Write named queries and base views to files for BI tools (Parquet carries provenance metadata)."""
     from rlsql.export import EXPORT_FORMATS, PARTITIONS, check_params, export, select_items, summary
@@ -258,7 +274,8 @@ def export_command(
     explicit = set(names or [])
     skippable = {item.name for item in items if item.name not in explicit}
     runs = _resolve(run)
-    written = export(runs, items, output, export_format, partition_by, params, skippable, progress=say)
+    written = export(runs, items, output, export_format, partition_by, params, skippable, progress=say,
+                     replace_all=replace_all)
     say(summary(written, output))
 
 
@@ -420,6 +437,16 @@ def main() -> None:
     except RlsqlError as exc:
         say(f"error: {exc}")
         sys.exit(int(exc.exit_code))
+    except OSError as exc:
+        # a write path that did not name its failure (each should): still one line with the path
+        if isinstance(exc, BrokenPipeError):
+            sys.stderr.close()
+            sys.exit(int(ExitCode.OK))
+        from rlsql.writes import write_failure
+
+        failure = write_failure(exc.filename or "?", exc)
+        say(f"error: {failure}")
+        sys.exit(int(failure.exit_code))
     except KeyboardInterrupt:
         say("interrupted")
         sys.exit(130)

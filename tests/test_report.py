@@ -491,7 +491,7 @@ def test_figures_are_valid_pngs_of_sensible_size(case: str, reports: dict[str, P
                                                               for k, v in r.items() if k not in ("run", "step"))]
     assert sorted(linked) == sorted(drawn)
     # no temporary files; the marker that lets a later report replace this folder
-    assert sorted(p.name for p in folder.iterdir()) == sorted([*drawn, "report.md", ".rlsql-report.json"])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*drawn, "report.md", ".rlsql-export.json"])
     for name in drawn:
         width, height = png_size(folder / name)
         assert 800 <= width <= 2500 and 400 <= height <= 2500, f"{case}/{name}: {width}x{height}"
@@ -502,7 +502,7 @@ def test_figures_are_skipped_without_their_data(tmp_path: Path) -> None:
     make_report(tmp_path / "newest", ["newest"])
     names = sorted(p.name for p in (tmp_path / "newest").iterdir())
     # the run has no vLLM stats: no figure, no section
-    assert names == [".rlsql-report.json", "report.md", "reward.png", "signals.png", "step_time.png", "turns.png"]
+    assert names == [".rlsql-export.json", "report.md", "reward.png", "signals.png", "step_time.png", "turns.png"]
     assert "## vLLM engines" not in (tmp_path / "newest" / "report.md").read_text()
 
 
@@ -536,7 +536,7 @@ def test_cli_html_is_one_file(tmp_path, capsys, monkeypatch) -> None:
     code, _, err = run_main(["report", "-r", str(RUNS / "tiny"), "-o", str(tmp_path), "-f", "html"],
                             capsys, monkeypatch)
     assert code == 0, err
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".rlsql-report.json", "report.html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".rlsql-export.json", "report.html"]
 
 
 @pytest.mark.parametrize(("args", "code", "needle"), [
@@ -775,7 +775,7 @@ def test_a_report_folder_is_replaced_whole(tmp_path: Path) -> None:
     make_report(out, ["calendar"])
     assert (out / "vllm.png").exists()
     make_report(out, ["newest"])  # no vLLM stats: the old vllm.png must not linger beside the new report
-    assert sorted(p.name for p in out.iterdir()) == [".rlsql-report.json", "report.md", "reward.png", "signals.png",
+    assert sorted(p.name for p in out.iterdir()) == [".rlsql-export.json", "report.md", "reward.png", "signals.png",
                                                      "step_time.png", "turns.png"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]  # no staging or old copy left
 
@@ -809,7 +809,7 @@ def test_a_full_disk_leaves_the_previous_report_as_it_was(tmp_path: Path, capsys
 
     monkeypatch.setattr(report_mod, "_write_bytes", full_disk)
     code, _, err = run_main(["report", "-r", str(RUNS / "calendar"), "-o", str(out)], capsys, monkeypatch)
-    assert code == 1 and "No space left on device" in err and str(out) in err and "Traceback" not in err, err
+    assert code == 4 and "No space left on device" in err and str(out) in err and "Traceback" not in err, err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
 

@@ -4,12 +4,11 @@ data.py fetches the rows (named queries and views only), figures.py draws them (
 optional extra), render.py lays them out through the Jinja templates in rlsql/templates/. This
 module writes the files: into a staging folder beside the target, swapped in whole once every file
 is written (a full disk leaves the previous report as it was), never into a run folder, and
-replacing only a folder that rlsql wrote (it holds the REPORT_MARKER file).
+replacing only a folder that rlsql wrote (its mark, rlsql.writes.MARK, says kind "report").
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -18,15 +17,23 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from rlsql.errors import RlsqlError, UsageError
+from rlsql.errors import UsageError
 from rlsql.runs import Run
+from rlsql.writes import (
+    MARK,
+    check_writable_target,
+    failures_named,
+    fsync_tree,
+    read_mark,
+    swap_dir,
+    sweep,
+    temp_name,
+    write_mark,
+)
 
 REPORT_FORMATS = ("md", "html")
-#: the file that marks a folder as a report rlsql wrote (and may therefore replace)
-REPORT_MARKER = ".rlsql-report.json"
-#: staging and old-copy folders are named .NAME.<pid>.<suffix> beside the target
-STAGING_SUFFIX = ".rlsql-staging"
-OLD_SUFFIX = ".rlsql-old"
+#: the `kind` in the mark (rlsql.writes.MARK) of a report folder: only such a folder is ever replaced
+REPORT_KIND = "report"
 
 
 class Progress:
@@ -61,81 +68,52 @@ class Progress:
 
 
 def _write_bytes(target: Path, payload: bytes) -> None:
-    with target.open("wb") as fh:
+    """One file of the staging folder (fsynced with the whole tree before the swap)."""
+    with target.open("xb") as fh:  # new or fail: never through a link someone put there
         fh.write(payload)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _readable(path: Path) -> None:
-    """Give a file the usual umask-based mode (a report is meant to be shared)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~umask)
 
 
 def written_by_rlsql(folder: Path) -> bool:
-    """True when `folder` holds the marker rlsql writes into every report folder."""
-    marker = folder / REPORT_MARKER
-    try:
-        return marker.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("written_by") == "rlsql"
-    except (OSError, ValueError, AttributeError):
-        return False
+    """True when `folder` holds the mark rlsql writes into every report folder (rlsql.writes.MARK)."""
+    mark = read_mark(folder)
+    return mark is not None and mark.get("kind") == REPORT_KIND
 
 
 def check_target(out_dir: Path, runs: Sequence[Run]) -> None:
-    """-o must be a new folder, an empty one, or a report folder rlsql wrote (never a run folder)."""
-    from rlsql.atomic import refuse_run_folders
-
-    refuse_run_folders(out_dir, runs)
+    """-o must be a new folder, an empty one, or a report folder rlsql wrote (never at, in or around a run)."""
+    check_writable_target(out_dir, runs)
     if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
         raise UsageError(f"{out_dir}: exists and is not a folder; -o takes the folder to write the report into")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not written_by_rlsql(out_dir):
-        raise UsageError(f"{out_dir}: the folder holds files rlsql did not write (no {REPORT_MARKER}); "
+    with failures_named(out_dir):
+        foreign = out_dir.is_dir() and any(out_dir.iterdir()) and not written_by_rlsql(out_dir)
+    if foreign:
+        raise UsageError(f"{out_dir}: the folder holds files rlsql did not write (no report mark {MARK}); "
                          "rlsql replaces only a report folder it wrote: choose a new or empty folder")
 
 
-def sweep_stale(parent: Path, name: str) -> None:
-    """Remove staging folders of killed reports beside the target (only ours: named and marked)."""
+def write_folder(out_dir: Path, files: dict[str, bytes], fmt: str) -> None:
+    """Write `files` into a staging folder beside `out_dir`, then swap it in whole (rlsql.writes.swap_dir).
+
+    The staging folder has a name rlsql.writes.temp_name made, so the next rlsql that writes beside it
+    removes it if this process is killed; a full disk leaves the previous report as it was.
+    """
+    staging = None
     try:
-        entries = list(parent.iterdir())
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.name.startswith(f".{name}.") or not entry.is_dir() or entry.is_symlink():
-            continue
-        pid = entry.name[len(name) + 2:].split(".", 1)[0]
-        if not pid.isdigit() or _pid_alive(int(pid)):
-            continue
-        final = parent / name
-        if entry.name.endswith(OLD_SUFFIX) and not final.exists() and written_by_rlsql(entry):
-            os.rename(entry, final)  # killed between the two renames: put the old report back
-        elif entry.name.endswith((STAGING_SUFFIX, OLD_SUFFIX)) and written_by_rlsql(entry):
-            shutil.rmtree(entry, ignore_errors=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def swap_in(staging: Path, out_dir: Path) -> None:
-    """Put the finished staging folder at out_dir; the previous report (rlsql's, or an empty folder) goes."""
-    old = None
-    if out_dir.exists():
-        if written_by_rlsql(out_dir):
-            old = out_dir.with_name(f".{out_dir.name}.{os.getpid()}{OLD_SUFFIX}")
-            os.rename(out_dir, old)
-        else:
-            out_dir.rmdir()  # check_target allowed it: empty
-    os.rename(staging, out_dir)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        with failures_named(out_dir):
+            out_dir.parent.mkdir(parents=True, exist_ok=True)
+            sweep(out_dir.parent)
+            staging = temp_name(out_dir)
+            staging.mkdir()  # 0777 minus the umask; the files below 0666 minus it, as a shell makes them
+            write_mark(staging, {"kind": REPORT_KIND, "report_format": fmt, "files": sorted(files)}, staged=True)
+            for name, payload in files.items():
+                _write_bytes(staging / name, payload)
+            fsync_tree(staging)
+            if out_dir.is_dir() and not written_by_rlsql(out_dir):
+                out_dir.rmdir()  # check_target let it through: an empty folder
+            swap_dir(staging, out_dir)
+    finally:
+        if staging is not None and staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: Progress | None = None,
@@ -156,44 +134,23 @@ def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: 
     check_target(out_dir, runs)
     data_mod.bind_report_params(params or {})  # a bad parameter fails before any file is read
     progress = progress or Progress(data_mod.stage_count(check) + len(figures.FIGURES) + 1)
-    staging = out_dir.with_name(f".{out_dir.name}.{os.getpid()}{STAGING_SUFFIX}")
     try:
         data = data_mod.gather(runs, progress, params, check)
         pngs = figures.draw_all(data, progress)
         progress("writing", stage=True)
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        sweep_stale(out_dir.parent, out_dir.name)
-        try:
-            staging.mkdir()
-            # the marker first: a staging folder left by a kill is then recognisably ours
-            (staging / REPORT_MARKER).write_text(json.dumps({"written_by": "rlsql", "format": fmt}) + "\n",
-                                                 encoding="utf-8")
-            names: list[str] = []
-            if fmt == "md":
-                for name, payload in pngs.items():
-                    _write_bytes(staging / name, payload)
-                    names.append(name)
-                report = "report.md"
-                text = render.render_markdown(data, list(pngs), per_run)
-            else:
-                report = "report.html"
-                text = render.render_html(data, pngs, per_run)
-            _write_bytes(staging / report, text.encode("utf-8"))
-            names.append(report)
-            for path in [staging, *staging.iterdir()]:
-                _readable(path)
-            swap_in(staging, out_dir)
-        except OSError as exc:
-            raise ReportWriteError(f"{out_dir}: cannot write the report: {exc.strerror or exc}; "
-                                   "the previous report, if any, is unchanged") from exc
+        files: dict[str, bytes] = {}
+        if fmt == "md":
+            files.update(pngs)
+            report = "report.md"
+            files[report] = render.render_markdown(data, list(pngs), per_run).encode("utf-8")
+        else:
+            report = "report.html"
+            files[report] = render.render_html(data, pngs, per_run).encode("utf-8")
+        write_folder(out_dir, files, fmt)
         if notify is not None and check:
             notify(render.caveat_line(data))
     finally:
         progress.close()
-        if staging.exists() and written_by_rlsql(staging):
-            shutil.rmtree(staging, ignore_errors=True)
+    names = [name for name in files if name != report] + [report]
     return [out_dir / name for name in names]
 
-
-class ReportWriteError(RlsqlError):
-    """The report could not be written (disk full, read-only folder): one line naming the folder, exit 1."""
