@@ -133,9 +133,10 @@ def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: 
     out_dir = Path(os.path.abspath(out_dir))
     check_target(out_dir, runs)
     data_mod.bind_report_params(params or {})  # a bad parameter fails before any file is read
-    progress = progress or Progress(data_mod.stage_count(check) + len(figures.FIGURES) + 1)
+    tables = per_run or len(runs) <= figures.FEW_RUNS  # the comparison layout reads less
+    progress = progress or Progress(data_mod.stage_count(check, tables) + len(figures.FIGURES) + 1)
     try:
-        data = data_mod.gather(runs, progress, params, check)
+        data = data_mod.gather(runs, progress, params, check, tables)
         pngs = figures.draw_all(data, progress)
         progress("writing", stage=True)
         files: dict[str, bytes] = {}

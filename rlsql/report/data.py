@@ -52,6 +52,9 @@ VIEWS = (
     "turn_histogram",
     "config_diff",
 )
+#: what the comparison layout (many runs, no --per-run) reads: the cross-run table, the caveats and the figures
+COMPARISON_SOURCES = ("run_table", "run_summary", "reward_curve", "best_checkpoint", "step_time_stack",
+                      "step_signals", "turn_histogram", "turns_by_exception", "config_diff")
 #: the vLLM series the vLLM figure draws (the vllm_series view: at most 2,000 points per log)
 VLLM_SERIES_COLUMNS = (
     "run",
@@ -167,8 +170,12 @@ def _fetch(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> tuple[list[st
 
 
 def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
-           params: dict[str, str] | None = None, check: bool = True) -> ReportData:
-    """Run every query and view the report needs over `runs` (one connection, views created once)."""
+           params: dict[str, str] | None = None, check: bool = True, tables: bool = True) -> ReportData:
+    """Run every query and view the report needs over `runs` (one connection, views created once).
+
+    `tables=False` (the comparison layout without per-run sections) runs only COMPARISON_SOURCES.
+    """
+    wanted = [n for n in (*QUERIES, *VIEWS) if tables or n in COMPARISON_SOURCES]
     step = step or (lambda _label, stage=False: None)
     catalog = load_catalog()
     data = ReportData(list(runs), params=bind_report_params(params or {}, catalog))
@@ -183,13 +190,13 @@ def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
             # the connection (300 runs at once: ~65 s; in batches of CHECK_BATCH: a few seconds)
             for start in range(0, len(runs), CHECK_BATCH):
                 data.checks += check_runs(runs[start:start + CHECK_BATCH])
-    step(f"running {len(QUERIES)} queries and {len(VIEWS)} views", stage=True)
-    con = open_connection(runs, [*QUERIES, *VIEWS, "vllm_series"], catalog)
+    step(f"running {len(wanted)} queries and views", stage=True)
+    con = open_connection(runs, [*wanted, "vllm_series"], catalog)
     for pname, value in data.params.items():
         if value is not None:
             # the name comes from a SQL header (a validated identifier); the value is a bound parameter
             con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
-    for name in (*QUERIES, *VIEWS):
+    for name in wanted:
         step(name)
         data.columns[name], data.rows[name] = _fetch(con, name, f"SELECT * FROM {identifier(name)}")
     step("vllm_series")
@@ -200,6 +207,6 @@ def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
     return data
 
 
-def stage_count(check: bool = True) -> int:
+def stage_count(check: bool = True, tables: bool = True) -> int:
     """How many steps gather() reports (for a progress indicator)."""
-    return 2 + len(QUERIES) + len(VIEWS) + (1 if check else 0)
+    return 2 + (len(QUERIES) + len(VIEWS) if tables else len(COMPARISON_SOURCES)) + (1 if check else 0)

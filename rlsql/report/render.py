@@ -303,20 +303,34 @@ class Layout:
         cells["key"] = lambda row: str(row["key"])
         return make_table("config_diff", list(keys.values()), ["key", *runs], cells=cells)
 
+    def per_run_tables(self) -> dict[str, Any]:
+        """The tables of each run's own sections (left out with many runs unless --per-run)."""
+        return {
+            "overview": self.table("run_overview"),
+            "logs": self.table("log_summary"),
+            "progression_notes": self.progression_notes(),
+            "async_health": self.table("async_health"),
+            "best": self.table("best_checkpoint"),
+            "timing": self.timing_table(),
+            "vllm": self.table("vllm_summary"),
+        }
+
     def context(self, figure_src: dict[str, str]) -> dict[str, Any]:
         data = self.data
         figures = {name: {"src": src, "alt": FIGURES[name][0]} for name, src in figure_src.items()}
-        trial_tables = [
-            ("Reward summary", self.table("reward_summary")),
-            ("Turn statistics", self.table("turn_stats")),
-            ("Exception distribution and treatment", self.table("exception_distribution")),
-            ("Trials per effective treatment", self.table("exception_treatment")),
-            ("Turns by exception type", self.table("turns_by_exception")),
-            ("Turns by outcome", self.table("turns_by_outcome")),
-            ("Turn percentiles", self.table("turn_percentiles")),
-        ]
-        if data["trial_phases"]:
-            trial_tables.append(("Phase durations", self.table("trial_phases")))
+        trial_tables = []
+        if self.per_run:
+            trial_tables = [
+                ("Reward summary", self.table("reward_summary")),
+                ("Turn statistics", self.table("turn_stats")),
+                ("Exception distribution and treatment", self.table("exception_distribution")),
+                ("Trials per effective treatment", self.table("exception_treatment")),
+                ("Turns by exception type", self.table("turns_by_exception")),
+                ("Turns by outcome", self.table("turns_by_outcome")),
+                ("Turn percentiles", self.table("turn_percentiles")),
+            ]
+            if data["trial_phases"]:
+                trial_tables.append(("Phase durations", self.table("trial_phases")))
         cross_run = self.cross_run() if self.multi else None
         caveats = self.caveats()
         appendix = []
@@ -360,13 +374,7 @@ class Layout:
             "hidden_keys": self.hidden_keys,
             "highlight": self.highlight_note() if self.compare else "",
             "caveats": caveats,
-            "overview": self.table("run_overview"),
-            "logs": self.table("log_summary"),
-            "progression_notes": self.progression_notes(),
-            "async_health": self.table("async_health"),
-            "best": self.table("best_checkpoint"),
-            "timing": self.timing_table(),
-            "vllm": self.table("vllm_summary"),
+            **(self.per_run_tables() if self.per_run else {}),
             "trial_tables": trial_tables,
             "config_diff": self.config_diff(),
             "appendix": appendix,
