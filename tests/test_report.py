@@ -823,7 +823,6 @@ def test_caveats_list_every_defect_of_a_damaged_run(tmp_path: Path, capsys, monk
     shutil.copytree(RUNS / "tiny", run)
     metrics = run / "20260105_120000_metrics_table.csv"
     lines = metrics.read_text(encoding="utf-8").splitlines()
-    width = len(lines[0].split(","))
     lines.append("job_2,1,2")  # line 8: too few fields
     bad = lines[2].split(",")
     bad[1] = "nan"  # line 3: a nan cell
@@ -846,7 +845,6 @@ def test_caveats_list_every_defect_of_a_damaged_run(tmp_path: Path, capsys, monk
     line = next(x for x in err.splitlines() if "data caveats" in x)
     assert re.fullmatch(r"rlsql: data caveats: \d+ warnings? in 1 run \(listed in the report's Data caveats "
                         r"section; `rlsql check` shows the same\)", line), line
-    assert width > 3
 
 
 # -- many runs: the comparison layout ---------------------------------------------------------------------
@@ -938,3 +936,41 @@ def test_html_has_a_table_of_contents_and_folds_long_tables(tmp_path: Path) -> N
         start = html.index(f'<table data-source="{marker}">')
         folded = html.rfind("<details>", 0, start) > html.rfind("</details>", 0, start)
         assert folded == (rows > 25), f"{marker}: {rows} rows, folded={folded}"
+
+
+def test_an_outlier_step_is_clipped_with_its_time_written_on_it() -> None:
+    """calendar: steps 1-3 (the buffer fill and a job interruption) pass 4x the median step; the figure
+    clips them and writes each one's timing/step on its bar."""
+    from rlsql.report import data as data_mod
+    from rlsql.report import figures
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = data_mod.gather(resolve_runs([RUNS / "calendar"]), check=False)
+    fig = figures.step_time_figure(data)
+    ax = fig.axes[0]
+    totals = {r["step"]: r["timing/step"] for r in oracle.dedup_steps(oracle.read_metric_rows(RUNS / "calendar"))}
+    ordered = sorted(totals.values())
+    median = ordered[len(ordered) // 2]
+    outliers = {s: v for s, v in totals.items() if v > 4 * median}
+    assert sorted(outliers) == [1, 2, 3]
+    assert ax.get_ylim()[1] == pytest.approx(1.25 * max(v for v in totals.values() if v <= 4 * median))
+    written = [t.get_text() for t in ax.texts if t.get_text().endswith("(clipped)")]
+    assert len(written) == len(outliers)
+    for text, (_, seconds) in zip(written, sorted(outliers.items()), strict=True):
+        parsed, tolerance = parse_duration(text.removesuffix(" (clipped)"))
+        assert abs(parsed - seconds) <= tolerance, (text, seconds)
+
+
+def test_a_killed_reports_staging_folder_is_swept(tmp_path: Path) -> None:
+    """What a SIGKILLed report leaves (its staging folder, under one of rlsql's temporary names of a
+    process that is gone) is removed by the next report written beside it."""
+    from rlsql import writes
+
+    host, pid, nonce = writes._host(), "4194303", "0badf00d"  # a pid above Linux's pid_max: never alive
+    leftover = tmp_path / f".rep.{host}-{pid}-{nonce}-{writes._check('rep', host, pid, nonce, False)}.rlsql-tmp"
+    leftover.mkdir()
+    (leftover / "reward.png").write_bytes(b"half a figure")
+    assert writes.parse_temp_name(leftover.name) is not None
+    make_report(tmp_path / "rep", ["tiny"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
