@@ -11,7 +11,6 @@ import pytest
 
 import rlsql
 from rlsql import docs
-from rlsql.catalog import load_catalog
 from tests.conftest import RUNS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,4 +70,3 @@ def test_rlsql_docs_command_prints_them(capsys, monkeypatch) -> None:
         cli.main()
     assert stop.value.code == 0
     assert capsys.readouterr().out == (ROOT / "docs" / "data-contract.md").read_text(encoding="utf-8")
-    assert len(load_catalog().queries()) == 16
