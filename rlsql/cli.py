@@ -118,7 +118,7 @@ def _output_path(value: str) -> Path:
 OutputOption = Annotated[
     Path | None,
     typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout.", show_default=False,
-                 parser=_output_path),
+                 parser=_output_path, metavar="FILE"),
 ]
 ParamOption = Annotated[
     list[str] | None,
@@ -434,7 +434,7 @@ def export_command(
     ] = None,
     output: Annotated[
         Path, typer.Option("--output", "-o", help="The folder to write into (created if needed; never a run folder).",
-                           parser=_output_path)
+                           parser=_output_path, metavar="FOLDER")
     ] = ...,  # type: ignore[assignment]
     all_queries: Annotated[bool, typer.Option("--all", help="Export every named query.")] = False,
     views: Annotated[

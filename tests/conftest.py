@@ -36,3 +36,18 @@ def rlsql_exe() -> str:
     if not found:
         pytest.fail("the rlsql console script is not installed: pip install . first (see README)")
     return found
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="Rewrite tests/golden/ from what rlsql prints now (same as RLSQL_UPDATE_GOLDEN=1); review the diff.",
+    )
+
+
+@pytest.fixture(scope="session")
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    """True when the golden files are to be rewritten rather than compared (tests/test_golden.py)."""
+    return bool(request.config.getoption("--update-golden")) or os.environ.get("RLSQL_UPDATE_GOLDEN") == "1"
