@@ -697,18 +697,16 @@ def main_options(
     """
     if use_cache and no_cache:
         raise UsageError("--cache and --no-cache contradict each other; give one")
-    if use_cache or no_cache:
-        import os
+    # each command sets both choices afresh (None: the environment decides), so a process that runs
+    # several commands (tests, a notebook calling main) never keeps an earlier command's flags
+    if use_cache or no_cache or "rlsql.cache" in sys.modules:
+        from rlsql import cache
 
-        from rlsql.cache import AUTO_ENV
+        cache.choose("on" if use_cache else "off" if no_cache else None)
+    if from_logs or "rlsql.logfiles" in sys.modules:
+        from rlsql.logfiles import request_from_logs
 
-        os.environ[AUTO_ENV] = "1" if use_cache else "0"  # read where the sources are rendered, this process only
-    if from_logs:
-        import os
-
-        from rlsql.logfiles import FROM_LOGS_ENV
-
-        os.environ[FROM_LOGS_ENV] = "1"  # read where the runs are resolved, in this process only
+        request_from_logs(True if from_logs else None)
     _set_verbose(verbose)
 
 
