@@ -170,7 +170,7 @@ def sql_failure(exc: duckdb.Error) -> str:
             break
         if line.strip():
             kept.append(line.strip())
-    missing = _MISSING_TABLE.search(kept[0]) if kept else None
+    missing = _MISSING_TABLE.search(kept[0]) if kept and isinstance(exc, duckdb.CatalogException) else None
     if missing:
         import difflib
 

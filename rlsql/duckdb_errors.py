@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from rlsql.errors import DataError, QueryError, RlsqlError, RlsqlWarning
+from rlsql.errors import DATA_ERROR_MARK, DataError, QueryError, RlsqlError, RlsqlWarning
 from rlsql.runs import CSV_ARTIFACTS, Run
 
 if TYPE_CHECKING:
@@ -53,8 +53,18 @@ def stray_cr_line(path: Path, chunk: int = 1 << 24) -> int | None:
     return lines if previous_cr else None
 
 
+#: the exception classes DuckDB raises for a file its CSV reader cannot read: a cell it cannot convert
+#: (ConversionException) or a line it cannot parse (InvalidInputException); rlsql's own error() about the
+#: data raises InvalidInputException too. Only these are read for a file and line: a binder, catalog or
+#: I/O error never is, whatever its message says.
+CSV_FAILURES = (duckdb.ConversionException, duckdb.InvalidInputException)
+DATA_FAILURES = (duckdb.InvalidInputException,)
+
+
 def csv_error(exc: BaseException) -> DataError | None:
     """A DuckDB CSV reading error as `file:line: problem`, or None when it is something else."""
+    if not isinstance(exc, CSV_FAILURES):
+        return None
     text = str(exc)
     line, path = _CSV_LINE.search(text), _CSV_FILE.search(text)
     if not path:
@@ -138,8 +148,6 @@ def warn_rejected_rows(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
-#: an `error()` raised by rlsql's own SQL about the data (see sql/sources) starts with this
-DATA_ERROR_MARK = "rlsql-data: "
 
 
 def data_error_text(exc: BaseException) -> str:
@@ -150,7 +158,7 @@ def data_error_text(exc: BaseException) -> str:
 
 def data_error(exc: BaseException) -> DataError | None:
     """A DuckDB error that is about the input files, as a one-line DataError; None for anything else."""
-    if DATA_ERROR_MARK in str(exc):
+    if isinstance(exc, DATA_FAILURES) and DATA_ERROR_MARK in str(exc):
         return DataError(data_error_text(exc))
     return csv_error(exc)
 

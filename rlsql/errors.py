@@ -50,3 +50,8 @@ class QueryError(RlsqlError):
 
 class RlsqlWarning(UserWarning):
     """Something rlsql skipped or assumed; the numbers it prints do not include it."""
+
+
+#: an `error()` raised by rlsql's own SQL about the input files starts with this (the templates get it
+#: as the Jinja global DATA_ERROR_MARK; rlsql.duckdb_errors.data_error turns such a failure into a DataError)
+DATA_ERROR_MARK = "rlsql-data: "
