@@ -23,6 +23,44 @@ os.environ["RLSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlsql-test-cache-")
 os.environ["RLSQL_CACHE"] = "0"
 
 
+class FixtureConnections:
+    """One rlsql connection (rlsql.connection.open_connection: every view and macro, the small sources
+    loaded once) per set of fixture runs, made when first asked for and shared by the whole session.
+
+    The sets are each fixture run alone and "all" of them together. Tests that only read views through
+    these (test_grain, test_column_docs) then pay for each set's sources once, not once per view.
+    """
+
+    SETS = (*FIXTURE_RUNS, "all")
+
+    def __init__(self) -> None:
+        self._open: dict = {}
+
+    def __getitem__(self, label: str):
+        if label not in self._open:
+            import warnings
+
+            from rlsql.connection import open_connection
+            from rlsql.runs import resolve_runs
+
+            names = FIXTURE_RUNS if label == "all" else [label]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a run lacking an artifact says so; nothing to check here
+                self._open[label] = open_connection(resolve_runs([RUNS / n for n in names]))
+        return self._open[label]
+
+    def close(self) -> None:
+        for con in self._open.values():
+            con.close()
+
+
+@pytest.fixture(scope="session")
+def fixture_connections():
+    connections = FixtureConnections()
+    yield connections
+    connections.close()
+
+
 @pytest.fixture(scope="session")
 def runs_dir() -> Path:
     return RUNS
