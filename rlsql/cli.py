@@ -16,9 +16,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from rlsql import __version__
 from rlsql.errors import DataError, ExitCode, RlsqlError, UsageError
 from rlsql.formats import FORMATS, ExportFormat, OutputFormat, Partition, ReportFormat, render
+from rlsql.version import __version__
 
 E = TypeVar("E", bound=StrEnum)
 DOCS_HINT = (

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import __version__, cache
+from rlsql import cache
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import comment_columns, create_objects
 from rlsql.duckdb_errors import one_line
@@ -32,6 +32,7 @@ from rlsql.errors import DataError, RlsqlError, UsageError
 from rlsql.provenance import SourceFingerprints
 from rlsql.runs import Run
 from rlsql.sqltext import identifier, literal
+from rlsql.version import __version__
 from rlsql.writes import atomic_path, check_writable_target, disk_failure, failures_named
 
 #: readable by DuckDB 1.4 and later (rlsql itself needs duckdb>=1.4)

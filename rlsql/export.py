@@ -34,7 +34,6 @@ from typing import Any
 
 import duckdb
 
-from rlsql import __version__
 from rlsql.api import bind_params
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import check_artifacts, open_connection
@@ -43,6 +42,7 @@ from rlsql.errors import DataError, RlsqlWarning, UsageError
 from rlsql.provenance import SourceFingerprints
 from rlsql.runs import Run
 from rlsql.sqltext import identifier, literal
+from rlsql.version import __version__
 from rlsql.writes import (
     MARK,
     atomic_path,
