@@ -8,6 +8,7 @@ query pays for its own dependencies only.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import warnings
 from collections.abc import Iterable, Sequence
@@ -123,13 +124,21 @@ class SourceContext:
         ]
 
     @functools.cached_property
-    def config_rows(self) -> list[dict]:
-        rows: list[dict] = []
+    def config_docs(self) -> list[dict]:
+        """Per run with a config: its flattened leaves as one JSON text of parallel lists (config_src.sql)."""
+        docs: list[dict] = []
         for run in self.runs:
             config = run.artifact("config")
-            if config is not None:
-                rows.extend(config_rows(run.name, config.path))
-        return rows
+            if config is None:
+                continue
+            rows = config_rows(run.name, config.path)
+            doc = {
+                "keys": [r["key"] for r in rows],
+                "texts": [r["value"] for r in rows],
+                "jsons": [r["value_json"] for r in rows],
+            }
+            docs.append({"run": run.name, "doc": json.dumps(doc, ensure_ascii=False)})
+        return docs
 
     def csv_context(self, source: SqlFile) -> dict:
         """files (one per run that has the artifact) and the union of their columns, declared ones first."""
@@ -202,7 +211,7 @@ class SourceContext:
         if source.name == "run_files":
             context["run_files"] = self.run_files
         elif source.artifact == "config":
-            context["config_rows"] = self.config_rows
+            context["config_docs"] = self.config_docs
         elif source.artifact == "harbor":
             context.update(self.harbor_context())
         elif source.artifact:
@@ -224,13 +233,55 @@ def object_statements(
     """The DDL that creates `files` (already in dependency order) over `runs`: (file, statement) pairs, in order.
 
     Sources are rendered with the runs' absolute paths, so the statements work from any folder.
+    Each source view not in `load` is first created as an empty stand-in with its columns (learnt
+    by binding it once here), and for real after every other object: the views above it bind over
+    the stand-in (see create_objects for why).
     """
     sources = SourceContext(runs)
     statements: list[tuple[SqlFile, str]] = []
+    last: list[tuple[SqlFile, str]] = []
+    scratch = duckdb.connect(":memory:")
     for f in files:
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
-        statements.extend((f, statement) for statement in f.create_statements(sql, as_table=f.name in load))
-    return statements
+        real = [(f, statement) for statement in f.create_statements(sql, as_table=f.name in load)]
+        if f.kind != "source" or f.name in load:
+            statements.extend(real)
+            continue
+        try:
+            described = scratch.execute(f"DESCRIBE {sql}").fetchall()
+        except duckdb.Error as exc:
+            raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+        stub = stub_select([(row[0], row[1]) for row in described])
+        statements.append((f, f"CREATE OR REPLACE VIEW {identifier(f.name)} AS {stub}"))
+        last.extend(real)
+    scratch.close()
+    return statements + last
+
+
+#: the name a source's real view waits under while the views above it are created (create_objects)
+_WAITING = "__rlsql_source_{}"
+
+
+def stub_select(columns: Sequence[tuple[str, str]]) -> str:
+    """An empty SELECT with `columns` (name, DuckDB type): a source's stand-in while the views above it are created."""
+    cells = ", ".join(f"CAST(NULL AS {ctype}) AS {identifier(name)}" for name, ctype in columns)
+    return f"SELECT {cells} WHERE false"
+
+
+def _view_columns(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str]]:
+    """A view's columns as DuckDB stored them when it bound the view (no second bind)."""
+    return con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+        "AND database_name = current_database() AND schema_name = current_schema() ORDER BY column_index",
+        [name],
+    ).fetchall()
+
+
+def _run(con: duckdb.DuckDBPyConnection, f: SqlFile, statement: str) -> None:
+    try:
+        con.execute(statement)
+    except duckdb.Error as exc:
+        raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
 
 
 def create_objects(
@@ -240,12 +291,34 @@ def create_objects(
     catalog: Catalog,
     load: frozenset[str] = frozenset(),
 ) -> None:
-    """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables."""
-    for f, statement in object_statements(runs, files, catalog, load):
-        try:
-            con.execute(statement)
-        except duckdb.Error as exc:
-            raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+    """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables.
+
+    CREATE VIEW binds the view, and binding a view binds every view below it down to the sources:
+    over many runs a source (read_csv over hundreds of files, a glob per Harbor run, thousands of
+    config VALUES) costs 0.05-1 s to bind, once per view stacked on it (1,000 runs: tens of
+    seconds). So each source view is bound once, under a waiting name; the views above it are
+    created over an empty stand-in with the same columns and types (binding that costs nothing),
+    then the stand-in is dropped and the real view renamed into place. A view stores its SQL,
+    not its plan: every query binds it afresh over the real source, so nothing a query sees differs.
+    """
+    sources = SourceContext(runs)
+    waiting: list[SqlFile] = []
+    for f in files:
+        sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
+        if f.kind != "source" or f.name in load:
+            for statement in f.create_statements(sql, as_table=f.name in load):
+                _run(con, f, statement)
+            continue
+        hidden = identifier(_WAITING.format(f.name))
+        _run(con, f, f"CREATE OR REPLACE VIEW {hidden} AS\n{sql}")
+        columns = _view_columns(con, _WAITING.format(f.name))
+        _run(con, f, f"CREATE OR REPLACE VIEW {identifier(f.name)} AS {stub_select(columns)}")
+        waiting.append(f)
+    for f in waiting:
+        name = identifier(f.name)
+        _run(con, f, f"DROP VIEW {name}")
+        _run(con, f, f"ALTER VIEW {identifier(_WAITING.format(f.name))} RENAME TO {name}")
+        _run(con, f, f.create_statements("", as_table=False)[1])  # the COMMENT ON VIEW
 
 
 def open_connection(
