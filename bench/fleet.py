@@ -139,10 +139,10 @@ def bench(root: Path, only: set[str] | None, scratch: Path) -> list[dict]:
         add("query run_overview, cached", [exe, "query", "run_overview", "-r", runs, "-f", "csv",
                                            "-o", str(scratch / "cached.csv")], cache)
     if want("pandas"):
-        add("pandas: run_overview over the fleet",
+        add("pandas: turn_stats over the fleet",
             [sys.executable, str(REPO / "bench" / "fleet_baselines.py"), "pandas", runs])
     if want("polars"):
-        add("polars: run_overview over the fleet",
+        add("polars: turn_stats over the fleet",
             [sys.executable, str(REPO / "bench" / "fleet_baselines.py"), "polars", runs])
     return results
 
