@@ -73,8 +73,9 @@ def timed(cmd: list[str], env: dict | None = None) -> dict:
         for line in Path(tf.name).read_text().splitlines():
             if "Maximum resident set size" in line:
                 rss = int(line.split(":")[1]) / 1024
+    out = proc.stdout.strip().splitlines()[-1:] if cmd[0] == sys.executable and "-c" in cmd else []
     return {"cmd": " ".join(cmd), "wall_s": round(wall, 2), "rss_mb": round(rss), "rc": proc.returncode,
-            "err": proc.stderr.strip().splitlines()[-1:] if proc.returncode else []}
+            "err": proc.stderr.strip().splitlines()[-1:] if proc.returncode else [], "out": out}
 
 
 def rlsql_exe() -> str:
@@ -129,7 +130,7 @@ def bench(root: Path, only: set[str] | None, scratch: Path) -> list[dict]:
             print(json.dumps(results[-1]), flush=True)
     if want("report"):
         ten = sorted(p for p in (root / "runs").iterdir() if p.is_dir())[:10]
-        cmd = [exe, "report", "-o", str(scratch / "report.md")]
+        cmd = [exe, "report", "-o", str(scratch / "report")]
         for p in ten:
             cmd += ["-r", str(p)]
         add("report over 10 runs", cmd, nocache)

@@ -105,8 +105,10 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -
 class SourceContext:
     """What the source templates are rendered with; each piece is computed once, when first needed."""
 
-    def __init__(self, runs: Sequence[Run]):
+    def __init__(self, runs: Sequence[Run], config_function: str | None = None):
         self.runs = list(runs)
+        #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
+        self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
 
     @functools.cached_property
     def run_rows(self) -> list[dict]:
@@ -222,7 +224,8 @@ class SourceContext:
         if source.name == "run_files":
             context["run_files"] = self.run_files
         elif source.artifact == "config":
-            context["config_docs"] = self.config_docs
+            context["config_function"] = self.config_function
+            context["config_docs"] = [] if self.config_function else self.config_docs
         elif source.artifact == "harbor":
             context.update(self.harbor_context())
         elif source.artifact:
@@ -277,6 +280,8 @@ def object_statements(
     return statements + last
 
 
+#: the function of an rlsql.connect() connection that gives config_src its rows (create_objects)
+CONFIG_FUNCTION = "rlsql_config_docs"
 #: the name a source's real view waits under while the views above it are created (create_objects)
 _WAITING = "__rlsql_source_{}"
 
@@ -309,8 +314,13 @@ def create_objects(
     files: Iterable[SqlFile],
     catalog: Catalog,
     load: frozenset[str] = frozenset(),
+    lazy_config: bool = False,
 ) -> None:
     """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables.
+
+    `lazy_config` (rlsql.connect): the runs' rl_config.yaml files are parsed when a query first
+    reads config_src, through a Python function registered on `con` (CONFIG_FUNCTION), instead of
+    now (YAML is most of a connection's start-up over many runs: ~1 ms a file).
 
     CREATE VIEW binds the view, and binding a view binds every view below it down to the sources:
     over many runs a source (read_csv over hundreds of files, a glob per Harbor run, thousands of
@@ -320,7 +330,10 @@ def create_objects(
     then the stand-in is dropped and the real view renamed into place. A view stores its SQL,
     not its plan: every query binds it afresh over the real source, so nothing a query sees differs.
     """
-    sources = SourceContext(runs)
+    sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None)
+    if sources.config_function is not None:
+        con.create_function(CONFIG_FUNCTION, lambda: sources.config_docs, [], "STRUCT(run VARCHAR, doc VARCHAR)[]",
+                            side_effects=True)  # not folded into a constant when a view binds
     waiting: list[SqlFile] = []
     for f in files:
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
@@ -347,12 +360,13 @@ def open_connection(
     names: Iterable[str] | None = None,
     catalog: Catalog | None = None,
     load: frozenset[str] = LOADED_SOURCES,
+    lazy_config: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once."""
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
     con = duckdb.connect(":memory:")
-    create_objects(con, runs, files, catalog, load)
+    create_objects(con, runs, files, catalog, load, lazy_config)
     return con
 
 
@@ -394,4 +408,4 @@ def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
     # every object a view over the run's own files (never a cache copy), so the connection always
     # reads the files as they are now
     with cache.disabled():
-        return open_connection(resolve_runs(runs), load=frozenset())
+        return open_connection(resolve_runs(runs), load=frozenset(), lazy_config=True)
