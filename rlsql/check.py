@@ -60,13 +60,71 @@ class RunReport:
         }
 
 
-def probe_sql(kind: str, path: Path, header: list[str], buffer: int | None = None) -> str:
-    """SQL that reads every column of one CSV as its source declares them (sources/_check_csv.sql.j2)."""
+def probe_sql(kind: str, path: Path | None, header: list[str], buffer: int | None = None,
+              paths: Sequence[Path] = ()) -> str:
+    """SQL that reads every column of one CSV as its source declares them (sources/_check_csv.sql.j2);
+    with `paths`, of many CSVs with this header, a row of counts per file."""
     catalog = load_catalog()
     types = catalog.files[f"{kind}_src"].column_types(header)
     return catalog.env.get_template("sources/_check_csv.sql.j2").render(
-        path=str(path), header=header, types=types, integers=INTEGER_COLUMNS[kind], buffer=buffer
+        path=str(path), header=header, types=types, integers=INTEGER_COLUMNS[kind], buffer=buffer,
+        paths=[str(p) for p in paths],
     )
+
+
+#: the column a grouped probe names each row's file in (a header holding it is probed alone)
+PROBE_FILE = "rlsql_probe_file"
+
+
+class CsvProbes:
+    """Each CSV's probe (row, cell and reject counts), for all runs in one scan per header.
+
+    A probe per file is a DuckDB query per file (~15 ms each however small the file: 1,000 runs
+    hold 3,000 CSVs); files that share a header and read buffer, as the runs of one parser
+    version do, are scanned by one read_csv over the list and counted per file. A group whose
+    scan fails (a file DuckDB cannot parse at all), or whose rejects name a file outside it, is
+    probed file by file instead, exactly as a check of each run alone (_check_csv).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, runs: Sequence[Run]):
+        self.results: dict[str, tuple[dict, list[tuple[str, int, str]]]] = {}
+        groups: dict[tuple[str, tuple[str, ...], int | None], list[Path]] = {}
+        for run in runs:
+            for kind in CSV_ARTIFACTS:
+                artifact = run.artifact(kind)
+                if artifact is None or why_unnameable(artifact.path):
+                    continue
+                try:
+                    header = csv_header(artifact.path).names
+                    buffer = csvread.buffer_size([artifact.path]) if header else None
+                except DataError:
+                    continue  # _check_csv reports it
+                if header and PROBE_FILE not in header:
+                    groups.setdefault((kind, tuple(header), buffer), []).append(artifact.path)
+        for (kind, header, buffer), paths in groups.items():
+            if len(paths) > 1:
+                self._probe(con, kind, list(header), buffer, paths)
+
+    def _probe(self, con: duckdb.DuckDBPyConnection, kind: str, header: list[str], buffer: int | None,
+               paths: list[Path]) -> None:
+        before = _last_reject_scan(con)
+        try:
+            rows = con.execute(probe_sql(kind, None, header, buffer, paths)).fetchall()
+        except duckdb.Error:
+            return  # each file alone, so the failure is the file's own
+        columns = [d[0] for d in con.description]
+        counted = {row[0]: dict(zip(columns[1:], row[1:], strict=True)) for row in rows}
+        rejected = rejected_lines(con, before)
+        wanted = {str(p) for p in paths}
+        if not set(counted) <= wanted or not {r[0] for r in rejected} <= wanted:
+            return
+        empty = {name: 0 for name in columns[1:]}
+        for path in wanted:
+            self.results[path] = (counted.get(path, empty), [r for r in rejected if r[0] == path])
+
+    def get(self, path: Path) -> tuple[dict, list[tuple[str, int, str]]] | None:
+        """(counts, rejected lines) of the CSV at `path`, when its group was probed together."""
+        return self.results.get(str(path))
 
 
 def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataError | None:
@@ -93,7 +151,8 @@ def _last_reject_scan(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT coalesce(max(scan_id), -1) FROM reject_errors").fetchone()[0]
 
 
-def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str) -> None:
+def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str,
+               probes: CsvProbes | None = None) -> None:
     artifact = run.artifact(kind)
     if artifact is None:
         prefixed, plain = CSV_ARTIFACTS[kind]
@@ -136,19 +195,23 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         report.add("error", artifact.path, f"{exc}; file skipped, no rows read")
         report.readable_rows[kind] = 0
         return
-    before = _last_reject_scan(con)
-    try:
-        # fetchall: DuckDB stores the rejects once the scan has finished
-        row = con.execute(probe_sql(kind, artifact.path, header, buffer)).fetchall()[0]
-    except duckdb.Error as exc:
-        line, problem = parser_failure(artifact.path, exc)
-        report.add("error", artifact.path, problem, line)
-        report.readable_rows[kind] = 0
-        return
-    columns = [d[0] for d in con.description]
-    values = dict(zip(columns, row, strict=True))
+    probed = probes.get(artifact.path) if probes is not None else None
+    if probed is not None:
+        values, rejected = probed
+    else:
+        before = _last_reject_scan(con)
+        try:
+            # fetchall: DuckDB stores the rejects once the scan has finished
+            row = con.execute(probe_sql(kind, artifact.path, header, buffer)).fetchall()[0]
+        except duckdb.Error as exc:
+            line, problem = parser_failure(artifact.path, exc)
+            report.add("error", artifact.path, problem, line)
+            report.readable_rows[kind] = 0
+            return
+        columns = [d[0] for d in con.description]
+        values = dict(zip(columns, row, strict=True))
+        rejected = rejected_lines(con, before)
     report.readable_rows[kind] = values["rows"]
-    rejected = rejected_lines(con, before)
     for _, line, why in rejected:
         report.add("warning", artifact.path, f"row skipped: {why}", line)
     types = load_catalog().files[f"{kind}_src"].column_types(header)
@@ -311,12 +374,13 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
         warnings.simplefilter("ignore", harbor.HarborFilesWarning)  # each file is listed as an issue below
         con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
     found = ViewFindings(con, runs)
+    probes = CsvProbes(con, runs)
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:
             report.add("info", ignored, "older parse (or unprefixed copy) not read: a newer file wins")
         for kind in CSV_ARTIFACTS:
-            _check_csv(con, report, run, kind)
+            _check_csv(con, report, run, kind, probes)
         _check_harbor(report, run, found)
         _check_config(report, run)
         _check_views(report, run, found)

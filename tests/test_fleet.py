@@ -13,7 +13,7 @@ import pytest
 
 import rlsql
 from rlsql.catalog import load_catalog
-from rlsql.check import ViewFindings, check_runs
+from rlsql.check import CsvProbes, ViewFindings, check_runs
 from rlsql.connection import SourceContext
 from rlsql.errors import DataError, UsageError
 from rlsql.runs import resolve_runs, split_alias
@@ -210,6 +210,11 @@ def mixed_fleet(root: Path) -> Path:
     metrics = next((runs / "tiny_1").glob("*_metrics_table.csv"))
     text = metrics.read_text(encoding="utf-8").splitlines(keepends=True)
     metrics.write_text("".join([*text, text[1]]), encoding="utf-8")
+    # a row with a field too many (line 4) in one of the two calendar trials CSVs, which are probed together
+    trials = next((runs / "calendar_2").glob("*_trial_results.csv"))
+    rows = trials.read_text(encoding="utf-8").splitlines(keepends=True)
+    rows[3] = rows[3].rstrip("\n") + ",extra\n"
+    trials.write_text("".join(rows), encoding="utf-8")
     # one Harbor trial fewer in the second copy, so the two Harbor counts differ
     shutil.rmtree(sorted((runs / "harbor_2" / "trace_jobs").iterdir())[0])
     return runs
@@ -233,18 +238,22 @@ def test_check_over_a_fleet_equals_each_run_checked_alone(tmp_path: Path) -> Non
         "tiny_2")
     assert not any("datetime_str" in p for p in problems("tiny_1"))
     assert any(p.startswith("step 1 logged") for p in problems("tiny_1"))
+    assert any(i["line"] == 4 and i["problem"].startswith("row skipped:") for i in together["calendar_2"]["issues"])
+    assert not any(i["problem"].startswith("row skipped:") for i in together["calendar_1"]["issues"])
+    assert together["calendar_2"]["readable_rows"]["trials"] == together["calendar_1"]["readable_rows"]["trials"] - 1
     trials = len(oracle.read_harbor_trials(RUNS / "harbor" / "trace_jobs"))
     assert together["harbor_1"]["readable_rows"]["harbor"] == trials
     assert together["harbor_2"]["readable_rows"]["harbor"] == trials - 1
 
 
 def test_check_falls_back_to_one_query_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """When a grouped query fails, each run is asked alone (the way check worked before the grouped pass)."""
+    """When a grouped query or scan fails, each run or file is asked alone (as check worked before grouping)."""
     runs = mixed_fleet(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         grouped = [r.as_dict() for r in check_runs(resolve_runs([runs]))]
         monkeypatch.setattr(ViewFindings, "_all", lambda self, key: None)
+        monkeypatch.setattr(CsvProbes, "_probe", lambda self, *args: None)
         per_run = [r.as_dict() for r in check_runs(resolve_runs([runs]))]
     assert grouped == per_run
 
@@ -258,3 +267,14 @@ def test_check_issues_stay_in_run_order(tmp_path: Path) -> None:
     for report in reports:
         assert {i.run for i in report.issues} <= {report.run}
         assert all(asdict(i)["run"] == report.run for i in report.issues)
+
+
+def test_csvs_of_one_header_are_probed_in_one_scan(tmp_path: Path) -> None:
+    runs = mixed_fleet(tmp_path)
+    probes = CsvProbes(duckdb.connect(), resolve_runs([runs]))
+    damaged = next((runs / "calendar_2").glob("*_trial_results.csv"))
+    clean = next((runs / "calendar_1").glob("*_trial_results.csv"))
+    got, want = probes.get(damaged), probes.get(clean)
+    assert got is not None and want is not None  # both answered by the grouped scan
+    assert [line for _, line, _ in got[1]] == [4] and want[1] == []
+    assert got[0]["rows"] == want[0]["rows"] - 1 == len(oracle.read_trials(RUNS / "calendar")) - 1
