@@ -19,6 +19,8 @@ from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, open_connection
 from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure, rejected_lines
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError
+from rlsql.logfiles import from_logs_requested
+from rlsql.rawlogs import metrics_origin, reads_logs, unread_stat_lines, vllm_origin
 from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
@@ -155,6 +157,8 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
                probes: CsvProbes | None = None) -> None:
     artifact = run.artifact(kind)
     if artifact is None:
+        if reads_logs(run, kind):
+            return  # read from the raw training logs: _check_logs
         prefixed, plain = CSV_ARTIFACTS[kind]
         report.add("info", run.path, f"no {ARTIFACT_LABELS[kind]} file (*_{prefixed} or {plain})")
         return
@@ -245,6 +249,11 @@ def _lines_note(lines: Sequence[int], shown: int = 5) -> str:
     return f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:shown]))}{more})"
 
 
+#: rows read from raw training logs (runs whose metrics or vLLM stats come from their logs)
+LOG_ROWS = {"metric_rows": "SELECT run, count(*) FROM metric_rows {where} GROUP BY run",
+            "vllm_seconds": "SELECT run, count(*) FROM vllm_seconds {where} GROUP BY run"}
+
+
 class ViewFindings:
     """The findings that need the typed views, for every run at once: one grouped query per finding.
 
@@ -269,16 +278,18 @@ class ViewFindings:
         self.grouped: dict[str, dict[str, list[tuple]] | None] = {}
         wanted = {
             "harbor": any(r.artifact("harbor") and r.artifact("trials") is None for r in runs),
-            "twice": any(r.artifact("metrics") for r in runs),
-            "no_step": any(r.artifact("metrics") for r in runs),
-            "bad_stamps": any(r.artifact("vllm") for r in runs),
+            "twice": any(r.artifact("metrics") or r.artifact("logs") for r in runs),
+            "no_step": any(r.artifact("metrics") or r.artifact("logs") for r in runs),
+            "bad_stamps": any(r.artifact("vllm") or r.artifact("logs") for r in runs),
+            "metric_rows": any(r.artifact("logs") for r in runs),
+            "vllm_seconds": any(r.artifact("logs") for r in runs),
         }
         for key, needed in wanted.items():
             self.grouped[key] = self._all(key) if needed else {}
 
     def _sql(self, key: str, run: str | None) -> tuple[str, list]:
         template = {"harbor": self.HARBOR, "twice": self.TWICE, "no_step": self.NO_STEP,
-                    "bad_stamps": self.BAD_STAMPS}[key]
+                    "bad_stamps": self.BAD_STAMPS, **LOG_ROWS}[key]
         if run is None:
             return template.format(where="", also=""), []
         return template.format(where="WHERE run = ?", also="AND run = ?"), [run]
@@ -338,6 +349,32 @@ def _check_harbor(report: RunReport, run: Run, found: ViewFindings) -> None:
                    "not read")
 
 
+def _check_logs(report: RunReport, run: Run, found: ViewFindings) -> None:
+    """Raw training logs: which artifacts they give and how many rows; or that the CSV wins."""
+    logs = run.artifact("logs")
+    if logs is None:
+        return
+    for kind, view, origin in (("metrics", "metric_rows", metrics_origin), ("vllm", "vllm_seconds", vllm_origin)):
+        label = ARTIFACT_LABELS[kind]
+        if not reads_logs(run, kind):
+            report.add("info", logs.path, f"{label} not read from the training logs: the run's CSV is used "
+                       "(rlsql --from-logs reads the logs)")
+            continue
+        try:
+            rows = sum(n for (n,) in found.rows_for(view, run.name))
+        except duckdb.Error as exc:
+            report.readable_rows[kind] = 0
+            report.add("error", logs.path, data_error_text(exc))
+            continue
+        report.readable_rows[kind] = rows
+        report.add("info", logs.path, f"{label} read from the training logs: {origin(run)}; {rows} row(s)")
+        if kind == "vllm":
+            for path, count, example in unread_stat_lines(run):
+                report.add("info", path, f"{count} line(s) mention 'Avg prompt throughput' but are not vLLM stat lines "
+                           f"rlsql reads (another actor, an unknown vLLM format, or a line still being written), "
+                           f"e.g. {example[:120]!r}")
+
+
 def _check_config(report: RunReport, run: Run) -> None:
     config = run.artifact("config")
     if config is None:
@@ -353,18 +390,20 @@ def _check_config(report: RunReport, run: Run) -> None:
 
 def _check_views(report: RunReport, run: Run, found: ViewFindings) -> None:
     """Findings that need the typed views: steps logged twice, vLLM stamps that do not parse."""
-    if run.artifact("metrics") is not None and report.readable_rows.get("metrics"):
+    metrics = run.artifact("metrics") or (run.artifact("logs") if reads_logs(run, "metrics") else None)
+    if metrics is not None and report.readable_rows.get("metrics"):
         for step, logs in found.rows_for("twice", run.name):
-            report.add("info", run.artifact("metrics").path,
+            report.add("info", metrics.path,
                        f"step {step} logged {len(logs) if len(logs) > 1 else 'more than once'} times "
                        f"({', '.join(logs)}): the first-seen row is used")
         no_step = sum(n for (n,) in found.rows_for("no_step", run.name))
         if no_step:
-            report.add("warning", run.artifact("metrics").path, f"{no_step} metric row(s) without a step number")
-    if run.artifact("vllm") is not None and report.readable_rows.get("vllm"):
+            report.add("warning", metrics.path, f"{no_step} metric row(s) without a step number")
+    vllm = run.artifact("vllm") or (run.artifact("logs") if reads_logs(run, "vllm") else None)
+    if vllm is not None and report.readable_rows.get("vllm"):
         for count, example in found.rows_for("bad_stamps", run.name):
             if count:
-                report.add("warning", run.artifact("vllm").path,
+                report.add("warning", vllm.path,
                            f"{count} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {example!r}): no timestamp")
 
 
@@ -378,10 +417,16 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:
+            if from_logs_requested() and "logs" in run.artifacts and ignored.name.endswith(
+                CSV_ARTIFACTS["metrics"] + CSV_ARTIFACTS["vllm"]
+            ):
+                report.add("info", ignored, "not read: --from-logs reads the run's training logs instead")
+                continue
             report.add("info", ignored, "older parse (or unprefixed copy) not read: a newer file wins")
         for kind in CSV_ARTIFACTS:
             _check_csv(con, report, run, kind, probes)
         _check_harbor(report, run, found)
+        _check_logs(report, run, found)
         _check_config(report, run)
         _check_views(report, run, found)
         if not any(report.readable_rows.values()):

@@ -486,6 +486,11 @@ def main_options(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Say on stderr whether each CSV read used the cache.")
     ] = False,
+    from_logs: Annotated[
+        bool,
+        typer.Option("--from-logs", help="Read trainer metrics and vLLM stats from a run's raw training logs even "
+                     "when its parser CSVs exist (same as RLSQL_FROM_LOGS=1)."),
+    ] = False,
 ) -> None:
     """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml.
 
@@ -499,6 +504,12 @@ def main_options(
         from rlsql.cache import AUTO_ENV
 
         os.environ[AUTO_ENV] = "1" if use_cache else "0"  # read where the sources are rendered, this process only
+    if from_logs:
+        import os
+
+        from rlsql.logfiles import FROM_LOGS_ENV
+
+        os.environ[FROM_LOGS_ENV] = "1"  # read where the runs are resolved, in this process only
     _set_verbose(verbose)
 
 

@@ -24,6 +24,7 @@ from rlsql.config import config_rows
 from rlsql.duckdb_errors import data_error, one_line
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
+from rlsql.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
 from rlsql.sqltext import identifier
 
@@ -35,10 +36,13 @@ ARTIFACT_LABELS = {
     "vllm": "vLLM engine stats",
     "config": "rl_config.yaml",
     "harbor": "Harbor trial results",
+    "logs": "raw training logs",
 }
 #: an artifact a source reads -> the artifacts that satisfy it (a run's trials come from its CSV, else
 #: from Harbor's trace_jobs/*/result.json)
 ARTIFACT_ALTERNATIVES = {"trials": ("trials", "harbor"), "harbor": ("trials", "harbor")}
+#: ...and trainer metrics and vLLM stats come from the CSV, else from the raw training logs (rlsql/rawlogs.py)
+ARTIFACT_ALTERNATIVES.update({"metrics": ("metrics", "logs"), "vllm": ("vllm", "logs")})
 
 
 _GLOB = re.compile(r"[*?\[\]{}]")
@@ -75,7 +79,7 @@ def where_looked(run: Run, kind: str) -> str:
     prefixed, plain = CSV_ARTIFACTS[kind]
     if kind == "trials":
         return f"{run.path} for *_{prefixed}, {plain} or {HARBOR_DIR}/*/{HARBOR_RESULT}"
-    return f"{run.path} for *_{prefixed} or {plain}"
+    return f"{run.path} for *_{prefixed}, {plain} or training logs (*.out, *.log, logs/)"
 
 
 def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -> None:
@@ -118,11 +122,19 @@ class SourceContext:
 
     @functools.cached_property
     def run_files(self) -> list[dict]:
-        return [
+        files = [
             {"run": r.name, "kind": a.kind, "path": str(a.path), "prefix": a.prefix}
             for r in self.runs
             for a in r.artifacts.values()
         ]
+        # a run without a metrics or vLLM CSV reads them from its raw logs: listed as that artifact too
+        files.extend(
+            {"run": r.name, "kind": kind, "path": str(r.artifacts["logs"].path), "prefix": None}
+            for r in self.runs
+            for kind in LOG_SOURCES.values()
+            if reads_logs(r, kind)
+        )
+        return files
 
     @functools.cached_property
     def config_docs(self) -> list[dict]:
@@ -230,6 +242,8 @@ class SourceContext:
             context.update(self.harbor_context())
         elif source.artifact:
             context.update(self.csv_context(source))
+            # runs without the CSV read their raw training logs (rlsql/rawlogs.py)
+            context.update(log_context(self.runs, source, context["columns"]))
         return catalog.render(source, **context)
 
 

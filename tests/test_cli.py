@@ -176,11 +176,13 @@ def test_runs_command(capsys, monkeypatch) -> None:
     code, out, _ = run_main(["runs", "-r", str(RUNS), "-f", "json"], capsys, monkeypatch)
     assert code == 0
     found = {r["run"]: r for r in json.loads(out)}
-    assert sorted(found) == ["calendar", "harbor", "harbor_csv", "newest", "tiny"]
+    assert sorted(found) == ["calendar", "harbor", "harbor_csv", "newest", "rawlogs", "rawlogs_csv", "tiny"]
     for name, info in found.items():
-        metrics = oracle.read_metric_rows(RUNS / name)
+        # the oracle reads CSVs only: the raw-log run has its twin's rows
+        source = RUNS / ("rawlogs_csv" if name == "rawlogs" else name)
+        metrics = oracle.read_metric_rows(source)
         assert (info["metric_rows"] or 0) == len(metrics)  # None: no metrics file (the Harbor runs)
-        assert info["trials"] == len(oracle.read_trials(RUNS / name))
+        assert info["trials"] == len(oracle.read_trials(source))
     assert found["newest"]["parser_format"] == "newest"
     assert found["calendar"]["parser_format"] == "mid-2026"
     assert found["newest"]["vllm_file"] is None

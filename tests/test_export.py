@@ -140,7 +140,7 @@ def test_partition_by_run_and_replacing_a_tree(tmp_path, capsys, monkeypatch) ->
     code, _, err = run_main(["export", "trials", "-r", str(RUNS), "--partition-by", "run", "-o", str(out)],
                             capsys, monkeypatch)
     assert code == 0, err
-    names = ["calendar", "harbor", "harbor_csv", "newest", "tiny"]
+    names = ["calendar", "harbor", "harbor_csv", "newest", "rawlogs", "rawlogs_csv", "tiny"]
     assert _visible(out / "trials") == [f"run={name}" for name in names]
     dataset = ds.dataset(out / "trials", format="parquet", partitioning="hive")
     table = dataset.to_table()
