@@ -96,7 +96,7 @@ def query_names() -> list[str]:
     return [q.name for q in load_catalog().queries()]
 
 
-def bench(root: Path, only: set[str] | None, scratch: Path) -> list[dict]:
+def bench(root: Path, only: set[str] | None, scratch: Path, queries: list[str] | None = None) -> list[dict]:
     runs = str(root / "runs")
     exe = rlsql_exe()
     results: list[dict] = []
@@ -115,7 +115,7 @@ def bench(root: Path, only: set[str] | None, scratch: Path) -> list[dict]:
         for sql in ("SELECT count(*) FROM runs", "SELECT * FROM run_overview", "SELECT count(*) FROM trials"):
             add(f"connect + `{sql}`", [sys.executable, "-c", CONNECT_SNIPPET, runs, sql], nocache)
     if want("queries"):
-        for name in query_names():
+        for name in queries or query_names():
             add(f"query {name}", [exe, "query", name, "-r", runs, "-f", "csv", "-o", str(scratch / f"{name}.csv")],
                 nocache)
     if want("check"):
@@ -158,6 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("root", type=Path)
     r.add_argument("--only", help="comma-separated: connect,queries,check,export,report,cache,pandas,polars")
     r.add_argument("--json", type=Path, help="also write the results here")
+    r.add_argument("--queries", help="comma-separated named queries for `queries` (default: every one)")
     args = parser.parse_args(argv)
     if args.command == "generate":
         generate(args.n, args.out)
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     only = set(args.only.split(",")) if args.only else None
     with tempfile.TemporaryDirectory(prefix="rlsql-fleet-") as scratch:
         print(f"load before: {os.getloadavg()}", flush=True)
-        results = bench(args.root, only, Path(scratch))
+        results = bench(args.root, only, Path(scratch), args.queries.split(",") if args.queries else None)
         print(f"load after: {os.getloadavg()}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

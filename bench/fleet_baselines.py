@@ -4,6 +4,7 @@ Usage (from the repository root)::
 
     python bench/fleet_baselines.py pandas /work/bench-data/fleet-1000/runs   # CSV on stdout
     python bench/fleet_baselines.py polars /work/bench-data/fleet-1000/runs
+    python bench/fleet_baselines.py polars '/work/bench-data/fleet-1000/runs/run-*-[cnt]*'   # a glob of runs
 
 The work is `rlsql query turn_stats --run RUNS`: per run, trials, mean / median / max turns,
 over the run's trials CSV (the newest `<ts>_trial_results.csv`, else `trial_results.csv`), as a
@@ -16,6 +17,7 @@ Needs the bench extra: pip install -e '.[bench]'.
 
 from __future__ import annotations
 
+import glob
 import re
 import sys
 from pathlib import Path
@@ -32,8 +34,10 @@ def trials_csv(run: Path) -> Path | None:
 
 
 def files(root: Path) -> list[tuple[str, Path]]:
+    """(run, trials CSV) for each run folder in `root`, or matched by `root` when it is a glob."""
     found = []
-    for run in sorted(p for p in root.iterdir() if p.is_dir()):
+    folders = sorted(Path(p) for p in glob.glob(str(root))) if glob.has_magic(str(root)) else root.iterdir()
+    for run in sorted(p for p in folders if p.is_dir()):
         path = trials_csv(run)
         if path is not None:
             found.append((run.name, path))
