@@ -9,9 +9,10 @@ from typing import Any
 
 import duckdb
 
+from rlsql.artifacts import check_artifacts
 from rlsql.cachebuild import with_cache_fallback
 from rlsql.catalog import load_catalog
-from rlsql.connection import RunSpec, check_artifacts, open_connection, query_connection
+from rlsql.connection import RunSpec, open_connection, query_connection
 from rlsql.duckdb_errors import data_error, query_failure, warn_rejected_rows
 from rlsql.errors import QueryError, UsageError
 from rlsql.params import Param

@@ -27,8 +27,7 @@ import duckdb
 from rlsql import cache
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import comment_columns, create_objects
-from rlsql.duckdb_errors import one_line
-from rlsql.errors import DataError, RlsqlError, UsageError
+from rlsql.errors import DataError, RlsqlError, UsageError, one_line
 from rlsql.provenance import SourceFingerprints
 from rlsql.runs import Run
 from rlsql.sqltext import identifier, literal

@@ -55,3 +55,9 @@ class RlsqlWarning(UserWarning):
 #: an `error()` raised by rlsql's own SQL about the input files starts with this (the templates get it
 #: as the Jinja global DATA_ERROR_MARK; rlsql.duckdb_errors.data_error turns such a failure into a DataError)
 DATA_ERROR_MARK = "rlsql-data: "
+
+
+def one_line(exc: BaseException) -> str:
+    """DuckDB's messages span lines (and carry hints); keep the first meaningful line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__

@@ -35,8 +35,9 @@ from typing import Any
 import duckdb
 
 from rlsql.api import bind_params
+from rlsql.artifacts import check_artifacts
 from rlsql.catalog import Catalog, SqlFile, load_catalog
-from rlsql.connection import check_artifacts, open_connection
+from rlsql.connection import open_connection
 from rlsql.duckdb_errors import query_failure
 from rlsql.errors import DataError, RlsqlWarning, UsageError
 from rlsql.provenance import SourceFingerprints

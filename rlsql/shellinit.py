@@ -18,8 +18,7 @@ import duckdb
 from rlsql import cache
 from rlsql.catalog import Catalog, load_catalog
 from rlsql.connection import column_comment_statements, object_statements
-from rlsql.duckdb_errors import one_line
-from rlsql.errors import RlsqlWarning, UsageError
+from rlsql.errors import RlsqlWarning, UsageError, one_line
 from rlsql.runs import Run
 from rlsql.version import __version__
 

@@ -62,6 +62,21 @@ def fixture_connections():
 
 
 @pytest.fixture(scope="session")
+def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The markdown report of the tiny run, written once per session (test_report and test_golden read it)."""
+    import warnings
+
+    from rlsql.report import build_report
+    from rlsql.runs import resolve_runs
+
+    out = tmp_path_factory.mktemp("tiny-report") / "report"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_report(resolve_runs([RUNS / "tiny"]), out)
+    return out
+
+
+@pytest.fixture(scope="session")
 def runs_dir() -> Path:
     return RUNS
 

@@ -322,6 +322,7 @@ def run_trees(draw) -> list[tuple[str, str, dict[str, str]]]:
 PROPERTY_QUERIES = ["reward_summary", "exception_distribution", "reward_curve", "vllm_summary"]
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(trees=run_trees(), as_folder=st.booleans(), top=st.sampled_from(["g[1]*", "g"]))
 def test_random_trees_answer_as_the_oracle_and_stay_untouched(tmp_path_factory, trees, as_folder, top) -> None:

@@ -14,9 +14,9 @@ import pytest
 import rlsql
 from rlsql.catalog import load_catalog
 from rlsql.check import CsvProbes, ViewFindings, check_runs
-from rlsql.connection import SourceContext
 from rlsql.errors import DataError, UsageError
 from rlsql.runs import resolve_runs, split_alias
+from rlsql.sources import SourceContext
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import FIXTURE_RUNS, RUNS

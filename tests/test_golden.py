@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -133,14 +132,8 @@ def test_shell_init_script_over_the_tiny_run(update_golden: bool) -> None:
     check_golden("shell-init-tiny.sql", normalise(text), update_golden)
 
 
-def test_report_md_of_the_tiny_run(tmp_path: Path, update_golden: bool) -> None:
-    from rlsql.report import build_report
-    from rlsql.runs import resolve_runs
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        build_report(resolve_runs([RUNS / "tiny"]), tmp_path / "report")
-    text = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+def test_report_md_of_the_tiny_run(tiny_report: Path, update_golden: bool) -> None:
+    text = (tiny_report / "report.md").read_text(encoding="utf-8")
     check_golden("report-tiny.md", normalise(text), update_golden)
 
 

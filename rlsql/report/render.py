@@ -18,7 +18,7 @@ from typing import Any
 
 import jinja2
 
-from rlsql.connection import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS
+from rlsql.artifacts import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS
 from rlsql.report import human
 from rlsql.report.data import ReportData, Rows
 from rlsql.report.figures import FEW_RUNS, FIGURES

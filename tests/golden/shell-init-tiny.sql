@@ -9,319 +9,19 @@
 -- Parameters (name type = default): keys VARCHAR = NULL, save_every INTEGER = NULL, span INTEGER = 5
 -- `SELECT * FROM duckdb_views() WHERE NOT internal` lists the views with their descriptions.
 
-CREATE OR REPLACE VIEW "config_src" AS
-SELECT * FROM (
-    VALUES ('tiny', 1, 'trainer.strategy', 'fsdp2', '"fsdp2"')
-    , ('tiny', 2, 'trainer.max_steps', '5', '5')
-    , ('tiny', 3, 'trainer.train_batch_size', '3', '3')
-    , ('tiny', 4, 'trainer.ckpt_interval', '1', '1')
-    , ('tiny', 5, 'trainer.hf_save_interval', '2', '2')
-    , ('tiny', 6, 'trainer.fully_async.max_staleness_steps', '4', '4')
-    , ('tiny', 7, 'trainer.policy.optimizer_config.lr', '1e-06', '1e-06')
-    , ('tiny', 8, 'generator.num_inference_engines', '2', '2')
-    , ('tiny', 9, 'generator.n_samples_per_prompt', '4', '4')
-    , ('tiny', 10, 'terminal_bench.harbor.exclude_exceptions', '["AgentTimeoutError", "ContextLengthExceededError"]', '["AgentTimeoutError", "ContextLengthExceededError"]')
-    , ('tiny', 11, 'terminal_bench.harbor.passthrough_exceptions', '["AgentTimeoutError"]', '["AgentTimeoutError"]')
-    , ('tiny', 12, 'terminal_bench.harbor.mask_exceptions', '["DaytonaError", "ContextLengthExceededError"]', '["DaytonaError", "ContextLengthExceededError"]')
-    , ('tiny', 13, 'terminal_bench.harbor.zero_exceptions', '[]', '[]')
-    , ('tiny', 14, 'terminal_bench.harbor.default_error_treatment', 'zero', '"zero"')
-    , ('tiny', 15, 'terminal_bench.harbor.orchestrator.n_concurrent_trials', '8', '8')
-) AS t(run, ordinal, key, value, value_json);
+CREATE OR REPLACE VIEW "config_src" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS INTEGER) AS "ordinal", CAST(NULL AS VARCHAR) AS "key", CAST(NULL AS VARCHAR) AS "value", CAST(NULL AS VARCHAR) AS "value_json" WHERE false;
 
-COMMENT ON VIEW "config_src" IS 'Each run''s rl_config.yaml flattened to one row per leaf: run, ordinal (document order), key (dotted path), value (text), value_json (the YAML value as JSON, lists stay whole).';
+CREATE OR REPLACE VIEW "harbor_trials_src" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "source_file", CAST(NULL AS BIGINT) AS "row_no", CAST(NULL AS VARCHAR) AS "task_name", CAST(NULL AS VARCHAR) AS "trial_name", CAST(NULL AS DOUBLE) AS "n_episodes", CAST(NULL AS DOUBLE) AS "n_input_tokens", CAST(NULL AS DOUBLE) AS "n_output_tokens", CAST(NULL AS VARCHAR) AS "exception_type", CAST(NULL AS DOUBLE) AS "reward", CAST(NULL AS DOUBLE) AS "agent_duration_sec", CAST(NULL AS DOUBLE) AS "trial_duration", CAST(NULL AS DOUBLE) AS "environment_setup_duration", CAST(NULL AS DOUBLE) AS "agent_setup_duration", CAST(NULL AS DOUBLE) AS "agent_execution_duration", CAST(NULL AS DOUBLE) AS "verifier_duration", CAST(NULL AS VARCHAR) AS "exception_message", CAST(NULL AS VARCHAR) AS "started_at", CAST(NULL AS VARCHAR) AS "finished_at", CAST(NULL AS VARCHAR) AS "problem", CAST(NULL AS VARCHAR) AS "bad_values", CAST(NULL AS VARCHAR) AS "nonfinite" WHERE false;
 
-CREATE OR REPLACE VIEW "harbor_trials_src" AS
-WITH listed AS (
-    -- every trial folder's result.json as rlsql/harbor.py listed it, sorted by folder name: the names
-    -- come '/'-joined in one literal (no folder name holds a '/'), which DuckDB parses at once where
-    -- a VALUES row or list element per file costs seconds over 20,000 files
-    SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS BIGINT) AS row_no, CAST(NULL AS VARCHAR) AS path
-    WHERE false
-),
-refused AS (
-    -- the listed files rlsql does not hand DuckDB, and why (a FIFO, a dangling link, ...)
-    SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS path, CAST(NULL AS VARCHAR) AS problem WHERE false
-),
-scanned AS (
-    SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS filename, CAST(NULL AS BLOB) AS content
-    WHERE false
-),
-checked AS (
-    SELECT
-        coalesce(l.run, s.run) AS run,
-        l.row_no,
-        coalesce(l.path, s.filename) AS path,
-        -- one parse per file: try() turns a file that is not JSON into NULL, classified below
-        CASE WHEN x.problem IS NULL AND s.text IS NOT NULL AND regexp_matches(s.text, '^[ \t\n\r]*\{')
-            THEN try(from_json(s.text, '{"task_name": "VARCHAR", "trial_name": "VARCHAR", "agent_result": {"n_input_tokens": "JSON", "n_output_tokens": "JSON", "metadata": {"n_episodes": "JSON"}}, "verifier_result": {"rewards": {"reward": "JSON"}}, "exception_info": {"exception_type": "VARCHAR", "exception_message": "VARCHAR"}, "started_at": "VARCHAR", "finished_at": "VARCHAR", "environment_setup": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}, "agent_setup": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}, "agent_execution": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}, "verifier": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}}')) END AS j,
-        x.problem AS refused,
-        s.filename,
-        s.text,
-        l.path AS listed_path
-    FROM listed AS l
-    LEFT JOIN refused AS x ON x.run = l.run AND x.path = l.path
-    FULL OUTER JOIN (SELECT run, filename, try(decode(content)) AS text FROM scanned) AS s
-        ON s.run = l.run AND s.filename = l.path
-),
-parsed AS (
-    SELECT
-        run, row_no, path, j,
-        CASE
-            WHEN listed_path IS NULL THEN error('rlsql-data: ' || filename
-                || ': DuckDB read a file that is not one rlsql listed (a path taken as a glob pattern?)')
-            WHEN refused IS NOT NULL THEN refused
-            WHEN filename IS NULL THEN 'vanished before it could be read'
-            WHEN text IS NULL THEN 'not UTF-8 text'
-            WHEN j IS NOT NULL THEN NULL
-            WHEN NOT json_valid(text) THEN 'not valid JSON (cut off mid-write, or not JSON at all)'
-            WHEN json_type(text) = 'OBJECT' THEN 'a JSON object DuckDB cannot read as a trial result'
-            -- valid JSON whose first character is not `{` is no object
-            ELSE 'not a JSON object (' || lower(json_type(text)) || '): a trial result is one'
-        END AS problem
-    FROM checked
-),
-numbers AS (
-    SELECT
-        run, row_no, path, problem, j,
-        j.agent_result.metadata.n_episodes AS n_episodes_json,
-        CASE WHEN json_type(j.agent_result.metadata.n_episodes) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.metadata.n_episodes AS DOUBLE) END AS n_episodes_number,
-        j.agent_result.n_input_tokens AS n_input_tokens_json,
-        CASE WHEN json_type(j.agent_result.n_input_tokens) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.n_input_tokens AS DOUBLE) END AS n_input_tokens_number,
-        j.agent_result.n_output_tokens AS n_output_tokens_json,
-        CASE WHEN json_type(j.agent_result.n_output_tokens) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.n_output_tokens AS DOUBLE) END AS n_output_tokens_number,
-        j.verifier_result.rewards.reward AS reward_json,
-        CASE WHEN json_type(j.verifier_result.rewards.reward) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.verifier_result.rewards.reward AS DOUBLE) END AS reward_number
-    FROM parsed
-),
-typed AS (
-    SELECT
-        run, row_no, path, problem, j,
-        CASE WHEN isfinite(n_episodes_number) AND n_episodes_number = trunc(n_episodes_number) AND abs(n_episodes_number) <= 9007199254740992
-            THEN n_episodes_number END AS n_episodes,
-        CASE WHEN isfinite(n_input_tokens_number) AND n_input_tokens_number = trunc(n_input_tokens_number) AND abs(n_input_tokens_number) <= 9007199254740992
-            THEN n_input_tokens_number END AS n_input_tokens,
-        CASE WHEN isfinite(n_output_tokens_number) AND n_output_tokens_number = trunc(n_output_tokens_number) AND abs(n_output_tokens_number) <= 9007199254740992
-            THEN n_output_tokens_number END AS n_output_tokens,
-        CASE WHEN isfinite(reward_number)
-            THEN reward_number END AS reward,
-        -- the values read as NULL because they are no number of the right kind (docs/semantics.md)
-        list_filter([
-            CASE
-                WHEN n_episodes_json IS NULL OR json_type(n_episodes_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(n_episodes_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'agent_result.metadata.n_episodes: ' || left(CAST(n_episodes_json AS VARCHAR), 40) || ' is not a number'
-                WHEN isfinite(n_episodes_number) AND n_episodes_number <> trunc(n_episodes_number)
-                    THEN 'agent_result.metadata.n_episodes: ' || CAST(n_episodes_json AS VARCHAR) || ' is not a whole number'
-                WHEN isfinite(n_episodes_number) AND abs(n_episodes_number) > 9007199254740992
-                    THEN 'agent_result.metadata.n_episodes: ' || CAST(n_episodes_json AS VARCHAR) || ' is out of range'
-            END,
-            CASE
-                WHEN n_input_tokens_json IS NULL OR json_type(n_input_tokens_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(n_input_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'agent_result.n_input_tokens: ' || left(CAST(n_input_tokens_json AS VARCHAR), 40) || ' is not a number'
-                WHEN isfinite(n_input_tokens_number) AND n_input_tokens_number <> trunc(n_input_tokens_number)
-                    THEN 'agent_result.n_input_tokens: ' || CAST(n_input_tokens_json AS VARCHAR) || ' is not a whole number'
-                WHEN isfinite(n_input_tokens_number) AND abs(n_input_tokens_number) > 9007199254740992
-                    THEN 'agent_result.n_input_tokens: ' || CAST(n_input_tokens_json AS VARCHAR) || ' is out of range'
-            END,
-            CASE
-                WHEN n_output_tokens_json IS NULL OR json_type(n_output_tokens_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(n_output_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'agent_result.n_output_tokens: ' || left(CAST(n_output_tokens_json AS VARCHAR), 40) || ' is not a number'
-                WHEN isfinite(n_output_tokens_number) AND n_output_tokens_number <> trunc(n_output_tokens_number)
-                    THEN 'agent_result.n_output_tokens: ' || CAST(n_output_tokens_json AS VARCHAR) || ' is not a whole number'
-                WHEN isfinite(n_output_tokens_number) AND abs(n_output_tokens_number) > 9007199254740992
-                    THEN 'agent_result.n_output_tokens: ' || CAST(n_output_tokens_json AS VARCHAR) || ' is out of range'
-            END,
-            CASE
-                WHEN reward_json IS NULL OR json_type(reward_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(reward_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'verifier_result.rewards.reward: ' || left(CAST(reward_json AS VARCHAR), 40) || ' is not a number'
-            END
-        ], lambda x: x IS NOT NULL) AS bad_values,
-        list_filter([
-            CASE WHEN json_type(n_episodes_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_episodes_number), false)
-                THEN 'agent_result.metadata.n_episodes' END,
-            CASE WHEN json_type(n_input_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_input_tokens_number), false)
-                THEN 'agent_result.n_input_tokens' END,
-            CASE WHEN json_type(n_output_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_output_tokens_number), false)
-                THEN 'agent_result.n_output_tokens' END,
-            CASE WHEN json_type(reward_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(reward_number), false)
-                THEN 'verifier_result.rewards.reward' END
-        ], lambda x: x IS NOT NULL) AS nonfinite
-    FROM numbers
-)
-SELECT
-    run,
-    path AS source_file,
-    row_no,
-    j.task_name AS task_name,
-    j.trial_name AS trial_name,
-    n_episodes,
-    n_input_tokens,
-    n_output_tokens,
-    j.exception_info.exception_type AS exception_type,
-    reward,
-    -- the older parsers' agent_duration_sec, the current one writes agent_execution_duration instead
-    CAST(NULL AS DOUBLE) AS agent_duration_sec,
-    CASE
-        WHEN regexp_matches(j.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND regexp_matches(j.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.started_at AS TIMESTAMPTZ), try_cast(j.finished_at AS TIMESTAMPTZ)) / 1e6
-        WHEN NOT regexp_matches(j.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND NOT regexp_matches(j.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.started_at AS TIMESTAMP), try_cast(j.finished_at AS TIMESTAMP)) / 1e6
-    END AS trial_duration,
-    CASE
-        WHEN regexp_matches(j.environment_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND regexp_matches(j.environment_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.environment_setup.started_at AS TIMESTAMPTZ), try_cast(j.environment_setup.finished_at AS TIMESTAMPTZ)) / 1e6
-        WHEN NOT regexp_matches(j.environment_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND NOT regexp_matches(j.environment_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.environment_setup.started_at AS TIMESTAMP), try_cast(j.environment_setup.finished_at AS TIMESTAMP)) / 1e6
-    END AS environment_setup_duration,
-    CASE
-        WHEN regexp_matches(j.agent_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND regexp_matches(j.agent_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.agent_setup.started_at AS TIMESTAMPTZ), try_cast(j.agent_setup.finished_at AS TIMESTAMPTZ)) / 1e6
-        WHEN NOT regexp_matches(j.agent_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND NOT regexp_matches(j.agent_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.agent_setup.started_at AS TIMESTAMP), try_cast(j.agent_setup.finished_at AS TIMESTAMP)) / 1e6
-    END AS agent_setup_duration,
-    CASE
-        WHEN regexp_matches(j.agent_execution.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND regexp_matches(j.agent_execution.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.agent_execution.started_at AS TIMESTAMPTZ), try_cast(j.agent_execution.finished_at AS TIMESTAMPTZ)) / 1e6
-        WHEN NOT regexp_matches(j.agent_execution.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND NOT regexp_matches(j.agent_execution.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.agent_execution.started_at AS TIMESTAMP), try_cast(j.agent_execution.finished_at AS TIMESTAMP)) / 1e6
-    END AS agent_execution_duration,
-    CASE
-        WHEN regexp_matches(j.verifier.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND regexp_matches(j.verifier.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.verifier.started_at AS TIMESTAMPTZ), try_cast(j.verifier.finished_at AS TIMESTAMPTZ)) / 1e6
-        WHEN NOT regexp_matches(j.verifier.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND NOT regexp_matches(j.verifier.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.verifier.started_at AS TIMESTAMP), try_cast(j.verifier.finished_at AS TIMESTAMP)) / 1e6
-    END AS verifier_duration,
-    j.exception_info.exception_message AS exception_message,
-    j.started_at AS started_at,
-    j.finished_at AS finished_at,
-    problem,
-    CASE WHEN len(bad_values) > 0 THEN array_to_string(bad_values, ('' || chr(59) || ' ')) END AS bad_values,
-    CASE WHEN len(nonfinite) > 0 THEN array_to_string(nonfinite, ', ') END AS nonfinite
-FROM typed;
+CREATE OR REPLACE VIEW "metrics_src" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "source_file", CAST(NULL AS BIGINT) AS "row_no", CAST(NULL AS VARCHAR) AS "log_file", CAST(NULL AS BIGINT) AS "trainer/global_step", CAST(NULL AS BIGINT) AS "global_step", CAST(NULL AS DOUBLE) AS "reward/avg_raw_reward", CAST(NULL AS DOUBLE) AS "timing/step", CAST(NULL AS DOUBLE) AS "async/staleness_mean", CAST(NULL AS DOUBLE) AS "async/staleness_max", CAST(NULL AS DOUBLE) AS "async/discard_rate", CAST(NULL AS BIGINT) AS "async/discarded_count", CAST(NULL AS DOUBLE) AS "reward/avg_pass_at_4", CAST(NULL AS DOUBLE) AS "timing/wait_for_generation_buffer", CAST(NULL AS DOUBLE) AS "timing/policy_train", CAST(NULL AS DOUBLE) AS "timing/run_training", CAST(NULL AS DOUBLE) AS "timing/sync_weights", CAST(NULL AS DOUBLE) AS "timing/save_checkpoints", CAST(NULL AS DOUBLE) AS "timing/mystery_span" WHERE false;
 
-COMMENT ON VIEW "harbor_trials_src" IS 'Harbor''s own trial results read in place, for runs without a `*_trial_results.csv`: one row per `trace_jobs/<trial>/result.json`, mapped to the CSV''s columns as the log parser maps them (n_episodes from agent_result.metadata, reward from verifier_result.rewards.reward, each duration = finished_at - started_at of its timing block), plus exception_message, started_at and finished_at. row_no follows the trial folder names, sorted. A file that is no trial (not a regular file, not UTF-8, not a JSON object, ...) has a row with `problem` saying why and every trial column NULL: read trials with `WHERE problem IS NULL` (trial_rows does). `bad_values` lists (joined with `, `) the numbers of the wrong type read as NULL (`verifier_result.rewards.reward: true is not a number`), `nonfinite` (joined with `, `) the fields holding NaN or Infinity, read as NULL, both NULL when there are none.';
+CREATE OR REPLACE VIEW "run_files" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "artifact", CAST(NULL AS VARCHAR) AS "path", CAST(NULL AS VARCHAR) AS "prefix" WHERE false;
 
-CREATE OR REPLACE VIEW "metrics_src" AS
-SELECT
-    coalesce(m.run, error('rlsql-data: ' || c.rlsql_source_file || ': DuckDB read this file, which is not one of the files listed for the query')) AS run,
-    c.rlsql_source_file AS source_file, c.row_no,
-    c."log_file",
-    CASE WHEN c."trainer/global_step" = trunc(c."trainer/global_step") AND abs(c."trainer/global_step") <= 9007199254740992 THEN CAST(c."trainer/global_step" AS BIGINT) END AS "trainer/global_step",
-    CASE WHEN c."global_step" = trunc(c."global_step") AND abs(c."global_step") <= 9007199254740992 THEN CAST(c."global_step" AS BIGINT) END AS "global_step",
-    CASE WHEN isfinite(c."reward/avg_raw_reward") THEN c."reward/avg_raw_reward" END AS "reward/avg_raw_reward",
-    CASE WHEN isfinite(c."timing/step") THEN c."timing/step" END AS "timing/step",
-    CASE WHEN isfinite(c."async/staleness_mean") THEN c."async/staleness_mean" END AS "async/staleness_mean",
-    CASE WHEN isfinite(c."async/staleness_max") THEN c."async/staleness_max" END AS "async/staleness_max",
-    CASE WHEN isfinite(c."async/discard_rate") THEN c."async/discard_rate" END AS "async/discard_rate",
-    CASE WHEN c."async/discarded_count" = trunc(c."async/discarded_count") AND abs(c."async/discarded_count") <= 9007199254740992 THEN CAST(c."async/discarded_count" AS BIGINT) END AS "async/discarded_count",
-    CASE WHEN isfinite(c."reward/avg_pass_at_4") THEN c."reward/avg_pass_at_4" END AS "reward/avg_pass_at_4",
-    CASE WHEN isfinite(c."timing/wait_for_generation_buffer") THEN c."timing/wait_for_generation_buffer" END AS "timing/wait_for_generation_buffer",
-    CASE WHEN isfinite(c."timing/policy_train") THEN c."timing/policy_train" END AS "timing/policy_train",
-    CASE WHEN isfinite(c."timing/run_training") THEN c."timing/run_training" END AS "timing/run_training",
-    CASE WHEN isfinite(c."timing/sync_weights") THEN c."timing/sync_weights" END AS "timing/sync_weights",
-    CASE WHEN isfinite(c."timing/save_checkpoints") THEN c."timing/save_checkpoints" END AS "timing/save_checkpoints",
-    CASE WHEN isfinite(c."timing/mystery_span") THEN c."timing/mystery_span" END AS "timing/mystery_span"
-FROM (
-    SELECT row_number() OVER () AS row_no, *
-    FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_metrics_table.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
-    ignore_errors = true, store_rejects = true, filename = 'rlsql_source_file',
-    columns = {'log_file': 'VARCHAR', 'async/staleness_mean': 'DOUBLE', 'async/staleness_max': 'DOUBLE', 'async/discard_rate': 'DOUBLE', 'async/discarded_count': 'DOUBLE', 'reward/avg_raw_reward': 'DOUBLE', 'reward/avg_pass_at_4': 'DOUBLE', 'timing/wait_for_generation_buffer': 'DOUBLE', 'timing/policy_train': 'DOUBLE', 'timing/run_training': 'DOUBLE', 'timing/sync_weights': 'DOUBLE', 'timing/step': 'DOUBLE', 'trainer/global_step': 'DOUBLE', 'timing/save_checkpoints': 'DOUBLE', 'timing/mystery_span': 'DOUBLE', 'global_step': 'DOUBLE'})
-) AS c
-LEFT JOIN (VALUES ('<ROOT>/fixtures/runs/tiny/20260105_120000_metrics_table.csv', 'tiny')) AS m(path, run)
-    ON m.path = c.rlsql_source_file;
+CREATE OR REPLACE VIEW "runs" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "run_path", CAST(NULL AS DATE) AS "vllm_base_date" WHERE false;
 
-COMMENT ON VIEW "metrics_src" IS 'Raw rows of each run''s trainer metrics CSV (`*_metrics_table.csv` / `metrics.csv`), read in place: run, source_file, row_no (CSV order), then every column of the file (metrics as DOUBLE). A run without the CSV gives the same columns from its raw training logs (console metric blocks or WANDB_MIRROR lines, batch_errors/* from the batch lines, source_file = the log).';
+CREATE OR REPLACE VIEW "trials_src" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "source_file", CAST(NULL AS BIGINT) AS "row_no", CAST(NULL AS VARCHAR) AS "task_name", CAST(NULL AS VARCHAR) AS "trial_name", CAST(NULL AS BIGINT) AS "n_episodes", CAST(NULL AS BIGINT) AS "n_input_tokens", CAST(NULL AS BIGINT) AS "n_output_tokens", CAST(NULL AS VARCHAR) AS "exception_type", CAST(NULL AS DOUBLE) AS "reward", CAST(NULL AS DOUBLE) AS "agent_duration_sec", CAST(NULL AS DOUBLE) AS "trial_duration", CAST(NULL AS DOUBLE) AS "environment_setup_duration", CAST(NULL AS DOUBLE) AS "agent_setup_duration", CAST(NULL AS DOUBLE) AS "agent_execution_duration", CAST(NULL AS DOUBLE) AS "verifier_duration" WHERE false;
 
-CREATE OR REPLACE VIEW "run_files" AS
-SELECT * FROM (
-    VALUES ('tiny', 'metrics', '<ROOT>/fixtures/runs/tiny/20260105_120000_metrics_table.csv', '20260105_120000')
-    , ('tiny', 'trials', '<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv', '20260105_120000')
-    , ('tiny', 'vllm', '<ROOT>/fixtures/runs/tiny/20260105_120000_vllm_metrics_table.csv', '20260105_120000')
-    , ('tiny', 'config', '<ROOT>/fixtures/runs/tiny/rl_config.yaml', NULL)
-) AS t(run, artifact, path, prefix);
-
-COMMENT ON VIEW "run_files" IS 'The artifact files rlsql reads for each run (newest parse only): run, artifact (metrics, trials, vllm, config), absolute path, the file name''s timestamp prefix.';
-
-CREATE OR REPLACE VIEW "runs" AS
-SELECT * FROM (
-    VALUES ('tiny', '<ROOT>/fixtures/runs/tiny', DATE '2026-01-05')
-) AS t(run, run_path, vllm_base_date);
-
-COMMENT ON VIEW "runs" IS 'One row per run folder given to rlsql: its id (the folder name), its absolute path and the date its vLLM `MM-DD` stamps are read against.';
-
-CREATE OR REPLACE VIEW "trials_src" AS
-SELECT
-    coalesce(m.run, error('rlsql-data: ' || c.rlsql_source_file || ': DuckDB read this file, which is not one of the files listed for the query')) AS run,
-    c.rlsql_source_file AS source_file, c.row_no,
-    c."task_name",
-    c."trial_name",
-    CASE WHEN c."n_episodes" = trunc(c."n_episodes") AND abs(c."n_episodes") <= 9007199254740992 THEN CAST(c."n_episodes" AS BIGINT) END AS "n_episodes",
-    CASE WHEN c."n_input_tokens" = trunc(c."n_input_tokens") AND abs(c."n_input_tokens") <= 9007199254740992 THEN CAST(c."n_input_tokens" AS BIGINT) END AS "n_input_tokens",
-    CASE WHEN c."n_output_tokens" = trunc(c."n_output_tokens") AND abs(c."n_output_tokens") <= 9007199254740992 THEN CAST(c."n_output_tokens" AS BIGINT) END AS "n_output_tokens",
-    c."exception_type",
-    CASE WHEN isfinite(c."reward") THEN c."reward" END AS "reward",
-    CASE WHEN isfinite(c."agent_duration_sec") THEN c."agent_duration_sec" END AS "agent_duration_sec",
-    CAST(NULL AS DOUBLE) AS "trial_duration",
-    CAST(NULL AS DOUBLE) AS "environment_setup_duration",
-    CAST(NULL AS DOUBLE) AS "agent_setup_duration",
-    CAST(NULL AS DOUBLE) AS "agent_execution_duration",
-    CAST(NULL AS DOUBLE) AS "verifier_duration"
-FROM (
-    SELECT row_number() OVER () AS row_no, *
-    FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
-    ignore_errors = true, store_rejects = true, filename = 'rlsql_source_file',
-    columns = {'task_name': 'VARCHAR', 'trial_name': 'VARCHAR', 'n_episodes': 'DOUBLE', 'n_input_tokens': 'DOUBLE', 'n_output_tokens': 'DOUBLE', 'exception_type': 'VARCHAR', 'reward': 'DOUBLE', 'agent_duration_sec': 'DOUBLE'})
-) AS c
-LEFT JOIN (VALUES ('<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv', 'tiny')) AS m(path, run)
-    ON m.path = c.rlsql_source_file;
-
-COMMENT ON VIEW "trials_src" IS 'Raw rows of each run''s `*_trial_results.csv` (one per Harbor trial), read in place: run, source_file, row_no (CSV order), then the file''s columns by name.';
-
-CREATE OR REPLACE VIEW "vllm_src" AS
-SELECT
-    coalesce(m.run, error('rlsql-data: ' || c.rlsql_source_file || ': DuckDB read this file, which is not one of the files listed for the query')) AS run,
-    c.rlsql_source_file AS source_file, c.row_no,
-    c."log_file",
-    c."datetime_str",
-    CASE WHEN c."n_engines_reporting" = trunc(c."n_engines_reporting") AND abs(c."n_engines_reporting") <= 9007199254740992 THEN CAST(c."n_engines_reporting" AS BIGINT) END AS "n_engines_reporting",
-    CASE WHEN c."unique_ips" = trunc(c."unique_ips") AND abs(c."unique_ips") <= 9007199254740992 THEN CAST(c."unique_ips" AS BIGINT) END AS "unique_ips",
-    CASE WHEN isfinite(c."total_prompt_throughput_tokens_per_sec") THEN c."total_prompt_throughput_tokens_per_sec" END AS "total_prompt_throughput_tokens_per_sec",
-    CASE WHEN isfinite(c."total_generation_throughput_tokens_per_sec") THEN c."total_generation_throughput_tokens_per_sec" END AS "total_generation_throughput_tokens_per_sec",
-    CASE WHEN c."total_running_requests" = trunc(c."total_running_requests") AND abs(c."total_running_requests") <= 9007199254740992 THEN CAST(c."total_running_requests" AS BIGINT) END AS "total_running_requests",
-    CASE WHEN c."total_waiting_requests" = trunc(c."total_waiting_requests") AND abs(c."total_waiting_requests") <= 9007199254740992 THEN CAST(c."total_waiting_requests" AS BIGINT) END AS "total_waiting_requests",
-    CASE WHEN isfinite(c."avg_prompt_throughput_per_engine") THEN c."avg_prompt_throughput_per_engine" END AS "avg_prompt_throughput_per_engine",
-    CASE WHEN isfinite(c."avg_generation_throughput_per_engine") THEN c."avg_generation_throughput_per_engine" END AS "avg_generation_throughput_per_engine",
-    CASE WHEN isfinite(c."avg_running_requests_per_engine") THEN c."avg_running_requests_per_engine" END AS "avg_running_requests_per_engine",
-    CASE WHEN isfinite(c."avg_waiting_requests_per_engine") THEN c."avg_waiting_requests_per_engine" END AS "avg_waiting_requests_per_engine",
-    CASE WHEN isfinite(c."avg_gpu_kv_cache_usage_pct") THEN c."avg_gpu_kv_cache_usage_pct" END AS "avg_gpu_kv_cache_usage_pct",
-    CASE WHEN isfinite(c."avg_prefix_cache_hit_rate_pct") THEN c."avg_prefix_cache_hit_rate_pct" END AS "avg_prefix_cache_hit_rate_pct",
-    CASE WHEN c."min_running_requests" = trunc(c."min_running_requests") AND abs(c."min_running_requests") <= 9007199254740992 THEN CAST(c."min_running_requests" AS BIGINT) END AS "min_running_requests",
-    CASE WHEN c."max_running_requests" = trunc(c."max_running_requests") AND abs(c."max_running_requests") <= 9007199254740992 THEN CAST(c."max_running_requests" AS BIGINT) END AS "max_running_requests",
-    CASE WHEN isfinite(c."min_generation_throughput") THEN c."min_generation_throughput" END AS "min_generation_throughput",
-    CASE WHEN isfinite(c."max_generation_throughput") THEN c."max_generation_throughput" END AS "max_generation_throughput"
-FROM (
-    SELECT row_number() OVER () AS row_no, *
-    FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_vllm_metrics_table.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
-    ignore_errors = true, store_rejects = true, filename = 'rlsql_source_file',
-    columns = {'log_file': 'VARCHAR', 'datetime_str': 'VARCHAR', 'n_engines_reporting': 'DOUBLE', 'unique_ips': 'DOUBLE', 'total_prompt_throughput_tokens_per_sec': 'DOUBLE', 'total_generation_throughput_tokens_per_sec': 'DOUBLE', 'total_running_requests': 'DOUBLE', 'total_waiting_requests': 'DOUBLE', 'avg_prompt_throughput_per_engine': 'DOUBLE', 'avg_generation_throughput_per_engine': 'DOUBLE', 'avg_running_requests_per_engine': 'DOUBLE', 'avg_waiting_requests_per_engine': 'DOUBLE', 'avg_gpu_kv_cache_usage_pct': 'DOUBLE', 'avg_prefix_cache_hit_rate_pct': 'DOUBLE', 'min_running_requests': 'DOUBLE', 'max_running_requests': 'DOUBLE', 'min_generation_throughput': 'DOUBLE', 'max_generation_throughput': 'DOUBLE'})
-) AS c
-LEFT JOIN (VALUES ('<ROOT>/fixtures/runs/tiny/20260105_120000_vllm_metrics_table.csv', 'tiny')) AS m(path, run)
-    ON m.path = c.rlsql_source_file;
-
-COMMENT ON VIEW "vllm_src" IS 'Raw rows of each run''s vLLM engine stats CSV (`*_vllm_metrics_table.csv` / `vllm_metrics.csv`), one per (log_file, second), read in place. A run without the CSV gives the same rows from the vLLM stat lines of its raw training logs (source_file = the log).';
+CREATE OR REPLACE VIEW "vllm_src" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "source_file", CAST(NULL AS BIGINT) AS "row_no", CAST(NULL AS VARCHAR) AS "log_file", CAST(NULL AS VARCHAR) AS "datetime_str", CAST(NULL AS BIGINT) AS "n_engines_reporting", CAST(NULL AS BIGINT) AS "unique_ips", CAST(NULL AS DOUBLE) AS "total_prompt_throughput_tokens_per_sec", CAST(NULL AS DOUBLE) AS "total_generation_throughput_tokens_per_sec", CAST(NULL AS BIGINT) AS "total_running_requests", CAST(NULL AS BIGINT) AS "total_waiting_requests", CAST(NULL AS DOUBLE) AS "avg_prompt_throughput_per_engine", CAST(NULL AS DOUBLE) AS "avg_generation_throughput_per_engine", CAST(NULL AS DOUBLE) AS "avg_running_requests_per_engine", CAST(NULL AS DOUBLE) AS "avg_waiting_requests_per_engine", CAST(NULL AS DOUBLE) AS "avg_gpu_kv_cache_usage_pct", CAST(NULL AS DOUBLE) AS "avg_prefix_cache_hit_rate_pct", CAST(NULL AS BIGINT) AS "min_running_requests", CAST(NULL AS BIGINT) AS "max_running_requests", CAST(NULL AS DOUBLE) AS "min_generation_throughput", CAST(NULL AS DOUBLE) AS "max_generation_throughput" WHERE false;
 
 CREATE OR REPLACE MACRO ema_last(vals, span) AS
     CASE WHEN len(vals) > 0 THEN
@@ -1582,6 +1282,315 @@ FROM per_log
 ORDER BY run, log_file;
 
 COMMENT ON VIEW "vllm_summary" IS 'vLLM engine stats per run and log: seconds with a stat line, means per engine, max totals, KV-cache and prefix-cache percents (0-100), and a utilisation verdict (underutilized: nothing waits and < 5 running per engine, well-utilized: requests wait, low throughput: < 300 tok/s per engine, else moderate). Version 2 adds stat_lines after the v1 columns: the same count as `seconds`, under an honest name (the parser writes one row per second with a stat line, and engines print one every 4-9 s, so it is not the log''s duration).';
+
+CREATE OR REPLACE VIEW "config_src" AS
+SELECT
+    run,
+    CAST(generate_subscripts(doc.keys, 1) AS INTEGER) AS ordinal,
+    unnest(doc.keys) AS key,
+    unnest(doc.texts) AS value,
+    unnest(doc.jsons) AS value_json
+FROM (
+    SELECT run, from_json(doc, '{"keys": ["VARCHAR"], "texts": ["VARCHAR"], "jsons": ["VARCHAR"]}') AS doc
+    FROM (
+        VALUES ('tiny', '{"keys": ["trainer.strategy", "trainer.max_steps", "trainer.train_batch_size", "trainer.ckpt_interval", "trainer.hf_save_interval", "trainer.fully_async.max_staleness_steps", "trainer.policy.optimizer_config.lr", "generator.num_inference_engines", "generator.n_samples_per_prompt", "terminal_bench.harbor.exclude_exceptions", "terminal_bench.harbor.passthrough_exceptions", "terminal_bench.harbor.mask_exceptions", "terminal_bench.harbor.zero_exceptions", "terminal_bench.harbor.default_error_treatment", "terminal_bench.harbor.orchestrator.n_concurrent_trials"], "texts": ["fsdp2", "5", "3", "1", "2", "4", "1e-06", "2", "4", "[\"AgentTimeoutError\", \"ContextLengthExceededError\"]", "[\"AgentTimeoutError\"]", "[\"DaytonaError\", \"ContextLengthExceededError\"]", "[]", "zero", "8"], "jsons": ["\"fsdp2\"", "5", "3", "1", "2", "4", "1e-06", "2", "4", "[\"AgentTimeoutError\", \"ContextLengthExceededError\"]", "[\"AgentTimeoutError\"]", "[\"DaytonaError\", \"ContextLengthExceededError\"]", "[]", "\"zero\"", "8"]}')
+    ) AS t(run, doc)
+) AS t;
+
+COMMENT ON VIEW "config_src" IS 'Each run''s rl_config.yaml flattened to one row per leaf: run, ordinal (document order), key (dotted path), value (text), value_json (the YAML value as JSON, lists stay whole).';
+
+CREATE OR REPLACE VIEW "harbor_trials_src" AS
+WITH listed AS (
+    -- every trial folder's result.json as rlsql/harbor.py listed it, sorted by folder name: the names
+    -- come '/'-joined in one literal (no folder name holds a '/'), which DuckDB parses at once where
+    -- a VALUES row or list element per file costs seconds over 20,000 files
+    SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS BIGINT) AS row_no, CAST(NULL AS VARCHAR) AS path
+    WHERE false
+),
+refused AS (
+    -- the listed files rlsql does not hand DuckDB, and why (a FIFO, a dangling link, ...)
+    SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS path, CAST(NULL AS VARCHAR) AS problem WHERE false
+),
+scanned AS (
+    SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS filename, CAST(NULL AS BLOB) AS content
+    WHERE false
+),
+checked AS (
+    SELECT
+        coalesce(l.run, s.run) AS run,
+        l.row_no,
+        coalesce(l.path, s.filename) AS path,
+        -- one parse per file: try() turns a file that is not JSON into NULL, classified below
+        CASE WHEN x.problem IS NULL AND s.text IS NOT NULL AND regexp_matches(s.text, '^[ \t\n\r]*\{')
+            THEN try(from_json(s.text, '{"task_name": "VARCHAR", "trial_name": "VARCHAR", "agent_result": {"n_input_tokens": "JSON", "n_output_tokens": "JSON", "metadata": {"n_episodes": "JSON"}}, "verifier_result": {"rewards": {"reward": "JSON"}}, "exception_info": {"exception_type": "VARCHAR", "exception_message": "VARCHAR"}, "started_at": "VARCHAR", "finished_at": "VARCHAR", "environment_setup": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}, "agent_setup": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}, "agent_execution": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}, "verifier": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}}')) END AS j,
+        x.problem AS refused,
+        s.filename,
+        s.text,
+        l.path AS listed_path
+    FROM listed AS l
+    LEFT JOIN refused AS x ON x.run = l.run AND x.path = l.path
+    FULL OUTER JOIN (SELECT run, filename, try(decode(content)) AS text FROM scanned) AS s
+        ON s.run = l.run AND s.filename = l.path
+),
+parsed AS (
+    SELECT
+        run, row_no, path, j,
+        CASE
+            WHEN listed_path IS NULL THEN error('rlsql-data: ' || filename
+                || ': DuckDB read a file that is not one rlsql listed (a path taken as a glob pattern?)')
+            WHEN refused IS NOT NULL THEN refused
+            WHEN filename IS NULL THEN 'vanished before it could be read'
+            WHEN text IS NULL THEN 'not UTF-8 text'
+            WHEN j IS NOT NULL THEN NULL
+            WHEN NOT json_valid(text) THEN 'not valid JSON (cut off mid-write, or not JSON at all)'
+            WHEN json_type(text) = 'OBJECT' THEN 'a JSON object DuckDB cannot read as a trial result'
+            -- valid JSON whose first character is not `{` is no object
+            ELSE 'not a JSON object (' || lower(json_type(text)) || '): a trial result is one'
+        END AS problem
+    FROM checked
+),
+numbers AS (
+    SELECT
+        run, row_no, path, problem, j,
+        j.agent_result.metadata.n_episodes AS n_episodes_json,
+        CASE WHEN json_type(j.agent_result.metadata.n_episodes) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.metadata.n_episodes AS DOUBLE) END AS n_episodes_number,
+        j.agent_result.n_input_tokens AS n_input_tokens_json,
+        CASE WHEN json_type(j.agent_result.n_input_tokens) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.n_input_tokens AS DOUBLE) END AS n_input_tokens_number,
+        j.agent_result.n_output_tokens AS n_output_tokens_json,
+        CASE WHEN json_type(j.agent_result.n_output_tokens) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.n_output_tokens AS DOUBLE) END AS n_output_tokens_number,
+        j.verifier_result.rewards.reward AS reward_json,
+        CASE WHEN json_type(j.verifier_result.rewards.reward) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.verifier_result.rewards.reward AS DOUBLE) END AS reward_number
+    FROM parsed
+),
+typed AS (
+    SELECT
+        run, row_no, path, problem, j,
+        CASE WHEN isfinite(n_episodes_number) AND n_episodes_number = trunc(n_episodes_number) AND abs(n_episodes_number) <= 9007199254740992
+            THEN n_episodes_number END AS n_episodes,
+        CASE WHEN isfinite(n_input_tokens_number) AND n_input_tokens_number = trunc(n_input_tokens_number) AND abs(n_input_tokens_number) <= 9007199254740992
+            THEN n_input_tokens_number END AS n_input_tokens,
+        CASE WHEN isfinite(n_output_tokens_number) AND n_output_tokens_number = trunc(n_output_tokens_number) AND abs(n_output_tokens_number) <= 9007199254740992
+            THEN n_output_tokens_number END AS n_output_tokens,
+        CASE WHEN isfinite(reward_number)
+            THEN reward_number END AS reward,
+        -- the values read as NULL because they are no number of the right kind (docs/semantics.md)
+        list_filter([
+            CASE
+                WHEN n_episodes_json IS NULL OR json_type(n_episodes_json) = 'NULL' THEN NULL
+                WHEN NOT json_type(n_episodes_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
+                    THEN 'agent_result.metadata.n_episodes: ' || left(CAST(n_episodes_json AS VARCHAR), 40) || ' is not a number'
+                WHEN isfinite(n_episodes_number) AND n_episodes_number <> trunc(n_episodes_number)
+                    THEN 'agent_result.metadata.n_episodes: ' || CAST(n_episodes_json AS VARCHAR) || ' is not a whole number'
+                WHEN isfinite(n_episodes_number) AND abs(n_episodes_number) > 9007199254740992
+                    THEN 'agent_result.metadata.n_episodes: ' || CAST(n_episodes_json AS VARCHAR) || ' is out of range'
+            END,
+            CASE
+                WHEN n_input_tokens_json IS NULL OR json_type(n_input_tokens_json) = 'NULL' THEN NULL
+                WHEN NOT json_type(n_input_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
+                    THEN 'agent_result.n_input_tokens: ' || left(CAST(n_input_tokens_json AS VARCHAR), 40) || ' is not a number'
+                WHEN isfinite(n_input_tokens_number) AND n_input_tokens_number <> trunc(n_input_tokens_number)
+                    THEN 'agent_result.n_input_tokens: ' || CAST(n_input_tokens_json AS VARCHAR) || ' is not a whole number'
+                WHEN isfinite(n_input_tokens_number) AND abs(n_input_tokens_number) > 9007199254740992
+                    THEN 'agent_result.n_input_tokens: ' || CAST(n_input_tokens_json AS VARCHAR) || ' is out of range'
+            END,
+            CASE
+                WHEN n_output_tokens_json IS NULL OR json_type(n_output_tokens_json) = 'NULL' THEN NULL
+                WHEN NOT json_type(n_output_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
+                    THEN 'agent_result.n_output_tokens: ' || left(CAST(n_output_tokens_json AS VARCHAR), 40) || ' is not a number'
+                WHEN isfinite(n_output_tokens_number) AND n_output_tokens_number <> trunc(n_output_tokens_number)
+                    THEN 'agent_result.n_output_tokens: ' || CAST(n_output_tokens_json AS VARCHAR) || ' is not a whole number'
+                WHEN isfinite(n_output_tokens_number) AND abs(n_output_tokens_number) > 9007199254740992
+                    THEN 'agent_result.n_output_tokens: ' || CAST(n_output_tokens_json AS VARCHAR) || ' is out of range'
+            END,
+            CASE
+                WHEN reward_json IS NULL OR json_type(reward_json) = 'NULL' THEN NULL
+                WHEN NOT json_type(reward_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
+                    THEN 'verifier_result.rewards.reward: ' || left(CAST(reward_json AS VARCHAR), 40) || ' is not a number'
+            END
+        ], lambda x: x IS NOT NULL) AS bad_values,
+        list_filter([
+            CASE WHEN json_type(n_episodes_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_episodes_number), false)
+                THEN 'agent_result.metadata.n_episodes' END,
+            CASE WHEN json_type(n_input_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_input_tokens_number), false)
+                THEN 'agent_result.n_input_tokens' END,
+            CASE WHEN json_type(n_output_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_output_tokens_number), false)
+                THEN 'agent_result.n_output_tokens' END,
+            CASE WHEN json_type(reward_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(reward_number), false)
+                THEN 'verifier_result.rewards.reward' END
+        ], lambda x: x IS NOT NULL) AS nonfinite
+    FROM numbers
+)
+SELECT
+    run,
+    path AS source_file,
+    row_no,
+    j.task_name AS task_name,
+    j.trial_name AS trial_name,
+    n_episodes,
+    n_input_tokens,
+    n_output_tokens,
+    j.exception_info.exception_type AS exception_type,
+    reward,
+    -- the older parsers' agent_duration_sec, the current one writes agent_execution_duration instead
+    CAST(NULL AS DOUBLE) AS agent_duration_sec,
+    CASE
+        WHEN regexp_matches(j.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            AND regexp_matches(j.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN date_diff('microsecond', try_cast(j.started_at AS TIMESTAMPTZ), try_cast(j.finished_at AS TIMESTAMPTZ)) / 1e6
+        WHEN NOT regexp_matches(j.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            AND NOT regexp_matches(j.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN date_diff('microsecond', try_cast(j.started_at AS TIMESTAMP), try_cast(j.finished_at AS TIMESTAMP)) / 1e6
+    END AS trial_duration,
+    CASE
+        WHEN regexp_matches(j.environment_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            AND regexp_matches(j.environment_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN date_diff('microsecond', try_cast(j.environment_setup.started_at AS TIMESTAMPTZ), try_cast(j.environment_setup.finished_at AS TIMESTAMPTZ)) / 1e6
+        WHEN NOT regexp_matches(j.environment_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            AND NOT regexp_matches(j.environment_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN date_diff('microsecond', try_cast(j.environment_setup.started_at AS TIMESTAMP), try_cast(j.environment_setup.finished_at AS TIMESTAMP)) / 1e6
+    END AS environment_setup_duration,
+    CASE
+        WHEN regexp_matches(j.agent_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            AND regexp_matches(j.agent_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN date_diff('microsecond', try_cast(j.agent_setup.started_at AS TIMESTAMPTZ), try_cast(j.agent_setup.finished_at AS TIMESTAMPTZ)) / 1e6
+        WHEN NOT regexp_matches(j.agent_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            AND NOT regexp_matches(j.agent_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN date_diff('microsecond', try_cast(j.agent_setup.started_at AS TIMESTAMP), try_cast(j.agent_setup.finished_at AS TIMESTAMP)) / 1e6
+    END AS agent_setup_duration,
+    CASE
+        WHEN regexp_matches(j.agent_execution.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            AND regexp_matches(j.agent_execution.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN date_diff('microsecond', try_cast(j.agent_execution.started_at AS TIMESTAMPTZ), try_cast(j.agent_execution.finished_at AS TIMESTAMPTZ)) / 1e6
+        WHEN NOT regexp_matches(j.agent_execution.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            AND NOT regexp_matches(j.agent_execution.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN date_diff('microsecond', try_cast(j.agent_execution.started_at AS TIMESTAMP), try_cast(j.agent_execution.finished_at AS TIMESTAMP)) / 1e6
+    END AS agent_execution_duration,
+    CASE
+        WHEN regexp_matches(j.verifier.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            AND regexp_matches(j.verifier.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN date_diff('microsecond', try_cast(j.verifier.started_at AS TIMESTAMPTZ), try_cast(j.verifier.finished_at AS TIMESTAMPTZ)) / 1e6
+        WHEN NOT regexp_matches(j.verifier.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            AND NOT regexp_matches(j.verifier.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
+            THEN date_diff('microsecond', try_cast(j.verifier.started_at AS TIMESTAMP), try_cast(j.verifier.finished_at AS TIMESTAMP)) / 1e6
+    END AS verifier_duration,
+    j.exception_info.exception_message AS exception_message,
+    j.started_at AS started_at,
+    j.finished_at AS finished_at,
+    problem,
+    CASE WHEN len(bad_values) > 0 THEN array_to_string(bad_values, ('' || chr(59) || ' ')) END AS bad_values,
+    CASE WHEN len(nonfinite) > 0 THEN array_to_string(nonfinite, ', ') END AS nonfinite
+FROM typed;
+
+COMMENT ON VIEW "harbor_trials_src" IS 'Harbor''s own trial results read in place, for runs without a `*_trial_results.csv`: one row per `trace_jobs/<trial>/result.json`, mapped to the CSV''s columns as the log parser maps them (n_episodes from agent_result.metadata, reward from verifier_result.rewards.reward, each duration = finished_at - started_at of its timing block), plus exception_message, started_at and finished_at. row_no follows the trial folder names, sorted. A file that is no trial (not a regular file, not UTF-8, not a JSON object, ...) has a row with `problem` saying why and every trial column NULL: read trials with `WHERE problem IS NULL` (trial_rows does). `bad_values` lists (joined with `, `) the numbers of the wrong type read as NULL (`verifier_result.rewards.reward: true is not a number`), `nonfinite` (joined with `, `) the fields holding NaN or Infinity, read as NULL, both NULL when there are none.';
+
+CREATE OR REPLACE VIEW "metrics_src" AS
+SELECT
+    coalesce(m.run, error('rlsql-data: ' || c.rlsql_source_file || ': DuckDB read this file, which is not one of the files listed for the query')) AS run,
+    c.rlsql_source_file AS source_file, c.row_no,
+    c."log_file",
+    CASE WHEN c."trainer/global_step" = trunc(c."trainer/global_step") AND abs(c."trainer/global_step") <= 9007199254740992 THEN CAST(c."trainer/global_step" AS BIGINT) END AS "trainer/global_step",
+    CASE WHEN c."global_step" = trunc(c."global_step") AND abs(c."global_step") <= 9007199254740992 THEN CAST(c."global_step" AS BIGINT) END AS "global_step",
+    CASE WHEN isfinite(c."reward/avg_raw_reward") THEN c."reward/avg_raw_reward" END AS "reward/avg_raw_reward",
+    CASE WHEN isfinite(c."timing/step") THEN c."timing/step" END AS "timing/step",
+    CASE WHEN isfinite(c."async/staleness_mean") THEN c."async/staleness_mean" END AS "async/staleness_mean",
+    CASE WHEN isfinite(c."async/staleness_max") THEN c."async/staleness_max" END AS "async/staleness_max",
+    CASE WHEN isfinite(c."async/discard_rate") THEN c."async/discard_rate" END AS "async/discard_rate",
+    CASE WHEN c."async/discarded_count" = trunc(c."async/discarded_count") AND abs(c."async/discarded_count") <= 9007199254740992 THEN CAST(c."async/discarded_count" AS BIGINT) END AS "async/discarded_count",
+    CASE WHEN isfinite(c."reward/avg_pass_at_4") THEN c."reward/avg_pass_at_4" END AS "reward/avg_pass_at_4",
+    CASE WHEN isfinite(c."timing/wait_for_generation_buffer") THEN c."timing/wait_for_generation_buffer" END AS "timing/wait_for_generation_buffer",
+    CASE WHEN isfinite(c."timing/policy_train") THEN c."timing/policy_train" END AS "timing/policy_train",
+    CASE WHEN isfinite(c."timing/run_training") THEN c."timing/run_training" END AS "timing/run_training",
+    CASE WHEN isfinite(c."timing/sync_weights") THEN c."timing/sync_weights" END AS "timing/sync_weights",
+    CASE WHEN isfinite(c."timing/save_checkpoints") THEN c."timing/save_checkpoints" END AS "timing/save_checkpoints",
+    CASE WHEN isfinite(c."timing/mystery_span") THEN c."timing/mystery_span" END AS "timing/mystery_span"
+FROM (
+    SELECT row_number() OVER () AS row_no, *
+    FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_metrics_table.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
+    ignore_errors = true, store_rejects = true, filename = 'rlsql_source_file',
+    columns = {'log_file': 'VARCHAR', 'async/staleness_mean': 'DOUBLE', 'async/staleness_max': 'DOUBLE', 'async/discard_rate': 'DOUBLE', 'async/discarded_count': 'DOUBLE', 'reward/avg_raw_reward': 'DOUBLE', 'reward/avg_pass_at_4': 'DOUBLE', 'timing/wait_for_generation_buffer': 'DOUBLE', 'timing/policy_train': 'DOUBLE', 'timing/run_training': 'DOUBLE', 'timing/sync_weights': 'DOUBLE', 'timing/step': 'DOUBLE', 'trainer/global_step': 'DOUBLE', 'timing/save_checkpoints': 'DOUBLE', 'timing/mystery_span': 'DOUBLE', 'global_step': 'DOUBLE'})
+) AS c
+LEFT JOIN (VALUES ('<ROOT>/fixtures/runs/tiny/20260105_120000_metrics_table.csv', 'tiny')) AS m(path, run)
+    ON m.path = c.rlsql_source_file;
+
+COMMENT ON VIEW "metrics_src" IS 'Raw rows of each run''s trainer metrics CSV (`*_metrics_table.csv` / `metrics.csv`), read in place: run, source_file, row_no (CSV order), then every column of the file (metrics as DOUBLE). A run without the CSV gives the same columns from its raw training logs (console metric blocks or WANDB_MIRROR lines, batch_errors/* from the batch lines, source_file = the log).';
+
+CREATE OR REPLACE VIEW "run_files" AS
+SELECT * FROM (
+    VALUES ('tiny', 'metrics', '<ROOT>/fixtures/runs/tiny/20260105_120000_metrics_table.csv', '20260105_120000')
+    , ('tiny', 'trials', '<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv', '20260105_120000')
+    , ('tiny', 'vllm', '<ROOT>/fixtures/runs/tiny/20260105_120000_vllm_metrics_table.csv', '20260105_120000')
+    , ('tiny', 'config', '<ROOT>/fixtures/runs/tiny/rl_config.yaml', NULL)
+) AS t(run, artifact, path, prefix);
+
+COMMENT ON VIEW "run_files" IS 'The artifact files rlsql reads for each run (newest parse only): run, artifact (metrics, trials, vllm, config), absolute path, the file name''s timestamp prefix.';
+
+CREATE OR REPLACE VIEW "runs" AS
+SELECT * FROM (
+    VALUES ('tiny', '<ROOT>/fixtures/runs/tiny', DATE '2026-01-05')
+) AS t(run, run_path, vllm_base_date);
+
+COMMENT ON VIEW "runs" IS 'One row per run folder given to rlsql: its id (the folder name), its absolute path and the date its vLLM `MM-DD` stamps are read against.';
+
+CREATE OR REPLACE VIEW "trials_src" AS
+SELECT
+    coalesce(m.run, error('rlsql-data: ' || c.rlsql_source_file || ': DuckDB read this file, which is not one of the files listed for the query')) AS run,
+    c.rlsql_source_file AS source_file, c.row_no,
+    c."task_name",
+    c."trial_name",
+    CASE WHEN c."n_episodes" = trunc(c."n_episodes") AND abs(c."n_episodes") <= 9007199254740992 THEN CAST(c."n_episodes" AS BIGINT) END AS "n_episodes",
+    CASE WHEN c."n_input_tokens" = trunc(c."n_input_tokens") AND abs(c."n_input_tokens") <= 9007199254740992 THEN CAST(c."n_input_tokens" AS BIGINT) END AS "n_input_tokens",
+    CASE WHEN c."n_output_tokens" = trunc(c."n_output_tokens") AND abs(c."n_output_tokens") <= 9007199254740992 THEN CAST(c."n_output_tokens" AS BIGINT) END AS "n_output_tokens",
+    c."exception_type",
+    CASE WHEN isfinite(c."reward") THEN c."reward" END AS "reward",
+    CASE WHEN isfinite(c."agent_duration_sec") THEN c."agent_duration_sec" END AS "agent_duration_sec",
+    CAST(NULL AS DOUBLE) AS "trial_duration",
+    CAST(NULL AS DOUBLE) AS "environment_setup_duration",
+    CAST(NULL AS DOUBLE) AS "agent_setup_duration",
+    CAST(NULL AS DOUBLE) AS "agent_execution_duration",
+    CAST(NULL AS DOUBLE) AS "verifier_duration"
+FROM (
+    SELECT row_number() OVER () AS row_no, *
+    FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
+    ignore_errors = true, store_rejects = true, filename = 'rlsql_source_file',
+    columns = {'task_name': 'VARCHAR', 'trial_name': 'VARCHAR', 'n_episodes': 'DOUBLE', 'n_input_tokens': 'DOUBLE', 'n_output_tokens': 'DOUBLE', 'exception_type': 'VARCHAR', 'reward': 'DOUBLE', 'agent_duration_sec': 'DOUBLE'})
+) AS c
+LEFT JOIN (VALUES ('<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv', 'tiny')) AS m(path, run)
+    ON m.path = c.rlsql_source_file;
+
+COMMENT ON VIEW "trials_src" IS 'Raw rows of each run''s `*_trial_results.csv` (one per Harbor trial), read in place: run, source_file, row_no (CSV order), then the file''s columns by name.';
+
+CREATE OR REPLACE VIEW "vllm_src" AS
+SELECT
+    coalesce(m.run, error('rlsql-data: ' || c.rlsql_source_file || ': DuckDB read this file, which is not one of the files listed for the query')) AS run,
+    c.rlsql_source_file AS source_file, c.row_no,
+    c."log_file",
+    c."datetime_str",
+    CASE WHEN c."n_engines_reporting" = trunc(c."n_engines_reporting") AND abs(c."n_engines_reporting") <= 9007199254740992 THEN CAST(c."n_engines_reporting" AS BIGINT) END AS "n_engines_reporting",
+    CASE WHEN c."unique_ips" = trunc(c."unique_ips") AND abs(c."unique_ips") <= 9007199254740992 THEN CAST(c."unique_ips" AS BIGINT) END AS "unique_ips",
+    CASE WHEN isfinite(c."total_prompt_throughput_tokens_per_sec") THEN c."total_prompt_throughput_tokens_per_sec" END AS "total_prompt_throughput_tokens_per_sec",
+    CASE WHEN isfinite(c."total_generation_throughput_tokens_per_sec") THEN c."total_generation_throughput_tokens_per_sec" END AS "total_generation_throughput_tokens_per_sec",
+    CASE WHEN c."total_running_requests" = trunc(c."total_running_requests") AND abs(c."total_running_requests") <= 9007199254740992 THEN CAST(c."total_running_requests" AS BIGINT) END AS "total_running_requests",
+    CASE WHEN c."total_waiting_requests" = trunc(c."total_waiting_requests") AND abs(c."total_waiting_requests") <= 9007199254740992 THEN CAST(c."total_waiting_requests" AS BIGINT) END AS "total_waiting_requests",
+    CASE WHEN isfinite(c."avg_prompt_throughput_per_engine") THEN c."avg_prompt_throughput_per_engine" END AS "avg_prompt_throughput_per_engine",
+    CASE WHEN isfinite(c."avg_generation_throughput_per_engine") THEN c."avg_generation_throughput_per_engine" END AS "avg_generation_throughput_per_engine",
+    CASE WHEN isfinite(c."avg_running_requests_per_engine") THEN c."avg_running_requests_per_engine" END AS "avg_running_requests_per_engine",
+    CASE WHEN isfinite(c."avg_waiting_requests_per_engine") THEN c."avg_waiting_requests_per_engine" END AS "avg_waiting_requests_per_engine",
+    CASE WHEN isfinite(c."avg_gpu_kv_cache_usage_pct") THEN c."avg_gpu_kv_cache_usage_pct" END AS "avg_gpu_kv_cache_usage_pct",
+    CASE WHEN isfinite(c."avg_prefix_cache_hit_rate_pct") THEN c."avg_prefix_cache_hit_rate_pct" END AS "avg_prefix_cache_hit_rate_pct",
+    CASE WHEN c."min_running_requests" = trunc(c."min_running_requests") AND abs(c."min_running_requests") <= 9007199254740992 THEN CAST(c."min_running_requests" AS BIGINT) END AS "min_running_requests",
+    CASE WHEN c."max_running_requests" = trunc(c."max_running_requests") AND abs(c."max_running_requests") <= 9007199254740992 THEN CAST(c."max_running_requests" AS BIGINT) END AS "max_running_requests",
+    CASE WHEN isfinite(c."min_generation_throughput") THEN c."min_generation_throughput" END AS "min_generation_throughput",
+    CASE WHEN isfinite(c."max_generation_throughput") THEN c."max_generation_throughput" END AS "max_generation_throughput"
+FROM (
+    SELECT row_number() OVER () AS row_no, *
+    FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_vllm_metrics_table.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
+    ignore_errors = true, store_rejects = true, filename = 'rlsql_source_file',
+    columns = {'log_file': 'VARCHAR', 'datetime_str': 'VARCHAR', 'n_engines_reporting': 'DOUBLE', 'unique_ips': 'DOUBLE', 'total_prompt_throughput_tokens_per_sec': 'DOUBLE', 'total_generation_throughput_tokens_per_sec': 'DOUBLE', 'total_running_requests': 'DOUBLE', 'total_waiting_requests': 'DOUBLE', 'avg_prompt_throughput_per_engine': 'DOUBLE', 'avg_generation_throughput_per_engine': 'DOUBLE', 'avg_running_requests_per_engine': 'DOUBLE', 'avg_waiting_requests_per_engine': 'DOUBLE', 'avg_gpu_kv_cache_usage_pct': 'DOUBLE', 'avg_prefix_cache_hit_rate_pct': 'DOUBLE', 'min_running_requests': 'DOUBLE', 'max_running_requests': 'DOUBLE', 'min_generation_throughput': 'DOUBLE', 'max_generation_throughput': 'DOUBLE'})
+) AS c
+LEFT JOIN (VALUES ('<ROOT>/fixtures/runs/tiny/20260105_120000_vllm_metrics_table.csv', 'tiny')) AS m(path, run)
+    ON m.path = c.rlsql_source_file;
+
+COMMENT ON VIEW "vllm_src" IS 'Raw rows of each run''s vLLM engine stats CSV (`*_vllm_metrics_table.csv` / `vllm_metrics.csv`), one per (log_file, second), read in place. A run without the CSV gives the same rows from the vLLM stat lines of its raw training logs (source_file = the log).';
 
 COMMENT ON COLUMN "async_health"."run" IS 'the run: its folder''s name';
 
