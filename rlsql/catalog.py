@@ -22,7 +22,7 @@ import jinja2
 
 from rlsql.errors import CatalogError, UsageError
 from rlsql.params import Param
-from rlsql.sqltext import date_literal, identifier, literal
+from rlsql.sqltext import date_literal, file_literal, identifier, literal
 
 #: folder -> kind, in the order a reader meets them
 KINDS = {"sources": "source", "macros": "macro", "views": "view", "queries": "query"}
@@ -164,6 +164,7 @@ def jinja_env(root: Path) -> jinja2.Environment:
     )
     env.filters["lit"] = literal
     env.filters["lit_date"] = date_literal
+    env.filters["file_lit"] = file_literal
     env.filters["ident"] = identifier
     return env
 

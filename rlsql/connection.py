@@ -16,13 +16,14 @@ from pathlib import Path
 
 import duckdb
 
+from rlsql import csvread
 from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
 from rlsql.duckdb_errors import data_error, one_line
 from rlsql.errors import DataError, RlsqlWarning
-from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, read_header, resolve_runs
-from rlsql.sqltext import identifier
+from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
+from rlsql.sqltext import glob_cannot_name, identifier
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -40,6 +41,18 @@ ARTIFACT_ALTERNATIVES = {"trials": ("trials", "harbor"), "harbor": ("trials", "h
 
 _GLOB = re.compile(r"[*?\[\]{}]")
 
+#: why a CSV whose path holds both a backslash and a glob character is not read (sqltext.glob_cannot_name)
+UNNAMEABLE = "its path holds a backslash and one of [ ] * ?, which DuckDB's reader cannot name exactly"
+
+#: columns that hold whole numbers (turns, tokens, steps), read as DOUBLE so `3.0` parses; a cell
+#: with a fraction or beyond 2**53 (where a DOUBLE stops holding every integer) reads as empty
+#: instead of being rounded or failing the cast to BIGINT in the views (`rlsql check` lists it)
+INTEGER_COLUMNS = {
+    "trials": ("n_episodes", "n_input_tokens", "n_output_tokens"),
+    "metrics": ("trainer/global_step", "global_step"),
+    "vllm": (),
+}
+
 
 @dataclass(frozen=True)
 class CsvFile:
@@ -50,6 +63,8 @@ class CsvFile:
     header: list[str]
     types: dict[str, str]
     cached: str | None = None
+    #: the read buffer DuckDB needs for the file's longest line (None: its default)
+    buffer: int | None = None
 
 
 def where_looked(run: Run, kind: str) -> str:
@@ -125,18 +140,31 @@ class SourceContext:
             artifact = run.artifact(source.artifact or "")
             if artifact is None:
                 continue
+            if glob_cannot_name(artifact.path):
+                warnings.warn(f"{artifact.path}: {UNNAMEABLE}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
             try:
-                header = read_header(artifact.path)
+                read = csv_header(artifact.path)
             except DataError as exc:
                 # one damaged file must not cost the other runs their answer: skip it, say so
                 warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
+            header = read.names
+            if read.notice():
+                warnings.warn(f"{artifact.path}:1: {read.notice()}", RlsqlWarning, stacklevel=2)
             if not header:
                 warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
                 continue
             types = source.column_types(header)
             cached = cached_copy(source, artifact.path, header, types)
-            files.append(CsvFile(run.name, str(artifact.path), header, types, cached))
+            buffer = None
+            if cached is None:
+                try:
+                    buffer = csvread.buffer_size([artifact.path])
+                except DataError as exc:
+                    warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                    continue
+            files.append(CsvFile(run.name, str(artifact.path), header, types, cached, buffer))
             for name in header:
                 if name not in seen:
                     seen.add(name)
@@ -145,10 +173,14 @@ class SourceContext:
         for f in files:
             key = (f.cached is not None, tuple(f.header))
             group = groups.setdefault(
-                key, {"header": f.header, "types": f.types, "files": [], "parquet": f.cached is not None}
+                key,
+                {"header": f.header, "types": f.types, "files": [], "parquet": f.cached is not None, "buffer": None},
             )
             group["files"].append(f)
-        return {"files": files, "groups": list(groups.values()), "columns": columns}
+            if f.buffer:
+                group["buffer"] = max(group["buffer"] or 0, f.buffer)
+        integers = INTEGER_COLUMNS.get(source.artifact or "", ())
+        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers}
 
     def harbor_context(self) -> dict:
         """files: one read of `trace_jobs/*/result.json` per run that has them and no trials CSV (the CSV wins)."""

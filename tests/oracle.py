@@ -112,12 +112,15 @@ def _num(cell: str | None) -> float | None:
     return None if math.isnan(value) else value
 
 
-def _int(cell: str | None) -> int | float | None:
-    """An integer cell, possibly written `3.0` (pandas writes an int column with a gap as floats)."""
+def _int(cell: str | None) -> int | None:
+    """An integer cell, possibly written `3.0` (pandas writes an int column with a gap as floats).
+
+    docs/semantics.md: a cell with a fraction, beyond 2**53 or inf is a bad cell, read as empty.
+    """
     value = _num(cell)
-    if value is None:
+    if value is None or not math.isfinite(value) or not value.is_integer() or abs(value) > 2**53:
         return None
-    return int(value) if value.is_integer() else value
+    return int(value)
 
 
 def _text(cell: str | None) -> str | None:
