@@ -53,10 +53,13 @@ TRIAL_NUMBERS = [
 
 
 def trials(run: Path) -> pd.DataFrame:
-    """Every column of the trials CSV; a column the file lacks is NaN, `inf` is NaN as `nan` is."""
+    """Every column of the trials CSV; a column the file lacks is NaN, `inf` is NaN as `nan` is, and so
+    is a turn or token count that is not a whole number."""
     df = pd.read_csv(newest(run, "trial_results.csv", "trial_results.csv"))
     for column in TRIAL_NUMBERS:
         df[column] = df[column].replace([np.inf, -np.inf], np.nan) if column in df else np.nan
+    for column in TRIAL_NUMBERS[:3]:  # turns and tokens: a whole number up to 2**53, else NaN (a bad cell)
+        df[column] = df[column].where((np.floor(df[column]) == df[column]) & (df[column].abs() <= 2**53))
     exception = df["exception_type"].str.strip() if "exception_type" in df else pd.Series(np.nan, index=df.index)
     df["exception_type"] = exception.replace("", np.nan).fillna("No exception")
     return df

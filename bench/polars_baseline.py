@@ -15,7 +15,8 @@ figures are rlsql's (docs/semantics.md), so the output can be compared with
 
 What it reproduces of rlsql's reading rules, as a careful user would: the newest
 ``<YYYYMMDD_HHMMSS>_trial_results.csv`` (else ``trial_results.csv``); empty cells are null; ``nan``
-and ``inf`` are null; a column the file lacks is null; an empty exception_type is ``No exception``;
+and ``inf`` are null; a turn count that is not a whole number is null; a column the file lacks is
+null; an empty exception_type is ``No exception``;
 the exception routing from rl_config.yaml (first key anywhere in the document, else the trainer's
 defaults). What it does not: Harbor's result.json folders and damaged rows (rlsql skips them).
 """
@@ -33,6 +34,7 @@ import polars as pl
 
 NO_EXCEPTION = "No exception"
 TEXT_COLUMNS = {"task_name", "trial_name", "exception_type"}
+WHOLE_COLUMNS = {"n_episodes", "n_input_tokens", "n_output_tokens"}
 MASK_DEFAULT = [
     "DaytonaError",
     "EnvironmentStartTimeoutError",
@@ -77,6 +79,9 @@ def scan(run: Path, columns: list[str]) -> pl.LazyFrame:
         elif c == "exception_type":
             name = pl.col(c).str.strip_chars()
             exprs.append(pl.when(name.is_null() | (name == "")).then(pl.lit(NO_EXCEPTION)).otherwise(name).alias(c))
+        elif c in WHOLE_COLUMNS:  # a whole number up to 2**53, else empty (a fraction of a turn is a bad cell)
+            x = pl.col(c)
+            exprs.append(pl.when(x.is_finite() & (x == x.floor()) & (x.abs() <= 2**53)).then(x).alias(c))
         elif c not in TEXT_COLUMNS:
             exprs.append(pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c))
     return lf.with_columns(exprs)
