@@ -12,14 +12,14 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import csvread
+from rlsql import csvread, harbor
 from rlsql.catalog import load_catalog
-from rlsql.config import read_yaml, routing_problems
-from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, UNNAMEABLE, open_connection
+from rlsql.config import config_problems, read_yaml
+from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, open_connection
 from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure, rejected_lines
+from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError
 from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
-from rlsql.sqltext import glob_cannot_name
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
 EXPECTED_COLUMNS = {
@@ -99,8 +99,9 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         prefixed, plain = CSV_ARTIFACTS[kind]
         report.add("info", run.path, f"no {ARTIFACT_LABELS[kind]} file (*_{prefixed} or {plain})")
         return
-    if glob_cannot_name(artifact.path):
-        report.add("error", artifact.path, f"{UNNAMEABLE}; file skipped, no rows read")
+    unnameable = why_unnameable(artifact.path)
+    if unnameable:
+        report.add("error", artifact.path, f"{unnameable}; file skipped, no rows read")
         report.readable_rows[kind] = 0
         return
     try:
@@ -182,20 +183,37 @@ def _lines_note(lines: Sequence[int], shown: int = 5) -> str:
 
 
 def _check_harbor(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
-    """Harbor trial folders read in place: count the trials their result.json files give."""
-    harbor = run.artifact("harbor")
-    if harbor is None:
+    """Harbor trial folders read in place: every result.json that is no trial or has values read as
+    empty, each with its reason; the trials in flight (no result.json yet) as one count."""
+    trace_jobs = run.artifact("harbor")
+    if trace_jobs is None:
         return
     if run.artifact("trials") is not None:
-        report.add("info", harbor.path, "trace_jobs not read: the run's trials CSV is used instead")
+        report.add("info", trace_jobs.path, "trace_jobs not read: the run's trials CSV is used instead")
         return
     try:
-        report.readable_rows["harbor"] = con.execute(
-            "SELECT count(*) FROM harbor_trials_src WHERE run = ?", [run.name]
-        ).fetchall()[0][0]
+        rows = con.execute(
+            "SELECT source_file, problem, bad_values, nonfinite FROM harbor_trials_src WHERE run = ? ORDER BY row_no",
+            [run.name],
+        ).fetchall()
     except duckdb.Error as exc:
         report.readable_rows["harbor"] = 0
-        report.add("error", harbor.path, data_error_text(exc))
+        report.add("error", trace_jobs.path, data_error_text(exc))
+        return
+    report.readable_rows["harbor"] = sum(1 for _, problem, _, _ in rows if problem is None)
+    for path, problem, bad, nonfinite in rows:
+        if problem is not None:
+            report.add("warning", path, f"{problem}: skipped, not a trial")
+            continue
+        if bad is not None:
+            report.add("warning", path, f"{bad}: read as empty")
+        if nonfinite is not None:
+            report.add("warning", path, f"NaN or Infinity in {nonfinite}: read as empty")
+    in_flight = harbor.list_trials(trace_jobs.path).in_flight
+    if in_flight:
+        report.add("info", trace_jobs.path,
+                   f"{in_flight} trial folder{'s' if in_flight != 1 else ''} without a result.json yet (in flight): "
+                   "not read")
 
 
 def _check_config(report: RunReport, run: Run) -> None:
@@ -207,7 +225,7 @@ def _check_config(report: RunReport, run: Run) -> None:
     if problem is not None:
         report.add("warning", config.path, f"{problem.problem}; the trainer's default routing applies", problem.line)
     if tree is not None:
-        for problem in routing_problems(tree):
+        for problem in config_problems(tree):
             report.add("warning", config.path, f"{problem}; the trainer's default applies")
 
 
@@ -239,7 +257,9 @@ def _check_views(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) ->
 
 def check_runs(runs: Sequence[Run]) -> list[RunReport]:
     reports = []
-    con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", harbor.HarborFilesWarning)  # each file is listed as an issue below
+        con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import __version__
+from rlsql import __version__, cache
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import create_objects
 from rlsql.duckdb_errors import one_line
@@ -93,7 +93,8 @@ def _build(
                 raise
             raise UsageError(f"cannot write storage version {storage_version!r}: {one_line(exc)}") from exc
         con.execute(f"USE {_ALIAS}")
-        create_objects(con, runs, catalog.order, catalog)
+        with cache.disabled():  # the file's views read the runs' files, never a cache copy that may go
+            create_objects(con, runs, catalog.order, catalog)
         tables = 0
         if materialize:
             for f in catalog.order:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rlsql import harbor
 from rlsql.catalog import SqlFile
 from rlsql.errors import DataError
 from rlsql.runs import Run
@@ -58,10 +59,13 @@ class SourceFingerprints:
 
     def describe_trials(self, trace_jobs: Path) -> dict[str, Any]:
         """Harbor's trace_jobs folder as one record: its result.json files' total size, newest mtime and one
-        sha256 over their relative paths and contents, in sorted order."""
+        sha256 over their relative paths and contents, in sorted order.
+
+        The files are the ones the source reads (harbor.list_trials): a FIFO, a folder or a dangling
+        link among the trial folders is not opened (a FIFO would block the export)."""
         if trace_jobs not in self._seen:
             digest, size, mtime, count = hashlib.sha256(), 0, 0.0, 0
-            for path in sorted(trace_jobs.glob("*/result.json")):
+            for path in (Path(f.path) for f in harbor.list_trials(trace_jobs).files if f.problem is None):
                 record = self.describe(path)
                 digest.update(f"{path.relative_to(trace_jobs).as_posix()}\0{record['sha256']}\n".encode())
                 size, count = size + record["size"], count + 1

@@ -31,7 +31,8 @@ FROM (
         CAST(NULL AS VARCHAR) AS exception_message, CAST(NULL AS VARCHAR) AS started_at,
         CAST(NULL AS VARCHAR) AS finished_at
     FROM trials_src
-    -- runs without a trials CSV: Harbor's result.json files (harbor_trials_src lists no run that has a CSV)
+    -- runs without a trials CSV: Harbor's result.json files (harbor_trials_src lists no run that has a CSV),
+    -- the trials only (a row with a problem is a file that is no trial: see rlsql check)
     UNION ALL BY NAME
-    SELECT * EXCLUDE (source_file) FROM harbor_trials_src
+    SELECT * EXCLUDE (source_file, problem, bad_values, nonfinite) FROM harbor_trials_src WHERE problem IS NULL
 ) AS t
