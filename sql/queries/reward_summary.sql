@@ -18,7 +18,7 @@ SELECT
     coalesce(t.trials_with_turns, 0) AS trials_with_turns
 -- every run with trials (a CSV, or Harbor's result.json files) has a row, even without a usable trial
 FROM (SELECT DISTINCT run FROM run_files WHERE artifact IN ('trials', 'harbor')) AS f
--- aggregate first, join the few runs after; count(*), not count(row_no), so no row numbering is computed
+-- aggregate first, join the few runs after: count(*), not count(row_no), so no row numbering is computed
 LEFT JOIN (
     SELECT
         run,
