@@ -545,15 +545,25 @@ COMMENT ON VIEW "trial_rows" IS 'One row per Harbor trial, from the run''s trial
 CREATE OR REPLACE VIEW "reward_summary" AS
 SELECT
     f.run,
-    count(t.row_no) AS trials,
-    count(t.reward) AS trials_with_reward,
-    avg(t.reward) AS mean_reward,
-    avg(CASE WHEN t.reward > 0 THEN 1.0 WHEN t.reward IS NOT NULL THEN 0.0 END) AS success_rate,
-    count(t.n_episodes) AS trials_with_turns
+    coalesce(t.trials, 0) AS trials,
+    coalesce(t.trials_with_reward, 0) AS trials_with_reward,
+    t.mean_reward,
+    t.success_rate,
+    coalesce(t.trials_with_turns, 0) AS trials_with_turns
 -- every run with trials (a CSV, or Harbor's result.json files) has a row, even without a usable trial
 FROM (SELECT DISTINCT run FROM run_files WHERE artifact IN ('trials', 'harbor')) AS f
-LEFT JOIN trial_rows AS t ON t.run = f.run
-GROUP BY f.run
+-- aggregate first, join the few runs after: count(*), not count(row_no), so no row numbering is computed
+LEFT JOIN (
+    SELECT
+        run,
+        count(*) AS trials,
+        count(reward) AS trials_with_reward,
+        avg(reward) AS mean_reward,
+        avg(CASE WHEN reward > 0 THEN 1.0 WHEN reward IS NOT NULL THEN 0.0 END) AS success_rate,
+        count(n_episodes) AS trials_with_turns
+    FROM trial_rows
+    GROUP BY run
+) AS t ON t.run = f.run
 ORDER BY f.run;
 
 COMMENT ON VIEW "reward_summary" IS 'Verifier rewards per run: all trials, trials with a reward, their mean reward, success rate (share with reward > 0, 0-1) and trials with turns.';
@@ -1184,40 +1194,52 @@ ORDER BY run, position;
 COMMENT ON VIEW "trial_phases" IS 'Where a trial''s time goes: per phase (environment_setup, agent_setup, agent_execution or older files'' agent_duration_sec, verifier) the median, mean and total seconds and the share of the summed trial_duration, then the time no phase covers (unattributed) or the excess of phases over the trial (overlap). No rows when the files have no phase column.';
 
 CREATE OR REPLACE VIEW "turn_percentiles" AS
-WITH
-    turns AS (
-        SELECT run, exception_type, n_episodes FROM trial_rows WHERE n_episodes IS NOT NULL
-    ),
-    groups AS (
-        SELECT run, 0 AS section, 'All trials' AS exception_type, count(*) AS trials,
-            quantile_cont(n_episodes, [0.5, 0.75, 0.9, 0.95, 0.99]) AS q, max(n_episodes) AS max
-        FROM turns
-        GROUP BY run
-        UNION ALL
-        SELECT run, 1, exception_type, count(*),
-            quantile_cont(n_episodes, [0.5, 0.75, 0.9, 0.95, 0.99]), max(n_episodes)
-        FROM turns
-        GROUP BY run, exception_type
-    )
-SELECT run, exception_type, trials, q[1] AS p50, q[2] AS p75, q[3] AS p90, q[4] AS p95, q[5] AS p99, max
+-- one pass over the trials: GROUPING SETS gives each run's `All trials` row and its per-type rows together
+WITH groups AS (
+    SELECT
+        run,
+        exception_type,
+        grouping(exception_type) AS every,
+        count(*) AS trials,
+        quantile_cont(n_episodes, [0.5, 0.75, 0.9, 0.95, 0.99]) AS q,
+        max(n_episodes) AS max
+    FROM trial_rows
+    WHERE n_episodes IS NOT NULL
+    GROUP BY GROUPING SETS ((run), (run, exception_type))
+)
+SELECT
+    run,
+    CASE WHEN every = 1 THEN 'All trials' ELSE exception_type END AS exception_type,
+    trials, q[1] AS p50, q[2] AS p75, q[3] AS p90, q[4] AS p95, q[5] AS p99, max
 FROM groups
-ORDER BY run, section, exception_type;
+ORDER BY run, every DESC, exception_type;
 
 COMMENT ON VIEW "turn_percentiles" IS 'Percentiles of agent turns (linear interpolation, as pandas) over trials with turns: first `All trials`, then each exception type by name.';
 
 CREATE OR REPLACE VIEW "turn_stats" AS
 SELECT
     f.run,
-    count(t.n_episodes) AS trials,
-    avg(t.n_episodes) AS mean,
-    quantile_cont(t.n_episodes, 0.5) AS median,
-    stddev_samp(t.n_episodes) AS std,
-    min(t.n_episodes) AS min,
-    max(t.n_episodes) AS max
+    coalesce(t.trials, 0) AS trials,
+    t.mean,
+    t.median,
+    t.std,
+    t.min,
+    t.max
 -- every run with trials (a CSV, or Harbor's result.json files) has a row, even without a usable trial
 FROM (SELECT DISTINCT run FROM run_files WHERE artifact IN ('trials', 'harbor')) AS f
-LEFT JOIN trial_rows AS t ON t.run = f.run
-GROUP BY f.run
+-- aggregate first, join the few runs after: a join of every trial to the run list costs more than the statistics
+LEFT JOIN (
+    SELECT
+        run,
+        count(n_episodes) AS trials,
+        avg(n_episodes) AS mean,
+        quantile_cont(n_episodes, 0.5) AS median,
+        stddev_samp(n_episodes) AS std,
+        min(n_episodes) AS min,
+        max(n_episodes) AS max
+    FROM trial_rows
+    GROUP BY run
+) AS t ON t.run = f.run
 ORDER BY f.run;
 
 COMMENT ON VIEW "turn_stats" IS 'Agent turns (n_episodes) over the trials that have them: count, mean, median (average of the two middle values for an even count), sample standard deviation (n-1), min and max.';
@@ -1485,8 +1507,11 @@ COMMENT ON VIEW "harbor_trials_src" IS 'Harbor''s own trial results read in plac
 
 CREATE OR REPLACE VIEW "metrics_src" AS
 SELECT
-    coalesce(m.run, error('rlsql-data: ' || c.rlsql_source_file || ': DuckDB read this file, which is not one of the files listed for the query')) AS run,
-    c.rlsql_source_file AS source_file, c.row_no,
+    CASE WHEN c.rlsql_file_name = ['<ROOT>/fixtures/runs/tiny/20260105_120000_metrics_table.csv'][c.rlsql_file_index + 1]
+        THEN ['tiny'][c.rlsql_file_index + 1]
+        ELSE error('rlsql-data: ' || c.rlsql_file_name || ': DuckDB read this file, which is not one of the files listed for the query') END AS run,
+    ['<ROOT>/fixtures/runs/tiny/20260105_120000_metrics_table.csv'][c.rlsql_file_index + 1] AS source_file,
+    c.row_no,
     c."log_file",
     CASE WHEN c."trainer/global_step" = trunc(c."trainer/global_step") AND abs(c."trainer/global_step") <= 9007199254740992 THEN CAST(c."trainer/global_step" AS BIGINT) END AS "trainer/global_step",
     CASE WHEN c."global_step" = trunc(c."global_step") AND abs(c."global_step") <= 9007199254740992 THEN CAST(c."global_step" AS BIGINT) END AS "global_step",
@@ -1504,13 +1529,11 @@ SELECT
     CASE WHEN isfinite(c."timing/save_checkpoints") THEN c."timing/save_checkpoints" END AS "timing/save_checkpoints",
     CASE WHEN isfinite(c."timing/mystery_span") THEN c."timing/mystery_span" END AS "timing/mystery_span"
 FROM (
-    SELECT row_number() OVER () AS row_no, *
+    SELECT row_number() OVER () AS row_no, *, filename AS rlsql_file_name, CAST(file_index AS BIGINT) AS rlsql_file_index
     FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_metrics_table.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
-    ignore_errors = true, store_rejects = true, filename = 'rlsql_source_file',
+    ignore_errors = true, store_rejects = true,
     columns = {'log_file': 'VARCHAR', 'async/staleness_mean': 'DOUBLE', 'async/staleness_max': 'DOUBLE', 'async/discard_rate': 'DOUBLE', 'async/discarded_count': 'DOUBLE', 'reward/avg_raw_reward': 'DOUBLE', 'reward/avg_pass_at_4': 'DOUBLE', 'timing/wait_for_generation_buffer': 'DOUBLE', 'timing/policy_train': 'DOUBLE', 'timing/run_training': 'DOUBLE', 'timing/sync_weights': 'DOUBLE', 'timing/step': 'DOUBLE', 'trainer/global_step': 'DOUBLE', 'timing/save_checkpoints': 'DOUBLE', 'timing/mystery_span': 'DOUBLE', 'global_step': 'DOUBLE'})
-) AS c
-LEFT JOIN (VALUES ('<ROOT>/fixtures/runs/tiny/20260105_120000_metrics_table.csv', 'tiny')) AS m(path, run)
-    ON m.path = c.rlsql_source_file;
+) AS c;
 
 COMMENT ON VIEW "metrics_src" IS 'Raw rows of each run''s trainer metrics CSV (`*_metrics_table.csv` / `metrics.csv`), read in place: run, source_file, row_no (CSV order), then every column of the file (metrics as DOUBLE). A run without the CSV gives the same columns from its raw training logs (console metric blocks or WANDB_MIRROR lines, batch_errors/* from the batch lines, source_file = the log).';
 
@@ -1533,8 +1556,11 @@ COMMENT ON VIEW "runs" IS 'One row per run folder given to rlsql: its id (the fo
 
 CREATE OR REPLACE VIEW "trials_src" AS
 SELECT
-    coalesce(m.run, error('rlsql-data: ' || c.rlsql_source_file || ': DuckDB read this file, which is not one of the files listed for the query')) AS run,
-    c.rlsql_source_file AS source_file, c.row_no,
+    CASE WHEN c.rlsql_file_name = ['<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv'][c.rlsql_file_index + 1]
+        THEN ['tiny'][c.rlsql_file_index + 1]
+        ELSE error('rlsql-data: ' || c.rlsql_file_name || ': DuckDB read this file, which is not one of the files listed for the query') END AS run,
+    ['<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv'][c.rlsql_file_index + 1] AS source_file,
+    c.row_no,
     c."task_name",
     c."trial_name",
     CASE WHEN c."n_episodes" = trunc(c."n_episodes") AND abs(c."n_episodes") <= 9007199254740992 THEN CAST(c."n_episodes" AS BIGINT) END AS "n_episodes",
@@ -1549,20 +1575,21 @@ SELECT
     CAST(NULL AS DOUBLE) AS "agent_execution_duration",
     CAST(NULL AS DOUBLE) AS "verifier_duration"
 FROM (
-    SELECT row_number() OVER () AS row_no, *
+    SELECT row_number() OVER () AS row_no, *, filename AS rlsql_file_name, CAST(file_index AS BIGINT) AS rlsql_file_index
     FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
-    ignore_errors = true, store_rejects = true, filename = 'rlsql_source_file',
+    ignore_errors = true, store_rejects = true,
     columns = {'task_name': 'VARCHAR', 'trial_name': 'VARCHAR', 'n_episodes': 'DOUBLE', 'n_input_tokens': 'DOUBLE', 'n_output_tokens': 'DOUBLE', 'exception_type': 'VARCHAR', 'reward': 'DOUBLE', 'agent_duration_sec': 'DOUBLE'})
-) AS c
-LEFT JOIN (VALUES ('<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv', 'tiny')) AS m(path, run)
-    ON m.path = c.rlsql_source_file;
+) AS c;
 
 COMMENT ON VIEW "trials_src" IS 'Raw rows of each run''s `*_trial_results.csv` (one per Harbor trial), read in place: run, source_file, row_no (CSV order), then the file''s columns by name.';
 
 CREATE OR REPLACE VIEW "vllm_src" AS
 SELECT
-    coalesce(m.run, error('rlsql-data: ' || c.rlsql_source_file || ': DuckDB read this file, which is not one of the files listed for the query')) AS run,
-    c.rlsql_source_file AS source_file, c.row_no,
+    CASE WHEN c.rlsql_file_name = ['<ROOT>/fixtures/runs/tiny/20260105_120000_vllm_metrics_table.csv'][c.rlsql_file_index + 1]
+        THEN ['tiny'][c.rlsql_file_index + 1]
+        ELSE error('rlsql-data: ' || c.rlsql_file_name || ': DuckDB read this file, which is not one of the files listed for the query') END AS run,
+    ['<ROOT>/fixtures/runs/tiny/20260105_120000_vllm_metrics_table.csv'][c.rlsql_file_index + 1] AS source_file,
+    c.row_no,
     c."log_file",
     c."datetime_str",
     CASE WHEN c."n_engines_reporting" = trunc(c."n_engines_reporting") AND abs(c."n_engines_reporting") <= 9007199254740992 THEN CAST(c."n_engines_reporting" AS BIGINT) END AS "n_engines_reporting",
@@ -1582,13 +1609,11 @@ SELECT
     CASE WHEN isfinite(c."min_generation_throughput") THEN c."min_generation_throughput" END AS "min_generation_throughput",
     CASE WHEN isfinite(c."max_generation_throughput") THEN c."max_generation_throughput" END AS "max_generation_throughput"
 FROM (
-    SELECT row_number() OVER () AS row_no, *
+    SELECT row_number() OVER () AS row_no, *, filename AS rlsql_file_name, CAST(file_index AS BIGINT) AS rlsql_file_index
     FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_vllm_metrics_table.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
-    ignore_errors = true, store_rejects = true, filename = 'rlsql_source_file',
+    ignore_errors = true, store_rejects = true,
     columns = {'log_file': 'VARCHAR', 'datetime_str': 'VARCHAR', 'n_engines_reporting': 'DOUBLE', 'unique_ips': 'DOUBLE', 'total_prompt_throughput_tokens_per_sec': 'DOUBLE', 'total_generation_throughput_tokens_per_sec': 'DOUBLE', 'total_running_requests': 'DOUBLE', 'total_waiting_requests': 'DOUBLE', 'avg_prompt_throughput_per_engine': 'DOUBLE', 'avg_generation_throughput_per_engine': 'DOUBLE', 'avg_running_requests_per_engine': 'DOUBLE', 'avg_waiting_requests_per_engine': 'DOUBLE', 'avg_gpu_kv_cache_usage_pct': 'DOUBLE', 'avg_prefix_cache_hit_rate_pct': 'DOUBLE', 'min_running_requests': 'DOUBLE', 'max_running_requests': 'DOUBLE', 'min_generation_throughput': 'DOUBLE', 'max_generation_throughput': 'DOUBLE'})
-) AS c
-LEFT JOIN (VALUES ('<ROOT>/fixtures/runs/tiny/20260105_120000_vllm_metrics_table.csv', 'tiny')) AS m(path, run)
-    ON m.path = c.rlsql_source_file;
+) AS c;
 
 COMMENT ON VIEW "vllm_src" IS 'Raw rows of each run''s vLLM engine stats CSV (`*_vllm_metrics_table.csv` / `vllm_metrics.csv`), one per (log_file, second), read in place. A run without the CSV gives the same rows from the vLLM stat lines of its raw training logs (source_file = the log).';
 
