@@ -62,6 +62,32 @@ def fixture_connections():
 
 
 @pytest.fixture(scope="session")
+def bound_columns(fixture_connections) -> dict[str, dict[str, list[tuple[str, str]]]]:
+    """view or query -> run set -> its (column, DuckDB type) pairs, bound with LIMIT 0 (no row read) on the
+    session's connection per run set; a run set lacking what a view reads leaves that set out.
+
+    The columns and types `rlsql describe` gives (test_column_docs checks that they agree), computed once
+    for test_column_docs and test_schema instead of one connection per view and run set.
+    """
+    import duckdb
+
+    from rlsql.catalog import load_catalog
+    from rlsql.sqltext import identifier
+
+    found: dict[str, dict[str, list[tuple[str, str]]]] = {}
+    names = [f.name for f in load_catalog().files.values() if f.kind in ("view", "query")]
+    for label in FixtureConnections.SETS:
+        con = fixture_connections[label]
+        for name in names:
+            try:
+                cursor = con.execute(f"SELECT * FROM {identifier(name)} LIMIT 0")
+            except duckdb.Error:
+                continue  # the runs lack an artifact it reads: nothing to bind
+            found.setdefault(name, {})[label] = [(d[0], str(d[1])) for d in cursor.description]
+    return found
+
+
+@pytest.fixture(scope="session")
 def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The markdown report of the tiny run, written once per session (test_report and test_golden read it)."""
     import warnings

@@ -16,38 +16,27 @@ from rlsql.describe import column_types
 from rlsql.runs import resolve_runs
 from rlsql.shellinit import init_script
 from rlsql.sqltext import identifier
-from tests.conftest import RUNS, FixtureConnections
+from tests.conftest import RUNS
 
 ROOT = Path(__file__).resolve().parent.parent
 SELECTABLE = [f.name for f in load_catalog().files.values() if f.kind in ("view", "query")]
 
 
 @pytest.fixture(scope="module")
-def columns_by_run(fixture_connections) -> dict[str, dict[str, list[str]]]:
-    """name -> run set -> the columns DuckDB binds (each fixture run alone, then all of them together).
-
-    Bound with LIMIT 0 on the session's connection per run set (every view created once), which gives the
-    columns `rlsql describe` binds (rlsql.describe.column_types) without re-loading the sources per view.
-    """
-    found: dict[str, dict[str, list[str]]] = {}
-    for label in FixtureConnections.SETS:
-        con = fixture_connections[label]
-        for name in SELECTABLE:
-            try:
-                cursor = con.execute(f"SELECT * FROM {identifier(name)} LIMIT 0")
-            except duckdb.Error:
-                continue  # a run without the artifact: nothing to bind
-            found.setdefault(name, {})[label] = [d[0] for d in cursor.description]
-    return found
+def columns_by_run(bound_columns) -> dict[str, dict[str, list[str]]]:
+    """name -> run set -> the columns DuckDB binds (each fixture run alone, then all of them together)."""
+    return {name: {label: [c for c, _ in columns] for label, columns in sets.items()}
+            for name, sets in bound_columns.items()}
 
 
 def test_bound_columns_are_the_ones_describe_binds() -> None:
-    """The shared connection binds a view to the columns `rlsql describe` gives it (spot check: tiny)."""
+    """The shared connection (conftest.bound_columns) binds a view to the columns and types `rlsql describe`
+    gives it (spot check: tiny)."""
     runs = resolve_runs([RUNS / "tiny"])
     con = open_connection(runs)
-    for name in ("trials", "metric_rows", "reward_curve", "timing_breakdown"):
-        bound = [d[0] for d in con.execute(f"SELECT * FROM {identifier(name)} LIMIT 0").description]
-        assert bound == [c for c, _ in column_types(name, runs)], name
+    for name in ("trials", "metric_rows", "vllm_seconds", "reward_curve", "timing_breakdown", "run_overview"):
+        bound = [(d[0], str(d[1])) for d in con.execute(f"SELECT * FROM {identifier(name)} LIMIT 0").description]
+        assert bound == column_types(name, runs), name
 
 
 @pytest.mark.parametrize("name", SELECTABLE)
