@@ -51,14 +51,15 @@ def block(step: int, reward: str) -> str:
     return "".join(f"(skyrl_entrypoint pid=7) {line}\n" for line in lines)
 
 
-VLLM = ("\x1b[36m(AsyncVLLMInferenceEngine pid=31, ip=10.0.0.1)\x1b[0m INFO 06-02 08:00:{s:02d} [loggers.py:1] Engine 000: "
+VLLM = ("\x1b[36m(AsyncVLLMInferenceEngine pid=31, ip=10.0.0.1)\x1b[0m INFO 06-02 08:00:{s:02d} [loggers.py:1] "
+        "Engine 000: "
         "Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: {g}.0 tokens/s, Running: 3 reqs, "
         "Waiting: 0 reqs, GPU KV cache usage: 10.0%, Prefix cache hit rate: 50.0%\n")
 NOISE = "(TerminalBenchGenerator pid=5, ip=10.0.0.2) trial t1 episode 3 finished: status=ok\n" * 20
 
 
 def steps(run: Path) -> list[tuple[int, float]]:
-    """(step, reward) of reward_curve: a named query, as a user runs it (a persistent connection never reads the cache)."""
+    """(step, reward) of reward_curve: a named query as a user runs it (rlsql.connect never reads the cache)."""
     return [(r["step"], r["reward"]) for r in rlsql.query("reward_curve", [run]).to_dicts()]
 
 
@@ -105,7 +106,8 @@ def test_cached_answers_equal_in_place_and_the_oracle(name: str, tmp_path: Path,
     entries = log_records(cache_dir)
     if {"metrics_src", "vllm_src"} & {f.name for f in load_catalog().closure([name])}:
         assert sorted(Path(p).name for p, r in entries.items() if r["cut"] == r["size"]) == [
-            "calendar_v2_agent_rl_run_8b_554408.out", "calendar_x_long_slurm_name_part2_554409.out", "calendar_z_554410.out"]
+            "calendar_v2_agent_rl_run_8b_554408.out", "calendar_x_long_slurm_name_part2_554409.out",
+            "calendar_z_554410.out"]
     monkeypatch.setenv("RLSQL_CACHE", "0")
     rawlogs._metric_keys.cache_clear()
     in_place = rlsql.query(name, [run], **params).to_dicts()
