@@ -12,8 +12,10 @@ entry was built from: at least `cut` bytes long, and the 64 KiB at its start and
 before `cut` hash as recorded. A log that only grew is then parsed from `cut` on (its new lines
 are added to the kept lines and both row parts recomputed from them: a block or step cut at the
 old end is whole again); a log truncated, replaced or rewritten is parsed again from its start.
-A log whose last line has no newline yet (a line being written) is read in place for that
-query, after its entry is brought up to its last newline. A log that holds a carriage return is
+A log whose last line has no newline yet (a line being written: block-buffered output ends
+mid-line most of the time) is read from its entry up to its last newline; when that last line
+holds a substring the pipelines look for, the query recomputes the log's rows from the entry's
+kept lines and that line. A log that holds a carriage return is
 never cached (DuckDB's line reader splits at one; the scanner here does not).
 
 The kept lines are found here, in Python (bytes.find of each substring, then the line around
@@ -111,8 +113,23 @@ def reusable_prefix(record: dict, path: Path, st: os.stat_result, fh) -> int:
     return cut
 
 
-def cached_log(path: Path, run_bytes: int = 0) -> str | None:
-    """The Parquet entry a query reads for log `path` (brought up to date now), or None: read the log in place.
+@dataclass(frozen=True)
+class CachedLog:
+    """A log's fresh entry, and the kept lines of the bytes after its cut (a last line without newline)."""
+
+    parquet: str
+    tail: tuple[KeptLine, ...] = ()
+
+
+def _after_cut(path: Path, cut: int) -> tuple[KeptLine, ...]:
+    """The kept lines of the bytes after `cut`: at most one line, still being written."""
+    with path.open("rb") as fh:
+        fh.seek(cut)
+        return tuple(kept_lines(fh.read(), cut))
+
+
+def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
+    """The entry a query reads for log `path` (brought up to date now), or None: read the log in place.
 
     The policy's size threshold applies to the log or to its run's logs together (`run_bytes`): the
     small first logs of a chain are cached with the big one, as they are read by every query."""
@@ -135,12 +152,9 @@ def cached_log(path: Path, run_bytes: int = 0) -> str | None:
     if (record and record.get("kind") == LOG_KIND and not record.get("damaged")
             and cache.Stat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino).matches(record)
             and cache.parquet_looks_whole(entry, record) is None):
-        if record.get("cut") != st.st_size:
-            cachebuild.notice(f"{path}: read in place (its last line has no newline yet)")
-            return None
         cachebuild.notice(f"{path}: read from the cache ({entry.parquet})")
         cachebuild._handed_out.append(entry)
-        return str(entry.parquet)
+        return _with_tail(path, entry, record)
     try:
         updated = update_entry(path, entry, record, root)
     except cache.CacheUnavailable as exc:
@@ -154,11 +168,23 @@ def cached_log(path: Path, run_bytes: int = 0) -> str | None:
     if updated is None:
         cachebuild.notice(f"{path}: read in place (it was replaced while it was read)")
         return None
-    if updated["cut"] != updated["size"]:
-        cachebuild.notice(f"{path}: read in place (its last line has no newline yet)")
-        return None
     cachebuild._handed_out.append(entry)
-    return str(entry.parquet)
+    return _with_tail(path, entry, updated)
+
+
+def _with_tail(path: Path, entry: cache.Entry, record: dict) -> CachedLog | None:
+    """The entry, with the kept line being written after its cut when there is one: the query then
+    recomputes this log's rows from the entry's kept lines and that line (a cut batch line may
+    already count, as it does in place)."""
+    if record["cut"] == record["size"]:
+        return CachedLog(str(entry.parquet))
+    try:
+        tail = _after_cut(path, record["cut"])
+    except OSError:
+        return None
+    if tail:
+        cachebuild.notice(f"{path}: its last line has no newline yet: its rows are recomputed from the entry's lines")
+    return CachedLog(str(entry.parquet), tail)
 
 
 def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> dict | None:

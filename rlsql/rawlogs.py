@@ -43,6 +43,8 @@ class LogFile:
     file_no: int
     #: the log's fresh cache entry (rlsql/logcache.py), read instead of the log; None: read in place
     cached: str | None = None
+    #: the kept lines after the entry's end (a line being written), as {offset, text, is_metric, is_vllm}
+    tail: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,10 @@ def log_files(runs: Sequence[Run], kind: str, use_cache: bool = True) -> list[Lo
             if reason is not None:
                 warnings.warn(f"{path}: {reason}; log skipped", RlsqlWarning, stacklevel=2)
                 continue
-            cached = cached_log(path, run_bytes) if use_cache else None
-            files.append(LogFile(run.name, str(path), short_name(path, run.path), len(files), cached))
+            entry = cached_log(path, run_bytes) if use_cache else None
+            files.append(LogFile(run.name, str(path), short_name(path, run.path), len(files),
+                                 entry.parquet if entry else None,
+                                 tuple(k.__dict__ for k in entry.tail) if entry else ()))
     return files
 
 
@@ -88,14 +92,19 @@ def _size(path: Path) -> int:
         return 0
 
 
+def _frozen(tail: tuple) -> tuple:
+    """The tail lines as a hashable key (the stamp is an lru_cache key)."""
+    return tuple(tuple(sorted(t.items())) for t in tail)
+
+
 def _stamp(files: Sequence[LogFile]) -> tuple:
     out = []
     for f in files:
         try:
             st = Path(f.path).stat()
-            out.append((f.run, f.path, f.log_file, f.file_no, f.cached, st.st_size, st.st_mtime_ns))
+            out.append((f.run, f.path, f.log_file, f.file_no, f.cached, _frozen(f.tail), st.st_size, st.st_mtime_ns))
         except OSError:
-            out.append((f.run, f.path, f.log_file, f.file_no, f.cached, None, None))
+            out.append((f.run, f.path, f.log_file, f.file_no, f.cached, _frozen(f.tail), None, None))
     return tuple(out)
 
 
@@ -106,7 +115,8 @@ def metric_keys(files: Sequence[LogFile]) -> LogMetrics:
 
 @functools.lru_cache(maxsize=32)
 def _metric_keys(stamp: tuple) -> LogMetrics:
-    files = [{"run": s[0], "path": s[1], "log_file": s[2], "file_no": s[3], "cached": s[4]} for s in stamp]
+    files = [{"run": s[0], "path": s[1], "log_file": s[2], "file_no": s[3], "cached": s[4],
+              "tail": [dict(t) for t in s[5]]} for s in stamp]
     if not files:
         return LogMetrics((), {})
     sql = load_catalog().env.get_template("sources/_metrics_log_keys.sql.j2").render(log_files=files)

@@ -85,16 +85,19 @@ def test_kept_lines_by_hand() -> None:
                    (175, "Avg prompt throughput: 1", False, True)]  # fmt: skip
 
 
+@pytest.mark.parametrize("ended", [False, True], ids=["being_written", "ended"])
 @pytest.mark.parametrize("name", QUERIES)
-def test_cached_answers_equal_in_place_and_the_oracle(name: str, tmp_path: Path, cache_dir: Path,
+def test_cached_answers_equal_in_place_and_the_oracle(name: str, ended: bool, tmp_path: Path, cache_dir: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     run = copy_run(RAW, tmp_path / "rawlogs")
-    # the fixture's logs all end in a line being written (read in place while it is); ended by a
-    # newline, the cut line is a whole line that matches nothing, and every log is read from its entry
-    for log in find_logs(run):
-        with log.open("a") as out:
-            out.write("\n")
-        os.utime(log, (PARSED_AT, PARSED_AT))
+    # the fixture's logs all end in a line being written, kept lines of both pipelines: the query
+    # recomputes their rows from the entry's lines and that line. Ended by a newline, the cut line
+    # is a whole line that matches nothing, and the query reads each log's rows from its entry.
+    if ended:
+        for log in find_logs(run):
+            with log.open("a") as out:
+                out.write("\n")
+            os.utime(log, (PARSED_AT, PARSED_AT))
     before = digest(run)
     params = PARAMS.get(name, {})
     with warnings.catch_warnings(record=True) as caught:
@@ -105,7 +108,7 @@ def test_cached_answers_equal_in_place_and_the_oracle(name: str, tmp_path: Path,
     assert not [w for w in caught if issubclass(w.category, rlsql.RlsqlWarning)], [str(w.message) for w in caught]
     entries = log_records(cache_dir)
     if {"metrics_src", "vllm_src"} & {f.name for f in load_catalog().closure([name])}:
-        assert sorted(Path(p).name for p, r in entries.items() if r["cut"] == r["size"]) == [
+        assert sorted(Path(p).name for p, r in entries.items() if (r["cut"] == r["size"]) == ended) == [
             "calendar_v2_agent_rl_run_8b_554408.out", "calendar_x_long_slurm_name_part2_554409.out",
             "calendar_z_554410.out"]
     monkeypatch.setenv("RLSQL_CACHE", "0")
@@ -142,8 +145,12 @@ def test_a_growing_log_parses_only_its_tail(tmp_path: Path, cache_dir: Path, cap
         writer.write("".join(four[:2]) + four[2][:20])  # the last line is being written
         writer.flush()
         assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
-        assert "read in place (its last line has no newline yet)" in capsys.readouterr().err
-        writer.write(four[2][20:] + VLLM.format(s=9, g=30))
+        assert "cache entry updated" in capsys.readouterr().err
+        writer.write(four[2][20:] + VLLM.format(s=9, g=30)[:150])  # a stat line being written: no row yet
+        writer.flush()
+        assert [r["seconds"] for r in rlsql.query("vllm_summary", [run]).to_dicts()] == [1]
+        assert "its rows are recomputed from the entry's lines" in capsys.readouterr().err
+        writer.write(VLLM.format(s=9, g=30)[150:])
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75), (4, 0.125)]
     assert "the tail after the cached prefix" in capsys.readouterr().err
     summary = rlsql.query("vllm_summary", [run]).to_dicts()
