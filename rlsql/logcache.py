@@ -27,7 +27,6 @@ skipped when it is not UTF-8, ANSI colour codes removed.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import time
@@ -59,33 +58,62 @@ class KeptLine:
     is_vllm: bool
 
 
-def kept_lines(data: bytes, base: int = 0) -> list[KeptLine]:
-    """The lines of `data` (complete lines: it ends at a newline) that hold one of the needles, in
-    file order; `base` is data's offset in the log. Each needle is found with bytes.find (C speed),
-    so the ~95 % of lines that hold none are never looked at one by one."""
-    starts: set[int] = set()
-    for needle in (*METRIC_NEEDLES, *VLLM_NEEDLES):
-        raw = needle.encode()
-        i = data.find(raw)
+_METRIC_BYTES = tuple(n.encode() for n in METRIC_NEEDLES)
+_VLLM_BYTES = tuple(n.encode() for n in VLLM_NEEDLES)
+#: a log is read this many bytes at a time when its entry is built (memory stays bounded)
+CHUNK_BYTES = 32 * 2**20
+
+
+def kept_spans(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each line of `data` (complete lines) that holds a needle, in file order. Each
+    needle is found with bytes.find (C speed), so the ~95 % of lines that hold none are never
+    looked at one by one."""
+    spans: dict[int, int] = {}
+    find, rfind = data.find, data.rfind
+    for raw in (*_METRIC_BYTES, *_VLLM_BYTES):
+        i = find(raw)
         while i >= 0:
-            starts.add(data.rfind(b"\n", 0, i) + 1)
-            end = data.find(b"\n", i)
+            end = find(b"\n", i)
             if end < 0:
-                break
-            i = data.find(raw, end)
+                end = len(data)
+            spans[rfind(b"\n", 0, i) + 1] = end
+            i = find(raw, end)
+    return sorted(spans.items())
+
+
+def _flags(line: bytes) -> tuple[bytes, bool, bool]:
+    """The line as the in-place reader sees it (cut at a NUL byte, its field separator) and which
+    pipelines' substrings it holds."""
+    if b"\0" in line:
+        line = line.split(b"\0", 1)[0]
+    return line, any(n in line for n in _METRIC_BYTES), any(n in line for n in _VLLM_BYTES)
+
+
+def write_kept(data: bytes, base: int, out) -> int:
+    """Append the kept lines of `data` (complete lines at offset `base` of the log) to `out` as
+    `offset NUL is_metric NUL is_vllm NUL line`, the raw bytes DuckDB then decodes as it decodes a
+    log read in place (a line that is not UTF-8 is skipped). Returns how many were written."""
+    n = 0
+    for start, end in kept_spans(data):
+        line, is_metric, is_vllm = _flags(data[start:end])
+        if is_metric or is_vllm:
+            out.write(b"%d\0%d\0%d\0" % (base + start, is_metric, is_vllm) + line + b"\n")
+            n += 1
+    return n
+
+
+def kept_lines(data: bytes, base: int = 0) -> list[KeptLine]:
+    """The kept lines of `data` decoded, ANSI codes removed (for the line being written after an
+    entry's end, which a query passes as a literal); `data` may end without a newline."""
     out = []
-    for start in sorted(starts):
-        end = data.find(b"\n", start)
-        line = data[start:end if end >= 0 else len(data)]
+    for start, end in kept_spans(data):
+        line, is_metric, is_vllm = _flags(data[start:end])
+        if not (is_metric or is_vllm):
+            continue
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
             continue  # the in-place reader skips a line that is not UTF-8
-        text = text.split("\0", 1)[0]  # and keeps a line only up to a NUL byte (its field separator)
-        is_metric = any(n in text for n in METRIC_NEEDLES)
-        is_vllm = any(n in text for n in VLLM_NEEDLES)
-        if not (is_metric or is_vllm):
-            continue
         if "\x1b" in text:
             text = _ANSI.sub("", text)
         out.append(KeptLine(base + start, text, is_metric, is_vllm))
@@ -195,35 +223,35 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
     """
     cache.ensure_root(root)
     started = time.perf_counter()
-    with path.open("rb") as fh:
-        before = os.fstat(fh.fileno())
-        usable = record and cache.parquet_looks_whole(entry, record) is None
-        start = reusable_prefix(record, path, before, fh) if usable else 0
-        fh.seek(start)
-        data = fh.read()
-        last_newline = data.rfind(b"\n")
-        complete = data[:last_newline + 1]
-        cut = start + len(complete)
-        if b"\r" in complete:
-            cachebuild.notice(f"{path}: read in place (not cached: it holds carriage returns)")
-            return None
-        head, tail = _probes(fh, cut)
-    after = path.stat()
-    if after.st_ino != before.st_ino or after.st_size < cut:
-        return None
-    lines = kept_lines(complete, start)
     entry.parquet.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.temp_path(entry.parquet)
-    tail_file = cache.temp_path(entry.parquet.with_suffix(".jsonl"))
+    tail_file = cache.temp_path(entry.parquet.with_suffix(".lines"))
     con = duckdb.connect(":memory:")
     try:
-        if lines:
-            with tail_file.open("w", encoding="utf-8") as out:
-                for line in lines:
-                    out.write(json.dumps({"line_no": line.offset, "text": line.text,
-                                          "is_metric": line.is_metric, "is_vllm": line.is_vllm}) + "\n")
+        with path.open("rb") as fh, tail_file.open("wb") as out:
+            before = os.fstat(fh.fileno())
+            usable = record and cache.parquet_looks_whole(entry, record) is None
+            start = reusable_prefix(record, path, before, fh) if usable else 0
+            fh.seek(start)
+            cut, carry, kept = start, b"", 0
+            while chunk := fh.read(CHUNK_BYTES):
+                buf = carry + chunk
+                last_newline = buf.rfind(b"\n")
+                if last_newline < 0:
+                    carry = buf
+                    continue
+                complete, carry = buf[:last_newline + 1], buf[last_newline + 1:]
+                if b"\r" in complete:
+                    cachebuild.notice(f"{path}: read in place (not cached: it holds carriage returns)")
+                    return None
+                kept += write_kept(complete, cut, out)
+                cut += len(complete)
+            head, tail = _probes(fh, cut)
+        after = path.stat()
+        if after.st_ino != before.st_ino or after.st_size < cut:
+            return None
         sql = load_catalog().env.get_template("sources/_log_cache.sql.j2").render(
-            previous=str(entry.parquet) if start else None, tail=str(tail_file) if lines else None,
+            previous=str(entry.parquet) if start else None, tail=str(tail_file) if kept else None,
             target=str(tmp), key=entry.key)
         rows = con.execute(sql).fetchall()[0][0]
         parquet_bytes = tmp.stat().st_size
@@ -247,6 +275,6 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
         tmp.unlink(missing_ok=True)
         tail_file.unlink(missing_ok=True)
     how = f"parsed bytes {start:,}-{cut:,} (the tail after the cached prefix)" if start else f"parsed {cut:,} bytes"
-    cachebuild.notice(f"{path}: cache entry updated: {how}, {len(lines):,} kept lines, "
+    cachebuild.notice(f"{path}: cache entry updated: {how}, {kept:,} kept lines, "
                       f"{new['seconds']:.2f} s")
     return new
