@@ -25,7 +25,7 @@ from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
 from rlsql.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
-from rlsql.sqltext import identifier
+from rlsql.sqltext import identifier, literal
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -47,13 +47,18 @@ ARTIFACT_ALTERNATIVES.update({"metrics": ("metrics", "logs"), "vllm": ("vllm", "
 _GLOB = re.compile(r"[*?\[\]{}]")
 
 
-#: columns that hold whole numbers (turns, tokens, steps), read as DOUBLE so `3.0` parses; a cell
-#: with a fraction or beyond 2**53 (where a DOUBLE stops holding every integer) reads as empty
-#: instead of being rounded or failing the cast to BIGINT in the views (`rlsql check` lists it)
+#: columns that hold whole numbers (turns, tokens, steps, counts), read as DOUBLE so `3.0` parses and
+#: handed on as BIGINT; a cell with a fraction or beyond 2**53 (where a DOUBLE stops holding every
+#: integer) reads as empty instead of being rounded or failing a cast (`rlsql check` lists it)
 INTEGER_COLUMNS = {
     "trials": ("n_episodes", "n_input_tokens", "n_output_tokens"),
-    "metrics": ("trainer/global_step", "global_step"),
-    "vllm": (),
+    # counts: read as BIGINT by the sources (issue 16), through the same guard
+    "metrics": ("trainer/global_step", "global_step", "async/discarded_count", "async/effective_batch_groups",
+                "async/effective_batch_samples", "generate/min_num_tokens", "generate/max_num_tokens",
+                "batch_errors/total_batches", "batch_errors/total_instances", "batch_errors/total_successful",
+                "batch_errors/total_failed", "batch_errors/total_masked"),
+    "vllm": ("n_engines_reporting", "unique_ips", "total_running_requests", "total_waiting_requests",
+             "min_running_requests", "max_running_requests"),
 }
 
 
@@ -283,6 +288,33 @@ def create_objects(
             after_loading(con, f)
 
 
+def column_comment_statements(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) -> list[str]:
+    """COMMENT ON COLUMN for every column of the views and queries in `files` that `con` holds.
+
+    Read from DuckDB's catalog after the objects exist, so the columns a view passes through from
+    a file (a run's trainer metrics) get their `-- column: *:` description too.
+    """
+    by_name = {f.name: f for f in files if f.kind in ("view", "query")}
+    rows = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() "
+        "WHERE NOT internal AND database_name = current_database() AND schema_name = current_schema() "
+        "ORDER BY table_name, column_index"
+    ).fetchall()
+    statements = []
+    for table, column in rows:
+        f = by_name.get(table)
+        doc = f.column_doc(column) if f is not None else ""
+        if doc:
+            statements.append(f"COMMENT ON COLUMN {identifier(table)}.{identifier(column)} IS {literal(doc)}")
+    return statements
+
+
+def comment_columns(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) -> None:
+    """Attach every column description of `files` on `con` (the shell, `connect()`, `db build`)."""
+    for statement in column_comment_statements(con, files):
+        con.execute(statement)
+
+
 def open_connection(
     runs: Sequence[Run],
     names: Iterable[str] | None = None,
@@ -334,5 +366,8 @@ def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
     """
     # every object a view over the run's own files (never a cache copy), so the connection always
     # reads the files as they are now
+    catalog = load_catalog()
     with cache.disabled():
-        return open_connection(resolve_runs(runs), load=frozenset())
+        con = open_connection(resolve_runs(runs), catalog=catalog, load=frozenset())
+    comment_columns(con, catalog.order)
+    return con
