@@ -47,6 +47,8 @@ VLLM_NEEDLES = ("Avg prompt throughput",)
 #: bytes hashed at the log's start and just before the cut, to tell a grown log from a rewritten one
 PROBE_BYTES = 64 * 1024
 LOG_KIND = "log"
+#: the layout of a log entry's parts (sql/sources/_log_cache.sql.j2); an entry of another layout is rebuilt
+LOG_FORMAT = 2
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -131,7 +133,8 @@ def _probes(fh, cut: int) -> tuple[str, str]:
 
 def reusable_prefix(record: dict, path: Path, st: os.stat_result, fh) -> int:
     """How many bytes of the log the entry's record still covers: its cut, or 0 (parse from the start)."""
-    if not record or record.get("kind") != LOG_KIND or record.get("source") != str(path) or record.get("damaged"):
+    if (not record or record.get("kind") != LOG_KIND or record.get("log_format") != LOG_FORMAT
+            or record.get("source") != str(path) or record.get("damaged")):
         return 0
     cut = record.get("cut")
     if not isinstance(cut, int) or cut <= 0 or record.get("inode") != st.st_ino or st.st_size < cut:
@@ -177,7 +180,8 @@ def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
         cachebuild.notice(f"{path}: read in place (not cached: a run's logs under {cache.min_bytes() / 2**20:g} MiB "
                           "are cached with --cache)")
         return None
-    if (record and record.get("kind") == LOG_KIND and not record.get("damaged")
+    if (record and record.get("kind") == LOG_KIND and record.get("log_format") == LOG_FORMAT
+            and not record.get("damaged")
             and cache.Stat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino).matches(record)
             and cache.parquet_looks_whole(entry, record) is None):
         cachebuild.notice(f"{path}: read from the cache ({entry.parquet})")
@@ -259,6 +263,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
         os.replace(tmp, entry.parquet)
         new = {
             "format": cache.ENTRY_FORMAT, "version": cache.ENTRY_VERSION, "key": entry.key, "kind": LOG_KIND,
+            "log_format": LOG_FORMAT,
             "source": str(path), "size": after.st_size, "mtime_ns": after.st_mtime_ns,
             "ctime_ns": after.st_ctime_ns, "inode": after.st_ino, "cut": cut,
             "head_sha256": head, "tail_sha256": tail, "rows": rows, "parquet_bytes": parquet_bytes,
