@@ -123,12 +123,39 @@ def cold(query: str, run: Path, repeat: int, env: dict | None = None, clear: Pat
     return best
 
 
+def grow(raw: Path, cache_dir: Path, log: str, rounds: int = 3) -> None:
+    """A run in progress: append one step's lines to `log` between queries; time the cached query
+    (its entry parses only the new tail: `-v` says which bytes) against the same query in place."""
+    exe = str(Path(sys.executable).parent / "rlsql")
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto"}
+    run = [exe, "query", "reward_curve", "--run", str(raw), "-f", "csv"]
+    subprocess.run(run, check=True, capture_output=True, env=env)  # the entries exist before it grows
+    step = raw.parent / "one_step.txt"  # beside the run folder, not in it
+    write_log(step, range(81, 82), random.Random(81), 7500, datetime(2026, 6, 2, 9, 0, 0))
+    print(f"growing {log} by {step.stat().st_size:,} bytes per round")
+    for _ in range(rounds):
+        with (raw / "logs" / log).open("ab") as out:
+            out.write(step.read_bytes())
+        began = time.perf_counter()
+        done = subprocess.run([*run, "-v"], check=True, capture_output=True, text=True, env=env)
+        cached = time.perf_counter() - began
+        began = time.perf_counter()
+        plain = subprocess.run(run, check=True, capture_output=True, text=True, env={**env, "RLSQL_CACHE": "0"})
+        in_place = time.perf_counter() - began
+        tail = [line.split(": cache entry updated: ")[1] for line in done.stderr.splitlines() if "updated" in line]
+        same = "same answers" if done.stdout == plain.stdout else "ANSWERS DIFFER"
+        print(f"grown: cached {cached:.2f} s, in place {in_place:.2f} s, {same}; {'; '.join(tail)}", flush=True)
+    step.unlink()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=int, default=1)
     parser.add_argument("--root", type=Path, default=Path("/tmp/rlsql-rawlogs-bench"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--queries", default=",".join(QUERIES), help="comma-separated named queries to time")
+    parser.add_argument("--grow", metavar="LOG", help="after the table, append one step to logs/LOG 3 times "
+                        "and time the cached query against in place (changes ROOT's logs)")
     parser.add_argument("--reuse", action="store_true", help="keep the logs and CSVs ROOT holds from an earlier run")
     args = parser.parse_args()
     began = time.perf_counter()
@@ -154,6 +181,8 @@ def main() -> None:
         repeat = cold(query, raw, args.repeat, cached)
         print(f"{query:<18} {over_csv:>7.2f} {over_logs:>10.2f} {over_logs / over_csv:>6.1f} {first:>12.2f} "
               f"{repeat:>15.2f} {repeat / over_csv:>6.1f}", flush=True)
+    if args.grow:
+        grow(raw, cache_dir, args.grow)
 
 
 if __name__ == "__main__":
