@@ -3,15 +3,16 @@
 Each log read through the cache has one entry in rlsql's Parquet cache (rlsql/cache.py: the same
 root, naming, records, `cache status` and `cache clear` as the CSV entries), keyed by the log's
 path. The entry covers the log up to its last newline (`cut`) and holds three parts
-(sql/sources/_log_cache.sql.j2): the kept lines (those holding a substring one of the pipelines
-looks for, with their byte offsets), the log's long metric rows and the fields of its vLLM stat
-lines. A query reads the last two instead of the log.
+(sql/sources/_log_cache.sql.j2): the lines the metric pipeline keeps (with their byte offsets),
+the log's long metric rows and the fields of its vLLM stat lines. A query reads the last two
+instead of the log.
 
 The entry is reused while the log is the same file (inode) and still begins with the bytes the
 entry was built from: at least `cut` bytes long, and the 64 KiB at its start and the 64 KiB just
-before `cut` hash as recorded. A log that only grew is then parsed from `cut` on (its new lines
-are added to the kept lines and both row parts recomputed from them: a block or step cut at the
-old end is whole again); a log truncated, replaced or rewritten is parsed again from its start.
+before `cut` hash as recorded. A log that only grew is then parsed from `cut` on: the new vLLM
+stat lines add their rows, the new metric lines join the kept ones and the metric rows are
+recomputed from them (a block or step cut at the old end is whole again); a log truncated,
+replaced or rewritten is parsed again from its start.
 A log whose last line has no newline yet (a line being written: block-buffered output ends
 mid-line most of the time) is read from its entry up to its last newline; when that last line
 holds a substring the pipelines look for, the query recomputes the log's rows from the entry's
