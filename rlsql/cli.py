@@ -90,7 +90,8 @@ RunOption = Annotated[
     typer.Option(
         "--run",
         "-r",
-        help="A run folder, a folder of run folders, or a glob (repeatable). Default: the bundled sample run.",
+        help="A run folder, a folder of run folders, a glob, or NAME=PATH to name one run (repeatable). "
+             "Default: the bundled sample run.",
         show_default=False,
     ),
 ]

@@ -8,6 +8,7 @@ query pays for its own dependencies only.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import warnings
 from collections.abc import Iterable, Sequence
@@ -113,8 +114,10 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -
 class SourceContext:
     """What the source templates are rendered with; each piece is computed once, when first needed."""
 
-    def __init__(self, runs: Sequence[Run]):
+    def __init__(self, runs: Sequence[Run], config_function: str | None = None):
         self.runs = list(runs)
+        #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
+        self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
 
     @functools.cached_property
     def run_rows(self) -> list[dict]:
@@ -139,13 +142,21 @@ class SourceContext:
         return files
 
     @functools.cached_property
-    def config_rows(self) -> list[dict]:
-        rows: list[dict] = []
+    def config_docs(self) -> list[dict]:
+        """Per run with a config: its flattened leaves as one JSON text of parallel lists (config_src.sql)."""
+        docs: list[dict] = []
         for run in self.runs:
             config = run.artifact("config")
-            if config is not None:
-                rows.extend(config_rows(run.name, config.path))
-        return rows
+            if config is None:
+                continue
+            rows = config_rows(run.name, config.path)
+            doc = {
+                "keys": [r["key"] for r in rows],
+                "texts": [r["value"] for r in rows],
+                "jsons": [r["value_json"] for r in rows],
+            }
+            docs.append({"run": run.name, "doc": json.dumps(doc, ensure_ascii=False)})
+        return docs
 
     def csv_context(self, source: SqlFile) -> dict:
         """files (one per run that has the artifact) and the union of their columns, declared ones first."""
@@ -230,7 +241,8 @@ class SourceContext:
         if source.name == "run_files":
             context["run_files"] = self.run_files
         elif source.artifact == "config":
-            context["config_rows"] = self.config_rows
+            context["config_function"] = self.config_function
+            context["config_docs"] = [] if self.config_function else self.config_docs
         elif source.artifact == "harbor":
             context.update(self.harbor_context())
         elif source.artifact:
@@ -262,13 +274,57 @@ def object_statements(
     """The DDL that creates `files` (already in dependency order) over `runs`: (file, statement) pairs, in order.
 
     Sources are rendered with the runs' absolute paths, so the statements work from any folder.
+    Each source view not in `load` is first created as an empty stand-in with its columns (learnt
+    by binding it once here), and for real after every other object: the views above it bind over
+    the stand-in (see create_objects for why).
     """
     sources = SourceContext(runs)
     statements: list[tuple[SqlFile, str]] = []
+    last: list[tuple[SqlFile, str]] = []
+    scratch = duckdb.connect(":memory:")
     for f in files:
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
-        statements.extend((f, statement) for statement in f.create_statements(sql, as_table=f.name in load))
-    return statements
+        real = [(f, statement) for statement in f.create_statements(sql, as_table=f.name in load)]
+        if f.kind != "source" or f.name in load:
+            statements.extend(real)
+            continue
+        try:
+            described = scratch.execute(f"DESCRIBE {sql}").fetchall()
+        except duckdb.Error as exc:
+            raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+        stub = stub_select([(row[0], row[1]) for row in described])
+        statements.append((f, f"CREATE OR REPLACE VIEW {identifier(f.name)} AS {stub}"))
+        last.extend(real)
+    scratch.close()
+    return statements + last
+
+
+#: the function of an rlsql.connect() connection that gives config_src its rows (create_objects)
+CONFIG_FUNCTION = "rlsql_config_docs"
+#: the name a source's real view waits under while the views above it are created (create_objects)
+_WAITING = "__rlsql_source_{}"
+
+
+def stub_select(columns: Sequence[tuple[str, str]]) -> str:
+    """An empty SELECT with `columns` (name, DuckDB type): a source's stand-in while the views above it are created."""
+    cells = ", ".join(f"CAST(NULL AS {ctype}) AS {identifier(name)}" for name, ctype in columns)
+    return f"SELECT {cells} WHERE false"
+
+
+def _view_columns(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str]]:
+    """A view's columns as DuckDB stored them when it bound the view (no second bind)."""
+    return con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+        "AND database_name = current_database() AND schema_name = current_schema() ORDER BY column_index",
+        [name],
+    ).fetchall()
+
+
+def _run(con: duckdb.DuckDBPyConnection, f: SqlFile, statement: str) -> None:
+    try:
+        con.execute(statement)
+    except duckdb.Error as exc:
+        raise data_error(exc) or DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
 
 
 def create_objects(
@@ -277,15 +333,45 @@ def create_objects(
     files: Iterable[SqlFile],
     catalog: Catalog,
     load: frozenset[str] = frozenset(),
+    lazy_config: bool = False,
 ) -> None:
-    """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables."""
-    for f, statement in object_statements(runs, files, catalog, load):
-        try:
-            con.execute(statement)
-        except duckdb.Error as exc:
-            raise data_error(exc) or DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
-        if f.name in load and statement.startswith("CREATE"):
-            after_loading(con, f)
+    """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables.
+
+    `lazy_config` (rlsql.connect): the runs' rl_config.yaml files are parsed when a query first
+    reads config_src, through a Python function registered on `con` (CONFIG_FUNCTION), instead of
+    now (YAML is most of a connection's start-up over many runs: ~1 ms a file).
+
+    CREATE VIEW binds the view, and binding a view binds every view below it down to the sources:
+    over many runs a source (read_csv over hundreds of files, a glob per Harbor run, thousands of
+    config VALUES) costs 0.05-1 s to bind, once per view stacked on it (1,000 runs: tens of
+    seconds). So each source view is bound once, under a waiting name; the views above it are
+    created over an empty stand-in with the same columns and types (binding that costs nothing),
+    then the stand-in is dropped and the real view renamed into place. A view stores its SQL,
+    not its plan: every query binds it afresh over the real source, so nothing a query sees differs.
+    """
+    sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None)
+    if sources.config_function is not None:
+        con.create_function(CONFIG_FUNCTION, lambda: sources.config_docs, [], "STRUCT(run VARCHAR, doc VARCHAR)[]",
+                            side_effects=True)  # not folded into a constant when a view binds
+    waiting: list[SqlFile] = []
+    for f in files:
+        sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
+        if f.kind != "source" or f.name in load:
+            for statement in f.create_statements(sql, as_table=f.name in load):
+                _run(con, f, statement)
+                if f.name in load and statement.startswith("CREATE"):
+                    after_loading(con, f)
+            continue
+        hidden = identifier(_WAITING.format(f.name))
+        _run(con, f, f"CREATE OR REPLACE VIEW {hidden} AS\n{sql}")
+        columns = _view_columns(con, _WAITING.format(f.name))
+        _run(con, f, f"CREATE OR REPLACE VIEW {identifier(f.name)} AS {stub_select(columns)}")
+        waiting.append(f)
+    for f in waiting:
+        name = identifier(f.name)
+        _run(con, f, f"DROP VIEW {name}")
+        _run(con, f, f"ALTER VIEW {identifier(_WAITING.format(f.name))} RENAME TO {name}")
+        _run(con, f, f.create_statements("", as_table=False)[1])  # the COMMENT ON VIEW
 
 
 def column_comment_statements(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) -> list[str]:
@@ -320,12 +406,13 @@ def open_connection(
     names: Iterable[str] | None = None,
     catalog: Catalog | None = None,
     load: frozenset[str] = LOADED_SOURCES,
+    lazy_config: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once."""
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
     con = duckdb.connect(":memory:")
-    create_objects(con, runs, files, catalog, load)
+    create_objects(con, runs, files, catalog, load, lazy_config)
     return con
 
 
@@ -368,6 +455,6 @@ def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
     # reads the files as they are now
     catalog = load_catalog()
     with cache.disabled():
-        con = open_connection(resolve_runs(runs), catalog=catalog, load=frozenset())
+        con = open_connection(resolve_runs(runs), catalog=catalog, load=frozenset(), lazy_config=True)
     comment_columns(con, catalog.order)
     return con
