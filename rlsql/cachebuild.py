@@ -26,6 +26,7 @@ from rlsql.duckdb_errors import REJECT_EXAMPLES, has_reject_tables, one_line, re
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlError, RlsqlWarning
 from rlsql.runs import CSV_ARTIFACTS, Run, read_header
+from rlsql.writes import WriteError
 
 T = TypeVar("T")
 
@@ -198,7 +199,8 @@ def with_cache_fallback(work: Callable[[], T]) -> T:
     except (duckdb.Error, RlsqlError) as exc:
         cause = exc if isinstance(exc, duckdb.Error) else exc.__cause__
         used = list(_handed_out)
-        if not used or not isinstance(cause, duckdb.Error):
+        # an output that could not be written (a full disk) says nothing about the cached copies
+        if not used or not isinstance(cause, duckdb.Error) or isinstance(exc, WriteError):
             raise
         with cache.disabled():
             result = work()

@@ -66,6 +66,7 @@ def _readable(path: Path) -> None:
 def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: Progress | None = None) -> list[Path]:
     """Write the report of `runs` into `out_dir` (created); returns the files written."""
     from rlsql.atomic import refuse_run_folders, write_text
+    from rlsql.cachebuild import with_cache_fallback
     from rlsql.report import data as data_mod
     from rlsql.report import figures, render
 
@@ -77,7 +78,8 @@ def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: 
         raise UsageError(f"{out_dir}: exists and is not a folder; -o takes the folder to write the report into")
     progress = progress or Progress(data_mod.stage_count() + len(figures.FIGURES) + 1)
     try:
-        data = data_mod.gather(runs, progress)
+        # a cached copy that fails to read costs a second pass over the CSVs, never a failed report
+        data = with_cache_fallback(lambda: data_mod.gather(runs, progress))
         pngs = figures.draw_all(data, progress)
         progress("writing")
         out_dir.mkdir(parents=True, exist_ok=True)
