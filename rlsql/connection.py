@@ -20,6 +20,7 @@ from rlsql import cache, csvread, harbor
 from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
+from rlsql.duckconn import memory_connection
 from rlsql.duckdb_errors import data_error, one_line
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
@@ -154,6 +155,10 @@ class SourceContext:
             unnameable = why_unnameable(artifact.path)
             if unnameable:
                 warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
+            if str(artifact.path) in csvread.unparsable:
+                warnings.warn(f"{csvread.unparsable[str(artifact.path)]}; file skipped, no rows read", RlsqlWarning,
+                              stacklevel=2)
                 continue
             try:
                 read = csv_header(artifact.path)
@@ -292,7 +297,7 @@ def open_connection(
     """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once."""
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     create_objects(con, runs, files, catalog, load)
     return con
 
@@ -310,7 +315,7 @@ def query_connection(
     """
     catalog = catalog or load_catalog()
     sources = SourceContext(runs)
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     ctes = []
     for f in catalog.closure([name]):
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered

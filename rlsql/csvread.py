@@ -23,6 +23,9 @@ SAFE_LINE = 8 * 1024 * 1024
 #: the largest read buffer rlsql asks for; DuckDB holds one per thread
 MAX_BUFFER = 1024 * 1024 * 1024
 _SLACK = 4 * 1024 * 1024
+#: CSV path -> why DuckDB cannot parse it (a stray CR): found when a query failed on it, and skipped
+#: with a warning by every source rendered after that in this process (duckdb_errors.UnparsableCsv)
+unparsable: dict[str, str] = {}
 
 
 class LongLineError(DataError):

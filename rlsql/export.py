@@ -35,8 +35,8 @@ import duckdb
 
 from rlsql import __version__
 from rlsql.api import bind_params
-from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.cachebuild import with_cache_fallback
+from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import check_artifacts, open_connection
 from rlsql.duckdb_errors import query_failure
 from rlsql.errors import DataError, RlsqlWarning, UsageError

@@ -213,12 +213,29 @@ def test_integer_parameter_out_of_range_is_a_usage_error(rlsql_exe: str) -> None
     assert "span: 2147483648 is out of range (1 to 2147483647)" in done.stderr
 
 
-def test_stray_cr_in_a_multi_run_query_names_the_file_and_line(tmp_path: Path) -> None:
+def test_stray_cr_skips_its_file_with_file_and_line_and_the_other_runs_answer(tmp_path: Path) -> None:
     write(tmp_path / "a", TRIALS, trials(2))
     write(tmp_path / "b", TRIALS, HEADER + "t,t__1,2,,1.0\nt,t__2,3\r,,1.0\nt,t__3,4,,1.0\n")
-    with pytest.raises(rlsql.DataError, match=re.escape(f"{tmp_path / 'b' / TRIALS}:3: a carriage return (CR)")):
-        rlsql.query("turn_stats", [tmp_path / "a", tmp_path / "b"])
+    rows, said = caught_query("turn_stats", [tmp_path / "a", tmp_path / "b"])
+    # by hand: run a's two trials of 2 turns; run b's file is skipped whole (no row of it is trusted)
+    assert [(r["run"], r["trials"], r["mean"]) for r in rows] == [("a", 2, 2.0), ("b", 0, None)]
+    assert f"{tmp_path / 'b' / TRIALS}:3: a carriage return (CR) inside a line" in said
+    assert said.count("carriage return") == 1 and "file skipped" in said
     assert (3, "a carriage return (CR) inside a line: DuckDB cannot parse the file") in issues(tmp_path / "b")
+
+
+def test_stray_cr_through_the_cli_exits_0_with_one_warning(tmp_path: Path, rlsql_exe: str) -> None:
+    write(tmp_path / "a", TRIALS, trials(2))
+    bad = write(tmp_path / "b", TRIALS, HEADER + "t,t__1,2,,1.0\nt,t__2,3\r,,1.0\n")
+    before = bad.read_bytes()
+    done = subprocess.run([rlsql_exe, "query", "turn_stats", "-r", str(tmp_path / "a"), "-r", str(tmp_path / "b"),
+                           "-f", "csv"], capture_output=True, text=True, env={**os.environ, "RLSQL_CACHE": "0"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].startswith("a,2,2.0"), done.stdout
+    assert [line for line in done.stderr.splitlines() if "carriage return" in line] == [
+        f"rlsql: warning: {bad}:3: a carriage return (CR) inside a line: DuckDB cannot parse the file; "
+        "file skipped, no rows read"]
+    assert "Traceback" not in done.stderr and bad.read_bytes() == before
 
 
 # -- item 6: integer cells out of range or fractional ------------------------------------------------------
