@@ -198,22 +198,34 @@ def report_command(
     run: RunOption = None,
     output: Annotated[
         Path,
-        typer.Option("--output", "-o", help="The folder to write the report into (created; never a run folder)."),
+        typer.Option("--output", "-o", help="The folder to write the report into: new, empty, or a report folder "
+                     "rlsql wrote (replaced whole); never a run folder."),
     ] = Path("rlsql-report"),
     report_format: Annotated[
         str,
         typer.Option("--format", "-f", help="md: report.md and PNG figures beside it; html: one self-contained "
                      "report.html with the figures embedded."),
     ] = "md",
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", help="A parameter of the report's queries as key=value (repeatable), "
+                     "e.g. -p span=10 -p save_every=20 -p keys=trainer.policy.optimizer_config.lr."),
+    ] = None,
+    per_run: Annotated[
+        bool, typer.Option("--per-run", help="With more than 6 runs, add the per-run sections (tables per run).")
+    ] = False,
 ) -> None:
-    """Write the run report (tables and figures from the named queries) as markdown or HTML."""
+    """Write the run report (findings first, then tables and figures from the named queries) as markdown or HTML."""
     from rlsql.report import REPORT_FORMATS, build_report
+    from rlsql.report.data import bind_report_params
     from rlsql.report.figures import require_matplotlib
 
     if report_format not in REPORT_FORMATS:
         raise UsageError(f"unknown report format {report_format!r}; choose one of {', '.join(REPORT_FORMATS)}")
     require_matplotlib()  # before any file is read
-    written = build_report(_resolve(run), output, report_format)
+    params = _parse_params(param)
+    bind_report_params(params)  # a bad parameter fails before any file is read
+    written = build_report(_resolve(run), output, report_format, params=params, per_run=per_run, notify=say)
     figures = len(written) - 1
     say(f"wrote {written[-1]}" + (f" and {figures} figure{'s' if figures > 1 else ''}" if figures else ""))
 

@@ -163,7 +163,7 @@ def test_list_and_show(capsys, monkeypatch) -> None:
     code, out, _ = run_main(["list", "-f", "json"], capsys, monkeypatch)
     assert code == 0
     listed = {q["name"]: q for q in json.loads(out)}
-    assert len(listed) == 16
+    assert len(listed) == 17
     assert listed["best_checkpoint"]["params"].startswith("span INTEGER = 5")
     assert all(q["description"] and q["version"] == "1" for q in listed.values())
     code, out, _ = run_main(["show", "turn_stats"], capsys, monkeypatch)
