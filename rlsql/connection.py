@@ -16,7 +16,8 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import cache, csvread, harbor
+from rlsql import badcells, cache, csvread, harbor
+from rlsql.badcells import BadCells
 from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
@@ -109,8 +110,10 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -
 class SourceContext:
     """What the source templates are rendered with; each piece is computed once, when first needed."""
 
-    def __init__(self, runs: Sequence[Run]):
+    def __init__(self, runs: Sequence[Run], bad_cells: str | None = None):
         self.runs = list(runs)
+        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/badcells.py)
+        self.bad_cells = bad_cells
 
     @functools.cached_property
     def run_rows(self) -> list[dict]:
@@ -197,7 +200,8 @@ class SourceContext:
             if f.buffer:
                 group["buffer"] = max(group["buffer"] or 0, f.buffer)
         integers = INTEGER_COLUMNS.get(source.artifact or "", ())
-        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers}
+        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers,
+                "bad_cells": self.bad_cells}
 
     def harbor_context(self) -> dict:
         """files: per run that has trace_jobs and no trials CSV (the CSV wins), its listed trial folders.
@@ -303,7 +307,7 @@ def open_connection(
 
 
 def query_connection(
-    runs: Sequence[Run], name: str, catalog: Catalog | None = None
+    runs: Sequence[Run], name: str, catalog: Catalog | None = None, bad_cells: BadCells | None = None
 ) -> tuple[duckdb.DuckDBPyConnection, str]:
     """A connection and the one statement that answers named query `name` over `runs`.
 
@@ -311,11 +315,14 @@ def query_connection(
     chain once: created as views, each CREATE VIEW re-binds every view below it (half the
     start-up of a deep query such as timing_breakdown). Macros and the loaded sources are created
     first. A view referenced once is inlined as before; DuckDB may compute one referenced by
-    several CTEs once.
+    several CTEs once. A whole-number cell that reads as empty fails the statement, or with
+    `bad_cells` is recorded there (rlsql/badcells.py).
     """
     catalog = catalog or load_catalog()
-    sources = SourceContext(runs)
+    sources = SourceContext(runs, bad_cells="fail" if bad_cells is None else "record")
     con = memory_connection()
+    if bad_cells is not None:
+        badcells.register(con, bad_cells)
     ctes = []
     for f in catalog.closure([name]):
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered

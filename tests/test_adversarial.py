@@ -253,6 +253,26 @@ def test_out_of_range_turns_are_a_bad_cell_not_a_failed_query(tmp_path: Path) ->
     assert any(line == 4 and "n_episodes" in p for line, p in found), found
 
 
+def test_a_query_names_the_file_and_lines_of_bad_whole_number_cells(tmp_path: Path) -> None:
+    path = write(tmp_path / "r", TRIALS, HEADER + "t,t__1,99999999999999999999,,1.0\nt,t__2,4,,0.0\n"
+                 "t,t__3,2.5,,1.0\nt,t__4,3.0,,1.0\nt,t__5,nan,,1.0\n")
+    rows, said = caught_query("turn_stats", [path.parent])
+    assert (rows[0]["trials"], rows[0]["min"], rows[0]["max"]) == (2, 3, 4)  # 4 and 3.0 only
+    # by hand: lines 2 and 4 hold the bad cells; 3.0 is 3 and nan is empty (as in every numeric column)
+    assert (f"{path}: 2 cells not a whole number up to 2**53, read as empty "
+            "(line 2: column n_episodes: '99999999999999999999'; line 4: column n_episodes: '2.5')") in said
+    assert said.count("whole number") == 1
+
+
+def test_a_query_names_the_line_of_a_bad_step(tmp_path: Path) -> None:
+    path = write(tmp_path / "r", METRICS, "log_file,trainer/global_step,reward/avg_raw_reward\n"
+                 "j,1,0.5\nj,2.5,0.7\nj,3,0.9\n")
+    rows, said = caught_query("reward_curve", [path.parent])
+    assert [r["step"] for r in rows] == [1, 3]
+    assert f"{path}: 1 cell not a whole number up to 2**53, read as empty (line 3: column trainer/global_step: '2.5')" \
+        in said
+
+
 def test_out_of_range_step_does_not_crash_check(tmp_path: Path) -> None:
     run = write(tmp_path / "r", METRICS, "log_file,trainer/global_step,reward/avg_raw_reward\n"
                 "j,1,0.5\nj,99999999999999999999,0.7\nj,3,0.9\n").parent
