@@ -92,16 +92,19 @@ def answering(work: Callable[[BadCells | None], T]) -> T:
 
     The warnings of the stopped attempt are dropped: the second one says them again.
     """
+    failure: BaseException | None = None
     with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
         try:
             result = work(None)
         except Exception as exc:
-            if FOUND not in str(exc):
-                _say_again(said)
-                raise
-        else:
-            _say_again(said)
-            return result
+            failure = exc
+    # said again only outside the block: inside it, they would land in the list being read
+    if failure is None or FOUND not in str(failure):
+        _say_again(said)
+        if failure is not None:
+            raise failure
+        return result
     bad = BadCells()
     result = work(bad)
     bad.warn()

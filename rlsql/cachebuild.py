@@ -195,18 +195,21 @@ def skipping_unparsable(work: Callable[[], T]) -> T:
     The warnings of an attempt that failed so are dropped: the next attempt says them again.
     """
     while True:
+        failure: RlsqlError | None = None
         with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
             try:
                 result = work()
             except RlsqlError as exc:
-                bad = exc if isinstance(exc, UnparsableCsv) else None
-                if bad is None or bad.path in csvread.unparsable:
-                    _say_again(said)
-                    raise
-                csvread.unparsable[bad.path] = str(bad)
-                continue
-        _say_again(said)
-        return result
+                failure = exc
+        # said again only outside the block: inside it, they would land in the list being read
+        version = csvread.file_version(failure.path) if isinstance(failure, UnparsableCsv) else None
+        if version is None or version in csvread.unparsable:
+            _say_again(said)
+            if failure is not None:
+                raise failure
+            return result
+        csvread.unparsable[version] = str(failure)
 
 
 def _say_again(said: list[warnings.WarningMessage]) -> None:

@@ -159,9 +159,9 @@ class SourceContext:
             if unnameable:
                 warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
-            if str(artifact.path) in csvread.unparsable:
-                warnings.warn(f"{csvread.unparsable[str(artifact.path)]}; file skipped, no rows read", RlsqlWarning,
-                              stacklevel=2)
+            unparsable = csvread.unparsable.get(csvread.file_version(str(artifact.path)))
+            if unparsable is not None:
+                warnings.warn(f"{unparsable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
             try:
                 read = csv_header(artifact.path)

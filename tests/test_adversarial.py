@@ -222,6 +222,11 @@ def test_stray_cr_skips_its_file_with_file_and_line_and_the_other_runs_answer(tm
     assert f"{tmp_path / 'b' / TRIALS}:3: a carriage return (CR) inside a line" in said
     assert said.count("carriage return") == 1 and "file skipped" in said
     assert (3, "a carriage return (CR) inside a line: DuckDB cannot parse the file") in issues(tmp_path / "b")
+    # the file fixed, the same Python session reads it again
+    write(tmp_path / "b", TRIALS, HEADER + "t,t__1,2,,1.0\nt,t__2,4,,1.0\n")
+    rows, said = caught_query("turn_stats", [tmp_path / "a", tmp_path / "b"])
+    assert [(r["run"], r["trials"], r["mean"]) for r in rows] == [("a", 2, 2.0), ("b", 2, 3.0)]
+    assert "carriage return" not in said
 
 
 def test_stray_cr_through_the_cli_exits_0_with_one_warning(tmp_path: Path, rlsql_exe: str) -> None:
