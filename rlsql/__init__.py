@@ -1,10 +1,27 @@
-"""rlsql: SQL-first analytics for the logs of reinforcement-learning runs of LLM agents."""
+"""rlsql: SQL-first analytics for the logs of reinforcement-learning runs of LLM agents.
 
-from rlsql.api import QueryResult, query
-from rlsql.connection import connect
-from rlsql.errors import DataError, ExitCode, RlsqlError, RlsqlWarning, UsageError
+The public names load lazily (PEP 562): `import rlsql.cli` must not pay for DuckDB, jinja2, PyYAML
+and the SQL catalogue before a command needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+#: public name -> the module that defines it
+_LAZY = {
+    "QueryResult": "rlsql.api",
+    "query": "rlsql.api",
+    "connect": "rlsql.connection",
+    "DataError": "rlsql.errors",
+    "ExitCode": "rlsql.errors",
+    "RlsqlError": "rlsql.errors",
+    "RlsqlWarning": "rlsql.errors",
+    "UsageError": "rlsql.errors",
+}
 
 __all__ = [
     "DataError",
@@ -17,3 +34,21 @@ __all__ = [
     "connect",
     "query",
 ]
+
+if TYPE_CHECKING:
+    from rlsql.api import QueryResult, query
+    from rlsql.connection import connect
+    from rlsql.errors import DataError, ExitCode, RlsqlError, RlsqlWarning, UsageError
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rlsql' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -63,13 +63,71 @@ class RunReport:
         }
 
 
-def probe_sql(kind: str, path: Path, header: list[str], buffer: int | None = None) -> str:
-    """SQL that reads every column of one CSV as its source declares them (sources/_check_csv.sql.j2)."""
+def probe_sql(kind: str, path: Path | None, header: list[str], buffer: int | None = None,
+              paths: Sequence[Path] = ()) -> str:
+    """SQL that reads every column of one CSV as its source declares them (sources/_check_csv.sql.j2);
+    with `paths`, of many CSVs with this header, a row of counts per file."""
     catalog = load_catalog()
     types = catalog.files[f"{kind}_src"].column_types(header)
     return catalog.env.get_template("sources/_check_csv.sql.j2").render(
-        path=str(path), header=header, types=types, integers=INTEGER_COLUMNS[kind], buffer=buffer
+        path=str(path), header=header, types=types, integers=INTEGER_COLUMNS[kind], buffer=buffer,
+        paths=[str(p) for p in paths],
     )
+
+
+#: the column a grouped probe names each row's file in (a header holding it is probed alone)
+PROBE_FILE = "rlsql_probe_file"
+
+
+class CsvProbes:
+    """Each CSV's probe (row, cell and reject counts), for all runs in one scan per header.
+
+    A probe per file is a DuckDB query per file (~15 ms each however small the file: 1,000 runs
+    hold 3,000 CSVs); files that share a header and read buffer, as the runs of one parser
+    version do, are scanned by one read_csv over the list and counted per file. A group whose
+    scan fails (a file DuckDB cannot parse at all), or whose rejects name a file outside it, is
+    probed file by file instead, exactly as a check of each run alone (_check_csv).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, runs: Sequence[Run]):
+        self.results: dict[str, tuple[dict, list[tuple[str, int, str]]]] = {}
+        groups: dict[tuple[str, tuple[str, ...], int | None], list[Path]] = {}
+        for run in runs:
+            for kind in CSV_ARTIFACTS:
+                artifact = run.artifact(kind)
+                if artifact is None or why_unnameable(artifact.path):
+                    continue
+                try:
+                    header = csv_header(artifact.path).names
+                    buffer = csvread.buffer_size([artifact.path]) if header else None
+                except DataError:
+                    continue  # _check_csv reports it
+                if header and PROBE_FILE not in header:
+                    groups.setdefault((kind, tuple(header), buffer), []).append(artifact.path)
+        for (kind, header, buffer), paths in groups.items():
+            if len(paths) > 1:
+                self._probe(con, kind, list(header), buffer, paths)
+
+    def _probe(self, con: duckdb.DuckDBPyConnection, kind: str, header: list[str], buffer: int | None,
+               paths: list[Path]) -> None:
+        before = _last_reject_scan(con)
+        try:
+            rows = con.execute(probe_sql(kind, None, header, buffer, paths)).fetchall()
+        except duckdb.Error:
+            return  # each file alone, so the failure is the file's own
+        columns = [d[0] for d in con.description]
+        counted = {row[0]: dict(zip(columns[1:], row[1:], strict=True)) for row in rows}
+        rejected = rejected_lines(con, before)
+        wanted = {str(p) for p in paths}
+        if not set(counted) <= wanted or not {r[0] for r in rejected} <= wanted:
+            return
+        empty = {name: 0 for name in columns[1:]}
+        for path in wanted:
+            self.results[path] = (counted.get(path, empty), [r for r in rejected if r[0] == path])
+
+    def get(self, path: Path) -> tuple[dict, list[tuple[str, int, str]]] | None:
+        """(counts, rejected lines) of the CSV at `path`, when its group was probed together."""
+        return self.results.get(str(path))
 
 
 def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataError | None:
@@ -96,7 +154,8 @@ def _last_reject_scan(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT coalesce(max(scan_id), -1) FROM reject_errors").fetchone()[0]
 
 
-def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str) -> None:
+def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str,
+               probes: CsvProbes | None = None) -> None:
     artifact = run.artifact(kind)
     if artifact is None:
         if reads_logs(run, kind):
@@ -141,19 +200,23 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         report.add("error", artifact.path, f"{exc}; file skipped, no rows read")
         report.readable_rows[kind] = 0
         return
-    before = _last_reject_scan(con)
-    try:
-        # fetchall: DuckDB stores the rejects once the scan has finished
-        row = con.execute(probe_sql(kind, artifact.path, header, buffer)).fetchall()[0]
-    except duckdb.Error as exc:
-        line, problem = parser_failure(artifact.path, exc)
-        report.add("error", artifact.path, problem, line)
-        report.readable_rows[kind] = 0
-        return
-    columns = [d[0] for d in con.description]
-    values = dict(zip(columns, row, strict=True))
+    probed = probes.get(artifact.path) if probes is not None else None
+    if probed is not None:
+        values, rejected = probed
+    else:
+        before = _last_reject_scan(con)
+        try:
+            # fetchall: DuckDB stores the rejects once the scan has finished
+            row = con.execute(probe_sql(kind, artifact.path, header, buffer)).fetchall()[0]
+        except duckdb.Error as exc:
+            line, problem = parser_failure(artifact.path, exc)
+            report.add("error", artifact.path, problem, line)
+            report.readable_rows[kind] = 0
+            return
+        columns = [d[0] for d in con.description]
+        values = dict(zip(columns, row, strict=True))
+        rejected = rejected_lines(con, before)
     report.readable_rows[kind] = values["rows"]
-    rejected = rejected_lines(con, before)
     for _, line, why in rejected:
         report.add("warning", artifact.path, f"row skipped: {why}", line)
     types = load_catalog().files[f"{kind}_src"].column_types(header)
@@ -187,7 +250,76 @@ def _lines_note(lines: Sequence[int], shown: int = 5) -> str:
     return f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:shown]))}{more})"
 
 
-def _check_harbor(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
+#: rows read from raw training logs (runs whose metrics or vLLM stats come from their logs)
+LOG_ROWS = {"metric_rows": "SELECT run, count(*) FROM metric_rows {where} GROUP BY run",
+            "vllm_seconds": "SELECT run, count(*) FROM vllm_seconds {where} GROUP BY run"}
+
+
+class ViewFindings:
+    """The findings that need the typed views, for every run at once: one grouped query per finding.
+
+    Asked per run (`WHERE run = ?`), each query re-read every run's files: a check over N runs
+    read N x N files (300 runs: 100 s). Grouped by run, each is read once. When a grouped query
+    fails (a damaged file DuckDB cannot read at all), that finding falls back to one query per
+    run, so it is found, or fails, for the run it belongs to exactly as a check of that run alone.
+    """
+
+    HARBOR = ("SELECT run, source_file, problem, bad_values, nonfinite FROM harbor_trials_src {where} "
+              "ORDER BY run, row_no")
+    TWICE = ("SELECT run, step, list(DISTINCT log_file ORDER BY log_file) FROM metric_rows "
+             "WHERE step IS NOT NULL {also} GROUP BY run, step HAVING count(*) > 1 ORDER BY run, step")
+    NO_STEP = "SELECT run, count(*) FROM metric_rows WHERE step IS NULL {also} GROUP BY run"
+    # the first bad stamp in file order is the example, so the finding is the same however DuckDB
+    # splits the scan among threads
+    BAD_STAMPS = ("SELECT run, count(*), arg_min(datetime_str, row_no) FROM vllm_seconds "
+                  "WHERE ts IS NULL {also} GROUP BY run")
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, runs: Sequence[Run]):
+        self.con = con
+        self.grouped: dict[str, dict[str, list[tuple]] | None] = {}
+        wanted = {
+            "harbor": any(r.artifact("harbor") and r.artifact("trials") is None for r in runs),
+            "twice": any(r.artifact("metrics") or r.artifact("logs") for r in runs),
+            "no_step": any(r.artifact("metrics") or r.artifact("logs") for r in runs),
+            "bad_stamps": any(r.artifact("vllm") or r.artifact("logs") for r in runs),
+            "metric_rows": any(r.artifact("logs") for r in runs),
+            "vllm_seconds": any(r.artifact("logs") for r in runs),
+        }
+        for key, needed in wanted.items():
+            self.grouped[key] = self._all(key) if needed else {}
+
+    def _sql(self, key: str, run: str | None) -> tuple[str, list]:
+        template = {"harbor": self.HARBOR, "twice": self.TWICE, "no_step": self.NO_STEP,
+                    "bad_stamps": self.BAD_STAMPS, **LOG_ROWS}[key]
+        if run is None:
+            return template.format(where="", also=""), []
+        return template.format(where="WHERE run = ?", also="AND run = ?"), [run]
+
+    def _execute(self, key: str, run: str | None) -> list[tuple]:
+        sql, params = self._sql(key, run)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the rows skipped here are reported per line by _check_csv
+            return self.con.execute(sql, params).fetchall()
+
+    def _all(self, key: str) -> dict[str, list[tuple]] | None:
+        try:
+            rows = self._execute(key, None)
+        except duckdb.Error:
+            return None  # asked run by run instead (rows_for)
+        by_run: dict[str, list[tuple]] = {}
+        for row in rows:
+            by_run.setdefault(row[0], []).append(row[1:])
+        return by_run
+
+    def rows_for(self, key: str, run: str) -> list[tuple]:
+        """The finding's rows for one run (without the run column)."""
+        grouped = self.grouped[key]
+        if grouped is not None:
+            return grouped.get(run, [])
+        return [row[1:] for row in self._execute(key, run)]
+
+
+def _check_harbor(report: RunReport, run: Run, found: ViewFindings) -> None:
     """Harbor trial folders read in place: every result.json that is no trial or has values read as
     empty, each with its reason; the trials in flight (no result.json yet) as one count."""
     trace_jobs = run.artifact("harbor")
@@ -197,10 +329,7 @@ def _check_harbor(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -
         report.add("info", trace_jobs.path, "trace_jobs not read: the run's trials CSV is used instead")
         return
     try:
-        rows = con.execute(
-            "SELECT source_file, problem, bad_values, nonfinite FROM harbor_trials_src WHERE run = ? ORDER BY row_no",
-            [run.name],
-        ).fetchall()
+        rows = found.rows_for("harbor", run.name)
     except duckdb.Error as exc:
         report.readable_rows["harbor"] = 0
         report.add("error", trace_jobs.path, data_error_text(exc))
@@ -221,7 +350,7 @@ def _check_harbor(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -
                    "not read")
 
 
-def _check_logs(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
+def _check_logs(report: RunReport, run: Run, found: ViewFindings) -> None:
     """Raw training logs: which artifacts they give and how many rows; or that the CSV wins."""
     logs = run.artifact("logs")
     if logs is None:
@@ -233,7 +362,7 @@ def _check_logs(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> 
                        "(rlsql --from-logs reads the logs)")
             continue
         try:
-            rows = con.execute(f"SELECT count(*) FROM {view} WHERE run = ?", [run.name]).fetchone()[0]
+            rows = sum(n for (n,) in found.rows_for(view, run.name))
         except duckdb.Error as exc:
             report.readable_rows[kind] = 0
             report.add("error", logs.path, data_error_text(exc))
@@ -260,32 +389,23 @@ def _check_config(report: RunReport, run: Run) -> None:
             report.add("warning", config.path, f"{problem}; the trainer's default applies")
 
 
-def _check_views(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
+def _check_views(report: RunReport, run: Run, found: ViewFindings) -> None:
     """Findings that need the typed views: steps logged twice, vLLM stamps that do not parse."""
     metrics = run.artifact("metrics") or (run.artifact("logs") if reads_logs(run, "metrics") else None)
     if metrics is not None and report.readable_rows.get("metrics"):
-        twice = con.execute(
-            "SELECT step, list(DISTINCT log_file ORDER BY log_file) FROM metric_rows "
-            "WHERE run = ? AND step IS NOT NULL GROUP BY step HAVING count(*) > 1 ORDER BY step",
-            [run.name],
-        ).fetchall()
-        for step, logs in twice:
+        for step, logs in found.rows_for("twice", run.name):
             report.add("info", metrics.path,
                        f"step {step} logged {len(logs) if len(logs) > 1 else 'more than once'} times "
                        f"({', '.join(logs)}): the first-seen row is used")
-        no_step = con.execute(
-            "SELECT count(*) FROM metric_rows WHERE run = ? AND step IS NULL", [run.name]
-        ).fetchone()[0]
+        no_step = sum(n for (n,) in found.rows_for("no_step", run.name))
         if no_step:
             report.add("warning", metrics.path, f"{no_step} metric row(s) without a step number")
     vllm = run.artifact("vllm") or (run.artifact("logs") if reads_logs(run, "vllm") else None)
     if vllm is not None and report.readable_rows.get("vllm"):
-        bad = con.execute(
-            "SELECT count(*), any_value(datetime_str) FROM vllm_seconds WHERE run = ? AND ts IS NULL", [run.name]
-        ).fetchone()
-        if bad[0]:
-            report.add("warning", vllm.path,
-                       f"{bad[0]} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {bad[1]!r}): no timestamp")
+        for count, example in found.rows_for("bad_stamps", run.name):
+            if count:
+                report.add("warning", vllm.path,
+                           f"{count} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {example!r}): no timestamp")
 
 
 def check_runs(runs: Sequence[Run]) -> list[RunReport]:
@@ -293,6 +413,8 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", harbor.HarborFilesWarning)  # each file is listed as an issue below
         con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
+    found = ViewFindings(con, runs)
+    probes = CsvProbes(con, runs)
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:
@@ -303,13 +425,11 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
                 continue
             report.add("info", ignored, "older parse (or unprefixed copy) not read: a newer file wins")
         for kind in CSV_ARTIFACTS:
-            _check_csv(con, report, run, kind)
-        _check_harbor(con, report, run)
-        _check_logs(con, report, run)
+            _check_csv(con, report, run, kind, probes)
+        _check_harbor(report, run, found)
+        _check_logs(report, run, found)
         _check_config(report, run)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the rows skipped here were reported per line above
-            _check_views(con, report, run)
+        _check_views(report, run, found)
         if not any(report.readable_rows.values()):
             report.usable = False
             report.add("error", run.path, "no readable rows in any artifact: no query can use this run")

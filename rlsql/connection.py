@@ -8,6 +8,7 @@ query pays for its own dependencies only.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import warnings
 from collections.abc import Iterable, Sequence
@@ -27,7 +28,7 @@ from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
 from rlsql.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
-from rlsql.sqltext import identifier
+from rlsql.sqltext import identifier, literal
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -49,13 +50,18 @@ ARTIFACT_ALTERNATIVES.update({"metrics": ("metrics", "logs"), "vllm": ("vllm", "
 _GLOB = re.compile(r"[*?\[\]{}]")
 
 
-#: columns that hold whole numbers (turns, tokens, steps), read as DOUBLE so `3.0` parses; a cell
-#: with a fraction or beyond 2**53 (where a DOUBLE stops holding every integer) reads as empty
-#: instead of being rounded or failing the cast to BIGINT in the views (`rlsql check` lists it)
+#: columns that hold whole numbers (turns, tokens, steps, counts), read as DOUBLE so `3.0` parses and
+#: handed on as BIGINT; a cell with a fraction or beyond 2**53 (where a DOUBLE stops holding every
+#: integer) reads as empty instead of being rounded or failing a cast (`rlsql check` lists it)
 INTEGER_COLUMNS = {
     "trials": ("n_episodes", "n_input_tokens", "n_output_tokens"),
-    "metrics": ("trainer/global_step", "global_step"),
-    "vllm": (),
+    # counts: read as BIGINT by the sources (issue 16), through the same guard
+    "metrics": ("trainer/global_step", "global_step", "async/discarded_count", "async/effective_batch_groups",
+                "async/effective_batch_samples", "generate/min_num_tokens", "generate/max_num_tokens",
+                "batch_errors/total_batches", "batch_errors/total_instances", "batch_errors/total_successful",
+                "batch_errors/total_failed", "batch_errors/total_masked"),
+    "vllm": ("n_engines_reporting", "unique_ips", "total_running_requests", "total_waiting_requests",
+             "min_running_requests", "max_running_requests"),
 }
 
 
@@ -110,8 +116,10 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -
 class SourceContext:
     """What the source templates are rendered with; each piece is computed once, when first needed."""
 
-    def __init__(self, runs: Sequence[Run], bad_cells: str | None = None):
+    def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None):
         self.runs = list(runs)
+        #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
+        self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
         #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/badcells.py)
         self.bad_cells = bad_cells
 
@@ -138,13 +146,21 @@ class SourceContext:
         return files
 
     @functools.cached_property
-    def config_rows(self) -> list[dict]:
-        rows: list[dict] = []
+    def config_docs(self) -> list[dict]:
+        """Per run with a config: its flattened leaves as one JSON text of parallel lists (config_src.sql)."""
+        docs: list[dict] = []
         for run in self.runs:
             config = run.artifact("config")
-            if config is not None:
-                rows.extend(config_rows(run.name, config.path))
-        return rows
+            if config is None:
+                continue
+            rows = config_rows(run.name, config.path)
+            doc = {
+                "keys": [r["key"] for r in rows],
+                "texts": [r["value"] for r in rows],
+                "jsons": [r["value_json"] for r in rows],
+            }
+            docs.append({"run": run.name, "doc": json.dumps(doc, ensure_ascii=False)})
+        return docs
 
     def csv_context(self, source: SqlFile) -> dict:
         """files (one per run that has the artifact) and the union of their columns, declared ones first."""
@@ -234,7 +250,8 @@ class SourceContext:
         if source.name == "run_files":
             context["run_files"] = self.run_files
         elif source.artifact == "config":
-            context["config_rows"] = self.config_rows
+            context["config_function"] = self.config_function
+            context["config_docs"] = [] if self.config_function else self.config_docs
         elif source.artifact == "harbor":
             context.update(self.harbor_context())
         elif source.artifact:
@@ -266,13 +283,57 @@ def object_statements(
     """The DDL that creates `files` (already in dependency order) over `runs`: (file, statement) pairs, in order.
 
     Sources are rendered with the runs' absolute paths, so the statements work from any folder.
+    Each source view not in `load` is first created as an empty stand-in with its columns (learnt
+    by binding it once here), and for real after every other object: the views above it bind over
+    the stand-in (see create_objects for why).
     """
     sources = SourceContext(runs)
     statements: list[tuple[SqlFile, str]] = []
+    last: list[tuple[SqlFile, str]] = []
+    scratch = memory_connection()
     for f in files:
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
-        statements.extend((f, statement) for statement in f.create_statements(sql, as_table=f.name in load))
-    return statements
+        real = [(f, statement) for statement in f.create_statements(sql, as_table=f.name in load)]
+        if f.kind != "source" or f.name in load:
+            statements.extend(real)
+            continue
+        try:
+            described = scratch.execute(f"DESCRIBE {sql}").fetchall()
+        except duckdb.Error as exc:
+            raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+        stub = stub_select([(row[0], row[1]) for row in described])
+        statements.append((f, f"CREATE OR REPLACE VIEW {identifier(f.name)} AS {stub}"))
+        last.extend(real)
+    scratch.close()
+    return statements + last
+
+
+#: the function of an rlsql.connect() connection that gives config_src its rows (create_objects)
+CONFIG_FUNCTION = "rlsql_config_docs"
+#: the name a source's real view waits under while the views above it are created (create_objects)
+_WAITING = "__rlsql_source_{}"
+
+
+def stub_select(columns: Sequence[tuple[str, str]]) -> str:
+    """An empty SELECT with `columns` (name, DuckDB type): a source's stand-in while the views above it are created."""
+    cells = ", ".join(f"CAST(NULL AS {ctype}) AS {identifier(name)}" for name, ctype in columns)
+    return f"SELECT {cells} WHERE false"
+
+
+def _view_columns(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str]]:
+    """A view's columns as DuckDB stored them when it bound the view (no second bind)."""
+    return con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+        "AND database_name = current_database() AND schema_name = current_schema() ORDER BY column_index",
+        [name],
+    ).fetchall()
+
+
+def _run(con: duckdb.DuckDBPyConnection, f: SqlFile, statement: str) -> None:
+    try:
+        con.execute(statement)
+    except duckdb.Error as exc:
+        raise data_error(exc) or DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
 
 
 def create_objects(
@@ -281,15 +342,72 @@ def create_objects(
     files: Iterable[SqlFile],
     catalog: Catalog,
     load: frozenset[str] = frozenset(),
+    lazy_config: bool = False,
 ) -> None:
-    """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables."""
-    for f, statement in object_statements(runs, files, catalog, load):
-        try:
-            con.execute(statement)
-        except duckdb.Error as exc:
-            raise data_error(exc) or DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
-        if f.name in load and statement.startswith("CREATE"):
-            after_loading(con, f)
+    """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables.
+
+    `lazy_config` (rlsql.connect): the runs' rl_config.yaml files are parsed when a query first
+    reads config_src, through a Python function registered on `con` (CONFIG_FUNCTION), instead of
+    now (YAML is most of a connection's start-up over many runs: ~1 ms a file).
+
+    CREATE VIEW binds the view, and binding a view binds every view below it down to the sources:
+    over many runs a source (read_csv over hundreds of files, a glob per Harbor run, thousands of
+    config VALUES) costs 0.05-1 s to bind, once per view stacked on it (1,000 runs: tens of
+    seconds). So each source view is bound once, under a waiting name; the views above it are
+    created over an empty stand-in with the same columns and types (binding that costs nothing),
+    then the stand-in is dropped and the real view renamed into place. A view stores its SQL,
+    not its plan: every query binds it afresh over the real source, so nothing a query sees differs.
+    """
+    sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None)
+    if sources.config_function is not None:
+        con.create_function(CONFIG_FUNCTION, lambda: sources.config_docs, [], "STRUCT(run VARCHAR, doc VARCHAR)[]",
+                            side_effects=True)  # not folded into a constant when a view binds
+    waiting: list[SqlFile] = []
+    for f in files:
+        sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
+        if f.kind != "source" or f.name in load:
+            for statement in f.create_statements(sql, as_table=f.name in load):
+                _run(con, f, statement)
+                if f.name in load and statement.startswith("CREATE"):
+                    after_loading(con, f)
+            continue
+        hidden = identifier(_WAITING.format(f.name))
+        _run(con, f, f"CREATE OR REPLACE VIEW {hidden} AS\n{sql}")
+        columns = _view_columns(con, _WAITING.format(f.name))
+        _run(con, f, f"CREATE OR REPLACE VIEW {identifier(f.name)} AS {stub_select(columns)}")
+        waiting.append(f)
+    for f in waiting:
+        name = identifier(f.name)
+        _run(con, f, f"DROP VIEW {name}")
+        _run(con, f, f"ALTER VIEW {identifier(_WAITING.format(f.name))} RENAME TO {name}")
+        _run(con, f, f.create_statements("", as_table=False)[1])  # the COMMENT ON VIEW
+
+
+def column_comment_statements(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) -> list[str]:
+    """COMMENT ON COLUMN for every column of the views and queries in `files` that `con` holds.
+
+    Read from DuckDB's catalog after the objects exist, so the columns a view passes through from
+    a file (a run's trainer metrics) get their `-- column: *:` description too.
+    """
+    by_name = {f.name: f for f in files if f.kind in ("view", "query")}
+    rows = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() "
+        "WHERE NOT internal AND database_name = current_database() AND schema_name = current_schema() "
+        "ORDER BY table_name, column_index"
+    ).fetchall()
+    statements = []
+    for table, column in rows:
+        f = by_name.get(table)
+        doc = f.column_doc(column) if f is not None else ""
+        if doc:
+            statements.append(f"COMMENT ON COLUMN {identifier(table)}.{identifier(column)} IS {literal(doc)}")
+    return statements
+
+
+def comment_columns(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) -> None:
+    """Attach every column description of `files` on `con` (the shell, `connect()`, `db build`)."""
+    for statement in column_comment_statements(con, files):
+        con.execute(statement)
 
 
 def open_connection(
@@ -297,12 +415,13 @@ def open_connection(
     names: Iterable[str] | None = None,
     catalog: Catalog | None = None,
     load: frozenset[str] = LOADED_SOURCES,
+    lazy_config: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once."""
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
     con = memory_connection()
-    create_objects(con, runs, files, catalog, load)
+    create_objects(con, runs, files, catalog, load, lazy_config)
     return con
 
 
@@ -346,5 +465,8 @@ def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
     """
     # every object a view over the run's own files (never a cache copy), so the connection always
     # reads the files as they are now
+    catalog = load_catalog()
     with cache.disabled():
-        return open_connection(resolve_runs(runs), load=frozenset())
+        con = open_connection(resolve_runs(runs), catalog=catalog, load=frozenset(), lazy_config=True)
+    comment_columns(con, catalog.order)
+    return con

@@ -74,5 +74,17 @@ def newest_log_date(logs: list[Path]) -> dt.date | None:
     return dt.datetime.fromtimestamp(max(stamps), tz=dt.UTC).date() if stamps else None
 
 
+#: set by a caller for this process (the CLI's --from-logs); None: RLSQL_FROM_LOGS decides
+_requested: bool | None = None
+
+
+def request_from_logs(on: bool | None = True) -> None:
+    """Prefer the raw logs over the parser's CSVs in this process (None gives the choice back to the env)."""
+    global _requested
+    _requested = on
+
+
 def from_logs_requested() -> bool:
+    if _requested is not None:
+        return _requested
     return os.environ.get(FROM_LOGS_ENV, "") not in ("", "0")

@@ -187,28 +187,39 @@ def _scan_or_skip(path: Path) -> Run | None:
         return None
 
 
-def _runs_at(path: Path, matched: bool = False) -> list[Run]:
+@dataclass(frozen=True)
+class _Found:
+    """A run found from one --run value: the path it was reached by (its name comes from there) and the run."""
+
+    given: Path
+    run: Run
+
+
+def _runs_at(path: Path, matched: bool = False) -> list[_Found]:
     """The run at `path`, else the runs in its sub-folders.
 
     `matched`: `path` is one match of a glob, so a problem with it skips it with a warning instead
-    of failing the command (the other matches still answer).
+    of failing the command (the other matches still answer). The run's path is resolved (every
+    artifact path rlsql hands to SQL is absolute: shell scripts, db files); its name comes from the
+    path as given, so a symlinked run is named by the link.
     """
-    path = path.resolve()  # every artifact path rlsql hands to SQL is absolute (shell scripts, db files)
+    given = Path(os.path.abspath(path))
+    path = path.resolve()
     if not path.is_dir():
         raise DataError(f"{path}: not a folder (give the run folder, not a file inside it)")
     try:
         run = scan_folder(path)
         if run is not None and not only_loose_logs(run):
-            return [run]
+            return [_Found(given, run)]
         subs = sorted(p for p in path.iterdir() if p.is_dir())
     except DataError as exc:
         if not matched:
             raise
         warnings.warn(f"{exc}; skipped", RlsqlWarning, stacklevel=3)
         return []
-    found = [r for sub in subs if (r := _scan_or_skip(sub))]
+    found = [_Found(given / sub.name, r) for sub in subs if (r := _scan_or_skip(sub))]
     if not found and run is not None:
-        return [run]  # loose logs and no run below: a run of its logs
+        return [_Found(given, run)]  # loose logs and no run below: a run of its logs
     if not found:
         wanted = ", ".join(f"*_{s}" for s, _ in CSV_ARTIFACTS.values())
         problem = (
@@ -221,8 +232,35 @@ def _runs_at(path: Path, matched: bool = False) -> list[Run]:
     return found
 
 
+#: the NAME of `--run NAME=PATH`: what a folder name usually is, and never a path or a pattern
+_ALIAS = re.compile(r"^(?P<name>[A-Za-z0-9_][A-Za-z0-9_.+-]*)=(?P<path>.+)$")
+ALIAS_HINT = "name a run with --run NAME=PATH (e.g. -r lr3e-6=runs/a/run1)"
+
+
+def split_alias(spec: str | Path) -> tuple[str | None, str | Path]:
+    """(NAME, PATH) for `NAME=PATH`, else (None, spec).
+
+    `=` is legal in folder names (`lr=3e-6`, hive partitions such as `run=1`), so a value is an
+    alias only when it is a string, is not itself an existing path, and its left side is a plain
+    name (letters, digits, `_ . + -`, no `/`). A Path object is always a path.
+    """
+    if isinstance(spec, Path):
+        return None, spec
+    match = _ALIAS.match(spec)
+    if match is None or Path(spec).expanduser().exists():
+        return None, spec
+    return match["name"], match["path"]
+
+
 def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
-    """Turn `--run` values into runs, ordered by name; None or empty means the packaged sample."""
+    """Turn `--run` values into runs, ordered by name; None or empty means the packaged sample.
+
+    Names (docs/semantics.md, run names): NAME=PATH names that one run NAME; otherwise a run is
+    named by its folder as given (a symlink by the link's name). Runs given together that share a
+    folder name are named by as many parent folders as tell them apart (`a/run1`, `b/run1`). One
+    folder reached twice is read once: under its alias if it has one, else under its real folder
+    name if it was given by it, else the first name in sort order.
+    """
     if specs is None:
         specs = [sample_run_path()]
     elif isinstance(specs, (str, Path)):
@@ -230,29 +268,77 @@ def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
     specs = list(specs)
     if not specs:
         specs = [sample_run_path()]
-    by_path: dict[Path, Run] = {}
+    by_path: dict[Path, list[tuple[str | None, Path]]] = {}  # real folder -> (alias, path given)
+    runs_by_path: dict[Path, Run] = {}
     for spec in specs:
-        paths, matched = _expand(spec)
-        for path in paths:
-            for run in _runs_at(path, matched):
-                by_path.setdefault(run.path.resolve(), run)
+        alias, target = split_alias(spec)
+        try:
+            paths, matched = _expand(target)
+        except DataError as exc:
+            if alias is None:
+                raise
+            raise DataError(f"{exc} (--run {spec} read as NAME=PATH: run {alias!r} at {target})") from exc
+        found = [f for path in paths for f in _runs_at(path, matched)]
+        if alias is not None and len(found) != 1:
+            raise UsageError(
+                f"--run {spec}: NAME=PATH names one run, and {target} holds {len(found)}; "
+                "give each run its own NAME=PATH"
+            )
+        for f in found:
+            real = f.run.path.resolve()
+            runs_by_path.setdefault(real, f.run)
+            by_path.setdefault(real, []).append((alias, f.given))
         if matched and not by_path:
             raise DataError(f"{spec}: no run folder among the folders this pattern matches")
-    runs = sorted(by_path.values(), key=lambda r: r.name)
-    _check_unique_names(runs)
-    resolved = [Run(r.name, r.path.resolve(), r.artifacts, r.ignored) for r in runs]
-    return [prefer_logs(r) for r in resolved] if from_logs_requested() else resolved
+    names = _names(by_path)
+    runs = sorted((Run(names[real], real, run.artifacts, run.ignored) for real, run in runs_by_path.items()),
+                  key=lambda r: r.name)
+    return [prefer_logs(r) for r in runs] if from_logs_requested() else runs
 
 
-def _check_unique_names(runs: Sequence[Run]) -> None:
-    seen: dict[str, Path] = {}
-    for run in runs:
-        if run.name in seen:
-            raise UsageError(
-                f"two runs are both named {run.name!r} ({seen[run.name]} and {run.path}); "
-                "a run's id is its folder name, so give them distinct folder names"
-            )
-        seen[run.name] = run.path
+def _names(by_path: dict[Path, list[tuple[str | None, Path]]]) -> dict[Path, str]:
+    """Each real run folder's name (resolve_runs' rules)."""
+    aliased: dict[Path, str] = {}
+    given: dict[Path, Path] = {}
+    for real, ways in by_path.items():
+        aliases = sorted({a for a, _ in ways if a is not None})
+        if len(aliases) > 1:
+            raise UsageError(f"{real}: one run given under two names ({', '.join(aliases)}); give it one NAME=PATH")
+        if aliases:
+            aliased[real] = aliases[0]
+            continue
+        paths = sorted({p for _, p in ways}, key=lambda p: (p.name != real.name, str(p)))
+        given[real] = paths[0]
+    taken: dict[str, Path] = {}
+    for real, name in aliased.items():
+        if name in taken:
+            raise UsageError(f"two runs are both named {name!r} ({taken[name]} and {real}); {ALIAS_HINT}")
+        taken[name] = real
+    by_name: dict[str, list[Path]] = {}
+    for real, path in given.items():
+        by_name.setdefault(path.name, []).append(real)
+    names = dict(aliased)
+    for name, reals in by_name.items():
+        if len(reals) == 1 and name not in taken:
+            names[reals[0]] = name
+            continue
+        for real, label in _by_parents([given[r] for r in reals], reals).items():
+            if label in taken or label in names.values():
+                raise UsageError(f"two runs are both named {label!r} ({taken.get(label, real)} and {real}); "
+                                 f"{ALIAS_HINT}")
+            names[real] = label
+    return names
+
+
+def _by_parents(paths: Sequence[Path], reals: Sequence[Path]) -> dict[Path, str]:
+    """Names for runs sharing a folder name: the fewest trailing path parts that tell them all apart."""
+    depth = 2
+    longest = max(len(p.parts) for p in paths)
+    while True:
+        labels = ["/".join(p.parts[-depth:]).lstrip("/") or "/" for p in paths]
+        if len(set(labels)) == len(labels) or depth >= longest:
+            return dict(zip(reals, labels, strict=True))
+        depth += 1
 
 
 class HeaderError(DataError):

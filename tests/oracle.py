@@ -1,7 +1,7 @@
 """Independent reference implementation of the named queries (tests compare rlsql against it).
 
-Written straight from ../shared/spec/data-contract.md, ../shared/spec/queries.md and
-docs/semantics.md in plain Python: stdlib csv/statistics/math and pyyaml only. No DuckDB, no
+Written straight from the data contract and the query contract (docs/data-contract.md,
+docs/queries.md) and docs/semantics.md in plain Python: stdlib csv/statistics/math and pyyaml only. No DuckDB, no
 pandas, no SQL, and nothing from rlsql, so a shared misreading cannot hide a bug.
 
     expected(name, run_dirs, **params) -> list[dict]
@@ -529,6 +529,9 @@ def q_run_overview(run: str, run_dir: Path) -> list[Row]:
                 "mean_reward": _mean(rewards),
                 "max_reward": _max(rewards),
                 "total_time_s": _sum(_nums([r.get("timing/step") for r in group])),
+                # version 2: the highest step under its own name, and how many different steps there are
+                "max_step": max(steps) if steps else None,
+                "distinct_steps": len(set(steps)),
             }
         )
     return out
@@ -1053,6 +1056,7 @@ def q_vllm_summary(run: str, run_dir: Path) -> list[Row]:
                 "mean_kv_cache_pct": _mean(values("avg_gpu_kv_cache_usage_pct")),
                 "mean_prefix_cache_hit_pct": _mean(values("avg_prefix_cache_hit_rate_pct")),
                 "utilization": utilization(mean_waiting, mean_running, mean_gen),
+                "stat_lines": len(group),  # version 2: the same count under an honest name
             }
         )
     return out
@@ -1345,8 +1349,9 @@ RUN_SUMMARY_COLUMNS = ["run", "steps", "trials", "trials_with_reward", "success_
 
 # queries.md: the columns of each query, in order
 COLUMNS: dict[str, list[str]] = {
+    # version 2 of run_overview and vllm_summary: the v1 columns, then honestly named ones (docs/queries.md)
     "run_overview": ["run", "log_file", "total_steps", "metric_blocks", "mean_reward", "max_reward",
-                     "total_time_s"],
+                     "total_time_s", "max_step", "distinct_steps"],
     "reward_curve": ["run", "step", "log_file", "reward", "pass_at_k", "k", "ema", "rolling_mean"],
     "best_checkpoint": ["run", "step", "ema", "reward", "save_every", "eligible_steps", "reason"],
     "turn_stats": ["run", "trials", "mean", "median", "std", "min", "max"],
@@ -1362,7 +1367,7 @@ COLUMNS: dict[str, list[str]] = {
     "vllm_summary": ["run", "log_file", "seconds", "mean_engines_reporting", "mean_running_per_engine",
                      "max_total_running", "mean_total_waiting", "max_total_waiting",
                      "mean_generation_tps_per_engine", "max_total_generation_tps", "mean_kv_cache_pct",
-                     "mean_prefix_cache_hit_pct", "utilization"],
+                     "mean_prefix_cache_hit_pct", "utilization", "stat_lines"],
     "async_health": ["run", "mean_staleness", "max_staleness", "mean_discard_rate", "steps_with_discards"],
     "trial_phases": ["run", "phase", "median_s", "mean_s", "total_s", "share_of_trial", "trials"],
     "compare_runs": ["run", "steps", "trials", "success_rate", "mean_reward", "final_ema", "best_ema", "best_ema_step",

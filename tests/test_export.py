@@ -28,7 +28,7 @@ from tests.test_cli import one_error_line, run_main
 # written out here rather than imported, so a renamed key fails this test
 METADATA_KEYS = {
     "rlsql.query.name", "rlsql.query.kind", "rlsql.query.version", "rlsql.query.fingerprint", "rlsql.query.params",
-    "rlsql.version", "rlsql.duckdb_version", "rlsql.runs", "rlsql.sources", "rlsql.exported_at",
+    "rlsql.version", "rlsql.duckdb_version", "rlsql.runs", "rlsql.sources", "rlsql.exported_at", "rlsql.columns",
 }  # fmt: skip
 TWO_RUNS = [RUNS / "calendar", RUNS / "tiny"]
 

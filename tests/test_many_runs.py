@@ -58,6 +58,7 @@ def test_every_query_over_a_folder_of_runs(many, name: str) -> None:
         assert "newest_009" in messages and "skipped 1 unreadable row" in messages
 
 
+@pytest.mark.slow
 def test_compare_runs_over_a_folder_of_runs(many) -> None:
     root, healthy, _ = many
     got = {r["run"]: r for r in rlsql.query("compare_runs", [root]).to_dicts()}

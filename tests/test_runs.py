@@ -55,11 +55,14 @@ def test_folder_of_runs_glob_and_repeats(tmp_path: Path) -> None:
     assert [r.name for r in resolve_runs([tmp_path / "runs" / "a", tmp_path / "runs"])] == ["a", "b", "c"]
 
 
-def test_two_runs_with_one_name_are_refused(tmp_path: Path) -> None:
+def test_two_runs_with_one_name_are_named_by_their_parents(tmp_path: Path) -> None:
     write(tmp_path / "x" / "same" / "rl_config.yaml", "a: 1\n")
     write(tmp_path / "y" / "same" / "rl_config.yaml", "a: 1\n")
-    with pytest.raises(UsageError, match="same"):
-        resolve_runs([tmp_path / "x" / "same", tmp_path / "y" / "same"])
+    runs = resolve_runs([tmp_path / "x" / "same", tmp_path / "y" / "same"])
+    assert [r.name for r in runs] == ["x/same", "y/same"]
+    # two aliases that clash are refused, naming the alias syntax
+    with pytest.raises(UsageError, match="NAME=PATH"):
+        resolve_runs([f"a={tmp_path / 'x' / 'same'}", f"a={tmp_path / 'y' / 'same'}"])
 
 
 def test_a_file_is_not_a_run(tmp_path: Path) -> None:

@@ -1,7 +1,23 @@
 -- name: log_summary
 -- version: 1
--- description: The cross-log comparison: one row per run and log_file with the log's metric rows, first and last step, and the means over its rows of reward/avg_raw_reward (mean_reward), the run's pass@k column (mean_pass_at_k, with its k), timing/step (mean_step_s), timing/wait_for_generation_buffer (mean_generation_wait_s), generate/avg_num_tokens (mean_tokens) and async/staleness_mean (mean_staleness). Every row counts (a re-run step counts in each log that ran it).
+-- description: The cross-log comparison: one row per run and log_file with the log's metric rows, first and
+--   last step, and the means over its rows of reward/avg_raw_reward (mean_reward), the run's pass@k column
+--   (mean_pass_at_k, with its k), timing/step (mean_step_s), timing/wait_for_generation_buffer
+--   (mean_generation_wait_s), generate/avg_num_tokens (mean_tokens) and async/staleness_mean
+--   (mean_staleness). Every row counts (a re-run step counts in each log that ran it).
 -- grain: run, log_file
+-- column: run: the run: its folder's name
+-- column: log_file: the trainer console log the row came from (e.g. job_554408)
+-- column: rows: metric rows in the log
+-- column: first_step: the log's lowest step
+-- column: last_step: the log's highest step
+-- column: mean_reward: mean of reward/avg_raw_reward over the log's rows
+-- column: mean_pass_at_k: mean of the run's reward/avg_pass_at_<k> over the log's rows
+-- column: k: the k of mean_pass_at_k
+-- column: mean_step_s: mean of timing/step over the log's rows, seconds
+-- column: mean_generation_wait_s: mean of timing/wait_for_generation_buffer over the log's rows, seconds
+-- column: mean_tokens: mean of generate/avg_num_tokens over the log's rows
+-- column: mean_staleness: mean of async/staleness_mean over the log's rows
 WITH
     pass_columns AS (
         -- as reward_curve: the run's pass@k column (the lowest k should it log several)

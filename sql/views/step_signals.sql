@@ -1,7 +1,19 @@
 -- name: step_signals
 -- version: 1
--- description: Per run and deduplicated step (first-seen row), the signals a reader scans for trouble: entropy (policy/policy_entropy), grad_norm (policy/raw_grad_norm), log_ratio_mean (policy/log_ratio_abs_mean), and the batch errors per rollout batch, timeouts_per_batch (batch_errors/avg_AgentTimeoutError) and context_length_per_batch (batch_errors/avg_ContextLengthExceededError); NULL where not logged.
+-- description: Per run and deduplicated step (first-seen row), the signals a reader scans for trouble:
+--   entropy (policy/policy_entropy), grad_norm (policy/raw_grad_norm), log_ratio_mean
+--   (policy/log_ratio_abs_mean), and the batch errors per rollout batch, timeouts_per_batch
+--   (batch_errors/avg_AgentTimeoutError) and context_length_per_batch
+--   (batch_errors/avg_ContextLengthExceededError), NULL where not logged.
 -- grain: run, step
+-- column: run: the run: its folder's name
+-- column: step: a deduplicated training step (first-seen row)
+-- column: entropy: policy/policy_entropy
+-- column: grad_norm: policy/raw_grad_norm
+-- column: log_ratio_mean: policy/log_ratio_abs_mean
+-- column: timeouts_per_batch: batch_errors/avg_AgentTimeoutError: timeouts per rollout batch
+-- column: context_length_per_batch: batch_errors/avg_ContextLengthExceededError: context-length failures per
+--   rollout batch
 SELECT
     s.run,
     s.step,

@@ -1,7 +1,18 @@
 -- name: timing_table
 -- version: 1
--- description: timing_breakdown with share_of_step beside share_of_within: for every span the mean over the rows where step ran (and took time) of the span's seconds over the step's (a row without the span counts 0), for spans nested in step and outside it alike (an outside span's share can pass 1); unattributed takes its share_of_within (its parent is step); overlap has none.
+-- description: timing_breakdown with share_of_step beside share_of_within: for every span the mean over the
+--   rows where step ran (and took time) of the span's seconds over the step's (a row without the span counts
+--   0), for spans nested in step and outside it alike (an outside span's share can pass 1), unattributed
+--   takes its share_of_within (its parent is step), overlap has none.
 -- grain: run, span
+-- column: run: the run: its folder's name
+-- column: span: a timing span, `unattributed` or `overlap`
+-- column: within: its parent span: `-` for step, `outside step`, `not declared`
+-- column: mean_seconds: mean seconds over the rows where it ran
+-- column: share_of_within: mean over all rows of span/parent (0 where it did not run), NULL without a parent
+-- column: share_of_step: mean over the rows where step ran of span/step (an outside span's can pass 1), NULL
+--   for overlap
+-- column: steps: metric rows where it ran
 WITH
     shares AS (
         SELECT t.run, t.span, avg(coalesce(x.seconds, 0) / st.seconds) AS share_of_step
