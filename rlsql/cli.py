@@ -589,8 +589,6 @@ def _cache_root_or_none():
 @cache_app.command("status")
 def cache_status_command(fmt: FormatOption = None) -> None:
     """List the cache entries: the CSV each was built from, fresh / stale / orphaned / damaged, rows and size."""
-    import duckdb
-
     from rlsql.cache import CacheUnavailable, check_root, describe_policy, full_state, list_root
 
     root = _cache_root_or_none()
@@ -603,7 +601,9 @@ def cache_status_command(fmt: FormatOption = None) -> None:
             raise UsageError(str(exc)) from exc
     if root is not None and root.exists():
         listing = list_root(root)
-        con = duckdb.connect(":memory:")
+        from rlsql.duckconn import memory_connection
+
+        con = memory_connection()
         for entry in listing.entries:
             meta = entry.read_meta()
             state, why = full_state(entry, con)
@@ -627,8 +627,6 @@ def cache_clear_command(
 
     Files in the cache folder that rlsql did not write are never deleted.
     """
-    import duckdb
-
     from rlsql.cache import (
         CacheUnavailable,
         check_root,
@@ -653,7 +651,9 @@ def cache_clear_command(
         say(f"cache: nothing to clear ({root} is empty)")
         return
     listing = list_root(root)
-    con = duckdb.connect(":memory:")
+    from rlsql.duckconn import memory_connection
+
+    con = memory_connection()
     entries = [e for e in listing.entries if not stale_only or full_state(e, con)[0] != "fresh"]
     removed, freed = delete_entries(root, entries)
     removed += sweep_leftovers(root)

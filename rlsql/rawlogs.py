@@ -25,6 +25,7 @@ from pathlib import Path
 import duckdb
 
 from rlsql.catalog import Column, SqlFile, load_catalog
+from rlsql.duckconn import memory_connection
 from rlsql.duckdb_errors import one_line
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
@@ -120,7 +121,7 @@ def _metric_keys(stamp: tuple) -> LogMetrics:
     if not files:
         return LogMetrics((), {})
     sql = load_catalog().env.get_template("sources/_metrics_log_keys.sql.j2").render(log_files=files)
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     try:
         con.execute(f"CREATE TEMP TABLE long AS {sql}")
         keys = [r[0] for r in con.execute(
@@ -152,7 +153,7 @@ def unread_stat_lines(run: Run) -> list[tuple[str, int, str]]:
         return []
     template = load_catalog().env.get_template("sources/_vllm_log_unread.sql.j2")
     sql = template.render(log_files=[f.__dict__ for f in files])
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     try:
         return [(r[0], r[1], r[2]) for r in con.execute(f"{sql} ORDER BY path").fetchall()]
     except duckdb.Error as exc:
