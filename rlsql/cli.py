@@ -106,15 +106,27 @@ def query_command(
     fmt: FormatOption = "table",
     output: OutputOption = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=0, help="Print at most N rows.")] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option("--engine", "-e", help="duckdb (default) or spark (SPARK_REMOTE, else a local session); "
+                     "default: $RLSQL_ENGINE, else duckdb.", show_default=False),
+    ] = None,
 ) -> None:
     """Run a named query over one or more runs and print its rows."""
     from rlsql.api import bind_params, run_query
+    from rlsql.engines import resolve_engine
 
     _check_format(fmt)
+    chosen = resolve_engine(engine)
     params = _parse_params(param)
     bind_params(name, params)  # a bad name or parameter fails before any file is read
     runs = _resolve(run)
-    result = run_query(name, runs, params)
+    if chosen == "spark":
+        from rlsql.engines.spark import run_query_spark
+
+        result = run_query_spark(name, runs, params)
+    else:
+        result = run_query(name, runs, params)
     rows = result.rows if limit is None else result.rows[:limit]
     _emit(render(fmt, result.columns, rows), output, runs)
 
@@ -135,10 +147,22 @@ def list_command(fmt: FormatOption = "table") -> None:
 @app.command("show")
 def show_command(
     name: Annotated[str, typer.Argument(help="A named query.", autocompletion=_query_names)],
+    dialect: Annotated[
+        str | None,
+        typer.Option("--dialect", help="spark: print the query compiled for Spark SQL (default parameters).",
+                     show_default=False),
+    ] = None,
 ) -> None:
     """Print a named query's SQL file (header and body)."""
     from rlsql.catalog import load_catalog
 
+    if dialect is not None and dialect not in ("duckdb", "spark"):
+        raise UsageError(f"--dialect {dialect!r}: choose duckdb or spark")
+    if dialect == "spark":
+        from rlsql.engines.spark import show_spark
+
+        sys.stdout.write(show_spark(name))
+        return
     sys.stdout.write(load_catalog().query(name).text)
 
 

@@ -37,6 +37,7 @@ LOCAL_CONF = {
     **SESSION_CONF,
 }
 LOCAL_MASTER = os.environ.get("RLSQL_SPARK_MASTER", "local[2]")
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 def require_pyspark() -> None:
@@ -83,6 +84,10 @@ def get_session(given: Any = None) -> Any:
         return _SESSION
     else:
         require_pyspark()
+        import warnings
+
+        # pyspark warns about its pandas support on import; rlsql does not hand pandas to Spark
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
         from pyspark.sql import SparkSession
 
         remote = os.environ.get(REMOTE_ENV)
@@ -97,6 +102,7 @@ def get_session(given: Any = None) -> Any:
             builder = SparkSession.builder.master(LOCAL_MASTER).appName("rlsql")
             for key, value in LOCAL_CONF.items():
                 builder = builder.config(key, value)
+            builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
             spark = builder.getOrCreate()
             _quiet_python_loggers()
             try:

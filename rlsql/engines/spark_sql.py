@@ -247,8 +247,6 @@ def _rewrite(node: exp.Expression, path: str) -> exp.Expression:
         return _windowed_list(node, path)
     if isinstance(node, exp.First) and isinstance(node.this, exp.Order):
         raise SparkCompileError(f"{path}: first(x ORDER BY ...) has no Spark form; rank with row_number() instead")
-    if isinstance(node, exp.Pivot) and node.args.get("unpivot") and node.args.get("into"):
-        raise SparkCompileError(f"{path}: DuckDB's UNPIVOT statement needs the compiler's column lookup")
     if isinstance(node, exp.Anonymous):
         name = node.name.lower()
         args = node.expressions
@@ -261,6 +259,19 @@ def _rewrite(node: exp.Expression, path: str) -> exp.Expression:
         if name == "list_reduce":
             return _list_reduce(args, path)
     return node
+
+
+def _rewrite_all(tree: exp.Expression, path: str) -> exp.Expression:
+    """_rewrite over the whole tree, inside each replacement too (sqlglot's transform skips those)."""
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        new = node if isinstance(node, exp.Pivot) else _rewrite(node, path)
+        if new is not node:
+            for child in list(new.iter_expressions()):
+                child.replace(_rewrite_all(child, path))
+        return new
+
+    return tree.transform(visit, copy=False)
 
 
 def _is_list(node: exp.Expression) -> bool:
@@ -365,7 +376,7 @@ def compile_tree(
         raise SparkCompileError(f"{f.path}: sqlglot cannot parse it: {exc}") from exc
     tree = _inline(tree, scalar_macros(catalog), f.path)
     tree = _bind(tree, f, values)
-    tree = tree.transform(lambda node: _rewrite(node, f.path) if not isinstance(node, exp.Pivot) else node)
+    tree = _rewrite_all(tree, f.path)
     tree = _unpivot(tree, columns_of, f.path)
     return tree.sql(dialect=RlsqlSpark, pretty=True)
 
