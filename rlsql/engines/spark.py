@@ -8,8 +8,10 @@ warnings are the DuckDB engine's own code, so both engines accept and refuse the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +20,9 @@ from typing import Any
 from rlsql.api import QueryResult, bind_params
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import RunSpec, SourceContext, check_artifacts
-from rlsql.engines.spark_sql import CompiledCache, compile_file
 from rlsql.engines.spark_sources import SparkSources
-from rlsql.errors import QueryError, UsageError
+from rlsql.engines.spark_sql import CompiledCache, compile_file
+from rlsql.errors import QueryError, RlsqlWarning, UsageError
 from rlsql.runs import Run, resolve_runs
 
 REMOTE_ENV = "SPARK_REMOTE"
@@ -38,6 +40,18 @@ LOCAL_CONF = {
 }
 LOCAL_MASTER = os.environ.get("RLSQL_SPARK_MASTER", "local[2]")
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def _extra_conf() -> dict[str, str]:
+    """$RLSQL_SPARK_CONF: more settings for a local session, `key=value` pairs separated by spaces."""
+    pairs = os.environ.get("RLSQL_SPARK_CONF", "").split()
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise UsageError(f"RLSQL_SPARK_CONF: {pair!r} is not key=value")
+        conf[key] = value
+    return conf
 
 
 def require_pyspark() -> None:
@@ -102,13 +116,14 @@ def get_session(given: Any = None) -> Any:
             builder = SparkSession.builder.master(LOCAL_MASTER).appName("rlsql")
             for key, value in LOCAL_CONF.items():
                 builder = builder.config(key, value)
-            builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
+            builder = builder.config("spark.driver.extraJavaOptions",
+                                     f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
+            for key, value in _extra_conf().items():
+                builder = builder.config(key, value)
             spark = builder.getOrCreate()
             _quiet_python_loggers()
-            try:
+            with contextlib.suppress(Exception):  # a log level is a nicety, never a reason to fail
                 spark.sparkContext.setLogLevel("OFF")
-            except Exception:  # noqa: BLE001 - a log level is a nicety, never a reason to fail
-                pass
         _SESSION = spark
     _quiet_python_loggers()
     for key, value in SESSION_CONF.items():
@@ -141,7 +156,13 @@ def _schema_key(spark: Any, names: Sequence[str]) -> str:
 
 
 class SparkCatalog:
-    """Creates the catalogue's objects over `runs` in one Spark session."""
+    """The catalogue's objects over `runs` in one Spark session, created as a query needs them and kept.
+
+    Each source is built once (its warnings are kept and repeated for every query that reads it, as
+    DuckDB repeats them per query connection); each view is created once per distinct compiled SQL
+    (its parameter values are literals in it) and cached lazily, so a view that several others read
+    (metrics_long, span_seconds, trial_rows) is computed once. RLSQL_SPARK_CACHE=0 turns caching off.
+    """
 
     def __init__(self, spark: Any, runs: Sequence[Run], catalog: Catalog | None = None):
         self.spark = spark
@@ -149,30 +170,55 @@ class SparkCatalog:
         self.catalog = catalog or load_catalog()
         self.sources = SparkSources(spark, SourceContext(self.runs))
         self.cache = CompiledCache()
-        self.created: list[str] = []
+        self.use_cache = os.environ.get("RLSQL_SPARK_CACHE", "1") != "0"
+        #: name -> the SQL it was created with ("" for a source)
+        self.created: dict[str, str] = {}
+        self.source_warnings: dict[str, list[str]] = {}
 
     def compiled(self, f: SqlFile, values: dict[str, Any]) -> str:
         sources = [d.name for d in self.catalog.closure([f.name]) if d.kind == "source"]
         return compile_file(f, self.catalog, values, columns_of(self.spark), _schema_key(self.spark, sources),
                             self.cache)
 
+    def _create_source(self, f: SqlFile) -> None:
+        if f.name in self.created:
+            for message in self.source_warnings.get(f.name, []):
+                warnings.warn(message, RlsqlWarning, stacklevel=4)
+            return
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            frame = self.sources.frame(f)
+        self.source_warnings[f.name] = [str(w.message) for w in caught if issubclass(w.category, RlsqlWarning)]
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        frame.createOrReplaceTempView(f.name)
+        self.created[f.name] = ""
+
     def create(self, files: Sequence[SqlFile], values: dict[str, Any]) -> None:
         """Create sources and views (in dependency order) as temporary views; macros are inlined instead."""
         from pyspark.errors import PySparkException
 
+        renewed: set[str] = set()
         try:
             for f in files:
                 if f.kind == "source":
-                    self.sources.frame(f).createOrReplaceTempView(f.name)
-                elif f.kind in ("view", "query"):  # a query another query reads is a view here
-                    sql = self.compiled(f, values)
-                    try:
-                        self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{f.name}` AS\n{sql}")
-                    except PySparkException as exc:
-                        raise QueryError(f"{f.path}: Spark cannot create {f.name}: {one_line(exc)}") from exc
-                else:
+                    self._create_source(f)
                     continue
-                self.created.append(f.name)
+                if f.kind not in ("view", "query"):  # a query another query reads is a view here
+                    continue
+                sql = self.compiled(f, values)
+                if self.created.get(f.name) == sql and not renewed & set(f.depends_on):
+                    continue
+                try:
+                    if f.name in self.created and self.use_cache:
+                        self.spark.sql(f"UNCACHE TABLE IF EXISTS `{f.name}`")
+                    self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{f.name}` AS\n{sql}")
+                    if self.use_cache:
+                        self.spark.sql(f"CACHE LAZY TABLE `{f.name}`")
+                except PySparkException as exc:
+                    raise QueryError(f"{f.path}: Spark cannot create {f.name}: {one_line(exc)}") from exc
+                self.created[f.name] = sql
+                renewed.add(f.name)
         finally:
             self.cache.save()
 
@@ -184,16 +230,22 @@ class SparkCatalog:
         return self.spark.sql(sql) if f.kind == "query" else self.spark.table(name)
 
 
-def run_query_spark(name: str, runs: Sequence[Run], params: dict[str, Any], spark: Any = None) -> SparkResult:
-    """The Spark engine's run_query: same validation, checks and result object as rlsql.api.run_query."""
+def run_query_spark(
+    name: str, runs: Sequence[Run], params: dict[str, Any], spark: Any = None, objects: SparkCatalog | None = None
+) -> SparkResult:
+    """The Spark engine's run_query: same validation, checks and result object as rlsql.api.run_query.
+
+    `objects` reuses the sources and views an earlier query created over the same runs.
+    """
     catalog = load_catalog()
     qfile = catalog.query(name)
     values = bind_params(name, params)
     check_artifacts(runs, catalog.closure([name]), name)
-    spark = get_session(spark)
+    require_pyspark()
     from pyspark.errors import PySparkException
 
-    objects = SparkCatalog(spark, runs, catalog)
+    if objects is None:
+        objects = SparkCatalog(get_session(spark), runs, catalog)
     try:
         frame = objects.query_frame(qfile.name, values)
         columns = list(frame.columns)
@@ -214,12 +266,22 @@ def spark(runs: RunSpec = None, session: Any = None, name: str | None = None, **
 
 
 class SparkRunner:
+    """Named queries over one set of runs in one Spark session; sources and views are created once."""
+
     def __init__(self, runs: RunSpec = None, session_: Any = None):
-        self.runs = resolve_runs(runs)
+        self.runs = resolve_runs(runs) if not _is_run_list(runs) else list(runs)
         self.session = session_
+        self.objects: SparkCatalog | None = None
 
     def query(self, name: str, **params: Any) -> SparkResult:
-        return run_query_spark(name, self.runs, params, self.session)
+        if self.objects is None:
+            require_pyspark()
+            self.objects = SparkCatalog(get_session(self.session), self.runs)
+        return run_query_spark(name, self.runs, params, objects=self.objects)
+
+
+def _is_run_list(runs: Any) -> bool:
+    return isinstance(runs, list | tuple) and bool(runs) and all(isinstance(r, Run) for r in runs)
 
 
 def show_spark(name: str) -> str:

@@ -15,6 +15,7 @@ No path reaches Spark as a glob: Hadoop's glob characters in a folder name are e
 from __future__ import annotations
 
 import functools
+import os
 import re
 import urllib.parse
 import warnings
@@ -103,7 +104,7 @@ class SparkSources:
         return functools.reduce(lambda a, b: a.unionAll(b), parts)
 
     def _csv_group(self, group: dict, columns: list[Column]) -> Any:
-        from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
+        from pyspark.sql import functions as F
 
         header: list[str] = group["header"]
         types: dict[str, str] = group["types"]
@@ -136,6 +137,9 @@ class SparkSources:
         rejected = " OR ".join([f"{CORRUPT} IS NOT NULL", *bad])
         marked = raw.selectExpr("_rlsql_file", "monotonically_increasing_id() AS _rlsql_order",
                                 f"({rejected}) AS _rlsql_rejected", *typed)
+        if os.environ.get("RLSQL_SPARK_CACHE", "1") != "0":
+            # read once: the count below fills the cache, the numbered rows are read from it
+            marked = marked.cache()
         counts = {
             _local(r["_rlsql_file"]): (r["_rlsql_file"], r["rows"], r["rejected"])
             for r in marked.groupBy("_rlsql_file").agg(
@@ -176,7 +180,8 @@ class SparkSources:
         timing = "STRUCT<started_at: STRING, finished_at: STRING>"
         structure = (
             "task_name STRING, trial_name STRING, "
-            "agent_result STRUCT<n_input_tokens: DOUBLE, n_output_tokens: DOUBLE, metadata: STRUCT<n_episodes: DOUBLE>>, "
+            "agent_result STRUCT<n_input_tokens: DOUBLE, n_output_tokens: DOUBLE, "
+            "metadata: STRUCT<n_episodes: DOUBLE>>, "
             "verifier_result STRUCT<rewards: STRUCT<reward: DOUBLE>>, "
             "exception_info STRUCT<exception_type: STRING, exception_message: STRING>, "
             f"started_at STRING, finished_at STRING, environment_setup {timing}, agent_setup {timing}, "
@@ -188,7 +193,8 @@ class SparkSources:
             listed.extend((entry["run"], str(p)) for p in sorted(run_dir.glob(f"*/{HARBOR_RESULT}")))
         columns = [(c.name, spark_type(c.type)) for c in source.columns]
         if not listed:
-            schema = ", ".join(["run STRING", "source_file STRING", "row_no INT"] + [f"{_q(n)} {t}" for n, t in columns])
+            schema = ", ".join(["run STRING", "source_file STRING", "row_no INT"]
+                               + [f"{_q(n)} {t}" for n, t in columns])
             return self.spark.createDataFrame([], schema)
         text = (
             self.spark.read.format("text").option("wholetext", True)

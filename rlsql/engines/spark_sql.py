@@ -39,7 +39,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import sqlglot
 from sqlglot import exp, transforms
@@ -68,7 +68,7 @@ class SparkCompileError(CatalogError):
 
 
 class _Generator(SparkGenerator):
-    TRANSFORMS = {
+    TRANSFORMS: ClassVar[dict] = {
         **SparkGenerator.TRANSFORMS,
         # sqlglot's Spark generator rewrites QUALIFY into a subquery; Spark 4.2+ runs QUALIFY itself
         exp.Select: transforms.preprocess(
@@ -343,7 +343,7 @@ def _unpivot(tree: exp.Expression, columns_of: Callable[[str], list[str]] | None
     source = tree.this.this if isinstance(tree.this, exp.Subquery) else tree.this
     source_sql = source.sql(dialect=RlsqlSpark)
     if columns_of is None:
-        raise SparkCompileError(f"{path}: compiling this UNPIVOT needs a Spark session (its columns come from the data)")
+        raise SparkCompileError(f"{path}: this UNPIVOT's columns come from the data: compiling it needs a session")
     unpivoted = [c for c in columns_of(source_sql) if c not in kept]
     quoted = ", ".join(exp.to_identifier(c, quoted=True).sql(dialect=RlsqlSpark) for c in unpivoted)
     keep = ", ".join(exp.to_identifier(c, quoted=True).sql(dialect=RlsqlSpark) for c in kept)
