@@ -152,33 +152,12 @@ def assert_same_rows(got: list[tuple], want: list[tuple], label: str, ordered: b
             assert _same(gv, wv), f"{label} row {i} column {j}: Spark {gv!r}, DuckDB {wv!r}\n spark={g}\nduckdb={w}"
 
 
-# -- every source and view ---------------------------------------------------------------------
+# -- every source, view and named query -----------------------------------------------------------
 def _objects() -> list[str]:
     catalog = load_catalog()
     return [f.name for f in catalog.order if f.kind in ("source", "view")]
 
 
-@pytest.mark.parametrize("run_set", RUN_SETS)
-def test_every_source_and_view_matches_duckdb(spark, awkward, run_set):
-    from rlsql.engines.spark import SparkCatalog
-
-    runs = _runs(run_set, awkward)
-    catalog = load_catalog()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RlsqlWarning)
-        objects = SparkCatalog(spark, runs, catalog)
-        # the named queries too: checkpoint_ema reads reward_curve
-        objects.create([f for f in catalog.order if f.kind != "macro"], {})
-        con = open_connection(runs, load=frozenset())
-    assert set(_objects()) <= set(objects.created)
-    for name in _objects():
-        frame = spark.table(name)
-        duck = con.execute(f'SELECT * FROM "{name}"')
-        assert list(frame.columns) == [d[0] for d in duck.description], f"{name}: columns differ"
-        assert_same_rows([tuple(r) for r in frame.collect()], duck.fetchall(), f"{run_set}/{name}", ordered=False)
-
-
-# -- every named query, in order, with its warnings and errors -------------------------------------
 QUERY_PARAMS = {
     "best_checkpoint": {"span": "3", "save_every": "2"},
     "reward_curve": {"span": "2"},
@@ -204,14 +183,28 @@ def _skipped(messages: list[str]) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("run_set", RUN_SETS)
-def test_every_named_query_matches_duckdb(spark, awkward, run_set):
+def test_every_object_matches_duckdb(spark, awkward, run_set):
+    """Every source and view (as multisets of rows), then every named query (in order, with its
+    warnings and errors), on one set of Spark objects for the run set, as rlsql.spark()'s runner
+    keeps them: views are rebuilt only where a parameter changes their SQL."""
     from rlsql.engines.spark import SparkCatalog, run_query_spark
 
     runs = _runs(run_set, awkward)
-    # one set of objects for the run set, as rlsql.spark()'s runner keeps them: views are rebuilt
-    # only where a parameter changes their SQL
-    objects = SparkCatalog(spark, runs)
-    for q in load_catalog().queries():
+    catalog = load_catalog()
+    objects = SparkCatalog(spark, runs, catalog)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RlsqlWarning)
+        # the named queries too: checkpoint_ema reads reward_curve
+        objects.create([f for f in catalog.order if f.kind != "macro"], {})
+        con = open_connection(runs, load=frozenset())
+    assert set(_objects()) <= set(objects.created)
+    for name in _objects():
+        frame = spark.table(name)
+        duck = con.execute(f'SELECT * FROM "{name}"')
+        assert list(frame.columns) == [d[0] for d in duck.description], f"{name}: columns differ"
+        assert_same_rows([tuple(r) for r in frame.collect()], duck.fetchall(), f"{run_set}/{name}", ordered=False)
+
+    for q in catalog.queries():
         # other parameter values (frame bounds folded from them, a NULL parameter set) on the largest set
         for params in ({}, QUERY_PARAMS.get(q.name) if run_set == "all" else None):
             if params is None:

@@ -194,6 +194,13 @@ class SparkCatalog:
         frame.createOrReplaceTempView(f.name)
         self.created[f.name] = ""
 
+    def _create_view(self, name: str, sql: str) -> None:
+        if self.use_cache:
+            self.spark.sql(f"UNCACHE TABLE IF EXISTS `{name}`")
+        self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` AS\n{sql}")
+        if self.use_cache:
+            self.spark.sql(f"CACHE LAZY TABLE `{name}`")
+
     def create(self, files: Sequence[SqlFile], values: dict[str, Any]) -> None:
         """Create sources and views (in dependency order) as temporary views; macros are inlined instead."""
         from pyspark.errors import PySparkException
@@ -206,15 +213,13 @@ class SparkCatalog:
                     continue
                 if f.kind not in ("view", "query"):  # a query another query reads is a view here
                     continue
-                sql = self.compiled(f, values)
+                statements = self.compiled(f, values)
+                sql = "\n;\n".join(text for _, text in statements)
                 if self.created.get(f.name) == sql and not renewed & set(f.depends_on):
                     continue
                 try:
-                    if f.name in self.created and self.use_cache:
-                        self.spark.sql(f"UNCACHE TABLE IF EXISTS `{f.name}`")
-                    self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{f.name}` AS\n{sql}")
-                    if self.use_cache:
-                        self.spark.sql(f"CACHE LAZY TABLE `{f.name}`")
+                    for view, text in statements:
+                        self._create_view(view, text)
                 except PySparkException as exc:
                     raise QueryError(f"{f.path}: Spark cannot create {f.name}: {one_line(exc)}") from exc
                 self.created[f.name] = sql
@@ -225,9 +230,13 @@ class SparkCatalog:
     def query_frame(self, name: str, values: dict[str, Any]) -> Any:
         f = self.catalog.files[name]
         self.create([d for d in self.catalog.closure([name]) if d.name != name], values)
-        sql = self.compiled(f, values)
+        if f.kind != "query":
+            return self.spark.table(name)
+        *helpers, (_, sql) = self.compiled(f, values)
         self.cache.save()
-        return self.spark.sql(sql) if f.kind == "query" else self.spark.table(name)
+        for view, text in helpers:
+            self._create_view(view, text)
+        return self.spark.sql(sql)
 
 
 def run_query_spark(
@@ -289,4 +298,6 @@ def show_spark(name: str) -> str:
     catalog = load_catalog()
     qfile = catalog.query(name)
     values = bind_params(name, {})
-    return compile_file(qfile, catalog, values) + "\n"
+    statements = compile_file(qfile, catalog, values)
+    parts = [f"CREATE OR REPLACE TEMPORARY VIEW `{view}` AS\n{sql};\n" for view, sql in statements[:-1]]
+    return "".join(parts) + statements[-1][1] + "\n"

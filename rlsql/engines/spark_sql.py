@@ -367,7 +367,8 @@ def compile_tree(
     catalog: Catalog,
     values: Mapping[str, Any],
     columns_of: Callable[[str], list[str]] | None = None,
-) -> str:
+) -> list[tuple[str, str]]:
+    """(view name, Spark SQL) pairs: helper views first, then the file's own object."""
     if f.kind not in ("view", "query"):
         raise SparkCompileError(f"{f.path}: only views and queries compile to Spark ({f.name} is a {f.kind})")
     try:
@@ -378,7 +379,48 @@ def compile_tree(
     tree = _bind(tree, f, values)
     tree = _rewrite_all(tree, f.path)
     tree = _unpivot(tree, columns_of, f.path)
-    return tree.sql(dialect=RlsqlSpark, pretty=True)
+    helpers, tree = _hoist_recursive_inputs(tree, f.name)
+    return [*helpers, (f.name, tree.sql(dialect=RlsqlSpark, pretty=True))]
+
+
+def _hoist_recursive_inputs(tree: exp.Expression, name: str) -> tuple[list[tuple[str, str]], exp.Expression]:
+    """The plain CTEs of a WITH RECURSIVE as helper views `NAME__CTE`, created (and cached) before it.
+
+    Spark re-evaluates every CTE a recursive CTE reads at each iteration (timing_breakdown: ~40 s on
+    a small run, local mode); as cached views they are computed once.
+    """
+    with_ = tree.args.get("with_")
+    if not isinstance(with_, exp.With) or not with_.args.get("recursive"):
+        return [], tree
+    hoisted: dict[str, str] = {}
+
+    def rename(node: exp.Expression) -> exp.Expression:
+        for table in list(node.find_all(exp.Table)):
+            if table.name in hoisted and not table.args.get("db"):
+                alias = table.alias or table.name
+                table.set("this", exp.to_identifier(hoisted[table.name]))
+                table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+        return node
+
+    helpers: list[tuple[str, str]] = []
+    kept = []
+    for cte in with_.expressions:
+        recursive = any(t.name == cte.alias for t in cte.this.find_all(exp.Table))
+        if recursive or cte.args["alias"].args.get("columns"):
+            kept.append(cte)
+            continue
+        body = rename(cte.this.copy())
+        helper = f"{name}__{cte.alias}"
+        helpers.append((helper, body.sql(dialect=RlsqlSpark, pretty=True)))
+        hoisted[cte.alias] = helper
+    for cte in kept:
+        rename(cte.this)
+    with_.set("expressions", kept)
+    main = tree.copy()
+    main.set("with_", None)
+    rename(main)
+    main.set("with_", with_.copy() if kept else None)
+    return helpers, main
 
 
 class CompiledCache:
@@ -390,7 +432,7 @@ class CompiledCache:
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         self.path = Path(base) / "rlsql" / "spark-sql.json"
         self.enabled = not os.environ.get("RLSQL_NO_CACHE")
-        self.entries: dict[str, str] = {}
+        self.entries: dict[str, list] = {}
         self.dirty = False
         if self.enabled:
             try:
@@ -404,11 +446,12 @@ class CompiledCache:
         raw = json.dumps([COMPILER_VERSION, sqlglot.__version__, f.fingerprint, own, inputs], default=str)
         return hashlib.sha256(raw.encode()).hexdigest()
 
-    def get(self, key: str) -> str | None:
-        return self.entries.get(key)
+    def get(self, key: str) -> list[tuple[str, str]] | None:
+        hit = self.entries.get(key)
+        return [(name, sql) for name, sql in hit] if isinstance(hit, list) else None
 
-    def put(self, key: str, sql: str) -> None:
-        self.entries[key] = sql
+    def put(self, key: str, statements: list[tuple[str, str]]) -> None:
+        self.entries[key] = [list(pair) for pair in statements]
         self.dirty = True
 
     def save(self) -> None:
@@ -432,8 +475,9 @@ def compile_file(
     columns_of: Callable[[str], list[str]] | None = None,
     inputs: str = "",
     cache: CompiledCache | None = None,
-) -> str:
-    """Spark SQL for one view or query, parameters as validated typed literals.
+) -> list[tuple[str, str]]:
+    """Spark SQL for one view or query, parameters as validated typed literals: (view name, SQL) pairs,
+    the helper views a recursive CTE reads first, the file's own object last.
 
     `columns_of(sql)` names the columns of a Spark query (only a DuckDB UNPIVOT needs it); `inputs`
     identifies the sources' columns for the cache key (the UNPIVOT's output depends on them).
@@ -444,10 +488,10 @@ def compile_file(
         hit = cache.get(key)
         if hit is not None:
             return hit
-    sql = compile_tree(f, catalog, values, columns_of)
+    statements = compile_tree(f, catalog, values, columns_of)
     if cache is not None:
-        cache.put(key, sql)
-    return sql
+        cache.put(key, statements)
+    return statements
 
 
 def _uses_unpivot(f: SqlFile) -> bool:
