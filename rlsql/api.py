@@ -8,6 +8,7 @@ from typing import Any
 
 import duckdb
 
+from rlsql.cachebuild import with_cache_fallback
 from rlsql.catalog import load_catalog
 from rlsql.connection import RunSpec, check_artifacts, query_connection
 from rlsql.duckdb_errors import query_failure, warn_rejected_rows
@@ -79,18 +80,23 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryRe
     values = bind_params(name, params)
     needed = catalog.closure([name])
     check_artifacts(runs, needed, name)
-    con, sql = query_connection(runs, qfile.name, catalog)
-    for pname, value in values.items():
-        # the name comes from the SQL header (validated identifier); the value is a bound parameter
-        con.execute(f"SET VARIABLE {pname} = ?", [value])
-    try:
-        cursor = con.execute(sql)
-        columns = [d[0] for d in cursor.description]
-        rows = cursor.fetchall()
-        warn_rejected_rows(con)
-    except duckdb.Error as exc:
-        raise query_failure(exc, name, runs, needed) from exc
-    return QueryResult(name, columns, rows, list(runs), values, con, sql)
+
+    def answer() -> QueryResult:
+        con, sql = query_connection(runs, qfile.name, catalog)
+        for pname, value in values.items():
+            # the name comes from the SQL header (validated identifier); the value is a bound parameter
+            con.execute(f"SET VARIABLE {pname} = ?", [value])
+        try:
+            cursor = con.execute(sql)
+            columns = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+            warn_rejected_rows(con)
+        except duckdb.Error as exc:
+            raise query_failure(exc, name, runs, needed) from exc
+        return QueryResult(name, columns, rows, list(runs), values, con, sql)
+
+    # a cached copy that fails to read costs a second answer from the CSVs, never a failed query
+    return with_cache_fallback(answer)
 
 
 def query(name: str, runs: RunSpec = None, **params: Any) -> QueryResult:

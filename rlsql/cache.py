@@ -1,54 +1,293 @@
-"""A Parquet cache of a run's CSVs, under rlsql's own cache folder (never inside a run folder).
+"""The Parquet cache of runs' CSVs: where it lives, what an entry is, and proof of what rlsql wrote.
 
-Each CSV artifact is converted once into a Parquet file keyed by the CSV's fingerprint (absolute
-path, size, modification time). The sources read the Parquet copy when it is fresh and fall back
-to the CSV when the file changed, so a stale entry is never read. Building a large CSV costs one
-full parse; every later query reads only the columns it needs from Parquet.
+Each CSV artifact may have one entry: `<root>/<kk>/<key>.parquet` (the typed, numbered rows) and
+`<key>.json` (the record of the CSV it was built from), where `key` is a hash of the CSV's absolute
+path and `kk` its first two characters. The root carries a marker file (MARKER) that rlsql writes
+when it creates the folder, or adopts an empty one; a non-empty folder without it is somebody
+else's and rlsql neither writes nor deletes anything there. A cache folder inside a run folder is
+refused the same way: rlsql never writes into a run folder.
+
+An entry is used only while its record matches the CSV as it is now: size, modification time,
+change time (ctime, which no user-level tool can set back, so an edit that restores size and
+mtime still shows) and inode. The Parquet file must have the size the record gives and Parquet's
+magic number at both ends; `cache status` and `cache build` also read its footer (row count, and
+the entry key rlsql stores in the footer's key-value metadata). An entry that fails a read is
+marked damaged and read no more until `cache build` replaces it. The record carries the CSV's
+SHA-256 (computed at build, ~0.4 s for a 680 MB CSV against ~1.5 s for the parse), so the copy can
+always be traced to exact bytes; it is not recomputed on every read, which would cost most of
+what the cache saves.
+
+This module keeps the files; rlsql/cachebuild.py fills them and hands them to the sources.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import os
-import shutil
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlsql.atomic import atomic_path
+from rlsql import writes
+from rlsql.sqltext import glob_escaped
 
 CACHE_ENV = "RLSQL_CACHE_DIR"
-#: set to 1 (or pass --cache to a command) to build missing entries on first use
+#: `0` / `off`: never read or build entries; `1` / `on`: build an entry for every CSV read; unset or
+#: `auto`: build entries for CSVs of at least RLSQL_CACHE_MIN_BYTES, read any fresh entry
 AUTO_ENV = "RLSQL_CACHE"
+MIN_BYTES_ENV = "RLSQL_CACHE_MIN_BYTES"
+#: a CSV this big is cached on first read by default (bench/RESULTS.md, "Parquet cache by default")
+DEFAULT_MIN_BYTES = 32 * 2**20
+
+MARKER = "rlsql-cache.json"
+MARKER_FORMAT = "rlsql-parquet-cache"
+ENTRY_FORMAT = "rlsql-parquet-cache-entry"
+ENTRY_VERSION = 2
+#: the footer key-value pair that names the entry a Parquet file belongs to
+FOOTER_KEY = "rlsql_cache_key"
+PARQUET_MAGIC = b"PAR1"
+
+_KEY = re.compile(r"^[0-9a-f]{24}$")
+_ENTRY_FILE = re.compile(r"^(?P<key>[0-9a-f]{24})\.(?P<ext>parquet|json)$")
+_FOLDER = re.compile(r"^[0-9a-f]{2}$")
+#: what earlier versions left when killed: mkstemp's `.<entry file>.<random>.tmp` and DuckDB's own
+#: `tmp_` copy of that name, and this version's first scheme (`<entry file>.rlsql-tmp.<host>.<pid>.<token>`)
+_LEGACY_TEMP = re.compile(r"^(?:(?:tmp_)?\.[0-9a-f]{24}\.(?:parquet|json)\.[A-Za-z0-9_]+\.tmp"
+                          r"|[0-9a-f]{24}\.(?:parquet|json)\.rlsql-tmp\.[A-Za-z0-9-]+\.\d+\.[0-9a-f]+)$")
 
 
-def cache_root() -> Path:
+class CacheUnavailable(Exception):
+    """The cache folder cannot be used (foreign, inside a run folder, unwritable); the message says why."""
+
+
+# --- where -----------------------------------------------------------------------------------
+
+
+def _home() -> Path | None:
+    """The user's home: $HOME when it is an absolute path, else the password database's entry."""
+    home = os.environ.get("HOME", "")
+    if not os.path.isabs(home):
+        try:
+            import pwd
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except (ImportError, KeyError):
+            return None
+    return Path(home) if os.path.isabs(home) and Path(home) != Path("/") else None
+
+
+def user_cache_base() -> Path | None:
+    """$XDG_CACHE_HOME/rlsql (an absolute one: the XDG spec ignores relative values), else ~/.cache/rlsql."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg) / "rlsql"
+    home = _home()
+    return home / ".cache" / "rlsql" if home is not None else None
+
+
+def cache_root() -> Path | None:
+    """$RLSQL_CACHE_DIR, else <user cache>/parquet; None when there is no home to put it in."""
+    configured = os.environ.get(CACHE_ENV, "")
+    if configured:
+        return Path(configured).expanduser().absolute()
+    base = user_cache_base()
+    return base / "parquet" if base is not None else None
+
+
+def analysis_cache_file(name: str, for_writing: bool) -> Path | None:
+    """Where the SQL analysis cache (rlsql/catalog.py) keeps `name`: with RLSQL_CACHE_DIR set, inside
+    that folder (only when it is rlsql's cache), else in the user cache folder."""
     if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "rlsql" / "parquet"
+        root = cache_root()
+        if root is None:
+            return None
+        if for_writing:
+            try:
+                ensure_root(root)
+            except CacheUnavailable:
+                return None
+        return root / name if has_marker(root) else None
+    base = user_cache_base()
+    return base / name if base is not None else None
 
 
-def auto_build() -> bool:
-    return os.environ.get(AUTO_ENV, "").lower() in {"1", "true", "yes", "on", "auto"}
+# --- policy ----------------------------------------------------------------------------------
+
+_disabled: contextvars.ContextVar[bool] = contextvars.ContextVar("rlsql_cache_disabled", default=False)
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Read every CSV in place inside this block (persistent views, a retry after a bad entry)."""
+    token = _disabled.set(True)
+    try:
+        yield
+    finally:
+        _disabled.reset(token)
+
+
+def mode() -> str:
+    """off, on (cache every CSV read) or auto (cache CSVs of at least min_bytes())."""
+    if _disabled.get():
+        return "off"
+    value = os.environ.get(AUTO_ENV, "").strip().lower()
+    if value in {"0", "false", "no", "off"}:
+        return "off"
+    if value in {"1", "true", "yes", "on"}:
+        return "on"
+    return "auto"
+
+
+def min_bytes() -> int:
+    try:
+        return max(0, int(os.environ.get(MIN_BYTES_ENV, "")))
+    except ValueError:
+        return DEFAULT_MIN_BYTES
+
+
+def should_build(size: int) -> bool:
+    current = mode()
+    return current == "on" or (current == "auto" and size >= min_bytes())
+
+
+def describe_policy() -> str:
+    current = mode()
+    if current == "off":
+        return f"the cache is off ({AUTO_ENV}=0 or --no-cache): every CSV is read in place"
+    if current == "on":
+        return f"every CSV read is cached on first read ({AUTO_ENV}=1 or --cache); {AUTO_ENV}=0 turns the cache off"
+    return (f"CSVs of {min_bytes() / 2**20:g} MiB or more are cached on first read ({MIN_BYTES_ENV}); "
+            f"{AUTO_ENV}=1 caches every CSV, {AUTO_ENV}=0 or --no-cache turns the cache off")
+
+
+# --- the root and its marker -----------------------------------------------------------------
+
+
+def has_marker(root: Path) -> bool:
+    try:
+        record = json.loads((root / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("format") == MARKER_FORMAT
+
+
+def run_folder_around(root: Path) -> Path | None:
+    """The run folder that `root` is (or is inside), if any: rlsql never writes into one.
+
+    The walk up stops below the user's home and below top-level folders such as /tmp: a stray
+    metrics.csv in ~ must not cost the default cache folder (~/.cache/rlsql/parquet) its use.
+    """
+    from rlsql.errors import DataError
+    from rlsql.runs import scan_folder
+
+    path = root
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    home = _home()
+    for folder in (path, *path.parents):
+        if folder == home or len(folder.parts) <= 2:
+            break
+        try:
+            if folder.is_dir() and scan_folder(folder) is not None:
+                return folder
+        except (DataError, OSError):
+            continue
+    return None
+
+
+def check_root(root: Path) -> None:
+    """Raise CacheUnavailable unless `root` is, or may become, rlsql's cache folder."""
+    inside = run_folder_around(root)
+    if inside is not None:
+        raise CacheUnavailable(f"cache folder {root} is inside run folder {inside}; "
+                               f"rlsql never writes into a run folder: set {CACHE_ENV} elsewhere")
+    if root.exists() and not has_marker(root):
+        if not root.is_dir():
+            raise CacheUnavailable(f"cache folder {root} is not a folder")
+        try:
+            foreign = any(root.iterdir())
+        except OSError as exc:
+            raise CacheUnavailable(f"cannot list cache folder {root} ({exc.strerror})") from exc
+        if foreign:
+            raise CacheUnavailable(
+                f"{root} is not an rlsql cache folder (no {MARKER}, and it holds files rlsql did not write); "
+                f"set {CACHE_ENV} to a new or empty folder"
+            )
+
+
+#: roots this process has checked: the walk up for run folders is done once per root, not per file
+_checked: set[Path] = set()
+
+
+def ensure_root(root: Path) -> Path:
+    """`root`, created (with its marker) when missing or empty; CacheUnavailable when it cannot be."""
+    if root in _checked and has_marker(root):
+        return root
+    check_root(root)
+    if has_marker(root):
+        _checked.add(root)
+        return root
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        write_json(root / MARKER, {"format": MARKER_FORMAT, "version": 1, "created_at": _now(),
+                                   "note": "rlsql's Parquet cache: `rlsql cache clear` deletes only the "
+                                           "entries rlsql wrote here"})
+    except OSError as exc:
+        raise CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
+    _checked.add(root)
+    return root
+
+
+# --- entries ---------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def temp_path(target: Path) -> Path:
+    """The temporary name a cache file is written under before it is renamed onto `target`: rlsql's
+    one scheme for every write (rlsql/writes.py), which the next build or clear sweeps."""
+    return writes.temp_name(target)
+
+
+def write_json(target: Path, record: dict) -> None:
+    """Written under a temporary name and renamed, without fsync: a cache file lost to a crash is
+    caught by the checks below and rebuilt, so it need not cost every build a disk flush."""
+    tmp = temp_path(target)
+    try:
+        tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
-class Fingerprint:
-    path: str
+class Stat:
+    """What identifies a CSV's content without reading it."""
+
     size: int
     mtime_ns: int
+    ctime_ns: int
+    inode: int
 
     @classmethod
-    def of(cls, path: Path) -> Fingerprint:
-        stat = path.stat()
-        return cls(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    def of(cls, path: Path) -> Stat:
+        s = path.stat()
+        return cls(s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)
 
-    @property
-    def key(self) -> str:
-        return hashlib.sha256(f"{self.path}\0{self.size}\0{self.mtime_ns}".encode()).hexdigest()[:24]
+    def matches(self, record: dict) -> bool:
+        return (self.size, self.mtime_ns, self.ctime_ns, self.inode) == (
+            record.get("size"), record.get("mtime_ns"), record.get("ctime_ns"), record.get("inode"))
+
+
+def entry_key(csv: Path) -> str:
+    return hashlib.sha256(f"rlsql-cache-v{ENTRY_VERSION}\0{csv}".encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True)
@@ -58,89 +297,216 @@ class Entry:
     parquet: Path
     meta: Path
 
+    @property
+    def key(self) -> str:
+        return self.meta.stem
+
     def read_meta(self) -> dict:
+        """The record when it is one rlsql wrote for this entry, else {}."""
         try:
-            return json.loads(self.meta.read_text(encoding="utf-8"))
+            record = json.loads(self.meta.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
+        if not isinstance(record, dict) or record.get("format") != ENTRY_FORMAT or record.get("key") != self.key:
+            return {}
+        return record
 
 
-def entry_for(fingerprint: Fingerprint, root: Path | None = None) -> Entry:
-    folder = (root or cache_root()) / fingerprint.key[:2]
-    return Entry(folder / f"{fingerprint.key}.parquet", folder / f"{fingerprint.key}.json")
+def entry_for(csv: Path, root: Path) -> Entry:
+    key = entry_key(csv)
+    folder = root / key[:2]
+    return Entry(folder / f"{key}.parquet", folder / f"{key}.json")
 
 
-def fresh_entry(path: Path) -> Entry | None:
-    """The cached Parquet for this CSV when it was built from the file as it is now, else None."""
-    entry = entry_for(Fingerprint.of(path))
-    return entry if entry.parquet.is_file() and entry.meta.is_file() else None
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
-def build_entry(path: Path, write: Callable[[Path], int]) -> tuple[Entry, int]:
-    """Convert `path` into its cache entry; returns the entry and the rows written.
+def parquet_looks_whole(entry: Entry, record: dict) -> str | None:
+    """None when the Parquet file has the recorded size and the magic number at both ends, else why not."""
+    try:
+        size = entry.parquet.stat().st_size
+        if size != record.get("parquet_bytes"):
+            return f"its Parquet file is {size:,} bytes, not the {record.get('parquet_bytes'):,} it was written with"
+        with entry.parquet.open("rb") as fh:
+            head = fh.read(4)
+            fh.seek(-4, os.SEEK_END)
+            tail = fh.read(4)
+    except OSError as exc:
+        return f"its Parquet file cannot be read ({exc.strerror})"
+    except TypeError:
+        return "its record has no Parquet size"
+    if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+        return "its Parquet file is not Parquet (no magic number)"
+    return None
 
-    `write(target)` writes the typed rows to the Parquet file `target` and returns their count.
-    Both files of the entry are written atomically.
+
+def quick_state(entry: Entry, csv: Path) -> tuple[str, str]:
+    """(state, why) from the record, the CSV's stat and the Parquet file's size and magic (no reading).
+
+    state: missing, fresh, stale (the CSV changed), orphaned (it is gone) or damaged.
     """
-    fingerprint = Fingerprint.of(path)
-    entry = entry_for(fingerprint)
-    entry.parquet.parent.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    with atomic_path(entry.parquet) as tmp:
-        rows = write(tmp)
-    record = {
-        "source": fingerprint.path,
-        "size": fingerprint.size,
-        "mtime_ns": fingerprint.mtime_ns,
-        "rows": rows,
-        "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "seconds": round(time.perf_counter() - started, 3),
-        "parquet_bytes": entry.parquet.stat().st_size,
-    }
-    with atomic_path(entry.meta) as tmp:
-        tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
-    return entry, rows
+    record = entry.read_meta()
+    if not record:
+        return "missing", "no cache entry"
+    if record.get("source") != str(csv):
+        return "damaged", "its record names another file"
+    try:
+        current = Stat.of(csv)
+    except OSError:
+        return "orphaned", "the CSV is gone"
+    if not current.matches(record):
+        return "stale", "the CSV changed since its cache entry was built"
+    if record.get("damaged"):
+        return "damaged", f"its cache entry failed a read ({record['damaged']})"
+    problem = parquet_looks_whole(entry, record)
+    if problem:
+        return "damaged", problem
+    return "fresh", "fresh"
 
 
-def all_entries(root: Path | None = None) -> list[Entry]:
-    root = root or cache_root()
-    if not root.is_dir():
-        return []
-    return [Entry(meta.with_suffix(".parquet"), meta) for meta in sorted(root.glob("*/*.json"))]
+def footer_problem(entry: Entry, record: dict, con) -> str | None:
+    """None when DuckDB reads the Parquet footer with the recorded rows and this entry's key."""
+    import duckdb
+
+    try:
+        exact = glob_escaped(entry.parquet)  # DuckDB globs a path it is given, even as a parameter
+        rows = con.execute("SELECT sum(num_rows) FROM parquet_file_metadata(?)", [exact]).fetchone()[0]
+        keys = dict(con.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)", [exact]).fetchall())
+    except duckdb.Error as exc:
+        return f"its Parquet footer does not read ({str(exc).splitlines()[0]})"
+    if keys.get(FOOTER_KEY) != entry.key:
+        return "its Parquet file belongs to another entry"
+    if rows != record.get("rows"):
+        return f"its Parquet file holds {rows} rows, not the {record.get('rows')} recorded"
+    return None
 
 
-def entry_state(entry: Entry) -> str:
-    """fresh (the CSV is unchanged), stale (it changed) or orphaned (it is gone)."""
-    meta = entry.read_meta()
-    source = Path(meta.get("source", ""))
-    if not source.is_file():
-        return "orphaned"
-    current = Fingerprint.of(source)
-    return "fresh" if (current.size, current.mtime_ns) == (meta.get("size"), meta.get("mtime_ns")) else "stale"
+def full_state(entry: Entry, con) -> tuple[str, str]:
+    """quick_state plus a read of the Parquet footer (for `cache status` and `cache build`)."""
+    record = entry.read_meta()
+    state, why = quick_state(entry, Path(record.get("source", "")))
+    if state == "fresh":
+        problem = footer_problem(entry, record, con)
+        if problem:
+            return "damaged", problem
+    return state, why
 
 
-def clear(entries: Sequence[Entry] | None = None) -> tuple[int, int]:
-    """Delete entries (all by default); returns (files removed, bytes freed)."""
-    if entries is None:
-        root = cache_root()
-        entries = all_entries(root)
+def mark_damaged(entry: Entry, reason: str) -> None:
+    """Record that a read of this entry failed, so it is not read again until rebuilt."""
+    record = entry.read_meta()
+    if record:
+        record["damaged"] = reason
+        with contextlib.suppress(OSError):
+            write_json(entry.meta, record)
+
+
+# --- listing, sweeping, deleting -------------------------------------------------------------
+
+
+@dataclass
+class Listing:
+    """What a cache folder holds: rlsql's entries (verified), leftovers of killed writes, foreign files."""
+
+    entries: list[Entry]
+    leftovers: list[Path]
+    foreign: int
+
+
+def _is_temporary(path: Path) -> bool:
+    return writes.parse_temp_name(path.name) is not None or bool(_LEGACY_TEMP.match(path.name))
+
+
+def list_root(root: Path) -> Listing:
+    """rlsql's entries under a marked root: names in rlsql's scheme with a record rlsql wrote (or, for a
+    Parquet file whose record is gone, the entry key in its own footer). Everything else is foreign."""
+    listing = Listing([], [], 0)
+    if not has_marker(root):
+        return listing
+    try:
+        top = sorted(root.iterdir())
+    except OSError:
+        return listing
+    for folder in top:
+        if folder.name == MARKER or folder.name.startswith("sql-analysis-"):
+            continue
+        if not (_FOLDER.match(folder.name) and folder.is_dir() and not folder.is_symlink()):
+            listing.foreign += 1
+            continue
+        try:
+            files = sorted(folder.iterdir())
+        except OSError:
+            continue
+        keys = set()
+        for f in files:
+            match = _ENTRY_FILE.match(f.name)
+            if match and match["key"][:2] == folder.name and f.is_file() and not f.is_symlink():
+                keys.add(match["key"])
+            elif f.is_file() and not f.is_symlink() and _is_temporary(f):
+                listing.leftovers.append(f)
+            else:
+                listing.foreign += 1
+        for key in sorted(keys):
+            entry = Entry(folder / f"{key}.parquet", folder / f"{key}.json")
+            if entry.read_meta() or (not entry.meta.exists() and _footer_key(entry.parquet) == key):
+                listing.entries.append(entry)
+            else:
+                listing.foreign += entry.parquet.exists() + entry.meta.exists()
+    return listing
+
+
+def _footer_key(parquet: Path) -> str | None:
+    """The entry key stored in a Parquet file's footer, if it is readable and has one."""
+    if not parquet.is_file():
+        return None
+    import duckdb
+
+    try:
+        rows = duckdb.connect(":memory:").execute(
+            "SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
+            [glob_escaped(parquet), FOOTER_KEY],
+        ).fetchall()
+    except duckdb.Error:
+        return None
+    return rows[0][0] if rows else None
+
+
+def sweep_leftovers(root: Path) -> int:
+    """Delete the temporary files killed writes left in rlsql's entry folders; returns how many.
+
+    rlsql's own scheme goes through writes.sweep (only names whose checksum holds and whose process
+    is gone); the names earlier versions used are removed outright (no live process writes them).
+    """
+    listing = list_root(root)
+    swept = 0
+    for folder in sorted({p.parent for p in listing.leftovers}):
+        swept += len(writes.sweep(folder))
+    for path in listing.leftovers:
+        if _LEGACY_TEMP.match(path.name):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                swept += 1
+    return swept
+
+
+def delete_entries(root: Path, entries: list[Entry]) -> tuple[int, int]:
+    """Delete entries listed by list_root (and their emptied folders); returns (files removed, bytes freed)."""
     removed = freed = 0
     for entry in entries:
         for f in (entry.parquet, entry.meta):
-            if f.is_file():
-                freed += f.stat().st_size
+            try:
+                size = f.stat().st_size
                 f.unlink()
-                removed += 1
-    root = cache_root()
-    for folder in sorted(root.glob("*"), reverse=True) if root.is_dir() else []:
-        if folder.is_dir() and not any(folder.iterdir()):
-            shutil.rmtree(folder, ignore_errors=True)
+            except FileNotFoundError:
+                continue
+            freed += size
+            removed += 1
+    for folder in {e.parquet.parent for e in entries}:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only when empty: a foreign file keeps its folder
     return removed, freed
-
-
-def record_rejected(entry: Entry, rejected: int) -> None:
-    """Remember how many CSV rows the build skipped, so every later use can say so."""
-    meta = entry.read_meta()
-    meta["rejected_rows"] = rejected
-    with atomic_path(entry.meta) as tmp:
-        tmp.write_text(json.dumps(meta, indent=2), encoding="utf-8")

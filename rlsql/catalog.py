@@ -22,7 +22,7 @@ import jinja2
 
 from rlsql.errors import CatalogError, UsageError
 from rlsql.params import Param
-from rlsql.sqltext import date_literal, identifier, literal
+from rlsql.sqltext import date_literal, file_literal, identifier, literal
 
 #: folder -> kind, in the order a reader meets them
 KINDS = {"sources": "source", "macros": "macro", "views": "view", "queries": "query"}
@@ -164,6 +164,7 @@ def jinja_env(root: Path) -> jinja2.Environment:
     )
     env.filters["lit"] = literal
     env.filters["lit_date"] = date_literal
+    env.filters["file_lit"] = file_literal
     env.filters["ident"] = identifier
     return env
 
@@ -319,15 +320,18 @@ class _AnalysisCache:
     """
 
     def __init__(self, root: Path):
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        from rlsql.cache import analysis_cache_file
+
         # entries are keyed by the SQL text itself; the file name only separates installations
         key = hashlib.sha256(f"{root}".encode()).hexdigest()[:12]
-        self.path = Path(base) / "rlsql" / f"sql-analysis-{key}.json"
+        self.name = f"sql-analysis-{key}.json"
+        # beside the Parquet cache when RLSQL_CACHE_DIR is set, else in the user cache folder
+        self.path = analysis_cache_file(self.name, for_writing=False)
         self.dirty = False
         self.enabled = not os.environ.get("RLSQL_NO_CACHE")
         self.used: set[str] = set()
         self.entries: dict[str, dict] = {}
-        if self.enabled:
+        if self.enabled and self.path is not None:
             try:
                 self.entries = json.loads(self.path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -350,6 +354,11 @@ class _AnalysisCache:
             return
         # keep only what this SQL tree uses, so edits do not grow the file forever
         self.entries = {k: v for k, v in self.entries.items() if k in self.used}
+        from rlsql.cache import analysis_cache_file
+
+        self.path = analysis_cache_file(self.name, for_writing=True)
+        if self.path is None:
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import duckdb
 
+from rlsql import csvread, harbor
 from rlsql.catalog import load_catalog
-from rlsql.config import read_yaml, routing_problems
-from rlsql.connection import ARTIFACT_LABELS, open_connection
-from rlsql.duckdb_errors import data_error_text, has_reject_tables, one_line
+from rlsql.config import config_problems, read_yaml
+from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, open_connection
+from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure, rejected_lines
+from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError
-from rlsql.runs import CSV_ARTIFACTS, Run, read_header
+from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
 EXPECTED_COLUMNS = {
@@ -58,11 +60,13 @@ class RunReport:
         }
 
 
-def probe_sql(kind: str, path: Path, header: list[str]) -> str:
+def probe_sql(kind: str, path: Path, header: list[str], buffer: int | None = None) -> str:
     """SQL that reads every column of one CSV as its source declares them (sources/_check_csv.sql.j2)."""
     catalog = load_catalog()
     types = catalog.files[f"{kind}_src"].column_types(header)
-    return catalog.env.get_template("sources/_check_csv.sql.j2").render(path=str(path), header=header, types=types)
+    return catalog.env.get_template("sources/_check_csv.sql.j2").render(
+        path=str(path), header=header, types=types, integers=INTEGER_COLUMNS[kind], buffer=buffer
+    )
 
 
 def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataError | None:
@@ -77,7 +81,8 @@ def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataErro
             try:
                 con.execute(probe_sql(kind, artifact.path, header)).fetchall()
             except duckdb.Error as exc:
-                return DataError(f"{artifact.path}: DuckDB cannot parse the file: {one_line(exc)}")
+                line, problem = parser_failure(artifact.path, exc)
+                return DataError(f"{artifact.path}{'' if line is None else f':{line}'}: {problem}")
     return None
 
 
@@ -94,14 +99,26 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         prefixed, plain = CSV_ARTIFACTS[kind]
         report.add("info", run.path, f"no {ARTIFACT_LABELS[kind]} file (*_{prefixed} or {plain})")
         return
-    header = read_header(artifact.path)
-    if not header:
-        report.add("warning", artifact.path, "empty file (not even a header)", 1)
+    unnameable = why_unnameable(artifact.path)
+    if unnameable:
+        report.add("error", artifact.path, f"{unnameable}; file skipped, no rows read")
         report.readable_rows[kind] = 0
         return
-    duplicates = sorted({h for h in header if header.count(h) > 1})
-    if duplicates:
-        report.add("error", artifact.path, f"header repeats column(s) {', '.join(duplicates)}", 1)
+    try:
+        read = csv_header(artifact.path)
+    except HeaderError as exc:
+        report.add("error", artifact.path, f"{exc.problem}; file skipped, no rows read", exc.line)
+        report.readable_rows[kind] = 0
+        return
+    except DataError as exc:
+        report.add("error", artifact.path, f"{exc}; file skipped, no rows read")
+        report.readable_rows[kind] = 0
+        return
+    header = read.names
+    if read.notice():
+        report.add("warning", artifact.path, read.notice(), 1)
+    if not header:
+        report.add("warning", artifact.path, "empty file (not even a header)", 1)
         report.readable_rows[kind] = 0
         return
     missing = [c for c in EXPECTED_COLUMNS[kind] if c not in header]
@@ -109,51 +126,94 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         missing.append("trainer/global_step or global_step")
     if missing:
         report.add("warning", artifact.path, f"no column {', '.join(missing)}: queries read it as empty", 1)
+    try:
+        buffer = csvread.buffer_size([artifact.path])
+    except csvread.LongLineError as exc:
+        report.add("error", artifact.path, f"{exc.problem}; file skipped, no rows read", exc.line)
+        report.readable_rows[kind] = 0
+        return
+    except DataError as exc:
+        report.add("error", artifact.path, f"{exc}; file skipped, no rows read")
+        report.readable_rows[kind] = 0
+        return
     before = _last_reject_scan(con)
     try:
         # fetchall: DuckDB stores the rejects once the scan has finished
-        row = con.execute(probe_sql(kind, artifact.path, header)).fetchall()[0]
+        row = con.execute(probe_sql(kind, artifact.path, header, buffer)).fetchall()[0]
     except duckdb.Error as exc:
-        report.add("error", artifact.path, f"DuckDB cannot parse the file: {one_line(exc)}")
+        line, problem = parser_failure(artifact.path, exc)
+        report.add("error", artifact.path, problem, line)
         report.readable_rows[kind] = 0
         return
     columns = [d[0] for d in con.description]
     values = dict(zip(columns, row, strict=True))
     report.readable_rows[kind] = values["rows"]
+    rejected = rejected_lines(con, before)
+    for _, line, why in rejected:
+        report.add("warning", artifact.path, f"row skipped: {why}", line)
+    types = load_catalog().files[f"{kind}_src"].column_types(header)
+    whole = INTEGER_COLUMNS[kind]
+    cells = any(values.get(f"nonfinite_{i}", 0) or values.get(f"notwhole_{i}", 0) for i in range(len(header)))
+    scan = csvread.scan_records(artifact.path, [n for n in header if types[n] == "DOUBLE"], whole, cells)
     for index, name in enumerate(header):
         nonfinite = values.get(f"nonfinite_{index}", 0)
         if nonfinite:
-            report.add("warning", artifact.path, f"{nonfinite} nan/inf cell(s) in column {name}: read as empty")
-    rejected = con.execute(
-        "SELECT line, error_type, column_name, error_message FROM reject_errors WHERE scan_id > ? ORDER BY line",
-        [before],
-    ).fetchall() if has_reject_tables(con) else []
-    seen_lines: set[int] = set()
-    for line, kind_of_error, column, message in rejected:
-        if line in seen_lines:
-            continue
-        seen_lines.add(line)
-        where = f" (column {column})" if column and kind_of_error == "CAST" else ""
-        report.add("warning", artifact.path, f"row skipped: {message}{where}", int(line))
+            lines = [line for line, _ in scan.nonfinite.get(name, [])]
+            report.add("warning", artifact.path, f"{nonfinite} nan/inf cell(s) in column {name}: read as empty"
+                       + _lines_note(lines), lines[0] if lines else None)
+        if values.get(f"notwhole_{index}", 0) - (nonfinite or 0) > 0:
+            for line, cell in scan.not_whole.get(name, []):
+                report.add("warning", artifact.path,
+                           f"column {name}: {cell!r} is not a whole number up to 2**53: read as empty", line)
+    # every data line must be a row DuckDB read or one it rejected (a line it dropped without a
+    # word is what this catches); the count comes from Python's csv module, not from DuckDB
+    if scan.failed is None and scan.records != values["rows"] + len(rejected):
+        report.add("warning", artifact.path,
+                   f"{scan.records} data rows in the file, DuckDB read {values['rows']} and rejected "
+                   f"{len(rejected)}: {scan.records - values['rows'] - len(rejected)} row(s) unaccounted for")
     if values["rows"] == 0:
         report.add("info", artifact.path, "no readable data rows")
 
 
+def _lines_note(lines: Sequence[int], shown: int = 5) -> str:
+    if not lines:
+        return ""
+    more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+    return f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:shown]))}{more})"
+
+
 def _check_harbor(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
-    """Harbor trial folders read in place: count the trials their result.json files give."""
-    harbor = run.artifact("harbor")
-    if harbor is None:
+    """Harbor trial folders read in place: every result.json that is no trial or has values read as
+    empty, each with its reason; the trials in flight (no result.json yet) as one count."""
+    trace_jobs = run.artifact("harbor")
+    if trace_jobs is None:
         return
     if run.artifact("trials") is not None:
-        report.add("info", harbor.path, "trace_jobs not read: the run's trials CSV is used instead")
+        report.add("info", trace_jobs.path, "trace_jobs not read: the run's trials CSV is used instead")
         return
     try:
-        report.readable_rows["harbor"] = con.execute(
-            "SELECT count(*) FROM harbor_trials_src WHERE run = ?", [run.name]
-        ).fetchall()[0][0]
+        rows = con.execute(
+            "SELECT source_file, problem, bad_values, nonfinite FROM harbor_trials_src WHERE run = ? ORDER BY row_no",
+            [run.name],
+        ).fetchall()
     except duckdb.Error as exc:
         report.readable_rows["harbor"] = 0
-        report.add("error", harbor.path, data_error_text(exc))
+        report.add("error", trace_jobs.path, data_error_text(exc))
+        return
+    report.readable_rows["harbor"] = sum(1 for _, problem, _, _ in rows if problem is None)
+    for path, problem, bad, nonfinite in rows:
+        if problem is not None:
+            report.add("warning", path, f"{problem}: skipped, not a trial")
+            continue
+        if bad is not None:
+            report.add("warning", path, f"{bad}: read as empty")
+        if nonfinite is not None:
+            report.add("warning", path, f"NaN or Infinity in {nonfinite}: read as empty")
+    in_flight = harbor.list_trials(trace_jobs.path).in_flight
+    if in_flight:
+        report.add("info", trace_jobs.path,
+                   f"{in_flight} trial folder{'s' if in_flight != 1 else ''} without a result.json yet (in flight): "
+                   "not read")
 
 
 def _check_config(report: RunReport, run: Run) -> None:
@@ -165,7 +225,7 @@ def _check_config(report: RunReport, run: Run) -> None:
     if problem is not None:
         report.add("warning", config.path, f"{problem.problem}; the trainer's default routing applies", problem.line)
     if tree is not None:
-        for problem in routing_problems(tree):
+        for problem in config_problems(tree):
             report.add("warning", config.path, f"{problem}; the trainer's default applies")
 
 
@@ -197,7 +257,9 @@ def _check_views(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) ->
 
 def check_runs(runs: Sequence[Run]) -> list[RunReport]:
     reports = []
-    con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", harbor.HarborFilesWarning)  # each file is listed as an issue below
+        con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:

@@ -54,9 +54,19 @@ RunOption = Annotated[
 FormatOption = Annotated[
     str, typer.Option("--format", "-f", help=f"Output format: {', '.join(FORMATS)}.", show_default=True)
 ]
+
+
+def _output_path(value: str) -> Path:
+    """`-o ""` is a mistake, not the current folder (which is what Path("") means)."""
+    if not value:
+        raise UsageError("-o \"\": the output path is empty; give a file or folder name")
+    return Path(value)
+
+
 OutputOption = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout.", show_default=False),
+    typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout.", show_default=False,
+                 parser=_output_path),
 ]
 
 
@@ -73,7 +83,7 @@ def _emit(text: str, output: Path | None, runs) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    from rlsql.atomic import refuse_run_folders, write_text
+    from rlsql.writes import refuse_run_folders, write_text
 
     refuse_run_folders(output, runs)
     write_text(output, text)
@@ -111,11 +121,16 @@ def query_command(
         typer.Option("--engine", "-e", help="duckdb (default) or spark (SPARK_REMOTE, else a local session); "
                      "default: $RLSQL_ENGINE, else duckdb.", show_default=False),
     ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Say on stderr whether each CSV read used the cache.")
+    ] = False,
 ) -> None:
     """Run a named query over one or more runs and print its rows."""
     from rlsql.api import bind_params, run_query
     from rlsql.engines import resolve_engine
 
+    if verbose:  # `rlsql -v query` set it already
+        _set_verbose(True)
     _check_format(fmt)
     chosen = resolve_engine(engine)
     params = _parse_params(param)
@@ -240,7 +255,8 @@ def export_command(
                        show_default=False),
     ] = None,
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="The folder to write into (created if needed; never a run folder).")
+        Path, typer.Option("--output", "-o", help="The folder to write into (created if needed; never a run folder).",
+                           parser=_output_path)
     ] = ...,  # type: ignore[assignment]
     all_queries: Annotated[bool, typer.Option("--all", help="Export every named query.")] = False,
     views: Annotated[
@@ -256,6 +272,11 @@ def export_command(
                      show_default=False),
     ] = None,
     param: ParamOption = None,
+    replace_all: Annotated[
+        bool,
+        typer.Option("--replace-all", help="With --partition-by: replace the whole tree, dropping the partitions "
+                     "of runs not exported (default: replace only the exported runs' partitions)."),
+    ] = False,
 ) -> None:
     """Write named queries and base views to files for BI tools (Parquet carries provenance metadata)."""
     from rlsql.export import EXPORT_FORMATS, PARTITIONS, check_params, export, select_items, summary
@@ -270,7 +291,8 @@ def export_command(
     explicit = set(names or [])
     skippable = {item.name for item in items if item.name not in explicit}
     runs = _resolve(run)
-    written = export(runs, items, output, export_format, partition_by, params, skippable, progress=say)
+    written = export(runs, items, output, export_format, partition_by, params, skippable, progress=say,
+                     replace_all=replace_all)
     say(summary(written, output))
 
 
@@ -355,42 +377,111 @@ def cache_build_command(
     force: Annotated[bool, typer.Option("--force", help="Rebuild entries that are still fresh.")] = False,
     fmt: FormatOption = "table",
 ) -> None:
-    """Convert each run's CSVs to Parquet under the cache folder (never inside a run folder)."""
-    from rlsql.cache import cache_root
+    """Convert each run's CSVs to Parquet under the cache folder (never inside a run folder).
+
+    Only what is missing, stale or damaged is built; leftovers of a killed build are swept first.
+    """
+    from rlsql.cache import CacheUnavailable
     from rlsql.cachebuild import build_cache
 
     _check_format(fmt)
-    rows = build_cache(_resolve(run), force)
+    try:
+        report = build_cache(_resolve(run), force)
+    except CacheUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+    rows = report.rows
     sys.stdout.write(render(fmt, ["run", "artifact", "csv", "state", "rows", "parquet_bytes"], rows))
+    if report.swept:
+        say(f"cache: swept {report.swept} leftover temporary file(s) of an interrupted build")
+    changing = sum(1 for r in rows if r[3] == "changing")
     say(f"cache: {sum(1 for r in rows if r[3] == 'built')} built, {sum(1 for r in rows if r[3] == 'fresh')} "
-        f"already fresh, in {cache_root()}")
+        f"already fresh" + (f", {changing} changed while read (not cached)" if changing else "")
+        + f", in {report.root}")
+
+
+def _cache_root_or_none():
+    from rlsql.cache import cache_root
+
+    root = cache_root()
+    if root is None:
+        say("cache: no cache folder (HOME is not set): set RLSQL_CACHE_DIR")
+    return root
 
 
 @cache_app.command("status")
 def cache_status_command(fmt: FormatOption = "table") -> None:
-    """List the cache entries: the CSV each was built from, fresh / stale / orphaned, rows and size."""
-    from rlsql.cache import all_entries, cache_root, entry_state
+    """List the cache entries: the CSV each was built from, fresh / stale / orphaned / damaged, rows and size."""
+    import duckdb
+
+    from rlsql.cache import CacheUnavailable, check_root, describe_policy, full_state, list_root
 
     _check_format(fmt)
+    root = _cache_root_or_none()
     rows = []
-    for entry in all_entries():
-        meta = entry.read_meta()
-        rows.append((meta.get("source"), entry_state(entry), meta.get("rows"), meta.get("parquet_bytes"),
-                     meta.get("built_at"), str(entry.parquet)))
-    sys.stdout.write(render(fmt, ["csv", "state", "rows", "parquet_bytes", "built_at", "parquet"], rows))
-    say(f"cache folder: {cache_root()} ({len(rows)} entries)")
+    listing = None
+    if root is not None:
+        try:
+            check_root(root)
+        except CacheUnavailable as exc:
+            raise UsageError(str(exc)) from exc
+    if root is not None and root.exists():
+        listing = list_root(root)
+        con = duckdb.connect(":memory:")
+        for entry in listing.entries:
+            meta = entry.read_meta()
+            state, why = full_state(entry, con)
+            rows.append((meta.get("source"), state, None if state == "fresh" else why, meta.get("rows"),
+                         meta.get("parquet_bytes"), meta.get("built_at"), str(entry.parquet)))
+    sys.stdout.write(render(fmt, ["csv", "state", "why", "rows", "parquet_bytes", "built_at", "parquet"], rows))
+    extra = ""
+    if listing is not None and (listing.foreign or listing.leftovers):
+        extra = (f"; {listing.foreign} file(s) rlsql did not write (left alone), "
+                 f"{len(listing.leftovers)} leftover temporary file(s)")
+    say(f"cache folder: {root} ({len(rows)} entries{extra}); {describe_policy()}")
 
 
 @cache_app.command("clear")
 def cache_clear_command(
-    stale_only: Annotated[bool, typer.Option("--stale", help="Remove only stale and orphaned entries.")] = False,
+    stale_only: Annotated[
+        bool, typer.Option("--stale", help="Remove only stale, orphaned and damaged entries.")
+    ] = False,
 ) -> None:
-    """Delete cache entries (all, or with --stale those whose CSV changed or is gone)."""
-    from rlsql.cache import all_entries, clear, entry_state
+    """Delete cache entries rlsql wrote (all, or with --stale those whose CSV changed or is gone).
 
-    entries = [e for e in all_entries() if not stale_only or entry_state(e) != "fresh"]
-    removed, freed = clear(entries)
-    say(f"cache: removed {removed} files, {freed:,} bytes")
+    Files in the cache folder that rlsql did not write are never deleted.
+    """
+    import duckdb
+
+    from rlsql.cache import (
+        CacheUnavailable,
+        check_root,
+        delete_entries,
+        full_state,
+        has_marker,
+        list_root,
+        sweep_leftovers,
+    )
+
+    root = _cache_root_or_none()
+    if root is None:
+        return
+    try:
+        check_root(root)
+    except CacheUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+    if not root.exists():
+        say(f"cache: nothing to clear (no cache folder at {root})")
+        return
+    if not has_marker(root):
+        say(f"cache: nothing to clear ({root} is empty)")
+        return
+    listing = list_root(root)
+    con = duckdb.connect(":memory:")
+    entries = [e for e in listing.entries if not stale_only or full_state(e, con)[0] != "fresh"]
+    removed, freed = delete_entries(root, entries)
+    removed += sweep_leftovers(root)
+    kept = f"; left {listing.foreign} file(s) rlsql did not write" if listing.foreign else ""
+    say(f"cache: removed {removed} files, {freed:,} bytes{kept}")
 
 
 def _version(value: bool) -> None:
@@ -408,16 +499,37 @@ def main_options(
     ] = False,
     use_cache: Annotated[
         bool,
-        typer.Option("--cache", help="Build missing Parquet cache entries on first use (same as RLSQL_CACHE=1)."),
+        typer.Option("--cache", help="Cache every CSV read, whatever its size (same as RLSQL_CACHE=1)."),
+    ] = False,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="Read every CSV in place: neither read nor build cache entries "
+                     "(same as RLSQL_CACHE=0)."),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Say on stderr whether each CSV read used the cache.")
     ] = False,
 ) -> None:
-    """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml."""
-    if use_cache:
+    """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml.
+
+    CSVs of 32 MiB or more are cached as Parquet on first read (README: the Parquet cache).
+    """
+    if use_cache and no_cache:
+        raise UsageError("--cache and --no-cache contradict each other; give one")
+    if use_cache or no_cache:
         import os
 
         from rlsql.cache import AUTO_ENV
 
-        os.environ[AUTO_ENV] = "1"  # read where the sources are rendered, in this process only
+        os.environ[AUTO_ENV] = "1" if use_cache else "0"  # read where the sources are rendered, this process only
+    _set_verbose(verbose)
+
+
+def _set_verbose(verbose: bool) -> None:
+    if verbose or "rlsql.cachebuild" in sys.modules:  # not imported only to be told to stay quiet
+        from rlsql import cachebuild
+
+        cachebuild.VERBOSE = verbose
 
 
 def main() -> None:
@@ -432,6 +544,16 @@ def main() -> None:
     except RlsqlError as exc:
         say(f"error: {exc}")
         sys.exit(int(exc.exit_code))
+    except OSError as exc:
+        # a write path that did not name its failure (each should): still one line with the path
+        if isinstance(exc, BrokenPipeError):
+            sys.stderr.close()
+            sys.exit(int(ExitCode.OK))
+        from rlsql.writes import write_failure
+
+        failure = write_failure(exc.filename or "?", exc)
+        say(f"error: {failure}")
+        sys.exit(int(failure.exit_code))
     except KeyboardInterrupt:
         say("interrupted")
         sys.exit(130)

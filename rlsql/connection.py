@@ -16,12 +16,14 @@ from pathlib import Path
 
 import duckdb
 
+from rlsql import cache, csvread, harbor
 from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
 from rlsql.duckdb_errors import data_error, one_line
+from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
-from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, read_header, resolve_runs
+from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
 from rlsql.sqltext import identifier
 
 RunSpec = str | Path | Sequence[str | Path] | None
@@ -41,6 +43,16 @@ ARTIFACT_ALTERNATIVES = {"trials": ("trials", "harbor"), "harbor": ("trials", "h
 _GLOB = re.compile(r"[*?\[\]{}]")
 
 
+#: columns that hold whole numbers (turns, tokens, steps), read as DOUBLE so `3.0` parses; a cell
+#: with a fraction or beyond 2**53 (where a DOUBLE stops holding every integer) reads as empty
+#: instead of being rounded or failing the cast to BIGINT in the views (`rlsql check` lists it)
+INTEGER_COLUMNS = {
+    "trials": ("n_episodes", "n_input_tokens", "n_output_tokens"),
+    "metrics": ("trainer/global_step", "global_step"),
+    "vllm": (),
+}
+
+
 @dataclass(frozen=True)
 class CsvFile:
     """One CSV as a source template sees it; `cached` is its fresh Parquet copy, if any (rlsql/cache.py)."""
@@ -50,6 +62,8 @@ class CsvFile:
     header: list[str]
     types: dict[str, str]
     cached: str | None = None
+    #: the read buffer DuckDB needs for the file's longest line (None: its default)
+    buffer: int | None = None
 
 
 def where_looked(run: Run, kind: str) -> str:
@@ -125,18 +139,32 @@ class SourceContext:
             artifact = run.artifact(source.artifact or "")
             if artifact is None:
                 continue
+            unnameable = why_unnameable(artifact.path)
+            if unnameable:
+                warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
             try:
-                header = read_header(artifact.path)
+                read = csv_header(artifact.path)
             except DataError as exc:
                 # one damaged file must not cost the other runs their answer: skip it, say so
                 warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
+            header = read.names
+            if read.notice():
+                warnings.warn(f"{artifact.path}:1: {read.notice()}", RlsqlWarning, stacklevel=2)
             if not header:
                 warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
                 continue
             types = source.column_types(header)
             cached = cached_copy(source, artifact.path, header, types)
-            files.append(CsvFile(run.name, str(artifact.path), header, types, cached))
+            buffer = None
+            if cached is None:
+                try:
+                    buffer = csvread.buffer_size([artifact.path])
+                except DataError as exc:
+                    warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                    continue
+            files.append(CsvFile(run.name, str(artifact.path), header, types, cached, buffer))
             for name in header:
                 if name not in seen:
                     seen.add(name)
@@ -145,25 +173,40 @@ class SourceContext:
         for f in files:
             key = (f.cached is not None, tuple(f.header))
             group = groups.setdefault(
-                key, {"header": f.header, "types": f.types, "files": [], "parquet": f.cached is not None}
+                key,
+                {"header": f.header, "types": f.types, "files": [], "parquet": f.cached is not None, "buffer": None},
             )
             group["files"].append(f)
-        return {"files": files, "groups": list(groups.values()), "columns": columns}
+            if f.buffer:
+                group["buffer"] = max(group["buffer"] or 0, f.buffer)
+        integers = INTEGER_COLUMNS.get(source.artifact or "", ())
+        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers}
 
     def harbor_context(self) -> dict:
-        """files: one read of `trace_jobs/*/result.json` per run that has them and no trials CSV (the CSV wins)."""
+        """files: per run that has trace_jobs and no trials CSV (the CSV wins), its listed trial folders.
+
+        `names` holds every listed folder name, sorted and '/'-joined (a name cannot hold a '/');
+        `read_names` the ones DuckDB reads, escaped (harbor.reader_path) as `reader_prefix` is, so
+        that no path is taken as a glob pattern. `refused`: the files rlsql does not read, and why.
+        """
         files: list[dict] = []
+        refused: list[dict] = []
         for run in self.runs:
             artifact = run.artifact("harbor")
             if artifact is None or run.artifact("trials") is not None:
                 continue
-            pattern = str(artifact.path / "*" / HARBOR_RESULT)
-            # a folder name with glob characters cannot go into DuckDB's glob: list the files instead
-            paths = None
-            if _GLOB.search(str(artifact.path)):
-                paths = sorted(str(p) for p in artifact.path.glob(f"*/{HARBOR_RESULT}"))
-            files.append({"run": run.name, "pattern": pattern, "paths": paths})
-        return {"files": files}
+            prefix = str(artifact.path)
+            listing = harbor.list_trials(artifact.path)
+            names = [harbor.sql_name(f.folder) for f in listing.files]
+            read = [harbor.reader_path(f.folder) for f in listing.files if f.problem is None]
+            refused.extend(
+                {"run": run.name, "path": f"{prefix}/{harbor.sql_name(f.folder)}/{harbor.HARBOR_RESULT}",
+                 "problem": f.problem}
+                for f in listing.files if f.problem is not None
+            )
+            files.append({"run": run.name, "prefix": prefix, "names": "/".join(names),
+                          "reader_prefix": harbor.reader_path(prefix), "read_names": "/".join(read)})
+        return {"files": files, "refused": refused}
 
     def render(self, catalog: Catalog, source: SqlFile) -> str:
         context: dict = {"runs": self.run_rows}
@@ -182,8 +225,16 @@ class SourceContext:
 #: The trainer metrics are small (a row per step) but wide, and many views stack on them: as a view,
 #: every stacked view re-binds and re-plans the whole union of every run's CSV (300 runs: ~10 s to
 #: create the views, ~13 s to plan one query). Loaded once, they cost one read. Trials and vLLM
-#: seconds can be millions of rows and stay views read in place.
-LOADED_SOURCES = frozenset({"runs", "run_files", "config_src", "metrics_src"})
+#: seconds can be millions of rows and stay views read in place. Harbor's result.json files are
+#: loaded too (a row per file): the same rows then tell which files were skipped and why
+#: (warn_harbor_problems) without reading any file twice.
+LOADED_SOURCES = frozenset({"runs", "run_files", "config_src", "metrics_src", "harbor_trials_src"})
+
+
+def after_loading(con: duckdb.DuckDBPyConnection, f: SqlFile) -> None:
+    """Warnings a loaded source's rows carry: the result.json files skipped or read with empty values."""
+    if f.name == "harbor_trials_src":
+        harbor.warn_harbor_problems(con)
 
 
 def object_statements(
@@ -213,7 +264,9 @@ def create_objects(
         try:
             con.execute(statement)
         except duckdb.Error as exc:
-            raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+            raise data_error(exc) or DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+        if f.name in load and statement.startswith("CREATE"):
+            after_loading(con, f)
 
 
 def open_connection(
@@ -253,6 +306,8 @@ def query_connection(
                 con.execute(statement)
             except duckdb.Error as exc:
                 raise data_error(exc) or DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+            if f.name in LOADED_SOURCES:
+                after_loading(con, f)
         else:
             ctes.append(f"{identifier(f.name)} AS (\n{sql}\n)")
     return con, "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {identifier(name)}"
@@ -263,5 +318,7 @@ def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
 
     `runs` takes what `--run` takes: run folders, folders of runs, globs.
     """
-    # every object a view, so the connection always reads the files as they are now
-    return open_connection(resolve_runs(runs), load=frozenset())
+    # every object a view over the run's own files (never a cache copy), so the connection always
+    # reads the files as they are now
+    with cache.disabled():
+        return open_connection(resolve_runs(runs), load=frozenset())

@@ -5,31 +5,34 @@ views become tables (the file no longer needs the CSVs) while the named queries,
 read a parameter, stay views, so parameters (`SET VARIABLE span = 10`) still work. A table `rlsql_metadata(key, value)`
 records the rlsql and DuckDB versions, the runs and every source file read.
 
-The file is built under a temporary name beside the target and renamed onto it when complete.
+The file is built under a temporary name beside the target (rlsql.writes' scheme; DuckDB adds a
+`.wal` beside it) and renamed onto it when complete; the next build sweeps what a killed one left.
+A new file gets mode 0666 minus the umask, a replaced one keeps its mode.
 It is written in an older storage format (DEFAULT_STORAGE_VERSION) unless asked otherwise, so
 that DuckDB releases back to that version, the `duckdb-cli` package among them, can open it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
-import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
-from rlsql import __version__
-from rlsql.atomic import refuse_run_folders
+from rlsql import __version__, cache
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import create_objects
 from rlsql.duckdb_errors import one_line
-from rlsql.errors import DataError, UsageError
-from rlsql.export import SourceFingerprints, _tmp_name, sweep_stale
+from rlsql.errors import DataError, RlsqlError, UsageError
+from rlsql.provenance import SourceFingerprints
 from rlsql.runs import Run
 from rlsql.sqltext import identifier, literal
+from rlsql.writes import atomic_path, check_writable_target, disk_failure, failures_named
 
 #: readable by DuckDB 1.4 and later (rlsql itself needs duckdb>=1.4)
 DEFAULT_STORAGE_VERSION = "v1.4.0"
@@ -54,21 +57,44 @@ def build_database(
     catalog: Catalog | None = None,
 ) -> Built:
     catalog = catalog or load_catalog()
-    if target.is_dir():
-        raise UsageError(f"{target}: is a folder; give the database FILE to write (e.g. runs.duckdb)")
-    refuse_run_folders(target, runs)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale(target.parent)
-    tmp = _tmp_name(target)
-    wal = tmp.with_name(tmp.name + ".wal")
+    check_writable_target(target, runs)  # an empty path too
+    with failures_named(target):
+        if target.is_dir():
+            raise UsageError(f"{target}: is a folder; give the database FILE to write (e.g. runs.duckdb)")
+    with atomic_path(target) as tmp:
+        wal = tmp.with_name(tmp.name + ".wal")
+        try:
+            tables = _build(tmp, target, runs, materialize, storage_version, catalog)
+        except (duckdb.Error, RlsqlError) as exc:
+            # DuckDB's write failures surface anywhere (a commit while creating a view): name the target
+            failure = disk_failure(target, tmp, str(exc))
+            if failure is not None:
+                raise failure from exc
+            raise
+        finally:
+            with contextlib.suppress(OSError):
+                wal.unlink()
+            shutil.rmtree(tmp.with_name(tmp.name + ".tmp"), ignore_errors=True)  # DuckDB's spill folder
+    macros = sum(1 for f in catalog.order if f.kind == "macro")
+    views = sum(1 for f in catalog.order if f.kind != "macro") - tables
+    return Built(target, views, tables + 1, macros, target.stat().st_size)
+
+
+def _build(
+    tmp: Path, target: Path, runs: Sequence[Run], materialize: bool, storage_version: str, catalog: Catalog
+) -> int:
+    """Write the database at `tmp`; returns the number of tables materialized."""
     con = duckdb.connect(":memory:")
     try:
         try:
             con.execute(f"ATTACH {literal(str(tmp))} AS {_ALIAS} (STORAGE_VERSION {literal(storage_version)})")
         except duckdb.Error as exc:
+            if disk_failure(target, tmp, str(exc)):
+                raise
             raise UsageError(f"cannot write storage version {storage_version!r}: {one_line(exc)}") from exc
         con.execute(f"USE {_ALIAS}")
-        create_objects(con, runs, catalog.order, catalog)
+        with cache.disabled():  # the file's views read the runs' files, never a cache copy that may go
+            create_objects(con, runs, catalog.order, catalog)
         tables = 0
         if materialize:
             for f in catalog.order:
@@ -78,6 +104,8 @@ def build_database(
                 try:
                     con.execute(f"CREATE TABLE {_BUILDING} AS SELECT * FROM {name}")
                 except duckdb.Error as exc:
+                    if disk_failure(target, tmp, str(exc)):
+                        raise
                     raise DataError(f"{f.path}: cannot materialize {f.name}: {one_line(exc)}") from exc
                 con.execute(f"DROP VIEW {name}")
                 con.execute(f"ALTER TABLE {_BUILDING} RENAME TO {name}")
@@ -87,15 +115,9 @@ def build_database(
         con.execute("CHECKPOINT")
         con.execute("USE memory")
         con.execute(f"DETACH {_ALIAS}")
-        con.close()
-        os.replace(tmp, target)
     finally:
         con.close()
-        tmp.unlink(missing_ok=True)
-        wal.unlink(missing_ok=True)
-    macros = sum(1 for f in catalog.order if f.kind == "macro")
-    views = sum(1 for f in catalog.order if f.kind != "macro") - tables
-    return Built(target, views, tables + 1, macros, target.stat().st_size)
+    return tables
 
 
 def _materializable(f: SqlFile, catalog: Catalog) -> bool:

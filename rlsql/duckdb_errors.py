@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -26,12 +27,41 @@ _CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
 _CSV_FILE = re.compile(r"^\s*file = (.+)$", re.MULTILINE)
 
 
+def parser_failure(path: Path, exc: BaseException) -> tuple[int | None, str]:
+    """(line, problem) for a CSV DuckDB's parser gave up on: the line of a stray carriage return
+    (a CR not followed by LF, which DuckDB's strict parser cannot place) when there is one."""
+    line = stray_cr_line(path)
+    if line is not None:
+        return line, "a carriage return (CR) inside a line: DuckDB cannot parse the file"
+    return None, f"DuckDB cannot parse the file: {one_line(exc)}"
+
+
+def stray_cr_line(path: Path, chunk: int = 1 << 24) -> int | None:
+    """The line number of the first CR not followed by LF in `path`, or None."""
+    lines, previous_cr = 1, False
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            if previous_cr and not block.startswith(b"\n"):
+                return lines
+            at = block.find(b"\r")
+            while at != -1:
+                if at + 1 < len(block) and block[at + 1] != 0x0A:
+                    return lines + block.count(b"\n", 0, at)
+                at = block.find(b"\r", at + 1)
+            previous_cr = block.endswith(b"\r")
+            lines += block.count(b"\n")
+    return lines if previous_cr else None
+
+
 def csv_error(exc: BaseException) -> DataError | None:
     """A DuckDB CSV reading error as `file:line: problem`, or None when it is something else."""
     text = str(exc)
     line, path = _CSV_LINE.search(text), _CSV_FILE.search(text)
     if not path:
         return None
+    if not line and "state machine reached an invalid state" in text:
+        at, problem = parser_failure(Path(path.group(1).strip()), exc)
+        return DataError(f"{path.group(1).strip()}{'' if at is None else f':{at}'}: {problem}")
     details = [
         part.strip()
         for part in text.splitlines()[1:]
@@ -50,26 +80,56 @@ def has_reject_tables(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(found)
 
 
+#: one description per rejected line: DuckDB may record a line twice (a row with a field too many
+#: also fails the cast of the shifted cell); the structural cause is the true one
+REJECTS_BY_LINE = """
+    SELECT s.file_path, e.line,
+        arg_min(struct_pack(t := e.error_type, c := e.column_name, m := e.error_message),
+                CASE e.error_type WHEN 'CAST' THEN 2 ELSE 1 END) AS why
+    FROM reject_errors AS e JOIN reject_scans AS s USING (scan_id, file_id)
+    WHERE e.scan_id > ?
+    GROUP BY s.file_path, e.line
+    ORDER BY s.file_path, e.line
+"""
+_COLUMNS_FOUND = re.compile(r"Expected Number of Columns: (\d+) Found: (\d+)")
+_CAST = re.compile(r"Could not convert string \"(.*)\" to '(\w+)'", re.DOTALL)
+_ACTUAL_SIZE = re.compile(r"Actual Size:\s*(\d+)")
+
+
+def describe_reject(error_type: str, column: str | None, message: str) -> str:
+    """Why DuckDB skipped a row, in the words `rlsql check` and the query warnings both use."""
+    message = message or ""
+    if error_type in ("TOO MANY COLUMNS", "MISSING COLUMNS") and (m := _COLUMNS_FOUND.search(message)):
+        return f"{m[2]} fields, expected {m[1]}"
+    if error_type == "CAST" and (m := _CAST.search(message)):
+        kind = "a number" if m[2] in ("DOUBLE", "FLOAT") else f"a {m[2]}"
+        return f"column {column}: {m[1]!r} is not {kind}"
+    if error_type == "LINE SIZE OVER MAXIMUM" and (m := _ACTUAL_SIZE.search(message)):
+        return f"line size over maximum ({int(m[1]) / 1e6:.1f} MB; the limit is 2 MB)"
+    if error_type == "INVALID ENCODING":
+        return "invalid encoding (not UTF-8)"
+    if error_type == "UNQUOTED VALUE":
+        return "a quote that is not closed, or text after a closing quote"
+    return error_type.lower()
+
+
+def rejected_lines(con: duckdb.DuckDBPyConnection, after_scan: int = -1) -> list[tuple[str, int, str]]:
+    """(file, line, why) of each line the scans after `after_scan` rejected, once per line."""
+    if not has_reject_tables(con):
+        return []  # nothing was rejected: DuckDB creates the tables on the first rejected row
+    return [
+        (path, int(line), describe_reject(why["t"], why["c"], why["m"]))
+        for path, line, why in con.execute(REJECTS_BY_LINE, [after_scan]).fetchall()
+    ]
+
+
 def warn_rejected_rows(con: duckdb.DuckDBPyConnection) -> None:
     """One warning per CSV file with rows DuckDB skipped (recorded because the sources set store_rejects)."""
-    if not has_reject_tables(con):
-        return  # nothing was rejected: DuckDB creates the tables on the first rejected row
-    rows = con.execute(
-        """
-        SELECT s.file_path, e.line, any_value(e.error_type), any_value(e.column_name)
-        FROM reject_errors AS e JOIN reject_scans AS s USING (scan_id, file_id)
-        GROUP BY s.file_path, e.line
-        ORDER BY s.file_path, e.line
-        """
-    ).fetchall()
-    by_file: dict[str, list[tuple[int, str, str | None]]] = {}
-    for path, line, kind, column in rows:
-        by_file.setdefault(path, []).append((line, kind, column))
+    by_file: dict[str, list[tuple[int, str]]] = {}
+    for path, line, why in rejected_lines(con):
+        by_file.setdefault(path, []).append((line, why))
     for path, rejected in by_file.items():
-        examples = "; ".join(
-            f"line {line}: {kind.lower()}" + (f" in column {column}" if column and kind == "CAST" else "")
-            for line, kind, column in rejected[:REJECT_EXAMPLES]
-        )
+        examples = "; ".join(f"line {line}: {why}" for line, why in rejected[:REJECT_EXAMPLES])
         more = f"; and {len(rejected) - REJECT_EXAMPLES} more" if len(rejected) > REJECT_EXAMPLES else ""
         warnings.warn(
             f"{path}: skipped {len(rejected)} unreadable row{'s' if len(rejected) > 1 else ''} ({examples}{more})",

@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     QUERY_FAILED = 1
     USAGE = 2
     BAD_DATA = 3
+    WRITE_FAILED = 4
 
 
 class RlsqlError(Exception):

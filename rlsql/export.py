@@ -1,25 +1,30 @@
 """Export named queries and base views to files for BI tools: Parquet (with provenance), CSV or JSON.
 
-Each output is written by DuckDB's COPY into a temporary name in the output folder, then renamed
-into place, so an interrupted export leaves the previous export intact and no half file under a
-final name. A killed export (SIGKILL) can leave a hidden temporary (`.NAME.PID.TOKEN.rlsql-tmp`);
-the next export into that folder removes it once its process is gone.
+Every file goes through rlsql.writes: written under a temporary name in the output folder, then
+renamed into place, so an interrupted export leaves the previous export intact and no half file
+under a final name; the next export into the folder sweeps what a killed one left.
 
-Parquet files carry key-value metadata (see METADATA_KEYS): what was exported, its version and
+An export replaces only what an earlier export wrote: the output folder's mark (`.rlsql-export.json`)
+records each file it wrote (inode, size, mtime), a partition tree and each of its partitions carry a
+mark of their own. Anything else in the way, and any target that is or holds a run folder, is refused.
+
+`--partition-by run` writes one partition per run (`NAME/run=RUN/data_0.parquet`), each carrying its
+own run's provenance, and by default replaces only the partitions of the runs exported, leaving the
+others; `replace_all` swaps in the whole tree instead.
+
+Parquet files carry key-value metadata (METADATA_KEYS): what was exported, its version and
 fingerprint, the parameters, rlsql's and DuckDB's versions, every source file read (path, size,
 modification time, sha256) and the export time. CSV and JSON files get the same record in a
-sidecar `FILE.meta.json`.
+sidecar `FILE.meta.json` (in a partition, in the partition's hidden mark).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
+import functools
 import json
-import os
-import re
-import secrets
 import shutil
+import urllib.parse
 import warnings
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -30,19 +35,38 @@ import duckdb
 
 from rlsql import __version__
 from rlsql.api import bind_params
-from rlsql.atomic import refuse_run_folders, write_text
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import check_artifacts, open_connection
 from rlsql.duckdb_errors import query_failure
 from rlsql.errors import DataError, RlsqlWarning, UsageError
+from rlsql.provenance import SourceFingerprints
 from rlsql.runs import Run
 from rlsql.sqltext import identifier, literal
+from rlsql.writes import (
+    MARK,
+    atomic_path,
+    check_writable_target,
+    disk_failure,
+    failures_named,
+    fsync_tree,
+    owns_file,
+    parse_temp_name,
+    read_mark,
+    refuse_run_folders,
+    remove_dir,
+    swap_dir,
+    sweep,
+    temp_name,
+    write_mark,
+    write_text,
+)
 
 #: the views `--views` exports, in this order
 BASE_VIEWS = ("trials", "steps", "metric_rows", "metrics_long", "vllm_seconds", "config")
 #: format -> file suffix
 EXPORT_FORMATS = {"parquet": ".parquet", "csv": ".csv", "json": ".json"}
 PARTITIONS = ("run",)
+#: the provenance record of every exported file, in this order (`_metadata` fills it; the one list)
 METADATA_KEYS = (
     "rlsql.query.name",
     "rlsql.query.kind",
@@ -55,9 +79,8 @@ METADATA_KEYS = (
     "rlsql.sources",
     "rlsql.exported_at",
 )
-TMP_SUFFIX = ".rlsql-tmp"
-_TMP_NAME = re.compile(r"^\.(?P<final>.+)\.(?P<pid>\d+)\.(?P<token>[0-9a-f]+)(?P<old>\.old)?\.rlsql-tmp$")
-_CHUNK = 1 << 20
+#: the temporary table a partitioned export's rows wait in while each run's partition is copied out
+_STAGED = "__rlsql_export"
 
 Progress = Callable[[str], None]
 
@@ -90,124 +113,6 @@ def select_items(
     if views:
         chosen.extend(BASE_VIEWS)
     return [catalog.files[name] for name in dict.fromkeys(chosen)]
-
-
-class SourceFingerprints:
-    """Size, modification time and sha256 of each file read; each file is hashed once."""
-
-    def __init__(self) -> None:
-        self._seen: dict[Path, dict[str, Any]] = {}
-
-    def describe(self, path: Path) -> dict[str, Any]:
-        if path not in self._seen:
-            digest = hashlib.sha256()
-            try:
-                stat = path.stat()
-                with path.open("rb") as fh:
-                    while chunk := fh.read(_CHUNK):
-                        digest.update(chunk)
-            except OSError as exc:
-                raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
-            self._seen[path] = {
-                "path": str(path),
-                "size": stat.st_size,
-                "mtime": dt.datetime.fromtimestamp(stat.st_mtime, tz=dt.UTC).isoformat(),
-                "sha256": digest.hexdigest(),
-            }
-        return self._seen[path]
-
-    def for_files(self, runs: Sequence[Run], files: Sequence[SqlFile]) -> list[dict[str, Any]]:
-        """Every artifact the files' sources read, run by run."""
-        kinds = {f.artifact for f in files if f.kind == "source" and f.artifact}
-        out = []
-        for run in runs:
-            for kind in sorted(kinds):
-                artifact = run.artifact(kind)
-                if kind == "harbor" and artifact is not None:
-                    if run.artifact("trials") is None:  # a run with a trials CSV reads the CSV instead
-                        out.append({"run": run.name, "artifact": kind, **self.describe_trials(artifact.path)})
-                elif artifact is not None:
-                    out.append({"run": run.name, "artifact": kind, **self.describe(artifact.path)})
-        return out
-
-    def describe_trials(self, trace_jobs: Path) -> dict[str, Any]:
-        """Harbor's trace_jobs folder as one record: its result.json files' total size, newest mtime and one
-        sha256 over their relative paths and contents, in sorted order."""
-        if trace_jobs not in self._seen:
-            digest, size, mtime, count = hashlib.sha256(), 0, 0.0, 0
-            for path in sorted(trace_jobs.glob("*/result.json")):
-                record = self.describe(path)
-                digest.update(f"{path.relative_to(trace_jobs).as_posix()}\0{record['sha256']}\n".encode())
-                size, count = size + record["size"], count + 1
-                mtime = max(mtime, path.stat().st_mtime)
-                del self._seen[path]  # one record for the folder, not one per trial
-            self._seen[trace_jobs] = {
-                "path": str(trace_jobs),
-                "size": size,
-                "mtime": dt.datetime.fromtimestamp(mtime, tz=dt.UTC).isoformat(),
-                "sha256": digest.hexdigest(),
-                "files": count,
-            }
-        return self._seen[trace_jobs]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def sweep_stale(folder: Path) -> None:
-    """Remove temporaries that killed exports left in `folder`; restore a partition tree caught mid-swap."""
-    try:
-        entries = list(folder.iterdir())
-    except OSError:
-        return
-    for entry in entries:
-        match = _TMP_NAME.match(entry.name)
-        if not match or _pid_alive(int(match["pid"])):
-            continue
-        final = folder / match["final"]
-        if match["old"] and not final.exists():
-            os.rename(entry, final)  # killed between the two renames of a swap: put the old tree back
-        elif entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
-
-
-def _tmp_name(final: Path, old: bool = False) -> Path:
-    return final.with_name(f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}{'.old' if old else ''}{TMP_SUFFIX}")
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _tree_size(path: Path) -> tuple[int, int]:
-    files = [p for p in path.rglob("*") if p.is_file()]
-    return len(files), sum(p.stat().st_size for p in files)
-
-
-def _copy_options(fmt: str, metadata: dict[str, str], partition: str | None) -> str:
-    if fmt == "parquet":
-        kv = ", ".join(f"{identifier(k)}: {literal(v)}" for k, v in metadata.items())
-        options = ["FORMAT parquet", "COMPRESSION zstd", f"KV_METADATA {{{kv}}}"]
-    elif fmt == "csv":
-        options = ["FORMAT csv", "HEADER true"]
-    else:
-        options = ["FORMAT json", "ARRAY true"]
-    if partition:
-        options.append(f"PARTITION_BY ({identifier(partition)})")
-    return ", ".join(options)
 
 
 def _select(con: duckdb.DuckDBPyConnection, name: str, fmt: str, partition: str | None) -> str:
@@ -253,12 +158,14 @@ def export(
     skippable: Collection[str] = (),
     progress: Progress | None = None,
     catalog: Catalog | None = None,
+    replace_all: bool = False,
 ) -> list[Written]:
     """Write each of `items` (queries or views) over `runs` into `out_dir`; returns what was written.
 
     An item whose artifact is missing in every run is an error, or, when its name is in `skippable`
-    (what --all and --views add), a warning and no file. Nothing is written before every item and
-    parameter has been checked.
+    (what --all and --views add), a warning and no file. Nothing is written before every item,
+    parameter and target has been checked. With `partition_by`, only the exported runs' partitions
+    are replaced unless `replace_all`.
     """
     catalog = catalog or load_catalog()
     progress = progress or (lambda message: None)
@@ -266,9 +173,12 @@ def export(
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     if partition_by is not None and partition_by not in PARTITIONS:
         raise UsageError(f"--partition-by {partition_by!r}: only {', '.join(PARTITIONS)} is supported")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"{out_dir}: not a folder; -o takes the folder the files go to")
-    refuse_run_folders(out_dir, runs)
+    if replace_all and partition_by is None:
+        raise UsageError("--replace-all goes with --partition-by (an unpartitioned file is always replaced whole)")
+    refuse_run_folders(out_dir, runs)  # an empty path too
+    with failures_named(out_dir):
+        if out_dir.exists() and not out_dir.is_dir():
+            raise UsageError(f"{out_dir}: not a folder; -o takes the folder the files go to")
     values = check_params(items, params or {})
 
     kept: list[SqlFile] = []
@@ -284,88 +194,187 @@ def export(
     if not kept:
         raise DataError("nothing to export: every query asked for needs an artifact these runs lack")
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    sweep_stale(out_dir)
-    con = open_connection(runs, [f.name for f in kept], catalog)
-    fingerprints = SourceFingerprints()
-    exported_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
-    run_list = json.dumps([{"name": r.name, "path": str(r.path)} for r in runs])
-    written: list[Written] = []
-    set_before: set[str] = set()
-    for number, item in enumerate(kept, 1):
-        metadata = {
-            "rlsql.query.name": item.name,
-            "rlsql.query.kind": item.kind,
-            "rlsql.query.version": item.version,
-            "rlsql.query.fingerprint": item.fingerprint,
-            "rlsql.query.params": json.dumps(values[item.name]),
-            "rlsql.version": __version__,
-            "rlsql.duckdb_version": duckdb.__version__,
-            "rlsql.runs": run_list,
-            "rlsql.sources": json.dumps(fingerprints.for_files(runs, catalog.closure([item.name]))),
-            "rlsql.exported_at": exported_at,
-        }
-        for pname in set_before:  # a view must not see a parameter set for an earlier query
-            con.execute(f"RESET VARIABLE {identifier(pname)}")
-        set_before = set(values[item.name])
-        for pname, value in values[item.name].items():
-            con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
-        select = _select(con, item.name, fmt, partition_by)
-        options = _copy_options(fmt, metadata, partition_by)
-        suffix = EXPORT_FORMATS[fmt]
-        try:
+    if out_dir.is_dir():
+        sweep(out_dir)  # first: a tree a killed export left mid-swap goes back before it is checked
+    suffix = EXPORT_FORMATS[fmt]
+    targets = {item.name: out_dir / (item.name if partition_by else f"{item.name}{suffix}") for item in kept}
+    with failures_named(out_dir):
+        for item in kept:
+            check_writable_target(targets[item.name], runs)
             if partition_by:
-                done = _write_tree(con, select, options, out_dir / item.name, item.name)
+                _check_tree_replaceable(targets[item.name], item.name, runs, replace_all)
             else:
-                done = _write_file(con, select, options, out_dir / f"{item.name}{suffix}", item.name)
-        except duckdb.Error as exc:
-            raise query_failure(exc, item.name, runs, catalog.closure([item.name])) from exc
-        if fmt != "parquet":
-            write_text(done.path.with_name(done.path.name + ".meta.json"), json.dumps(metadata, indent=2) + "\n")
-        written.append(done)
-        rows = f"{done.rows:,} row{'' if done.rows == 1 else 's'}"
-        progress(f"[{number}/{len(kept)}] {item.name}: {rows}, {_human(done.bytes)} -> {done.path}")
+                _check_file_replaceable(targets[item.name])
+                if fmt != "parquet":
+                    _check_file_replaceable(_sidecar(targets[item.name]))
+        out_dir.mkdir(parents=True, exist_ok=True)
+    con = open_connection(runs, [f.name for f in kept], catalog)
+    # DuckDB spills to `.tmp` in the current folder by default (a run folder, maybe): beside the output instead
+    spill = temp_name(out_dir / "duckdb-spill")
+    con.execute(f"SET temp_directory = {literal(str(spill))}")
+    try:
+        fingerprints = SourceFingerprints()
+        exported_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+        written: list[Written] = []
+        set_before: set[str] = set()
+        for number, item in enumerate(kept, 1):
+            metadata = functools.partial(_metadata, item, values[item.name], catalog.closure([item.name]),
+                                         fingerprints, exported_at)
+            for pname in set_before:  # a view must not see a parameter set for an earlier query
+                con.execute(f"RESET VARIABLE {identifier(pname)}")
+            set_before = set(values[item.name])
+            for pname, value in values[item.name].items():
+                con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
+            select = _select(con, item.name, fmt, partition_by)
+            target = targets[item.name]
+            try:
+                if partition_by:
+                    done = _write_tree(con, select, fmt, target, item.name, runs, metadata, replace_all)
+                else:
+                    meta = metadata(runs)
+                    done = _write_file(con, select, _copy_options(fmt, meta), target, item.name)
+                    if fmt != "parquet":
+                        write_text(_sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
+            except duckdb.Error as exc:
+                raise query_failure(exc, item.name, runs, catalog.closure([item.name])) from exc
+            written.append(done)
+            rows = f"{done.rows:,} row{'' if done.rows == 1 else 's'}"
+            progress(f"[{number}/{len(kept)}] {item.name}: {rows}, {_human(done.bytes)} -> {done.path}")
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
     return written
 
 
-def _copy(con: duckdb.DuckDBPyConnection, select: str, target: Path, options: str) -> int:
-    row = con.execute(f"COPY ({select}) TO {literal(str(target))} ({options})").fetchone()
+def _metadata(
+    item: SqlFile, params: dict[str, Any], needed: Sequence[SqlFile], fingerprints: SourceFingerprints,
+    exported_at: str, runs: Sequence[Run],
+) -> dict[str, str]:
+    """The provenance record of `item` exported over `runs` (all of them, or one partition's run)."""
+    return dict(zip(METADATA_KEYS, (
+        item.name, item.kind, item.version, item.fingerprint, json.dumps(params),
+        __version__, duckdb.__version__,
+        json.dumps([{"name": r.name, "path": str(r.path)} for r in runs]),
+        json.dumps(fingerprints.for_files(runs, needed)),
+        exported_at,
+    ), strict=True))
+
+
+def _sidecar(target: Path) -> Path:
+    return target.with_name(target.name + ".meta.json")
+
+
+def partition_folder(value: Any) -> str:
+    """The hive folder of one partition, its value percent-encoded as DuckDB and pyarrow decode it."""
+    return f"run={urllib.parse.quote(str(value), safe='')}"
+
+
+def _not_ours(path: Path, what: str = "was not written by rlsql export (or changed since)") -> UsageError:
+    return UsageError(f"{path}: exists and {what}; move it away or choose another -o folder")
+
+
+def _check_file_replaceable(target: Path) -> None:
+    if target.is_dir() and not target.is_symlink():
+        raise _not_ours(target, "is a folder")
+    if (target.exists() or target.is_symlink()) and not owns_file(target.parent, target.name):
+        raise _not_ours(target)
+
+
+def _check_tree_replaceable(tree: Path, name: str, runs: Sequence[Run], replace_all: bool) -> None:
+    """A tree to write into or replace must be one an export wrote (its mark names `name`), and so must
+    every partition it would replace (with `replace_all`: everything in it)."""
+    if not (tree.exists() or tree.is_symlink()):
+        return
+    if tree.is_symlink() or not tree.is_dir():
+        raise _not_ours(tree, "is not a folder an export wrote")
+    mark = read_mark(tree)
+    if mark is None or mark.get("name") != name:
+        raise _not_ours(tree)
+    if replace_all:
+        replaced = [p for p in tree.iterdir() if p.name != MARK and parse_temp_name(p.name) is None]
+    else:
+        replaced = [tree / partition_folder(run.name) for run in runs]
+    for part in replaced:
+        if (part.exists() or part.is_symlink()) and (part.is_symlink() or read_mark(part) is None):
+            raise _not_ours(part)
+
+
+def _copy_options(fmt: str, metadata: dict[str, str]) -> str:
+    if fmt == "parquet":
+        kv = ", ".join(f"{identifier(k)}: {literal(v)}" for k, v in metadata.items())
+        return ", ".join(["FORMAT parquet", "COMPRESSION zstd", f"KV_METADATA {{{kv}}}"])
+    if fmt == "csv":
+        return "FORMAT csv, HEADER true"
+    return "FORMAT json, ARRAY true"
+
+
+def _copy(con: duckdb.DuckDBPyConnection, select: str, to: Path, options: str, target: Path, staging: Path) -> int:
+    """COPY into `to` (a temporary, or a file in the `staging` folder); a full or read-only disk is a
+    WriteError naming `target`, the output the user asked for."""
+    try:
+        row = con.execute(f"COPY ({select}) TO {literal(str(to))} ({options})").fetchone()
+    except duckdb.Error as exc:
+        failure = disk_failure(target, staging, str(exc))
+        if failure is not None:
+            raise failure from exc
+        raise
     return int(row[0]) if row else 0
 
 
 def _write_file(con: duckdb.DuckDBPyConnection, select: str, options: str, target: Path, name: str) -> Written:
-    tmp = _tmp_name(target)
-    try:
-        rows = _copy(con, select, tmp, options)
-        _fsync(tmp)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(target, mark=True) as tmp:
+        rows = _copy(con, select, tmp, options, target, tmp)
     return Written(name, target, rows, target.stat().st_size, 1)
 
 
-def _write_tree(con: duckdb.DuckDBPyConnection, select: str, options: str, target: Path, name: str) -> Written:
-    """A hive tree (`NAME/run=X/data_0.parquet`) built beside the target, then swapped in by two renames."""
-    if target.exists() and not target.is_dir():
-        raise UsageError(f"{target}: exists and is not a folder; move it away to export a partitioned tree there")
-    tmp = _tmp_name(target)
-    old = _tmp_name(target, old=True)
+Metadata = Callable[[Sequence[Run]], dict[str, str]]
+
+
+def _write_tree(
+    con: duckdb.DuckDBPyConnection, select: str, fmt: str, tree: Path, name: str, runs: Sequence[Run],
+    metadata: Metadata, replace_all: bool,
+) -> Written:
+    """A hive tree (`NAME/run=X/data_0.parquet`): one COPY per run, so each partition's metadata is its own
+    run's, built in a staging folder beside the tree. Then either the whole tree is swapped in, or each
+    exported run's partition is swapped into the existing tree (the other runs' partitions stay)."""
+    suffix = EXPORT_FORMATS[fmt]
+    by_name = {run.name: run for run in runs}
+    staging = temp_name(tree)
+    rows = files = size = 0
     try:
-        rows = _copy(con, select, tmp, options)
-        tmp.mkdir(exist_ok=True)  # no rows: no partition, but still an (empty) export
-        for path in tmp.rglob("*"):
-            if path.is_file():
-                _fsync(path)
-        if target.exists():
-            os.rename(target, old)
-        os.rename(tmp, target)
-        shutil.rmtree(old, ignore_errors=True)
+        with failures_named(tree):
+            staging.mkdir()
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGED} AS {select}")
+        values = [v for (v,) in con.execute(f"SELECT DISTINCT run FROM {_STAGED} ORDER BY run").fetchall()]
+        for value in values:
+            part = staging / partition_folder(value)
+            of = [by_name[value]] if value in by_name else []
+            meta = metadata(of)
+            with failures_named(part):
+                part.mkdir()
+            where = f"run IS NOT DISTINCT FROM {literal(value)}"
+            data = part / f"data_0{suffix}"
+            rows += _copy(con, f"SELECT * EXCLUDE (run) FROM {_STAGED} WHERE {where}", data,
+                          _copy_options(fmt, meta), tree, staging)
+            files, size = files + 1, size + data.stat().st_size
+            write_mark(part, {"name": name, "partition": "run", "value": value,
+                              **({"metadata": meta} if fmt != "parquet" else {})}, staged=True)
+        con.execute(f"DROP TABLE {_STAGED}")
+        write_mark(staging, {"name": name, "partition_by": "run", "file_format": fmt}, staged=True)
+        with failures_named(tree):
+            fsync_tree(staging)
+            if replace_all or not tree.exists():
+                swap_dir(staging, tree)
+            else:
+                sweep(tree)
+                for value in dict.fromkeys([*values, *by_name]):
+                    new, old = staging / partition_folder(value), tree / partition_folder(value)
+                    if new.exists():
+                        swap_dir(new, old)
+                    elif old.exists():
+                        remove_dir(old)  # an exported run with no rows now: its old rows must go
     finally:
-        if old.exists() and not target.exists():
-            os.rename(old, target)  # the swap failed half-way: the previous export goes back
-        shutil.rmtree(tmp, ignore_errors=True)
-    files, size = _tree_size(target)
-    return Written(name, target, rows, size, files)
+        shutil.rmtree(staging, ignore_errors=True)
+    return Written(name, tree, rows, size, files)
 
 
 def _human(size: float) -> str:

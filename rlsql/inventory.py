@@ -37,7 +37,7 @@ def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
     )
     trials = counts("SELECT run, count(*) FROM trials_src GROUP BY run")
     # a run without a trials CSV: its Harbor trial folders (trace_jobs/*/result.json)
-    trials.update(counts("SELECT run, count(*) FROM harbor_trials_src GROUP BY run"))
+    trials.update(counts("SELECT run, count(*) FROM harbor_trials_src WHERE problem IS NULL GROUP BY run"))
     vllm = counts("SELECT run, count(*) FROM vllm_src GROUP BY run")
     rows = []
     for run in runs:

@@ -17,6 +17,9 @@ _PARAM = re.compile(
     r"(?:\s*,\s*min\s+(?P<min>[-0-9.]+))?\s*:\s*(?P<doc>.+)$"
 )
 _TRUE = {"true", "1", "yes", "on"}
+#: DuckDB's INTEGER is 32-bit: a larger value would fail inside the query (exit 1) instead of here
+INTEGER_MAX = 2**31 - 1
+INTEGER_MIN = -(2**31)
 _FALSE = {"false", "0", "no", "off"}
 
 
@@ -55,6 +58,11 @@ class Param:
                 value = text
         except ValueError:
             raise UsageError(f"parameter {self.name}: {raw!r} is not a valid {self.type}") from None
+        if self.type == "INTEGER" and not INTEGER_MIN <= value <= INTEGER_MAX:
+            low = INTEGER_MIN if self.minimum is None else max(INTEGER_MIN, int(self.minimum))
+            raise UsageError(f"parameter {self.name}: {value} is out of range ({low} to {INTEGER_MAX})")
+        if self.type == "DOUBLE" and value != value:
+            raise UsageError(f"parameter {self.name}: {raw!r} is not a number")
         if self.minimum is not None and isinstance(value, (int, float)) and value < self.minimum:
             raise UsageError(f"parameter {self.name}: {value} is below the minimum {self.minimum:g}")
         return value

@@ -10,12 +10,13 @@ import datetime as dt
 import glob
 import os
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from rlsql.errors import DataError, UsageError
+from rlsql.errors import DataError, RlsqlWarning, UsageError
 
 #: artifact -> (suffix after the `YYYYMMDD_HHMMSS_` prefix, the newest parser's unprefixed name)
 CSV_ARTIFACTS: dict[str, tuple[str, str]] = {
@@ -127,33 +128,66 @@ def sample_run_path() -> Path:
     return Path(str(resources.files("rlsql.sample").joinpath(SAMPLE_RUN_NAME)))
 
 
-def _expand(spec: str | Path) -> list[Path]:
+def _expand(spec: str | Path) -> tuple[list[Path], bool]:
+    """The folders `spec` names, and whether they came from a glob (a match may then be skipped).
+
+    A path that exists is that path, even when its name holds `*`, `?` or `[` (legal in folder
+    names); only a spec that names nothing is expanded as a pattern.
+    """
     text = str(spec)
-    if _GLOB_CHARS.search(text):
-        matches = sorted(Path(m) for m in glob.glob(str(Path(text).expanduser())))
-        if not matches:
-            raise DataError(f"{text}: no folder matches this pattern")
-        return matches
     path = Path(text).expanduser()
+    if _GLOB_CHARS.search(text) and not path.exists():
+        matches = sorted(Path(m) for m in glob.glob(str(path)))
+        folders = [m for m in matches if m.is_dir()]
+        for match in matches:
+            if not match.is_dir():
+                warnings.warn(f"{match}: not a folder, skipped (matched {text})", RlsqlWarning, stacklevel=3)
+        if not folders:
+            raise DataError(f"{text}: no folder matches this pattern")
+        return folders, True
     if not path.exists():
         raise DataError(f"{path}: run folder not found")
-    return [path]
+    return [path], False
 
 
-def _runs_at(path: Path) -> list[Run]:
+def _scan_or_skip(path: Path) -> Run | None:
+    """scan_folder for a folder found by looking around (a sub-folder, a glob match): unlistable is skipped."""
+    try:
+        return scan_folder(path)
+    except DataError as exc:
+        warnings.warn(f"{exc}; skipped", RlsqlWarning, stacklevel=4)
+        return None
+
+
+def _runs_at(path: Path, matched: bool = False) -> list[Run]:
+    """The run at `path`, else the runs in its sub-folders.
+
+    `matched`: `path` is one match of a glob, so a problem with it skips it with a warning instead
+    of failing the command (the other matches still answer).
+    """
     path = path.resolve()  # every artifact path rlsql hands to SQL is absolute (shell scripts, db files)
     if not path.is_dir():
         raise DataError(f"{path}: not a folder (give the run folder, not a file inside it)")
-    run = scan_folder(path)
-    if run is not None:
-        return [run]
-    found = [r for sub in sorted(p for p in path.iterdir() if p.is_dir()) if (r := scan_folder(sub))]
+    try:
+        run = scan_folder(path)
+        if run is not None:
+            return [run]
+        subs = sorted(p for p in path.iterdir() if p.is_dir())
+    except DataError as exc:
+        if not matched:
+            raise
+        warnings.warn(f"{exc}; skipped", RlsqlWarning, stacklevel=3)
+        return []
+    found = [r for sub in subs if (r := _scan_or_skip(sub))]
     if not found:
         wanted = ", ".join(f"*_{s}" for s, _ in CSV_ARTIFACTS.values())
-        raise DataError(
+        problem = (
             f"{path}: no run artifacts here or in its sub-folders "
             f"(looked for {wanted}, rl_config.yaml, {HARBOR_DIR}/*/{HARBOR_RESULT})"
         )
+        if not matched:
+            raise DataError(problem)
+        warnings.warn(f"{problem}; skipped", RlsqlWarning, stacklevel=3)
     return found
 
 
@@ -168,9 +202,12 @@ def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
         specs = [sample_run_path()]
     by_path: dict[Path, Run] = {}
     for spec in specs:
-        for path in _expand(spec):
-            for run in _runs_at(path):
+        paths, matched = _expand(spec)
+        for path in paths:
+            for run in _runs_at(path, matched):
                 by_path.setdefault(run.path.resolve(), run)
+        if matched and not by_path:
+            raise DataError(f"{spec}: no run folder among the folders this pattern matches")
     runs = sorted(by_path.values(), key=lambda r: r.name)
     _check_unique_names(runs)
     return [Run(r.name, r.path.resolve(), r.artifacts, r.ignored) for r in runs]
@@ -187,16 +224,66 @@ def _check_unique_names(runs: Sequence[Run]) -> None:
         seen[run.name] = run.path
 
 
-def read_header(path: Path) -> list[str]:
-    """Column names from the first line of a CSV (a UTF-8 BOM is dropped; an empty file has none)."""
+class HeaderError(DataError):
+    """A CSV header rlsql cannot read as columns: the file is skipped (`problem` names no file)."""
+
+    def __init__(self, path: Path, problem: str):
+        self.path, self.line, self.problem = path, 1, problem
+        super().__init__(f"{path}:1: {problem}")
+
+
+@dataclass(frozen=True)
+class Header:
+    """A CSV's column names as rlsql reads them, and the names it had to strip of spaces."""
+
+    names: list[str]
+    stripped: list[str] = field(default_factory=list)
+
+    def notice(self) -> str | None:
+        if not self.stripped:
+            return None
+        return (f"spaces around column name(s) {', '.join(repr(n) for n in self.stripped)}: "
+                "read without them")
+
+
+def _first_line(path: Path) -> str:
     try:
         with path.open("rb") as fh:
             raw = fh.readline()  # bytes: a bad byte further down the file is DuckDB's to report, per row
-        first = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DataError(f"{path}:1: header is not valid UTF-8 ({exc.reason})") from exc
+        raise HeaderError(path, f"header is not valid UTF-8 ({exc.reason})") from exc
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
+
+
+def csv_header(path: Path) -> Header:
+    """The header of a CSV rlsql reads, or HeaderError when its columns cannot be told apart.
+
+    Spaces around a name are dropped (` reward` is `reward`); a repeated name, an empty name (a
+    trailing comma, pandas' index column) or a header split by `;` or tabs instead of commas is
+    refused: the reader would bind the wrong cells to a name, or none.
+    """
+    first = _first_line(path)
+    if not first.strip():
+        return Header([])
+    raw = next(csv.reader([first]))
+    names = [n.strip() for n in raw]
+    empty = [i + 1 for i, n in enumerate(names) if not n]
+    if len(names) == 1 and (";" in first or "\t" in first):
+        raise HeaderError(path, "delimiter is not a comma (the header has one column and holds ';' or a tab)")
+    if empty:
+        raise HeaderError(path, f"header has an empty column name (column {', '.join(map(str, empty))})")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise HeaderError(path, f"header repeats column {', '.join(repeated)}")
+    return Header(names, [r for r, n in zip(raw, names, strict=True) if r != n])
+
+
+def read_header(path: Path) -> list[str]:
+    """Column names from the first line of a CSV, spaces around them dropped (a UTF-8 BOM is dropped;
+    an empty file has none). Lenient: csv_header says whether the names can be read at all."""
+    first = _first_line(path)
     if not first.strip():
         return []
-    return next(csv.reader([first]))
+    return [n.strip() for n in next(csv.reader([first]))]

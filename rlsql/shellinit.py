@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import duckdb
 
-from rlsql import __version__
+from rlsql import __version__, cache
 from rlsql.catalog import Catalog, load_catalog
 from rlsql.connection import object_statements
 from rlsql.errors import UsageError
@@ -26,7 +26,8 @@ INSTALL_HINT = "pip install 'rlsql[shell]' (or: pip install duckdb-cli)"
 def script_statements(runs: Sequence[Run], catalog: Catalog | None = None) -> list[str]:
     """Every CREATE and COMMENT ON statement for `runs`, in dependency order, without a final ';'."""
     catalog = catalog or load_catalog()
-    return [statement for _, statement in object_statements(runs, catalog.order, catalog)]
+    with cache.disabled():  # the shell's views read the runs' files, never a cache copy that may go
+        return [statement for _, statement in object_statements(runs, catalog.order, catalog)]
 
 
 def _terminated(statement: str) -> str:

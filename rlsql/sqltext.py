@@ -6,6 +6,7 @@ Jinja uses these as filters. They quote; they never let a value end a string or 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,31 @@ def literal(value: Any) -> str:
     if "\x00" in text:
         raise ValueError("a SQL string literal cannot hold a NUL character")
     return "'" + text.replace("'", "''") + "'"
+
+
+_GLOB_CHARS = re.compile(r"([\[\]*?])")
+
+
+def glob_escaped(path: str | Path) -> str:
+    """`path` as a DuckDB file pattern that matches exactly that file.
+
+    DuckDB's readers expand `*`, `?` and `[...]` in every path they are given (there is no switch
+    to turn that off), and all four are legal in folder names: each becomes a one-character class
+    (`[[]`, `[]]`, `[*]`, `[?]`), which matches only itself.
+    """
+    return _GLOB_CHARS.sub(r"[\1]", str(path))
+
+
+def glob_cannot_name(path: str | Path) -> bool:
+    """True when DuckDB cannot be given `path` exactly: its glob, which a path with `[ ] * ?` goes
+    through even escaped, leaves out every name holding a backslash (DuckDB 2.0 on Linux)."""
+    text = str(path)
+    return "\\" in text and bool(_GLOB_CHARS.search(text))
+
+
+def file_literal(path: str | Path) -> str:
+    """A SQL string literal naming exactly the file `path` for read_csv/read_parquet/read_text."""
+    return literal(glob_escaped(path))
 
 
 def date_literal(value: dt.date | None) -> str:

@@ -18,7 +18,9 @@ FIXTURE_RUNS = ["tiny", "calendar", "newest", "harbor", "harbor_csv"]
 os.environ.setdefault("RLSQL_NO_CACHE", "1")
 # ...and of a developer's Parquet cache: tests that use one point RLSQL_CACHE_DIR at a folder of their own
 os.environ["RLSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlsql-test-cache-")
-os.environ.pop("RLSQL_CACHE", None)
+# ...and off unless a test turns it on (tests/test_cache.py does): a large test CSV would otherwise be
+# cached on first read, and a test that changes rlsql's limits between reads would get the earlier copy
+os.environ["RLSQL_CACHE"] = "0"
 
 
 @pytest.fixture(scope="session")

@@ -27,8 +27,10 @@ Choices made where neither the spec nor docs/semantics.md decides:
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
+import os
 import re
 import statistics
 from collections.abc import Callable
@@ -76,7 +78,7 @@ def find_artifacts(run_dir: Path | str) -> dict[str, Path | None]:
     # Harbor's trial folders read in place: "an artifact kind `harbor` present when
     # trace_jobs/*/result.json exists"
     trace_jobs = run_dir / "trace_jobs"
-    found["harbor"] = trace_jobs if any(trace_jobs.glob("*/result.json")) else None
+    found["harbor"] = trace_jobs if any(p.is_file() for p in trace_jobs.glob("*/result.json")) else None
     return found
 
 
@@ -112,12 +114,15 @@ def _num(cell: str | None) -> float | None:
     return None if math.isnan(value) else value
 
 
-def _int(cell: str | None) -> int | float | None:
-    """An integer cell, possibly written `3.0` (pandas writes an int column with a gap as floats)."""
+def _int(cell: str | None) -> int | None:
+    """An integer cell, possibly written `3.0` (pandas writes an int column with a gap as floats).
+
+    docs/semantics.md: a cell with a fraction, beyond 2**53 or inf is a bad cell, read as empty.
+    """
     value = _num(cell)
-    if value is None:
+    if value is None or not math.isfinite(value) or not value.is_integer() or abs(value) > 2**53:
         return None
-    return int(value) if value.is_integer() else value
+    return int(value)
 
 
 def _text(cell: str | None) -> str | None:
@@ -212,21 +217,90 @@ def _seconds(block: Any) -> float | None:
         return None
 
 
+_GLOB_CHARS = set("[]*?")
+#: the largest count a DOUBLE holds exactly: a larger n_episodes or token count is out of range
+_MAX_COUNT = 2**53
+
+
+def _harbor_text(path: Path) -> str | None:
+    """The text of a trial's result.json, or None when rlsql skips the file (docs/semantics.md):
+    not a regular file (a FIFO is never opened), unreadable, empty, not UTF-8, or a path DuckDB
+    cannot be handed exactly (a backslash together with a glob character)."""
+    if "\\" in str(path) and _GLOB_CHARS & set(str(path)):
+        return None
+    if not path.is_file() or not os.access(path, os.R_OK):  # is_file: False for FIFOs, folders, dangling links
+        return None
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8") if raw else None
+    except UnicodeDecodeError:
+        return None
+
+
+def _json_number(value: Any, whole: bool) -> float | int | None:
+    """A JSON number by the CSV cells' rule: finite or None; a boolean or string is no number; a count
+    must be a whole number of at most 2**53 (not rounded)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if whole and (value != int(value) or abs(value) > _MAX_COUNT):
+        return None
+    return value
+
+
+def _glob_fails(trace_jobs: Path, name: str, entries: list[str]) -> bool:
+    """DuckDB lists the folder above every path segment with a glob character, and that listing
+    fails when the folder holds a name starting with a backslash: rlsql skips such files."""
+    def starts_with_backslash(folder: Path) -> bool:
+        return any(n.startswith("\\") for n in os.listdir(folder))
+
+    parts = trace_jobs.parts
+    for i in range(1, len(parts)):
+        if _GLOB_CHARS & set(parts[i]) and starts_with_backslash(Path(*parts[:i])):
+            return True
+    return bool(_GLOB_CHARS & set(name)) and any(n.startswith("\\") for n in entries)
+
+
 def read_harbor_trials(trace_jobs: Path) -> list[Row]:
     """Harbor's trace_jobs/<trial>/result.json files, trial folders sorted by name, mapped to the
-    CSV's columns the way the log parser's parse_result_files maps them."""
+    CSV's columns the way the log parser's parse_result_files maps them.
+
+    Files that are no trial are skipped as rlsql skips them (_harbor_text; json.loads fails; a
+    top-level value that is not an object). Python's json module reads NaN, Infinity and
+    -Infinity, as DuckDB does. Known differences from DuckDB's JSON reader, which no test input
+    uses: DuckDB also accepts trailing commas and nan/inf in any case, rejects a lone surrogate
+    escape (\\ud800), and takes the first of duplicate keys where Python takes the last.
+    """
     trials: list[Row] = []
-    for path in sorted(trace_jobs.glob("*/result.json"), key=lambda p: p.parent.name):
-        data = json.loads(path.read_text(encoding="utf-8"))
+    entries = os.listdir(trace_jobs)
+    for name in sorted(entries):
+        if not (trace_jobs / name).is_dir():
+            continue
+        if _glob_fails(trace_jobs, name, entries):
+            continue
+        text = _harbor_text(trace_jobs / name / "result.json")
+        if text is None:
+            continue
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
         agent = data.get("agent_result") or {}
+        agent = agent if isinstance(agent, dict) else {}
         metadata = agent.get("metadata") or {}
-        reward = ((data.get("verifier_result") or {}).get("rewards") or {}).get("reward")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        verifier = data.get("verifier_result") or {}
+        rewards = (verifier.get("rewards") or {}) if isinstance(verifier, dict) else {}
+        reward = _json_number(rewards.get("reward") if isinstance(rewards, dict) else None, whole=False)
         trial: Row = {
             "task_name": data.get("task_name") or None,
             "trial_name": data.get("trial_name") or None,
-            "n_episodes": metadata.get("n_episodes"),
-            "n_input_tokens": agent.get("n_input_tokens"),
-            "n_output_tokens": agent.get("n_output_tokens"),
+            "n_episodes": _json_number(metadata.get("n_episodes"), whole=True),
+            "n_input_tokens": _json_number(agent.get("n_input_tokens"), whole=True),
+            "n_output_tokens": _json_number(agent.get("n_output_tokens"), whole=True),
             "exception_type": (data.get("exception_info") or {}).get("exception_type") or NO_EXCEPTION,
             "reward": float(reward) if reward is not None else None,
             "agent_duration_sec": None,  # the current parser writes agent_execution_duration instead
@@ -309,7 +383,14 @@ def load_config(run_dir: Path | str) -> Any:
     path = find_artifacts(run_dir)["config"]
     if path is None:
         return None
-    with path.open(encoding="utf-8") as fh:
+    stat = path.stat()
+    # parsed once per file version: compare_runs reads every run's config for every run
+    return _parse_yaml(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_yaml(path: str, mtime_ns: int, size: int) -> Any:
+    with open(path, encoding="utf-8") as fh:
         return yaml.safe_load(fh)
 
 
@@ -340,12 +421,18 @@ def routing(run_dir: Path | str) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for slot, key in _ROUTING_KEYS.items():
         value = _find_key(config, key)
-        if value is _MISSING or value is None:
+        if value is _MISSING or value is None or not _routing_value_ok(slot, value):
+            # docs/semantics.md: a key of the wrong type (a string where a list belongs, an unknown
+            # default treatment) takes the trainer's default for that key, with a warning
             value = DEFAULT_ROUTING[slot]
-        elif slot != "default" and isinstance(value, str):
-            value = [value]
-        result[slot] = list(value) if slot != "default" else str(value)
+        result[slot] = [str(v) for v in value] if slot != "default" else value.lower()
     return result
+
+
+def _routing_value_ok(slot: str, value: Any) -> bool:
+    if slot == "default":
+        return isinstance(value, str) and value.lower() in ("zero", "mask", "passthrough")
+    return isinstance(value, list)
 
 
 def configured_treatment(exception_type: str, route: dict[str, Any]) -> str:
@@ -497,6 +584,19 @@ def q_reward_curve(run: str, run_dir: Path, span: int = 5) -> list[Row]:
     return _reward_curve_rows(run, run_dir, span)
 
 
+def _checkpoint_interval(value: Any) -> int:
+    """A whole number of steps >= 1 (3.0 and "4" included), else the trainer's default 20."""
+    if isinstance(value, bool) or value is None:
+        return 20
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 20
+    if number != number or number in (float("inf"), float("-inf")) or number != int(number):
+        return 20
+    return int(number) if 1 <= number <= 2**31 - 1 else 20
+
+
 def q_best_checkpoint(run: str, run_dir: Path, span: int = 5, save_every: int | None = None) -> list[Row]:
     """Eligible: deduplicated steps with an EMA, `step % save_every = 0 and step >= 2*save_every`;
     best = highest EMA, ties to the earliest step."""
@@ -506,7 +606,7 @@ def q_best_checkpoint(run: str, run_dir: Path, span: int = 5, save_every: int | 
         config = load_config(run_dir)
         trainer = config.get("trainer") if isinstance(config, dict) else None
         interval = trainer.get("hf_save_interval") if isinstance(trainer, dict) else None
-        save_every = int(interval) if interval is not None else 20
+        save_every = _checkpoint_interval(interval)
 
     def is_eligible(r: Row) -> bool:
         if r["ema"] is None or save_every == 0:

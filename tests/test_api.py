@@ -99,8 +99,8 @@ def test_unreadable_rows_are_skipped_with_a_warning_naming_file_and_line(tmp_pat
     message = " ".join(str(w.message) for w in caught)
     assert str(run / "20260301_000000_trial_results.csv") in message
     assert "skipped 3 unreadable rows" in message
-    assert "line 3: cast in column n_episodes" in message and "line 4: too many columns" in message
-    assert "line 6: missing columns" in message
+    assert "line 3: column n_episodes: 'abc' is not a number" in message and "line 4: 6 fields, expected 5" in message
+    assert "line 6: 3 fields, expected 5" in message
 
 
 def test_query_names_complete_in_the_shell(rlsql_exe: str, tmp_path: Path) -> None:

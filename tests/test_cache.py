@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -103,7 +105,378 @@ def test_rows_skipped_at_build_are_still_reported(cache_dir: Path, tmp_path: Pat
     (run / "20260301_000000_trial_results.csv").write_text(
         "task_name,trial_name,n_episodes,exception_type,reward\nt,t__1,2,,1.0\nt,t__2,abc,,1.0\n"
     )
-    cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
-    with pytest.warns(rlsql.RlsqlWarning, match="1 unreadable row"):
+    with pytest.warns(rlsql.RlsqlWarning) as in_place:
         rows = rlsql.query("turn_stats", [run]).to_dicts()
-    assert rows[0]["trials"] == 1
+    cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    with pytest.warns(rlsql.RlsqlWarning) as cached:
+        cached_rows = rlsql.query("turn_stats", [run]).to_dicts()
+    assert "read_parquet" in source_sql([run], "trials_src")
+    assert rows == cached_rows and rows[0]["trials"] == 1
+    # by hand: line 3 (t__2) has turns `abc`; the cached read says it word for word as the in-place read
+    message = next(str(w.message) for w in cached if "unreadable" in str(w.message))
+    assert message.startswith(f"{run / '20260301_000000_trial_results.csv'}: skipped 1 unreadable row (line 3: ")
+    assert message in [str(w.message) for w in in_place]
+
+
+# --- the cache deletes only what it wrote (issue 9 item 2) -----------------------------------------
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file's bytes (and every folder) under `folder`: what must survive a foreign clear."""
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"<dir>") for p in folder.rglob("*")}
+
+
+def foreign_home(root: Path) -> Path:
+    """A home-like folder: files rlsql never wrote, some with names that look like cache entries."""
+    (root / "project").mkdir(parents=True)
+    (root / "project" / "package.json").write_text('{"name": "mine"}\n')
+    (root / ".bashrc").write_text("export PS1='$ '\n")
+    (root / "ab").mkdir()
+    (root / "ab" / "notes.json").write_text("[1, 2]\n")
+    (root / "ab" / "0123456789abcdef01234567.json").write_text('{"source": "/nowhere", "size": 1}\n')
+    (root / "ab" / "0123456789abcdef01234567.parquet").write_bytes(b"PAR1 not really PAR1")
+    (root / "ab" / "tmp_.0123456789abcdef01234567.parquet.x1.tmp").write_text("someone else's\n")
+    return root
+
+
+@pytest.mark.parametrize("stale", [False, True], ids=["clear", "clear --stale"])
+def test_clear_on_a_folder_rlsql_did_not_make_deletes_nothing(stale, tmp_path, capsys, monkeypatch) -> None:
+    home = foreign_home(tmp_path / "home")
+    before = snapshot(home)
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(home))
+    code, _, err = cli_run(["cache", "clear", *(["--stale"] if stale else [])], capsys, monkeypatch)
+    assert snapshot(home) == before
+    assert code == 2 and "Traceback" not in err and "not an rlsql cache folder" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("stale", [False, True], ids=["clear", "clear --stale"])
+def test_clear_on_a_copy_of_trace_jobs_deletes_nothing(stale, tmp_path, capsys, monkeypatch) -> None:
+    jobs = tmp_path / "trace_jobs"
+    shutil.copytree(RUNS / "harbor" / "trace_jobs", jobs)
+    before = snapshot(jobs)
+    assert any(name.endswith("result.json") for name in before)
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(jobs))
+    code, _, err = cli_run(["cache", "clear", *(["--stale"] if stale else [])], capsys, monkeypatch)
+    assert snapshot(jobs) == before
+    assert code == 2 and "Traceback" not in err
+
+
+def test_clear_removes_rlsql_entries_and_leaves_foreign_files_beside_them(cache_dir, tmp_path, capsys,
+                                                                           monkeypatch) -> None:
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    code, out, _ = cli_run(["cache", "build", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0 and len(json.loads(out)) == 3  # metrics, trials, vLLM
+    ours = {p for p in cache_dir.rglob("*.parquet")}
+    assert len(ours) == 3
+    # foreign files dropped into the cache folder, one of them inside an entry folder with an entry-like name
+    entry_folder = next(iter(ours)).parent
+    foreign = {
+        cache_dir / "README.txt": b"mine\n",
+        entry_folder / "mine.json": b"{}\n",
+        entry_folder / ("f" * 24 + ".json"): b'{"rows": 3}\n',
+        entry_folder / ("f" * 24 + ".parquet"): b"PAR1" + b"\0" * 20 + b"PAR1",
+    }
+    for path, data in foreign.items():
+        path.write_bytes(data)
+    for stale in (True, False):
+        code, _, err = cli_run(["cache", "clear", *(["--stale"] if stale else [])], capsys, monkeypatch)
+        assert code == 0, err
+        assert {p: p.read_bytes() for p in foreign} == foreign
+    assert not any(p.exists() for p in ours)
+    assert [p for p in cache_dir.rglob("*.parquet")] == [entry_folder / ("f" * 24 + ".parquet")]
+
+
+def test_a_cache_folder_inside_a_run_folder_is_refused(tmp_path, capsys, monkeypatch) -> None:
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    before = snapshot(run)
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(run / "cache"))
+    monkeypatch.setenv("RLSQL_CACHE", "")
+    code, _, err = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    assert code == 2 and "inside run folder" in err
+    code, out, err = cli_run(["--cache", "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "cache refused, CSV read")
+    assert "inside run folder" in err
+    code, _, err = cli_run(["cache", "clear"], capsys, monkeypatch)
+    assert code == 2 and "Traceback" not in err
+    assert snapshot(run) == before
+
+
+def test_an_unwritable_cache_falls_back_to_the_csv_with_one_warning(tmp_path, capsys, monkeypatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.setenv("RLSQL_CACHE", "")
+    run = RUNS / "newest"
+    code, out, err = cli_run(["--cache", "query", "reward_summary", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0, err
+    assert_rows_match(json.loads(out), oracle.expected("reward_summary", [run]), "unwritable cache")
+    cache_lines = [line for line in err.splitlines() if "cache" in line]
+    assert len(cache_lines) == 1 and "Traceback" not in err and str(blocker) in cache_lines[0]
+    code, _, err = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    assert code != 0 and "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+# --- entries are verified before use (issue 9 item 10) ---------------------------------------------
+
+
+def built_trials_entry(run: Path, capsys, monkeypatch) -> Path:
+    code, out, _ = cli_run(["cache", "build", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0
+    code, out, _ = cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)
+    trials = next(run.glob("*_trial_results.csv"))
+    return Path(next(e["parquet"] for e in json.loads(out) if Path(e["csv"]) == trials.resolve()))
+
+
+def cache_states(capsys, monkeypatch) -> dict[str, str]:
+    code, out, _ = cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)
+    assert code == 0
+    return {Path(e["csv"]).name: e["state"] for e in json.loads(out)}
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "emptied"])
+def test_a_damaged_cached_parquet_is_not_read_and_build_repairs_it(damage, cache_dir, tmp_path, capsys,
+                                                                   monkeypatch) -> None:
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    parquet = built_trials_entry(run, capsys, monkeypatch)
+    data = parquet.read_bytes()
+    if damage == "truncated":
+        parquet.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        parquet.write_bytes(bytes((b * 7 + 13) % 256 for b in data))  # same size, not Parquet
+    else:
+        parquet.write_bytes(b"")
+    code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0, err
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), f"{damage} cache entry")
+    trials = next(run.glob("*_trial_results.csv")).name
+    assert cache_states(capsys, monkeypatch)[trials] == "damaged"
+    code, out, _ = cli_run(["cache", "build", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    states = {Path(b["csv"]).name: b["state"] for b in json.loads(out)}
+    assert states[trials] == "built" and sorted(states.values()).count("fresh") == 2
+    assert set(cache_states(capsys, monkeypatch).values()) == {"fresh"}
+    assert "read_parquet" in source_sql([run], "trials_src")
+
+
+def test_a_read_error_inside_a_verified_parquet_falls_back_to_the_csv(cache_dir, tmp_path, capsys,
+                                                                      monkeypatch) -> None:
+    """Damage that keeps the size and both magic numbers only shows when DuckDB reads the pages."""
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    parquet = built_trials_entry(run, capsys, monkeypatch)
+    data = bytearray(parquet.read_bytes())
+    data[4:len(data) - 8] = bytes(len(data) - 12)  # zero everything between the magic numbers
+    parquet.write_bytes(bytes(data))
+    code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0, err
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "unreadable cache pages")
+    assert "Traceback" not in err and "cache" in err
+    trials = next(run.glob("*_trial_results.csv")).name
+    assert cache_states(capsys, monkeypatch)[trials] == "damaged"
+
+
+def test_a_csv_edited_with_its_size_and_mtime_kept_is_read_again(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    built_trials_entry(run, capsys, monkeypatch)
+    trials = next(run.glob("*_trial_results.csv"))
+    stat = trials.stat()
+    text = trials.read_text()
+    # the first trial's turns 3.0 -> 9.0: same length, then the modification time put back
+    assert ",3.0," in text.splitlines()[1]
+    trials.write_text(text.replace(",3.0,", ",9.0,", 1))
+    os.utime(trials, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (trials.stat().st_size, trials.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0, err
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "edited CSV, same size and mtime")
+    assert cache_states(capsys, monkeypatch)[trials.name] == "stale"
+
+
+# --- leftovers and incremental builds (issue 9 item 13, issue 11 item 3) ---------------------------
+
+
+def test_leftovers_of_a_killed_build_are_swept(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    from rlsql import cache
+
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    parquet = built_trials_entry(run, capsys, monkeypatch)
+    folder = parquet.parent
+    # what a build killed mid-write leaves: rlsql's temporary name (from a process that is gone) and the
+    # names earlier versions left (mkstemp's, and DuckDB's own tmp_ copy of it)
+    with monkeypatch.context() as m:
+        m.setattr(os, "getpid", lambda: 2**22 + 12345)  # above Linux's largest pid: a process that is gone
+        dead = cache.temp_path(parquet)
+    dead.write_bytes(b"half a parquet")
+    legacy = [folder / f".{parquet.name}.k2j3h4.tmp", folder / f"tmp_.{parquet.name}.k2j3h4.tmp"]
+    for p in legacy:
+        p.write_bytes(b"half a parquet")
+    foreign = folder / "tmp_mine.tmp"
+    foreign.write_bytes(b"mine")
+    code, _, err = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    assert code == 0
+    assert not dead.exists() and not any(p.exists() for p in legacy)
+    assert foreign.read_bytes() == b"mine"
+    assert "3 leftover" in err
+
+
+def test_build_rebuilds_only_what_is_missing_or_stale(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    vllm = next(run.glob("*_vllm_metrics_table.csv"))
+    _, out, _ = cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)
+    untouched = [Path(e["parquet"]) for e in json.loads(out) if Path(e["csv"]) != vllm.resolve()]
+    assert len(untouched) == 2
+    mtimes = {p: p.stat().st_mtime_ns for p in untouched}
+    with vllm.open("a") as fh:
+        fh.write(vllm.read_text().splitlines()[-1] + "\n")
+    _, out, _ = cli_run(["cache", "build", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    states = {b["artifact"]: b["state"] for b in json.loads(out)}
+    assert states == {"metrics": "fresh", "trials": "fresh", "vllm": "built"}
+    assert {p: p.stat().st_mtime_ns for p in untouched} == mtimes  # not rewritten
+
+
+def test_verbose_says_whether_each_source_read_used_the_cache(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    trials = next(run.glob("*_trial_results.csv"))
+    code, _, err = cli_run(["query", "turn_stats", "-r", str(run), "-v"], capsys, monkeypatch)
+    assert code == 0
+    assert [line for line in err.splitlines() if str(trials) in line and "read in place" in line]
+    cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    code, _, err = cli_run(["query", "turn_stats", "-r", str(run), "-v"], capsys, monkeypatch)
+    assert [line for line in err.splitlines() if str(trials) in line and "from the cache" in line]
+    code, _, err = cli_run(["query", "turn_stats", "-r", str(run)], capsys, monkeypatch)
+    assert "from the cache" not in err  # quiet without -v
+
+
+# --- caching without asking (issue 15 item 2) ------------------------------------------------------
+
+
+def test_a_large_csv_is_cached_on_first_read_and_the_opt_out_is_honoured(cache_dir, tmp_path, capsys,
+                                                                         monkeypatch) -> None:
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    trials = next(run.glob("*_trial_results.csv"))
+    # the threshold lowered so that the fixture's trials file counts as large and the others do not
+    monkeypatch.setenv("RLSQL_CACHE_MIN_BYTES", str(trials.stat().st_size))
+    for opt_out in (["--no-cache"], []):
+        if not opt_out:
+            monkeypatch.setenv("RLSQL_CACHE", "0")
+        code, out, _ = cli_run([*opt_out, "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+        assert code == 0 and not list(cache_dir.rglob("*.parquet"))
+    monkeypatch.setenv("RLSQL_CACHE", "")
+    code, out, _ = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "first read")
+    assert set(cache_states(capsys, monkeypatch)) == {trials.name}
+    assert "read_parquet" in source_sql([run], "trials_src")
+    code, _, err = cli_run(["--no-cache", "query", "turn_stats", "-r", str(run), "-v"], capsys, monkeypatch)
+    assert code == 0 and [line for line in err.splitlines() if str(trials) in line and "read in place" in line]
+    monkeypatch.setenv("RLSQL_CACHE", "0")
+    assert "read_parquet" not in source_sql([run], "trials_src")  # an opt-out also skips existing entries
+
+
+def test_cache_status_says_the_policy(cache_dir, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("RLSQL_CACHE_MIN_BYTES", str(64 * 2**20))
+    code, _, err = cli_run(["cache", "status"], capsys, monkeypatch)
+    assert code == 0 and "64 MiB" in err and "RLSQL_CACHE=0" in err
+    monkeypatch.setenv("RLSQL_CACHE", "0")
+    code, _, err = cli_run(["cache", "status"], capsys, monkeypatch)
+    assert code == 0 and "off" in err
+
+
+# --- where the caches live (issue 9 item 15) -------------------------------------------------------
+
+
+def test_the_sql_analysis_cache_follows_rlsql_cache_dir(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    xdg = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
+    monkeypatch.delenv("RLSQL_NO_CACHE", raising=False)
+    load_catalog.cache_clear()
+    try:
+        code, _, _ = cli_run(["query", "turn_stats", "-r", str(RUNS / "tiny")], capsys, monkeypatch)
+    finally:
+        load_catalog.cache_clear()
+    assert code == 0
+    assert not xdg.exists()  # nothing under the user's ~/.cache equivalent
+    assert list(cache_dir.glob("sql-analysis-*.json"))
+
+
+def test_an_empty_home_does_not_put_the_cache_at_the_filesystem_root(monkeypatch) -> None:
+    import pwd
+
+    from rlsql.cache import cache_root
+
+    monkeypatch.delenv("RLSQL_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", "")
+    expected = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "rlsql" / "parquet"
+    assert cache_root() == expected
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # the XDG spec says: ignore a relative one
+    assert cache_root() == expected
+
+
+def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(cache_dir, tmp_path, capsys, monkeypatch,
+                                                                   rlsql_exe) -> None:
+    """kill -9 at several points of a real `cache build`: never a half entry in use, never a leftover
+    the next build cannot sweep, and the answer afterwards is the oracle's."""
+    import random
+    import signal
+    import subprocess
+    import time
+
+    run = tmp_path / "big"
+    run.mkdir()
+    lines = (RUNS / "tiny" / "20260105_120000_trial_results.csv").read_text().splitlines()
+    body = [line.split(",", 2) for line in lines[1:]]
+    with (run / "20260105_120000_trial_results.csv").open("w") as fh:
+        fh.write(lines[0] + "\n")
+        for i in range(40_000):
+            task, trial, rest = body[i % len(body)]
+            fh.write(f"{task},{trial}-{i},{rest}\n")
+    before = snapshot(run)
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": ""}
+    rng = random.Random(9)
+    for _ in range(4):
+        proc = subprocess.Popen([rlsql_exe, "cache", "build", "--force", "-r", str(run)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, 1.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        names = [p.name for p in cache_dir.rglob("*") if p.is_file()]
+        allowed = re.compile(r"^(rlsql-cache\.json|sql-analysis-\w+\.json|[0-9a-f]{24}\.(parquet|json)"
+                             r"|\.[0-9a-f]{24}\.(parquet|json)\.[0-9a-f]{6}-\d+-[0-9a-f]{8}-[0-9a-f]{8}\.rlsql-tmp)$")
+        assert all(allowed.match(n) for n in names), names
+        code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+        assert code == 0, err
+        assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "after kill -9")
+    code, _, err = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    assert code == 0
+    assert not [p for p in cache_dir.rglob("*rlsql-tmp*")]
+    assert set(cache_states(capsys, monkeypatch).values()) == {"fresh"}
+    assert snapshot(run) == before
+
+
+def test_a_run_with_pattern_characters_in_its_path_is_cached_from_its_own_file(cache_dir, tmp_path, capsys,
+                                                                              monkeypatch) -> None:
+    parent = tmp_path / "g"
+    shutil.copytree(RUNS / "tiny", parent / "run[1]")
+    shutil.copytree(RUNS / "tiny", parent / "run1")  # what the pattern run[1] would match instead
+    trials = parent / "run1" / "20260105_120000_trial_results.csv"
+    lines = trials.read_text().splitlines(keepends=True)
+    trials.write_text("".join(lines[:4]))  # run1 keeps 3 trials, run[1] all of tiny's
+    code, out, _ = cli_run(["cache", "build", "-r", str(parent), "-f", "json"], capsys, monkeypatch)
+    assert code == 0
+    built = {(b["run"], b["artifact"]): b for b in json.loads(out)}
+    assert built[("run[1]", "trials")]["state"] == "built" and built[("run1", "trials")]["rows"] == 3
+    assert built[("run[1]", "trials")]["rows"] == len((RUNS / "tiny" / trials.name).read_text().splitlines()) - 1
+    got = rlsql.query("turn_stats", [parent]).to_dicts()
+    assert "read_parquet" in source_sql([parent], "trials_src")
+    assert_rows_match(got, oracle.expected("turn_stats", [parent / "run1", parent / "run[1]"]), "pattern names, cached")

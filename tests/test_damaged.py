@@ -41,14 +41,14 @@ def test_truncated_last_line_is_skipped_with_its_line(tmp_path: Path) -> None:
     run = trials_run(tmp_path, HEADER + "t,t__1,2,,1.0\nt,t__2,4,,0.0\nt,t__3,")
     rows, warned = query_with_warnings("reward_summary", run)
     assert rows[0]["trials"] == 2 and rows[0]["mean_reward"] == 0.5  # by hand: (1.0 + 0.0) / 2
-    assert "20260301_000000_trial_results.csv: skipped 1 unreadable row (line 4: missing columns)" in warned
+    assert "20260301_000000_trial_results.csv: skipped 1 unreadable row (line 4: 3 fields, expected 5)" in warned
 
 
 def test_extra_and_missing_fields(tmp_path: Path) -> None:
     run = trials_run(tmp_path, HEADER + "t,t__1,2,,1.0,surplus\nt,t__2,4\nt,t__3,6,,1.0\n")
     rows, warned = query_with_warnings("turn_stats", run)
     assert (rows[0]["trials"], rows[0]["max"]) == (1, 6)
-    assert "line 2: too many columns" in warned and "line 3: missing columns" in warned
+    assert "line 2: 6 fields, expected 5" in warned and "line 3: 3 fields, expected 5" in warned
 
 
 def test_nan_inf_and_empty_cells_read_as_empty(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_check_lists_every_problem_with_file_and_line(tmp_path: Path, capsys, mo
     assert stop.value.code == 3 and "unusable run(s): empty" in err
     runs = {r["run"]: r for r in json.loads(out)["runs"]}
     damaged = {(i["line"], i["problem"].split(":")[0]) for i in runs["damaged"]["issues"] if i["line"]}
-    assert damaged == {(2, "row skipped"), (3, "row skipped")}
+    assert damaged == {(2, "row skipped"), (3, "row skipped"), (4, "1 nan/inf cell(s) in column n_episodes")}
     assert runs["damaged"]["usable"] and runs["damaged"]["readable_rows"]["trials"] == 1
     assert any("nan/inf" in i["problem"] for i in runs["damaged"]["issues"])
     assert not runs["empty"]["usable"]

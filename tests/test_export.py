@@ -141,19 +141,20 @@ def test_partition_by_run_and_replacing_a_tree(tmp_path, capsys, monkeypatch) ->
                             capsys, monkeypatch)
     assert code == 0, err
     names = ["calendar", "harbor", "harbor_csv", "newest", "tiny"]
-    assert sorted(p.name for p in (out / "trials").iterdir()) == [f"run={name}" for name in names]
+    assert _visible(out / "trials") == [f"run={name}" for name in names]
     dataset = ds.dataset(out / "trials", format="parquet", partitioning="hive")
     table = dataset.to_table()
     for run in names:
         got = table.filter(ds.field("run") == run).num_rows
         assert got == len(oracle.read_trials(RUNS / run)), run
     assert set(_metadata(next((out / "trials").rglob("*.parquet")))) == METADATA_KEYS
-    # a new export replaces the whole tree: a run no longer exported leaves no partition behind
-    code, _, err = run_main(["export", "trials", "-r", str(RUNS / "tiny"), "--partition-by", "run", "-o", str(out)],
-                            capsys, monkeypatch)
+    # --replace-all replaces the whole tree: a run no longer exported leaves no partition behind
+    code, _, err = run_main(["export", "trials", "-r", str(RUNS / "tiny"), "--partition-by", "run", "-o", str(out),
+                             "--replace-all"], capsys, monkeypatch)
     assert code == 0, err
-    assert sorted(p.name for p in (out / "trials").iterdir()) == ["run=tiny"]
-    assert sorted(p.name for p in out.iterdir()) == ["trials"]  # no temporary or old tree left
+    assert _visible(out / "trials") == ["run=tiny"]
+    assert _visible(out) == ["trials"]  # no temporary or old tree left
+    assert not [p for p in out.rglob("*") if ".rlsql-tmp" in p.name]
 
 
 def test_csv_and_json_with_sidecar(tmp_path, capsys, monkeypatch) -> None:
@@ -197,6 +198,7 @@ def test_missing_artifact_named_fails_all_skips(tmp_path, capsys, monkeypatch) -
     (["export", "turn_statz", "-o", "OUT"], "turn_stats"),
     (["export", "turn_stats", "-f", "xlsx", "-o", "OUT"], "xlsx"),
     (["export", "turn_stats", "--partition-by", "step", "-o", "OUT"], "run"),
+    (["export", "turn_stats", "--replace-all", "-r", str(RUNS / "tiny"), "-o", "OUT"], "--partition-by"),
     (["export", "turn_stats", "-r", str(RUNS / "tiny"), "-o", str(RUNS / "tiny" / "out")], "run folder"),
 ])
 def test_bad_export_is_one_line(args, needle, tmp_path, capsys, monkeypatch) -> None:
@@ -255,10 +257,91 @@ def test_sigkill_leaves_the_previous_export(tmp_path, capsys, monkeypatch) -> No
     assert _visible(out) == ["trials.parquet"]
     assert (out / "trials.parquet").read_bytes() == before
     assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "tiny"))
-    leftovers = [p.name for p in out.iterdir() if p.name != "trials.parquet"]
-    assert all(name.startswith(".trials.parquet.") and name.endswith(".rlsql-tmp") for name in leftovers)
+    leftovers = [p.name for p in out.iterdir() if p.name not in ("trials.parquet", ".rlsql-export.json")]
+    assert leftovers and all(name.startswith(".trials.parquet.") and name.endswith(".rlsql-tmp") for name in leftovers)
     # the next export into the folder clears what the killed process left
     code, _, err = run_main(["export", "trials", "-r", str(RUNS / "newest"), "-o", str(out)], capsys, monkeypatch)
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["trials.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [".rlsql-export.json", "trials.parquet"]
     assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "newest"))
+
+
+# -- incremental partitioned exports (issue 11) -----------------------------------------------------
+
+def _tree_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _kv(path: Path) -> dict[str, str]:
+    """The Parquet key-value metadata read by DuckDB (a reader independent of pyarrow)."""
+    import duckdb
+
+    rows = duckdb.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)", [str(path)]).fetchall()
+    return dict(rows)
+
+
+def test_partitions_grow_run_by_run(tmp_path, capsys, monkeypatch) -> None:
+    out = tmp_path / "hive"
+    inputs = {r: _tree_bytes(RUNS / r) for r in ("tiny", "calendar")}
+
+    def export_run(*extra: str) -> None:
+        code, _, err = run_main(["export", "trials", "--partition-by", "run", "-o", str(out), *extra],
+                                capsys, monkeypatch)
+        assert code == 0, err
+
+    export_run("-r", str(RUNS / "tiny"))
+    export_run("-r", str(RUNS / "calendar"))
+    assert _visible(out / "trials") == ["run=calendar", "run=tiny"]
+    for run in ("tiny", "calendar"):
+        part = out / "trials" / f"run={run}" / "data_0.parquet"
+        assert pq.read_metadata(part).num_rows == len(oracle.read_trials(RUNS / run))
+        meta = _kv(part)
+        # its own run's provenance only
+        assert [r["name"] for r in json.loads(meta["rlsql.runs"])] == [run]
+        sources = json.loads(meta["rlsql.sources"])
+        assert sources and {s["run"] for s in sources} == {run}
+        trials_source = next(s for s in sources if s["artifact"] == "trials")
+        assert trials_source["sha256"] == hashlib.sha256(
+            oracle.find_artifacts(RUNS / run)["trials"].read_bytes()).hexdigest()
+    calendar = _tree_bytes(out / "trials" / "run=calendar")
+    tiny = (out / "trials" / "run=tiny" / "data_0.parquet").stat().st_ino
+    time.sleep(0.01)
+    export_run("-r", str(RUNS / "tiny"))
+    assert _visible(out / "trials") == ["run=calendar", "run=tiny"]
+    assert _tree_bytes(out / "trials" / "run=calendar") == calendar  # untouched
+    assert (out / "trials" / "run=tiny" / "data_0.parquet").stat().st_ino != tiny  # replaced
+    dataset = ds.dataset(out / "trials", format="parquet", partitioning="hive").to_table()
+    assert dataset.num_rows == sum(len(oracle.read_trials(RUNS / r)) for r in ("tiny", "calendar"))
+    # --replace-all: today's whole-tree swap
+    export_run("-r", str(RUNS / "tiny"), "--replace-all")
+    assert _visible(out / "trials") == ["run=tiny"]
+    assert not [p for p in out.rglob("*") if ".rlsql-tmp" in p.name]
+    assert {r: _tree_bytes(RUNS / r) for r in ("tiny", "calendar")} == inputs
+
+
+def test_one_row_partition_is_small(tmp_path, capsys, monkeypatch) -> None:
+    """A partition's metadata names its own run: its size does not grow with the number of runs exported."""
+    out = tmp_path / "hive"
+    code, _, err = run_main(["export", "trials", "--partition-by", "run", "-o", str(out), "-r", str(RUNS)],
+                            capsys, monkeypatch)
+    assert code == 0, err
+    for part in (out / "trials").glob("run=*/data_0.parquet"):
+        run = part.parent.name.removeprefix("run=")
+        assert [r["name"] for r in json.loads(_kv(part)["rlsql.runs"])] == [run]
+
+
+def test_csv_partitions_carry_their_record_in_the_hidden_mark(tmp_path, capsys, monkeypatch) -> None:
+    out = tmp_path / "hive"
+    for run in ("tiny", "calendar"):
+        code, _, err = run_main(["export", "trials", "-f", "csv", "--partition-by", "run", "-o", str(out),
+                                 "-r", str(RUNS / run)], capsys, monkeypatch)
+        assert code == 0, err
+    for run in ("tiny", "calendar"):
+        part = out / "trials" / f"run={run}"
+        assert _visible(part) == ["data_0.csv"]  # a reader of the tree sees data only
+        with (part / "data_0.csv").open(newline="") as fh:
+            assert sum(1 for _ in csv.DictReader(fh)) == len(oracle.read_trials(RUNS / run))
+        record = json.loads((part / ".rlsql-export.json").read_text())["metadata"]
+        assert set(record) == METADATA_KEYS
+        assert [r["name"] for r in json.loads(record["rlsql.runs"])] == [run]
+        assert {s["run"] for s in json.loads(record["rlsql.sources"])} == {run}

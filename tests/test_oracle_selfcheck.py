@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import oracle
+from tests import oracle
 
 
 def write(path: Path, text: str) -> Path:

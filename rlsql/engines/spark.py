@@ -168,7 +168,7 @@ class SparkCatalog:
         self.spark = spark
         self.runs = list(runs)
         self.catalog = catalog or load_catalog()
-        self.sources = SparkSources(spark, SourceContext(self.runs))
+        self.sources = SparkSources(spark, SourceContext(self.runs), self.catalog)
         self.cache = CompiledCache()
         self.use_cache = os.environ.get("RLSQL_SPARK_CACHE", "1") != "0"
         #: name -> the SQL it was created with ("" for a source)

@@ -23,10 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlsql.catalog import Column, SqlFile
+from rlsql.catalog import Catalog, Column, SqlFile
 from rlsql.connection import SourceContext
 from rlsql.errors import DataError, RlsqlWarning
-from rlsql.runs import HARBOR_RESULT
 
 _SPARK_TYPE = {"VARCHAR": "STRING", "DOUBLE": "DOUBLE", "BIGINT": "BIGINT", "INTEGER": "INT", "BOOLEAN": "BOOLEAN"}
 _HADOOP_GLOB = re.compile(r"([\\*?\[\]{}])")
@@ -67,9 +66,10 @@ def small_frame(spark: Any, rows: Sequence[dict], columns: Sequence[tuple[str, s
 class SparkSources:
     """Builds each source's DataFrame over `runs` for one Spark session."""
 
-    def __init__(self, spark: Any, context: SourceContext):
+    def __init__(self, spark: Any, context: SourceContext, catalog: Catalog):
         self.spark = spark
         self.context = context
+        self.catalog = catalog
 
     def frame(self, source: SqlFile) -> Any:
         if source.name == "runs":
@@ -94,7 +94,8 @@ class SparkSources:
     def csv_frame(self, source: SqlFile) -> Any:
         context = self.context.csv_context(source)
         columns: list[Column] = context["columns"]
-        parts = [self._csv_group(group, columns) for group in context["groups"]]
+        integers = set(context.get("integers", ()))
+        parts = [self._csv_group(group, columns, integers) for group in context["groups"]]
         if not parts:
             schema = ", ".join(
                 ["run STRING", "source_file STRING", "row_no BIGINT"]
@@ -103,7 +104,7 @@ class SparkSources:
             return self.spark.createDataFrame([], schema)
         return functools.reduce(lambda a, b: a.unionAll(b), parts)
 
-    def _csv_group(self, group: dict, columns: list[Column]) -> Any:
+    def _csv_group(self, group: dict, columns: list[Column], integers: set[str]) -> Any:
         from pyspark.sql import functions as F
 
         header: list[str] = group["header"]
@@ -128,7 +129,12 @@ class SparkSources:
                 continue
             cast = f"try_cast({raw_name} AS {spark_type(ctype)})"
             bad.append(f"({raw_name} IS NOT NULL AND {cast} IS NULL)")
-            if ctype == "DOUBLE":
+            if ctype == "DOUBLE" and name in integers:
+                # a whole-number column keeps whole values up to 2**53 only (the sources' rule)
+                typed.append(f"CASE WHEN isnan({cast}) OR abs({cast}) = double('inf') THEN NULL "
+                             f"WHEN abs({cast}) <= 9007199254740992D AND pmod({cast}, 1.0D) = 0.0D THEN {cast} END "
+                             f"AS {_q(name)}")
+            elif ctype == "DOUBLE":
                 # nan and inf cells read as empty (the sources' rule, as pandas' skipna statistics)
                 typed.append(f"CASE WHEN isnan({cast}) OR abs({cast}) = double('inf') THEN NULL ELSE {cast} END "
                              f"AS {_q(name)}")
@@ -177,69 +183,22 @@ class SparkSources:
 
     # -- Harbor result.json -----------------------------------------------------------------------
     def harbor_frame(self, source: SqlFile) -> Any:
-        timing = "STRUCT<started_at: STRING, finished_at: STRING>"
-        structure = (
-            "task_name STRING, trial_name STRING, "
-            "agent_result STRUCT<n_input_tokens: DOUBLE, n_output_tokens: DOUBLE, "
-            "metadata: STRUCT<n_episodes: DOUBLE>>, "
-            "verifier_result STRUCT<rewards: STRUCT<reward: DOUBLE>>, "
-            "exception_info STRUCT<exception_type: STRING, exception_message: STRING>, "
-            f"started_at STRING, finished_at STRING, environment_setup {timing}, agent_setup {timing}, "
-            f"agent_execution {timing}, verifier {timing}"
-        )
-        listed: list[tuple[str, str]] = []
-        for entry in self.context.harbor_context()["files"]:
-            run_dir = Path(entry["pattern"]).parent.parent
-            listed.extend((entry["run"], str(p)) for p in sorted(run_dir.glob(f"*/{HARBOR_RESULT}")))
-        columns = [(c.name, spark_type(c.type)) for c in source.columns]
-        if not listed:
-            schema = ", ".join(["run STRING", "source_file STRING", "row_no INT"]
-                               + [f"{_q(n)} {t}" for n, t in columns])
-            return self.spark.createDataFrame([], schema)
-        text = (
-            self.spark.read.format("text").option("wholetext", True)
-            .load([exact_path(p) for _, p in listed])
-            .selectExpr("_metadata.file_path AS _rlsql_file", "value")
-        )
-        invalid = text.where("try_parse_json(value) IS NULL").select("_rlsql_file").limit(1).collect()
-        if invalid:
-            raise DataError(f"{_local(invalid[0][0])}: not valid JSON (a Harbor trial result.json)")
-        reported = {_local(r[0]): r[0] for r in text.select("_rlsql_file").collect()}
-        files = self.spark.createDataFrame(
-            [(reported.get(str(Path(p)), p), run, p, Path(p).parent.name) for run, p in listed],
-            "_rlsql_file STRING, run STRING, source_file STRING, trial_folder STRING",
-        )
-        parsed = text.selectExpr("_rlsql_file", f"from_json(value, {_lit(structure)}) AS j").join(files, "_rlsql_file")
+        """harbor_trials_src as DuckDB reads it, on this machine, handed to Spark as rows.
 
-        def seconds(started: str, finished: str) -> str:
-            # finished - started as the log parser's datetime arithmetic: both with an offset, or both without
-            offset = "'[T ][0-9:.]+([Zz]|[+-][0-9:]+)$'"
-            micro = "timestampdiff(MICROSECOND, try_cast({s} AS {t}), try_cast({f} AS {t})) / 1e6"
-            return (
-                f"CASE WHEN {started} RLIKE {offset} AND {finished} RLIKE {offset} "
-                f"THEN {micro.format(s=started, f=finished, t='TIMESTAMP_LTZ')} "
-                f"WHEN NOT {started} RLIKE {offset} AND NOT {finished} RLIKE {offset} "
-                f"THEN {micro.format(s=started, f=finished, t='TIMESTAMP_NTZ')} END"
-            )
+        Harbor's result.json files are one small file per trial, listed by rlsql itself (rlsql/harbor.py)
+        and read by sql/sources/harbor_trials_src.sql: its checks (what is no trial, which values are of
+        the wrong JSON type) stay in one place, and its rows are one per trial, a small table.
+        """
+        import duckdb
 
-        return parsed.selectExpr(
-            "run",
-            "source_file",
-            "row_number() OVER (PARTITION BY run ORDER BY trial_folder) AS row_no",
-            "j.task_name AS task_name",
-            "j.trial_name AS trial_name",
-            "j.agent_result.metadata.n_episodes AS n_episodes",
-            "j.agent_result.n_input_tokens AS n_input_tokens",
-            "j.agent_result.n_output_tokens AS n_output_tokens",
-            "j.exception_info.exception_type AS exception_type",
-            "j.verifier_result.rewards.reward AS reward",
-            "CAST(NULL AS DOUBLE) AS agent_duration_sec",
-            f"{seconds('j.started_at', 'j.finished_at')} AS trial_duration",
-            *(
-                f"{seconds(f'j.{phase}.started_at', f'j.{phase}.finished_at')} AS {phase}_duration"
-                for phase in ("environment_setup", "agent_setup", "agent_execution", "verifier")
-            ),
-            "j.exception_info.exception_message AS exception_message",
-            "j.started_at AS started_at",
-            "j.finished_at AS finished_at",
-        )
+        from rlsql.duckdb_errors import data_error, one_line
+
+        columns = [("run", "STRING"), ("source_file", "STRING"), ("row_no", "BIGINT")]
+        columns += [(c.name, spark_type(c.type)) for c in source.columns]
+        sql = self.context.render(self.catalog, source)
+        try:
+            rows = duckdb.connect(":memory:").execute(sql).fetchall()
+        except duckdb.Error as exc:
+            raise data_error(exc) or DataError(f"{source.path}: cannot read {source.name}: {one_line(exc)}") from exc
+        schema = ", ".join(f"{_q(name)} {ctype}" for name, ctype in columns)
+        return self.spark.createDataFrame(rows, schema)

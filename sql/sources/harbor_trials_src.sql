@@ -1,24 +1,34 @@
 -- name: harbor_trials_src
--- version: 1
--- description: Harbor's own trial results read in place, for runs without a `*_trial_results.csv`: one row per `trace_jobs/<trial>/result.json`, mapped to the CSV's columns as the log parser maps them (n_episodes from agent_result.metadata, reward from verifier_result.rewards.reward, each duration = finished_at - started_at of its timing block), plus exception_message, started_at and finished_at. row_no follows the trial folder names, sorted.
+-- version: 2
+-- description: Harbor's own trial results read in place, for runs without a `*_trial_results.csv`: one row per `trace_jobs/<trial>/result.json`, mapped to the CSV's columns as the log parser maps them (n_episodes from agent_result.metadata, reward from verifier_result.rewards.reward, each duration = finished_at - started_at of its timing block), plus exception_message, started_at and finished_at. row_no follows the trial folder names, sorted. A file that is no trial (not a regular file, not UTF-8, not a JSON object, ...) has a row with `problem` saying why and every trial column NULL: read trials with `WHERE problem IS NULL` (trial_rows does). `bad_values` lists (joined with `; `) the numbers of the wrong type read as NULL (`verifier_result.rewards.reward: true is not a number`), `nonfinite` (joined with `, `) the fields holding NaN or Infinity, read as NULL; both NULL when there are none.
 -- artifact: harbor
 -- optional: true
--- columns: task_name VARCHAR, trial_name VARCHAR, n_episodes DOUBLE, n_input_tokens DOUBLE, n_output_tokens DOUBLE, exception_type VARCHAR, reward DOUBLE, agent_duration_sec DOUBLE, trial_duration DOUBLE, environment_setup_duration DOUBLE, agent_setup_duration DOUBLE, agent_execution_duration DOUBLE, verifier_duration DOUBLE, exception_message VARCHAR, started_at VARCHAR, finished_at VARCHAR
-{#- One read per run over its trace_jobs/*/result.json: read_text takes each file whole and
-    from_json parses it into the declared structure (fields rlsql does not use, such as config or
-    the agent's message log, are skipped; a value of the wrong JSON type reads as NULL). This is
-    several times faster than read_json over thousands of small files, and a file that is not
-    valid JSON fails the query naming the file. A run that also has a trials CSV is not listed
-    here: the CSV wins (see docs/semantics.md). -#}
-{#- from_json's structure: the result.json fields rlsql reads, with their types -#}
+-- columns: task_name VARCHAR, trial_name VARCHAR, n_episodes DOUBLE, n_input_tokens DOUBLE, n_output_tokens DOUBLE, exception_type VARCHAR, reward DOUBLE, agent_duration_sec DOUBLE, trial_duration DOUBLE, environment_setup_duration DOUBLE, agent_setup_duration DOUBLE, agent_execution_duration DOUBLE, verifier_duration DOUBLE, exception_message VARCHAR, started_at VARCHAR, finished_at VARCHAR, problem VARCHAR, bad_values VARCHAR, nonfinite VARCHAR
+{#- One read per run over the result.json files rlsql listed itself (rlsql/harbor.py: os.scandir, one
+    stat each, never opening a file, so a FIFO cannot block the read). Each path reaches read_blob
+    with its glob characters escaped, and every file DuckDB returns is joined back to its listed
+    path: a file that is not one of them fails the query. read_blob + try(decode()) instead of
+    read_text: one file that is not UTF-8 must not fail every query. from_json parses each file
+    once into the declared structure (fields rlsql does not use, such as config or the agent's
+    message log, are skipped). The numbers come out as JSON so that their JSON type is checked:
+    a boolean or string is not a number (from_json would read `true` and "1.0" as 1.0), NaN and
+    Infinity are NULL as `nan` CSV cells are, and a count must be a whole number a DOUBLE holds
+    exactly. A run that also has a trials CSV is not listed here: the CSV wins (see docs/semantics.md). -#}
 {%- set timing = '{"started_at": "VARCHAR", "finished_at": "VARCHAR"}' %}
 {%- set structure = '{"task_name": "VARCHAR", "trial_name": "VARCHAR", '
-    ~ '"agent_result": {"n_input_tokens": "DOUBLE", "n_output_tokens": "DOUBLE", "metadata": {"n_episodes": "DOUBLE"}}, '
-    ~ '"verifier_result": {"rewards": {"reward": "DOUBLE"}}, '
+    ~ '"agent_result": {"n_input_tokens": "JSON", "n_output_tokens": "JSON", "metadata": {"n_episodes": "JSON"}}, '
+    ~ '"verifier_result": {"rewards": {"reward": "JSON"}}, '
     ~ '"exception_info": {"exception_type": "VARCHAR", "exception_message": "VARCHAR"}, '
     ~ '"started_at": "VARCHAR", "finished_at": "VARCHAR", '
     ~ '"environment_setup": ' ~ timing ~ ', "agent_setup": ' ~ timing ~ ', '
     ~ '"agent_execution": ' ~ timing ~ ', "verifier": ' ~ timing ~ '}' %}
+{#- the numeric fields: (column, JSON path as the warnings name it, whole number?) -#}
+{%- set numbers = [
+    ("n_episodes", "agent_result.metadata.n_episodes", true),
+    ("n_input_tokens", "agent_result.n_input_tokens", true),
+    ("n_output_tokens", "agent_result.n_output_tokens", true),
+    ("reward", "verifier_result.rewards.reward", false),
+] %}
 {%- macro seconds(started, finished) -%}
     {#- finished_at - started_at like the parser's datetime.fromisoformat arithmetic: both stamps with
         an offset, or both without (then read as wall-clock time); a mixed or unreadable pair is NULL -#}
@@ -31,43 +41,137 @@
             THEN date_diff('microsecond', try_cast({{ started }} AS TIMESTAMP), try_cast({{ finished }} AS TIMESTAMP)) / 1e6
     END
 {%- endmacro %}
-WITH raw AS (
-    SELECT run, filename, j.*
-    FROM (
-    {%- for f in files %}
-        {{ "UNION ALL " if not loop.first }}SELECT {{ f.run | lit }} AS run, filename,
-            CASE
-                WHEN json_valid(content) THEN from_json(content, {{ structure | lit }})
-                ELSE error('rlsql-data: ' || filename || ': not valid JSON (a Harbor trial result.json)')
-            END AS j
-        FROM read_text({% if f.paths is not none %}[{% for p in f.paths %}{{ p | lit }}{{ ", " if not loop.last }}{% endfor %}]{% else %}{{ f.pattern | lit }}{% endif %})
+{%- macro is_number(json) -%}
+    json_type({{ json }}) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
+{%- endmacro %}
+WITH listed AS (
+    -- every trial folder's result.json as rlsql/harbor.py listed it, sorted by folder name: the names
+    -- come '/'-joined in one literal (no folder name holds a '/'), which DuckDB parses at once where
+    -- a VALUES row or list element per file costs seconds over 20,000 files
+    {%- for f in files if f.names %}
+    {{ "UNION ALL " if not loop.first }}SELECT {{ f.run | lit }} AS run, i AS row_no,
+        {{ f.prefix | lit }} || '/' || names[i] || '/result.json' AS path
+    FROM (SELECT string_split({{ f.names | lit }}, '/') AS names), range(1, len(names) + 1) AS r(i)
     {%- else %}
-        SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS filename,
-            from_json('{}', {{ structure | lit }}) AS j
-        WHERE false
+    SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS BIGINT) AS row_no, CAST(NULL AS VARCHAR) AS path
+    WHERE false
     {%- endfor %}
-    ) AS t
+),
+refused AS (
+    -- the listed files rlsql does not hand DuckDB, and why (a FIFO, a dangling link, ...)
+    {%- for t in refused %}
+    SELECT {{ t.run | lit }} AS run, {{ t.path | lit }} AS path, {{ t.problem | lit }} AS problem UNION ALL
+    {%- endfor %}
+    SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS path, CAST(NULL AS VARCHAR) AS problem WHERE false
+),
+scanned AS (
+    {%- for f in files if f.read_names %}
+    {{ "UNION ALL " if not loop.first }}SELECT {{ f.run | lit }} AS run, filename, content
+    -- the paths built from the escaped names, so that DuckDB opens each as that exact file
+    FROM read_blob(list_transform(string_split({{ f.read_names | lit }}, '/'),
+        lambda name: {{ f.reader_prefix | lit }} || '/' || name || '/result.json'))
+    {%- else %}
+    SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS filename, CAST(NULL AS BLOB) AS content
+    WHERE false
+    {%- endfor %}
+),
+checked AS (
+    SELECT
+        coalesce(l.run, s.run) AS run,
+        l.row_no,
+        coalesce(l.path, s.filename) AS path,
+        -- one parse per file: try() turns a file that is not JSON into NULL, classified below
+        CASE WHEN x.problem IS NULL AND s.text IS NOT NULL AND regexp_matches(s.text, '^[ \t\n\r]*\{')
+            THEN try(from_json(s.text, {{ structure | lit }})) END AS j,
+        x.problem AS refused,
+        s.filename,
+        s.text,
+        l.path AS listed_path
+    FROM listed AS l
+    LEFT JOIN refused AS x ON x.run = l.run AND x.path = l.path
+    FULL OUTER JOIN (SELECT run, filename, try(decode(content)) AS text FROM scanned) AS s
+        ON s.run = l.run AND s.filename = l.path
+),
+parsed AS (
+    SELECT
+        run, row_no, path, j,
+        CASE
+            WHEN listed_path IS NULL THEN error('rlsql-data: ' || filename
+                || ': DuckDB read a file that is not one rlsql listed (a path taken as a glob pattern?)')
+            WHEN refused IS NOT NULL THEN refused
+            WHEN filename IS NULL THEN 'vanished before it could be read'
+            WHEN text IS NULL THEN 'not UTF-8 text'
+            WHEN j IS NOT NULL THEN NULL
+            WHEN NOT json_valid(text) THEN 'not valid JSON (cut off mid-write, or not JSON at all)'
+            WHEN json_type(text) = 'OBJECT' THEN 'a JSON object DuckDB cannot read as a trial result'
+            -- valid JSON whose first character is not `{` is no object
+            ELSE 'not a JSON object (' || lower(json_type(text)) || '): a trial result is one'
+        END AS problem
+    FROM checked
+),
+numbers AS (
+    SELECT
+        run, row_no, path, problem, j,
+        {%- for column, field, whole in numbers %}
+        j.{{ field }} AS {{ column }}_json,
+        CASE WHEN {{ is_number("j." ~ field) }} THEN TRY_CAST(j.{{ field }} AS DOUBLE) END AS {{ column }}_number{{ "," if not loop.last }}
+        {%- endfor %}
+    FROM parsed
+),
+typed AS (
+    SELECT
+        run, row_no, path, problem, j,
+        {%- for column, field, whole in numbers %}
+        CASE WHEN isfinite({{ column }}_number)
+            {%- if whole %} AND {{ column }}_number = trunc({{ column }}_number) AND abs({{ column }}_number) <= 9007199254740992{% endif %}
+            THEN {{ column }}_number END AS {{ column }},
+        {%- endfor %}
+        -- the values read as NULL because they are no number of the right kind (docs/semantics.md)
+        list_filter([
+            {%- for column, field, whole in numbers %}
+            CASE
+                WHEN {{ column }}_json IS NULL OR json_type({{ column }}_json) = 'NULL' THEN NULL
+                WHEN NOT {{ is_number(column ~ "_json") }}
+                    THEN '{{ field }}: ' || left(CAST({{ column }}_json AS VARCHAR), 40) || ' is not a number'
+                {%- if whole %}
+                WHEN isfinite({{ column }}_number) AND {{ column }}_number <> trunc({{ column }}_number)
+                    THEN '{{ field }}: ' || CAST({{ column }}_json AS VARCHAR) || ' is not a whole number'
+                WHEN isfinite({{ column }}_number) AND abs({{ column }}_number) > 9007199254740992
+                    THEN '{{ field }}: ' || CAST({{ column }}_json AS VARCHAR) || ' is out of range'
+                {%- endif %}
+            END{{ "," if not loop.last }}
+            {%- endfor %}
+        ], lambda x: x IS NOT NULL) AS bad_values,
+        list_filter([
+            {%- for column, field, whole in numbers %}
+            CASE WHEN {{ is_number(column ~ "_json") }} AND NOT coalesce(isfinite({{ column }}_number), false)
+                THEN '{{ field }}' END{{ "," if not loop.last }}
+            {%- endfor %}
+        ], lambda x: x IS NOT NULL) AS nonfinite
+    FROM numbers
 )
 SELECT
     run,
-    filename AS source_file,
-    -- the parser lists trial folders in directory order; rlsql reads them sorted by folder name
-    row_number() OVER (PARTITION BY run ORDER BY parse_filename(parse_dirpath(filename))) AS row_no,
-    task_name,
-    trial_name,
-    agent_result.metadata.n_episodes AS n_episodes,
-    agent_result.n_input_tokens AS n_input_tokens,
-    agent_result.n_output_tokens AS n_output_tokens,
-    exception_info.exception_type AS exception_type,
-    verifier_result.rewards.reward AS reward,
+    path AS source_file,
+    row_no,
+    j.task_name AS task_name,
+    j.trial_name AS trial_name,
+    n_episodes,
+    n_input_tokens,
+    n_output_tokens,
+    j.exception_info.exception_type AS exception_type,
+    reward,
     -- the older parsers' agent_duration_sec; the current one writes agent_execution_duration instead
     CAST(NULL AS DOUBLE) AS agent_duration_sec,
-    {{ seconds("started_at", "finished_at") }} AS trial_duration,
-    {{ seconds("environment_setup.started_at", "environment_setup.finished_at") }} AS environment_setup_duration,
-    {{ seconds("agent_setup.started_at", "agent_setup.finished_at") }} AS agent_setup_duration,
-    {{ seconds("agent_execution.started_at", "agent_execution.finished_at") }} AS agent_execution_duration,
-    {{ seconds("verifier.started_at", "verifier.finished_at") }} AS verifier_duration,
-    exception_info.exception_message AS exception_message,
-    started_at,
-    finished_at
-FROM raw
+    {{ seconds("j.started_at", "j.finished_at") }} AS trial_duration,
+    {{ seconds("j.environment_setup.started_at", "j.environment_setup.finished_at") }} AS environment_setup_duration,
+    {{ seconds("j.agent_setup.started_at", "j.agent_setup.finished_at") }} AS agent_setup_duration,
+    {{ seconds("j.agent_execution.started_at", "j.agent_execution.finished_at") }} AS agent_execution_duration,
+    {{ seconds("j.verifier.started_at", "j.verifier.finished_at") }} AS verifier_duration,
+    j.exception_info.exception_message AS exception_message,
+    j.started_at AS started_at,
+    j.finished_at AS finished_at,
+    problem,
+    CASE WHEN len(bad_values) > 0 THEN array_to_string(bad_values, '; ') END AS bad_values,
+    CASE WHEN len(nonfinite) > 0 THEN array_to_string(nonfinite, ', ') END AS nonfinite
+FROM typed

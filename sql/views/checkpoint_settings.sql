@@ -1,10 +1,13 @@
 -- name: checkpoint_settings
--- version: 1
+-- version: 2
 -- description: The checkpoint interval per run with trainer metrics: save_every = the save_every parameter, else the config's trainer.hf_save_interval, else 20 (the parser's default).
 -- param: save_every INTEGER = NULL, min 1: checkpoint interval in steps (default: the run's trainer.hf_save_interval, else 20)
 -- grain: run
 WITH configured AS (
-    SELECT run, arg_min(TRY_CAST(value AS INTEGER), ordinal) AS hf_save_interval
+    -- a whole number only: TRY_CAST alone would round 2.5 to 3 (rlsql/config.py warns about the rest)
+    SELECT run, arg_min(
+        CASE WHEN TRY_CAST(value AS DOUBLE) = TRY_CAST(value AS INTEGER) THEN TRY_CAST(value AS INTEGER) END,
+        ordinal) AS hf_save_interval
     FROM config
     WHERE key = 'trainer.hf_save_interval'
     GROUP BY run
