@@ -75,13 +75,16 @@ METRICS = """trainer/global_step,reward/avg_raw_reward,timing/step,timing/genera
 5,0.9,8.0,2.0,0.4,a.log,extra
 6,0.9,8.0,2.0,0.4,a.log
 """
+# No wrong-typed cell in the trials CSV: DuckDB reads the trials in place and parses only the
+# columns a query needs, so such a row counts in a query that does not read that column (compare_runs'
+# trials) and not in one that does (reward_summary's); Spark leaves it out of both (docs/spark.md).
 TRIALS = """task_name,trial_name,n_episodes,n_input_tokens,n_output_tokens,exception_type,reward,trial_duration
 t1,t1__a,3.0,100,10,,1.0,5.0
 t1,t1__b,,100,10,AgentTimeoutError,,6.0
 t2,t2__a,4,100,10,AgentTimeoutError,0.0,
 t2,t2__b,2.5,100,10,ContextLengthExceededError,0.0,7.0
 t3,t3__a,3.5,100,10, ,0.5,0.0
-t3,t3__b,many,100,10,,0.5,1.0
+t3,t3__b,2,100,10,,0.5,1.0,extra
 """
 
 
@@ -196,7 +199,8 @@ def test_every_object_matches_duckdb(spark, awkward, run_set):
         warnings.simplefilter("ignore", RlsqlWarning)
         # the named queries too: checkpoint_ema reads reward_curve
         objects.create([f for f in catalog.order if f.kind != "macro"], {})
-        con = open_connection(runs, load=frozenset())
+        # as rlsql's own work opens it (the small sources loaded; see the report on projections)
+        con = open_connection(runs)
     assert set(_objects()) <= set(objects.created)
     for name in _objects():
         frame = spark.table(name)
