@@ -195,8 +195,12 @@ class SparkCatalog:
         self.created[f.name] = ""
 
     def _create_view(self, name: str, sql: str) -> None:
-        if self.use_cache:
-            self.spark.sql(f"UNCACHE TABLE IF EXISTS `{name}`")
+        from pyspark.errors import PySparkException
+
+        # a view of that name may be left from other runs (another SparkCatalog in this session), over
+        # sources whose columns have changed since: drop it without analysing it (that would fail)
+        with contextlib.suppress(PySparkException):
+            self.spark.catalog.dropTempView(name)
         self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` AS\n{sql}")
         if self.use_cache:
             self.spark.sql(f"CACHE LAZY TABLE `{name}`")

@@ -141,8 +141,8 @@ def _typed_literal(param: Param, value: Any) -> exp.Expression:
     spark_type = _SPARK_TYPES[param.type]
     if value is None:
         return exp.cast(exp.null(), spark_type, dialect="spark")
-    return exp.cast(sqlglot.parse_one(literal(param.convert(str(value)) if not isinstance(value, bool) else value),
-                                      read="duckdb"), spark_type, dialect="spark")
+    # `value` was validated by bind_params; literal() quotes it (a string never ends its literal)
+    return exp.cast(sqlglot.parse_one(literal(value), read="duckdb"), spark_type, dialect="spark")
 
 
 def _fold_integer(node: exp.Expression, path: str) -> int:
