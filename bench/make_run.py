@@ -8,7 +8,7 @@ Usage (from the repository root)::
     python bench/make_run.py --trials N --steps S --logs L --vllm-seconds V OUT_DIR
 
 OUT_DIR gets ``<ts>_metrics_table.csv``, ``<ts>_trial_results.csv``, ``<ts>_vllm_metrics_table.csv``
-and ``rl_config.yaml`` (see ../shared/spec/data-contract.md). Keep it outside the repository
+and ``rl_config.yaml`` (see docs/data-contract.md). Keep it outside the repository
 (the benchmarks use /work/bench-data). Every value is a deterministic function of the row number
 (DuckDB's ``hash``), so the same arguments always write the same bytes; each CSV is one
 ``COPY (SELECT ... FROM range(N)) TO ...`` statement, so 10M trials take well under a minute.

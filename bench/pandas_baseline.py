@@ -10,7 +10,7 @@ columns, default C engine, as the parser's scripts do), then computes one statis
 groupby / median / quantile / ewm. NAME is the named query it stands for: turn_stats,
 turn_percentiles, turns_by_exception, turns_by_outcome, exception_distribution, reward_summary,
 run_overview, reward_curve, async_health, vllm_summary. The figures follow
-../shared/spec/queries.md, so the output can be compared with ``rlsql query NAME -f csv``.
+docs/queries.md, so the output can be compared with ``rlsql query NAME -f csv``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,28 @@
-"""rlsql: SQL-first analytics for the logs of reinforcement-learning runs of LLM agents."""
+"""rlsql: SQL-first analytics for the logs of reinforcement-learning runs of LLM agents.
 
-from rlsql.api import QueryResult, query
-from rlsql.connection import connect
-from rlsql.errors import DataError, ExitCode, RlsqlError, RlsqlWarning, UsageError
+The public names load lazily (PEP 562): `import rlsql.cli` must not pay for DuckDB, jinja2, PyYAML
+and the SQL catalogue before a command needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-
-def spark(runs=None, session=None, name: str | None = None, **params):
-    """rlsql on Apache Spark (rlsql/engines/spark.py): with `name`, that named query's result, as rlsql.query
-    returns it; without, a runner whose .query(name, **params) reuses the session. `session`: a SparkSession
-    to use; else Spark Connect at $SPARK_REMOTE; else a local session. Needs `pip install 'rlsql[spark]'`."""
-    from rlsql.engines.spark import spark as on_spark  # late: sqlglot and pyspark load only for Spark
-
-    return on_spark(runs, session, name, **params)
-
+#: public name -> the module that defines it
+_LAZY = {
+    "QueryResult": "rlsql.api",
+    "query": "rlsql.api",
+    "connect": "rlsql.connection",
+    "DataError": "rlsql.errors",
+    "ExitCode": "rlsql.errors",
+    "RlsqlError": "rlsql.errors",
+    "RlsqlWarning": "rlsql.errors",
+    "UsageError": "rlsql.errors",
+    "spark": "rlsql.engines.spark",
+}
 
 __all__ = [
     "DataError",
@@ -28,3 +36,22 @@ __all__ = [
     "query",
     "spark",
 ]
+
+if TYPE_CHECKING:
+    from rlsql.api import QueryResult, query
+    from rlsql.connection import connect
+    from rlsql.engines.spark import spark
+    from rlsql.errors import DataError, ExitCode, RlsqlError, RlsqlWarning, UsageError
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rlsql' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

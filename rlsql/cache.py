@@ -131,10 +131,24 @@ def disabled() -> Iterator[None]:
         _disabled.reset(token)
 
 
+#: the policy a caller chose for this process (the CLI's --cache / --no-cache); None: RLSQL_CACHE decides
+_chosen: str | None = None
+
+
+def choose(policy: str | None) -> None:
+    """Set this process's cache policy ("on", "off" or "auto"), over RLSQL_CACHE; None gives the choice back."""
+    global _chosen
+    if policy not in (None, "on", "off", "auto"):
+        raise ValueError(f"cache policy {policy!r}: choose on, off or auto")
+    _chosen = policy
+
+
 def mode() -> str:
     """off, on (cache every CSV read) or auto (cache CSVs of at least min_bytes())."""
     if _disabled.get():
         return "off"
+    if _chosen is not None:
+        return _chosen
     value = os.environ.get(AUTO_ENV, "").strip().lower()
     if value in {"0", "false", "no", "off"}:
         return "off"

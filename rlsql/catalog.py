@@ -1,8 +1,12 @@
 """The SQL catalog: finds the files of `sql/`, reads their headers, orders them by dependency.
 
 Each file opens with `-- key: value` header lines (name, version, description, param, grain,
-artifact, columns, other_columns, optional). Dependencies come from the SQL itself (sqlglot), not
-from file order; an unknown reference or a cycle is an error when the catalog loads.
+artifact, columns, other_columns, optional, column). A value may go on over the lines that follow
+as `--   more text` (two or more spaces after `--`): the pieces are joined with one space. Views
+and named queries document each output column with `-- column: NAME: one line` (`-- column: *:`
+covers the columns a view passes through from a file, such as the trainer metrics). Dependencies
+come from the SQL itself (sqlglot), not from file order; an unknown reference or a cycle is an
+error when the catalog loads.
 """
 
 from __future__ import annotations
@@ -26,8 +30,16 @@ from rlsql.sqltext import date_literal, file_literal, identifier, literal
 
 #: folder -> kind, in the order a reader meets them
 KINDS = {"sources": "source", "macros": "macro", "views": "view", "queries": "query"}
+#: the kinds a user can name in `rlsql query`, `show`, `describe` and `export`
+SELECTABLE = ("query", "view")
 _HEADER = re.compile(r"^--\s*(?P<key>[a-z_]+):\s*(?P<value>.*)$")
-_KNOWN_KEYS = {"name", "version", "description", "param", "grain", "artifact", "columns", "other_columns", "optional"}
+_CONTINUATION = re.compile(r"^--\s{2,}(?P<more>\S.*)$")
+_COLUMN_DOC = re.compile(r"^(?P<name>\*|[^:\s][^:]*?):\s+(?P<text>\S.*)$")
+#: the `-- column:` name that documents every column the header does not name
+OTHER_COLUMNS = "*"
+_KNOWN_KEYS = {
+    "name", "version", "description", "param", "grain", "artifact", "columns", "other_columns", "optional", "column",
+}
 _MACRO_NAME = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
 _MACRO_IS_TABLE = re.compile(r"\)\s+AS\s+TABLE\b", re.IGNORECASE)
 # sqlglot does not parse `CREATE MACRO m(a, b := 5)`: analyse the body after AS [TABLE] instead
@@ -63,10 +75,30 @@ class SqlFile:
     fingerprint: str = ""
     #: the SQL with parameters and structure filled in; sources render per connection instead
     rendered: str = ""
+    #: column -> its one-line description, from the header's `-- column: NAME: text` lines
+    column_docs: dict[str, str] = field(default_factory=dict)
 
     @property
     def body(self) -> str:
-        return "\n".join(line for line in self.text.splitlines() if not _HEADER.match(line)).strip()
+        """The SQL after the header: header and continuation lines dropped, anything else kept."""
+        lines = self.text.splitlines()
+        kept: list[str] = []
+        in_header = True
+        for line in lines:
+            if in_header and (_CONTINUATION.match(line) or _HEADER.match(line)):
+                continue
+            if line.strip() and not line.startswith("{#"):
+                in_header = False
+            kept.append(line)
+        return "\n".join(kept).strip()
+
+    def column_descriptions(self, columns: Iterable[str]) -> dict[str, str]:
+        """column -> description for the columns given (export writes this into Parquet's metadata)."""
+        return {column: self.column_doc(column) for column in columns}
+
+    def column_doc(self, column: str) -> str:
+        """The description of output column `column`: its own `-- column:` line, else the `*` one, else ''."""
+        return self.column_docs.get(column) or self.column_docs.get(OTHER_COLUMNS, "")
 
     def column_types(self, header: list[str]) -> dict[str, str]:
         """A source's type for each column of a CSV header: declared, else `other_columns`."""
@@ -100,20 +132,42 @@ class SqlFile:
         ]
 
 
-def _parse_header(text: str, path: str, kind: str) -> SqlFile:
-    fields: dict[str, str] = {}
-    params: list[Param] = []
-    for line in text.splitlines():
+def _header_entries(text: str, path: str) -> list[tuple[str, str]]:
+    """(key, value) per header entry, continuation lines joined onto the entry they follow."""
+    entries: list[tuple[str, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        more = _CONTINUATION.match(line)
+        if more:
+            if not entries:
+                raise CatalogError(f"{path}:{number}: a continuation line before any header entry")
+            key, value = entries[-1]
+            entries[-1] = (key, f"{value} {more['more'].strip()}")
+            continue
         match = _HEADER.match(line)
         if not match:
             if line.strip() and not line.startswith("{#"):
                 break
             continue
-        key, value = match["key"], match["value"].strip()
-        if key not in _KNOWN_KEYS:
-            raise CatalogError(f"{path}: unknown header key {key!r}")
+        if match["key"] not in _KNOWN_KEYS:
+            raise CatalogError(f"{path}:{number}: unknown header key {match['key']!r}")
+        entries.append((match["key"], match["value"].strip()))
+    return entries
+
+
+def _parse_header(text: str, path: str, kind: str) -> SqlFile:
+    fields: dict[str, str] = {}
+    params: list[Param] = []
+    column_docs: dict[str, str] = {}
+    for key, value in _header_entries(text, path):
         if key == "param":
             params.append(Param.parse(value, path))
+        elif key == "column":
+            doc = _COLUMN_DOC.match(value)
+            if not doc:
+                raise CatalogError(f"{path}: cannot read column line {value!r} (want '-- column: NAME: text')")
+            if doc["name"] in column_docs:
+                raise CatalogError(f"{path}: column {doc['name']!r} is documented twice")
+            column_docs[doc["name"]] = doc["text"].strip()
         else:
             fields[key] = value
     stem = Path(path).stem
@@ -136,6 +190,7 @@ def _parse_header(text: str, path: str, kind: str) -> SqlFile:
         optional=fields.get("optional", "false").lower() == "true",
         columns=columns,
         other_columns_type=fields.get("other_columns", "VARCHAR"),
+        column_docs=column_docs,
     )
 
 
@@ -292,13 +347,17 @@ class Catalog:
     def queries(self) -> list[SqlFile]:
         return sorted((f for f in self.files.values() if f.kind == "query"), key=lambda f: f.name)
 
+    def views(self) -> list[SqlFile]:
+        return sorted((f for f in self.files.values() if f.kind == "view"), key=lambda f: f.name)
+
     def query(self, name: str) -> SqlFile:
+        """A named query or a view (`rlsql query`, `show`, `export` and `describe` take either)."""
         f = self.files.get(name)
-        if f is None or f.kind != "query":
-            names = [q.name for q in self.queries()]
+        if f is None or f.kind not in SELECTABLE:
+            names = [q.name for q in self.files.values() if q.kind in SELECTABLE]
             close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(close)}?" if close else "; `rlsql list` shows them all"
-            raise UsageError(f"no named query {name!r}{hint}")
+            hint = f"; did you mean {', '.join(close)}?" if close else "; `rlsql list [--views]` shows them"
+            raise UsageError(f"no named query or view {name!r}{hint}")
         return f
 
     def closure(self, names: Iterable[str]) -> list[SqlFile]:

@@ -19,6 +19,8 @@ from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, open_connection
 from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure, rejected_lines
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError
+from rlsql.logfiles import from_logs_requested
+from rlsql.rawlogs import metrics_origin, reads_logs, unread_stat_lines, vllm_origin
 from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
@@ -96,6 +98,8 @@ def _last_reject_scan(con: duckdb.DuckDBPyConnection) -> int:
 def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str) -> None:
     artifact = run.artifact(kind)
     if artifact is None:
+        if reads_logs(run, kind):
+            return  # read from the raw training logs: _check_logs
         prefixed, plain = CSV_ARTIFACTS[kind]
         report.add("info", run.path, f"no {ARTIFACT_LABELS[kind]} file (*_{prefixed} or {plain})")
         return
@@ -216,6 +220,32 @@ def _check_harbor(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -
                    "not read")
 
 
+def _check_logs(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
+    """Raw training logs: which artifacts they give and how many rows; or that the CSV wins."""
+    logs = run.artifact("logs")
+    if logs is None:
+        return
+    for kind, view, origin in (("metrics", "metric_rows", metrics_origin), ("vllm", "vllm_seconds", vllm_origin)):
+        label = ARTIFACT_LABELS[kind]
+        if not reads_logs(run, kind):
+            report.add("info", logs.path, f"{label} not read from the training logs: the run's CSV is used "
+                       "(rlsql --from-logs reads the logs)")
+            continue
+        try:
+            rows = con.execute(f"SELECT count(*) FROM {view} WHERE run = ?", [run.name]).fetchone()[0]
+        except duckdb.Error as exc:
+            report.readable_rows[kind] = 0
+            report.add("error", logs.path, data_error_text(exc))
+            continue
+        report.readable_rows[kind] = rows
+        report.add("info", logs.path, f"{label} read from the training logs: {origin(run)}; {rows} row(s)")
+        if kind == "vllm":
+            for path, count, example in unread_stat_lines(run):
+                report.add("info", path, f"{count} line(s) mention 'Avg prompt throughput' but are not vLLM stat lines "
+                           f"rlsql reads (another actor, an unknown vLLM format, or a line still being written), "
+                           f"e.g. {example[:120]!r}")
+
+
 def _check_config(report: RunReport, run: Run) -> None:
     config = run.artifact("config")
     if config is None:
@@ -231,27 +261,29 @@ def _check_config(report: RunReport, run: Run) -> None:
 
 def _check_views(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run) -> None:
     """Findings that need the typed views: steps logged twice, vLLM stamps that do not parse."""
-    if run.artifact("metrics") is not None and report.readable_rows.get("metrics"):
+    metrics = run.artifact("metrics") or (run.artifact("logs") if reads_logs(run, "metrics") else None)
+    if metrics is not None and report.readable_rows.get("metrics"):
         twice = con.execute(
             "SELECT step, list(DISTINCT log_file ORDER BY log_file) FROM metric_rows "
             "WHERE run = ? AND step IS NOT NULL GROUP BY step HAVING count(*) > 1 ORDER BY step",
             [run.name],
         ).fetchall()
         for step, logs in twice:
-            report.add("info", run.artifact("metrics").path,
+            report.add("info", metrics.path,
                        f"step {step} logged {len(logs) if len(logs) > 1 else 'more than once'} times "
                        f"({', '.join(logs)}): the first-seen row is used")
         no_step = con.execute(
             "SELECT count(*) FROM metric_rows WHERE run = ? AND step IS NULL", [run.name]
         ).fetchone()[0]
         if no_step:
-            report.add("warning", run.artifact("metrics").path, f"{no_step} metric row(s) without a step number")
-    if run.artifact("vllm") is not None and report.readable_rows.get("vllm"):
+            report.add("warning", metrics.path, f"{no_step} metric row(s) without a step number")
+    vllm = run.artifact("vllm") or (run.artifact("logs") if reads_logs(run, "vllm") else None)
+    if vllm is not None and report.readable_rows.get("vllm"):
         bad = con.execute(
             "SELECT count(*), any_value(datetime_str) FROM vllm_seconds WHERE run = ? AND ts IS NULL", [run.name]
         ).fetchone()
         if bad[0]:
-            report.add("warning", run.artifact("vllm").path,
+            report.add("warning", vllm.path,
                        f"{bad[0]} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {bad[1]!r}): no timestamp")
 
 
@@ -263,10 +295,16 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:
+            if from_logs_requested() and "logs" in run.artifacts and ignored.name.endswith(
+                CSV_ARTIFACTS["metrics"] + CSV_ARTIFACTS["vllm"]
+            ):
+                report.add("info", ignored, "not read: --from-logs reads the run's training logs instead")
+                continue
             report.add("info", ignored, "older parse (or unprefixed copy) not read: a newer file wins")
         for kind in CSV_ARTIFACTS:
             _check_csv(con, report, run, kind)
         _check_harbor(con, report, run)
+        _check_logs(con, report, run)
         _check_config(report, run)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the rows skipped here were reported per line above

@@ -1,24 +1,35 @@
 """The `rlsql` command line: parses arguments, calls the API, formats rows, maps errors to exit codes.
 
-stdout carries data only; notices, warnings and errors go to stderr as single lines.
+stdout carries data only; notices, warnings and errors go to stderr as single lines. The options
+several commands share (`--run`, `--param`, `--format`, `--output`, `--limit`) are declared once
+below, and the output formats are one Enum (rlsql/formats.py).
 """
 
 from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Callable, Sequence
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from rlsql import __version__
-from rlsql.errors import ExitCode, RlsqlError, UsageError
-from rlsql.formats import FORMATS, render
+from rlsql.errors import DataError, ExitCode, RlsqlError, UsageError
+from rlsql.formats import FORMATS, ExportFormat, OutputFormat, Partition, ReportFormat, render
+
+E = TypeVar("E", bound=StrEnum)
+DOCS_HINT = (
+    "Every query, view and column: `rlsql docs queries` (docs/queries.md). The files rlsql reads: "
+    "`rlsql docs data-contract` (docs/data-contract.md)."
+)
 
 app = typer.Typer(
     name="rlsql",
-    help="SQL-first analytics for the logs of RL runs of LLM agents (SkyRL trainer, Harbor trials, vLLM).",
+    help="SQL-first analytics for the logs of RL runs of LLM agents (SkyRL trainer, Harbor trials, vLLM). "
+    + DOCS_HINT,
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -35,12 +46,44 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     say(f"warning: {message}")
 
 
-def _query_names(incomplete: str) -> list[str]:
-    """Shell completion: the named queries, read from the SQL folder without loading the catalog."""
+def _selectable_names(incomplete: str) -> list[str]:
+    """Shell completion: the named queries and views, read from the SQL folder without loading the catalog."""
     from rlsql.catalog import sql_root
 
-    return sorted(p.stem for p in (sql_root() / "queries").glob("*.sql") if p.stem.startswith(incomplete))
+    root = sql_root()
+    names = {p.stem for folder in ("queries", "views") for p in (root / folder).glob("*.sql")}
+    return sorted(n for n in names if n.startswith(incomplete))
 
+
+def _parse_format(value: str | OutputFormat | None) -> OutputFormat | None:
+    """-f for rows; a bad name is rlsql's one-line usage error (exit 2), not click's boxed one."""
+    if value is None or isinstance(value, OutputFormat):
+        return value
+    try:
+        return OutputFormat.parse(value)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _choice(enum: type[E], option: str) -> Callable[[str | E], E]:
+    """A case-insensitive parser for an Enum-valued option, failing with one line (exit 2)."""
+
+    def parse(value: str | E) -> E:
+        if isinstance(value, enum):
+            return value
+        for member in enum:
+            if member.value == str(value).strip().lower():
+                return member
+        raise UsageError(f"{option} {value!r}: choose one of {', '.join(m.value for m in enum)}")
+
+    return parse
+
+
+def _metavar(enum: type[StrEnum]) -> str:
+    return "[" + "|".join(m.value for m in enum) + "]"
+
+
+# -- the options commands share, declared once ------------------------------------------------------
 
 RunOption = Annotated[
     list[str] | None,
@@ -52,7 +95,16 @@ RunOption = Annotated[
     ),
 ]
 FormatOption = Annotated[
-    str, typer.Option("--format", "-f", help=f"Output format: {', '.join(FORMATS)}.", show_default=True)
+    OutputFormat | None,
+    typer.Option(
+        "--format",
+        "-f",
+        parser=_parse_format,
+        metavar="FORMAT",
+        help=f"Output format: {', '.join(FORMATS)} (md for markdown; any case). Default: from -o's extension "
+        "(.csv .json .jsonl .md), else table.",
+        show_default=False,
+    ),
 ]
 
 
@@ -68,6 +120,35 @@ OutputOption = Annotated[
     typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout.", show_default=False,
                  parser=_output_path),
 ]
+ParamOption = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", help="A query parameter as key=value (repeatable).", show_default=False),
+]
+LimitOption = Annotated[
+    int | None, typer.Option("--limit", "-n", min=0, help="Print at most N rows.", show_default=False)
+]
+NameArgument = Annotated[
+    str, typer.Argument(help="A named query or view (see `rlsql list`, `rlsql list --views`).",
+                        autocompletion=_selectable_names)
+]
+
+
+def _suggest_run(spec: str) -> None:
+    """A run path that does not exist: fail with the closest sibling folder names, if any."""
+    import difflib
+
+    path = Path(spec).expanduser()
+    if any(ch in spec for ch in "*?[") or path.exists():
+        return  # a glob, or there: rlsql.runs takes it from here
+    parent = path.parent
+    try:
+        siblings = sorted(p.name for p in parent.iterdir() if p.is_dir())
+    except OSError:
+        siblings = []
+    close = difflib.get_close_matches(path.name, siblings, n=3, cutoff=0.6)
+    if close:
+        hint = " or ".join(str(parent / name) for name in close)
+        raise DataError(f"{path}: run folder not found; did you mean {hint}?")
 
 
 def _resolve(run: list[str] | None):
@@ -75,6 +156,8 @@ def _resolve(run: list[str] | None):
 
     if not run:
         say(f"no --run given: using the bundled sample run at {sample_run_path()}")
+    for spec in run or []:
+        _suggest_run(spec)
     return resolve_runs(run or None)
 
 
@@ -90,10 +173,31 @@ def _emit(text: str, output: Path | None, runs) -> None:
     say(f"wrote {output}")
 
 
-def _check_format(fmt: str) -> str:
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return fmt
+def _terminal_width(output: Path | None) -> int | None:
+    """The terminal's width when rows go to one; None (print every cell whole) for files and pipes."""
+    import shutil
+
+    if output is not None or not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def _emit_rows(
+    fmt: OutputFormat | None,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    output: Path | None = None,
+    runs: Sequence = (),
+    limit: int | None = None,
+) -> None:
+    """Rows in `fmt` (else the one -o's extension names) to stdout or -o; --limit says what it left out."""
+    fmt = fmt or OutputFormat.for_output(output)
+    shown = rows if limit is None else rows[:limit]
+    width = _terminal_width(output) if fmt is OutputFormat.TABLE else None
+    _emit(render(fmt, columns, shown, width), output, runs)
+    hidden = len(rows) - len(shown)
+    if hidden:
+        say(f"{hidden} more row{'s' if hidden != 1 else ''} (--limit {limit} of {len(rows)})")
 
 
 def _parse_params(pairs: list[str] | None) -> dict[str, str]:
@@ -108,14 +212,12 @@ def _parse_params(pairs: list[str] | None) -> dict[str, str]:
 
 @app.command("query")
 def query_command(
-    name: Annotated[str, typer.Argument(help="A named query (see `rlsql list`).", autocompletion=_query_names)],
+    name: NameArgument,
     run: RunOption = None,
-    param: Annotated[
-        list[str] | None, typer.Option("--param", "-p", help="A query parameter as key=value (repeatable).")
-    ] = None,
-    fmt: FormatOption = "table",
+    param: ParamOption = None,
+    fmt: FormatOption = None,
     output: OutputOption = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", min=0, help="Print at most N rows.")] = None,
+    limit: LimitOption = None,
     engine: Annotated[
         str | None,
         typer.Option("--engine", "-e", help="duckdb (default) or spark (SPARK_REMOTE, else a local session); "
@@ -125,13 +227,12 @@ def query_command(
         bool, typer.Option("--verbose", "-v", help="Say on stderr whether each CSV read used the cache.")
     ] = False,
 ) -> None:
-    """Run a named query over one or more runs and print its rows."""
+    """Run a named query (or a view) over one or more runs and print its rows."""
     from rlsql.api import bind_params, run_query
     from rlsql.engines import resolve_engine
 
     if verbose:  # `rlsql -v query` set it already
         _set_verbose(True)
-    _check_format(fmt)
     chosen = resolve_engine(engine)
     params = _parse_params(param)
     bind_params(name, params)  # a bad name or parameter fails before any file is read
@@ -142,33 +243,112 @@ def query_command(
         result = run_query_spark(name, runs, params)
     else:
         result = run_query(name, runs, params)
-    rows = result.rows if limit is None else result.rows[:limit]
-    _emit(render(fmt, result.columns, rows), output, runs)
+    _emit_rows(fmt, result.columns, result.rows, output, runs, limit)
+
+
+def _read_sql(text: str | None, file: Path | None) -> str:
+    if file is not None and text is not None:
+        raise UsageError("give the SQL as an argument or with --file, not both")
+    if file is not None:
+        text = "-" if str(file) == "-" else None
+        if text is None:
+            try:
+                return file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UsageError(f"{file}: cannot read the SQL file ({getattr(exc, 'strerror', None) or exc})") \
+                    from exc
+    if text is None:
+        raise UsageError("give the SQL: rlsql sql \"SELECT ...\", rlsql sql - (stdin) or rlsql sql --file FILE")
+    if text == "-":
+        return sys.stdin.read()
+    return text
+
+
+@app.command("sql")
+def sql_command(
+    sql: Annotated[
+        str | None,
+        typer.Argument(help="The SQL (the last statement's rows are printed); - reads it from stdin.",
+                       show_default=False),
+    ] = None,
+    file: Annotated[
+        Path | None, typer.Option("--file", help="Read the SQL from FILE (- for stdin).", show_default=False)
+    ] = None,
+    run: RunOption = None,
+    param: ParamOption = None,
+    fmt: FormatOption = None,
+    output: OutputOption = None,
+    limit: LimitOption = None,
+) -> None:
+    """Run ad hoc SQL over every rlsql view and macro, e.g. rlsql sql "FROM trials LIMIT 5".
+
+    -p name=value sets a DuckDB variable (typed as the views that read it declare it). A SQL
+    error is one line with DuckDB's hint (exit 1).
+    """
+    from rlsql.api import run_sql
+
+    text = _read_sql(sql, file)
+    if not text.strip():
+        raise UsageError("the SQL is empty")
+    runs = _resolve(run)
+    result = run_sql(text, runs, _parse_params(param))
+    if result.columns:
+        _emit_rows(fmt, result.columns, result.rows, output, runs, limit)
 
 
 @app.command("list")
-def list_command(fmt: FormatOption = "table") -> None:
-    """List the named queries: name, version, description, parameters."""
+def list_command(
+    views: Annotated[bool, typer.Option("--views", help="List the views instead of the named queries.")] = False,
+    fmt: FormatOption = None,
+) -> None:
+    """List the named queries (or, with --views, the views): name, version, fingerprint, description, params."""
+    from rlsql.api import declared_params
     from rlsql.catalog import load_catalog
 
-    _check_format(fmt)
+    catalog = load_catalog()
+    files = catalog.views() if views else catalog.queries()
     rows = [
-        (q.name, q.version, q.fingerprint, q.description, "; ".join(p.describe() for p in q.params))
-        for q in load_catalog().queries()
+        (f.name, f.version, f.fingerprint, f.description, "; ".join(p.describe() for p in declared_params(f.name)))
+        for f in files
     ]
-    sys.stdout.write(render(fmt, ["name", "version", "fingerprint", "description", "params"], rows))
+    _emit_rows(fmt, ["name", "version", "fingerprint", "description", "params"], rows)
 
 
-@app.command("show")
+@app.command("describe")
+def describe_command(name: NameArgument, run: RunOption = None, fmt: FormatOption = None) -> None:
+    """A query's or view's columns (name, type, description), parameters and fingerprint.
+
+    Types are DuckDB's over the runs given (default: the bundled sample run).
+    """
+    import json
+
+    from rlsql.describe import describe
+
+    info = describe(name, _resolve(run) if run else None)
+    fmt = fmt or OutputFormat.TABLE
+    columns = ["column", "type", "description"]
+    rows = [(c.name, c.type, c.description) for c in info.columns]
+    if fmt is OutputFormat.JSON:
+        sys.stdout.write(json.dumps(info.as_dict(), indent=2, ensure_ascii=False) + "\n")
+        return
+    if fmt in (OutputFormat.TABLE, OutputFormat.MARKDOWN):
+        lines = [f"{info.kind} {info.name} (version {info.version}, fingerprint {info.fingerprint})",
+                 info.description]
+        lines.extend(f"param {p}" for p in info.params)
+        sys.stdout.write("\n".join(lines) + "\n\n")
+    _emit_rows(fmt, columns, rows)
+
+
+@app.command("show", epilog=DOCS_HINT)
 def show_command(
-    name: Annotated[str, typer.Argument(help="A named query.", autocompletion=_query_names)],
+    name: NameArgument,
     dialect: Annotated[
         str | None,
-        typer.Option("--dialect", help="spark: print the query compiled for Spark SQL (default parameters).",
+        typer.Option("--dialect", help="spark: print it compiled for Spark SQL (default parameters).",
                      show_default=False),
     ] = None,
 ) -> None:
-    """Print a named query's SQL file (header and body)."""
+    """Print a named query's or view's SQL file (header and body)."""
     from rlsql.catalog import load_catalog
 
     if dialect is not None and dialect not in ("duckdb", "spark"):
@@ -181,18 +361,37 @@ def show_command(
     sys.stdout.write(load_catalog().query(name).text)
 
 
+@app.command("docs")
+def docs_command(
+    name: Annotated[
+        str, typer.Argument(help="queries (every query, view and column) or data-contract (the files rlsql reads).")
+    ] = "queries",
+) -> None:
+    """Print rlsql's contracts: docs/queries.md or docs/data-contract.md, generated from the SQL headers."""
+    from rlsql.docs import DOCS, render
+
+    if name not in DOCS:
+        raise UsageError(f"no document {name!r}; choose one of {', '.join(DOCS)}")
+    sys.stdout.write(render(name))
+
+
 @app.command("runs")
-def runs_command(run: RunOption = None, fmt: FormatOption = "table") -> None:
+def runs_command(run: RunOption = None, fmt: FormatOption = None) -> None:
     """List the runs found and what each holds: files, row counts, steps, trials, parser format."""
     from rlsql.inventory import inventory
+    from rlsql.runs import HARBOR_DIR
 
-    _check_format(fmt)
-    columns, rows = inventory(_resolve(run))
-    sys.stdout.write(render(fmt, columns, rows))
+    runs = _resolve(run)
+    for found in runs:
+        trials, harbor = found.artifact("trials"), found.artifact("harbor")
+        if trials is not None and harbor is not None:
+            say(f"run {found.name!r}: {HARBOR_DIR}/ ignored: the trials CSV {trials.path.name} is read instead")
+    columns, rows = inventory(runs)
+    _emit_rows(fmt, columns, rows)
 
 
 @app.command("check")
-def check_command(run: RunOption = None, fmt: FormatOption = "table") -> None:
+def check_command(run: RunOption = None, fmt: FormatOption = None) -> None:
     """Validate runs: every problem found with its file and line, and a summary per run.
 
     Exits 3 when a run is unusable (no readable rows in any of its CSV files).
@@ -200,18 +399,17 @@ def check_command(run: RunOption = None, fmt: FormatOption = "table") -> None:
     import json
 
     from rlsql.check import ISSUE_COLUMNS, SUMMARY_COLUMNS, check_runs, summary_rows
-    from rlsql.errors import DataError
 
-    _check_format(fmt)
+    fmt = fmt or OutputFormat.TABLE
     reports = check_runs(_resolve(run))
-    if fmt == "json":
+    if fmt is OutputFormat.JSON:
         sys.stdout.write(json.dumps({"runs": [r.as_dict() for r in reports]}, indent=2) + "\n")
     else:
         issues = [(i.run, i.severity, i.file, i.line, i.problem) for r in reports for i in r.issues]
-        sys.stdout.write(render(fmt, ISSUE_COLUMNS, issues))
-        if fmt in ("table", "markdown"):
+        _emit_rows(fmt, ISSUE_COLUMNS, issues)
+        if fmt in (OutputFormat.TABLE, OutputFormat.MARKDOWN):
             sys.stdout.write("\n")
-            sys.stdout.write(render(fmt, SUMMARY_COLUMNS, summary_rows(reports)))
+            _emit_rows(fmt, SUMMARY_COLUMNS, summary_rows(reports))
     unusable = [r.run for r in reports if not r.usable]
     if unusable:
         raise DataError(f"unusable run(s): {', '.join(unusable)} (no readable rows in any CSV file)")
@@ -222,36 +420,42 @@ def report_command(
     run: RunOption = None,
     output: Annotated[
         Path,
-        typer.Option("--output", "-o", help="The folder to write the report into (created; never a run folder)."),
+        typer.Option("--output", "-o", help="The folder to write the report into: new, empty, or a report folder "
+                     "rlsql wrote (replaced whole); never a run folder."),
     ] = Path("rlsql-report"),
     report_format: Annotated[
-        str,
-        typer.Option("--format", "-f", help="md: report.md and PNG figures beside it; html: one self-contained "
+        ReportFormat,
+        typer.Option("--format", "-f", parser=_choice(ReportFormat, "--format"), metavar=_metavar(ReportFormat),
+                     help="md: report.md and PNG figures beside it; html: one self-contained "
                      "report.html with the figures embedded."),
-    ] = "md",
+    ] = ReportFormat.MD,
+    param: ParamOption = None,
+    per_run: Annotated[
+        bool, typer.Option("--per-run", help="With more than 6 runs, add the per-run sections (tables per run).")
+    ] = False,
 ) -> None:
-    """Write the run report (tables and figures from the named queries) as markdown or HTML."""
-    from rlsql.report import REPORT_FORMATS, build_report
+    """Write the run report (findings first, then tables and figures from the named queries) as markdown or HTML.
+
+    -p sets a parameter of the report's queries, e.g. -p span=10 -p save_every=20
+    -p keys=trainer.policy.optimizer_config.lr.
+    """
+    from rlsql.report import build_report
+    from rlsql.report.data import bind_report_params
     from rlsql.report.figures import require_matplotlib
 
-    if report_format not in REPORT_FORMATS:
-        raise UsageError(f"unknown report format {report_format!r}; choose one of {', '.join(REPORT_FORMATS)}")
     require_matplotlib()  # before any file is read
-    written = build_report(_resolve(run), output, report_format)
+    params = _parse_params(param)
+    bind_report_params(params)  # a bad parameter fails before any file is read
+    written = build_report(_resolve(run), output, report_format.value, params=params, per_run=per_run, notify=say)
     figures = len(written) - 1
     say(f"wrote {written[-1]}" + (f" and {figures} figure{'s' if figures > 1 else ''}" if figures else ""))
-
-
-ParamOption = Annotated[
-    list[str] | None, typer.Option("--param", "-p", help="A query parameter as key=value (repeatable).")
-]
 
 
 @app.command("export")
 def export_command(
     names: Annotated[
         list[str] | None,
-        typer.Argument(help="Named queries (or base views) to export.", autocompletion=_query_names,
+        typer.Argument(help="Named queries and views to export.", autocompletion=_selectable_names,
                        show_default=False),
     ] = None,
     output: Annotated[
@@ -265,11 +469,15 @@ def export_command(
                      "config."),
     ] = False,
     run: RunOption = None,
-    export_format: Annotated[str, typer.Option("--format", "-f", help="parquet, csv or json.")] = "parquet",
+    export_format: Annotated[
+        ExportFormat,
+        typer.Option("--format", "-f", parser=_choice(ExportFormat, "--format"), metavar=_metavar(ExportFormat),
+                     help="The file format."),
+    ] = ExportFormat.PARQUET,
     partition_by: Annotated[
-        str | None,
-        typer.Option("--partition-by", help="'run': write each as a hive tree NAME/run=RUN/data_0.parquet.",
-                     show_default=False),
+        Partition | None,
+        typer.Option("--partition-by", parser=_choice(Partition, "--partition-by"), metavar=_metavar(Partition),
+                     help="'run': write each as a hive tree NAME/run=RUN/data_0.parquet.", show_default=False),
     ] = None,
     param: ParamOption = None,
     replace_all: Annotated[
@@ -278,21 +486,17 @@ def export_command(
                      "of runs not exported (default: replace only the exported runs' partitions)."),
     ] = False,
 ) -> None:
-    """Write named queries and base views to files for BI tools (Parquet carries provenance metadata)."""
-    from rlsql.export import EXPORT_FORMATS, PARTITIONS, check_params, export, select_items, summary
+    """Write named queries and views to files for BI tools (Parquet carries provenance metadata)."""
+    from rlsql.export import check_params, export, select_items, summary
 
-    if export_format not in EXPORT_FORMATS:
-        raise UsageError(f"unknown export format {export_format!r}; choose one of {', '.join(EXPORT_FORMATS)}")
-    if partition_by is not None and partition_by not in PARTITIONS:
-        raise UsageError(f"--partition-by {partition_by!r}: only {', '.join(PARTITIONS)} is supported")
     params = _parse_params(param)
     items = select_items(names or [], all_queries, views)
     check_params(items, params)  # bad names and parameters fail before any file is read
     explicit = set(names or [])
     skippable = {item.name for item in items if item.name not in explicit}
     runs = _resolve(run)
-    written = export(runs, items, output, export_format, partition_by, params, skippable, progress=say,
-                     replace_all=replace_all)
+    written = export(runs, items, output, export_format.value, partition_by.value if partition_by else None,
+                     params, skippable, progress=say, replace_all=replace_all)
     say(summary(written, output))
 
 
@@ -375,7 +579,7 @@ app.add_typer(cache_app, name="cache")
 def cache_build_command(
     run: RunOption = None,
     force: Annotated[bool, typer.Option("--force", help="Rebuild entries that are still fresh.")] = False,
-    fmt: FormatOption = "table",
+    fmt: FormatOption = None,
 ) -> None:
     """Convert each run's CSVs to Parquet under the cache folder (never inside a run folder).
 
@@ -384,13 +588,12 @@ def cache_build_command(
     from rlsql.cache import CacheUnavailable
     from rlsql.cachebuild import build_cache
 
-    _check_format(fmt)
     try:
         report = build_cache(_resolve(run), force)
     except CacheUnavailable as exc:
         raise UsageError(str(exc)) from exc
     rows = report.rows
-    sys.stdout.write(render(fmt, ["run", "artifact", "csv", "state", "rows", "parquet_bytes"], rows))
+    _emit_rows(fmt, ["run", "artifact", "csv", "state", "rows", "parquet_bytes"], rows)
     if report.swept:
         say(f"cache: swept {report.swept} leftover temporary file(s) of an interrupted build")
     changing = sum(1 for r in rows if r[3] == "changing")
@@ -409,13 +612,12 @@ def _cache_root_or_none():
 
 
 @cache_app.command("status")
-def cache_status_command(fmt: FormatOption = "table") -> None:
+def cache_status_command(fmt: FormatOption = None) -> None:
     """List the cache entries: the CSV each was built from, fresh / stale / orphaned / damaged, rows and size."""
     import duckdb
 
     from rlsql.cache import CacheUnavailable, check_root, describe_policy, full_state, list_root
 
-    _check_format(fmt)
     root = _cache_root_or_none()
     rows = []
     listing = None
@@ -432,7 +634,7 @@ def cache_status_command(fmt: FormatOption = "table") -> None:
             state, why = full_state(entry, con)
             rows.append((meta.get("source"), state, None if state == "fresh" else why, meta.get("rows"),
                          meta.get("parquet_bytes"), meta.get("built_at"), str(entry.parquet)))
-    sys.stdout.write(render(fmt, ["csv", "state", "why", "rows", "parquet_bytes", "built_at", "parquet"], rows))
+    _emit_rows(fmt, ["csv", "state", "why", "rows", "parquet_bytes", "built_at", "parquet"], rows)
     extra = ""
     if listing is not None and (listing.foreign or listing.leftovers):
         extra = (f"; {listing.foreign} file(s) rlsql did not write (left alone), "
@@ -509,6 +711,11 @@ def main_options(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Say on stderr whether each CSV read used the cache.")
     ] = False,
+    from_logs: Annotated[
+        bool,
+        typer.Option("--from-logs", help="Read trainer metrics and vLLM stats from a run's raw training logs even "
+                     "when its parser CSVs exist (same as RLSQL_FROM_LOGS=1)."),
+    ] = False,
 ) -> None:
     """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml.
 
@@ -516,12 +723,16 @@ def main_options(
     """
     if use_cache and no_cache:
         raise UsageError("--cache and --no-cache contradict each other; give one")
-    if use_cache or no_cache:
-        import os
+    # each command sets both choices afresh (None: the environment decides), so a process that runs
+    # several commands (tests, a notebook calling main) never keeps an earlier command's flags
+    if use_cache or no_cache or "rlsql.cache" in sys.modules:
+        from rlsql import cache
 
-        from rlsql.cache import AUTO_ENV
+        cache.choose("on" if use_cache else "off" if no_cache else None)
+    if from_logs or "rlsql.logfiles" in sys.modules:
+        from rlsql.logfiles import request_from_logs
 
-        os.environ[AUTO_ENV] = "1" if use_cache else "0"  # read where the sources are rendered, this process only
+        request_from_logs(True if from_logs else None)
     _set_verbose(verbose)
 
 

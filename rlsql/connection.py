@@ -23,8 +23,9 @@ from rlsql.config import config_rows
 from rlsql.duckdb_errors import data_error, one_line
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
+from rlsql.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
-from rlsql.sqltext import identifier
+from rlsql.sqltext import identifier, literal
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -34,22 +35,30 @@ ARTIFACT_LABELS = {
     "vllm": "vLLM engine stats",
     "config": "rl_config.yaml",
     "harbor": "Harbor trial results",
+    "logs": "raw training logs",
 }
 #: an artifact a source reads -> the artifacts that satisfy it (a run's trials come from its CSV, else
 #: from Harbor's trace_jobs/*/result.json)
 ARTIFACT_ALTERNATIVES = {"trials": ("trials", "harbor"), "harbor": ("trials", "harbor")}
+#: ...and trainer metrics and vLLM stats come from the CSV, else from the raw training logs (rlsql/rawlogs.py)
+ARTIFACT_ALTERNATIVES.update({"metrics": ("metrics", "logs"), "vllm": ("vllm", "logs")})
 
 
 _GLOB = re.compile(r"[*?\[\]{}]")
 
 
-#: columns that hold whole numbers (turns, tokens, steps), read as DOUBLE so `3.0` parses; a cell
-#: with a fraction or beyond 2**53 (where a DOUBLE stops holding every integer) reads as empty
-#: instead of being rounded or failing the cast to BIGINT in the views (`rlsql check` lists it)
+#: columns that hold whole numbers (turns, tokens, steps, counts), read as DOUBLE so `3.0` parses and
+#: handed on as BIGINT; a cell with a fraction or beyond 2**53 (where a DOUBLE stops holding every
+#: integer) reads as empty instead of being rounded or failing a cast (`rlsql check` lists it)
 INTEGER_COLUMNS = {
     "trials": ("n_episodes", "n_input_tokens", "n_output_tokens"),
-    "metrics": ("trainer/global_step", "global_step"),
-    "vllm": (),
+    # counts: read as BIGINT by the sources (issue 16), through the same guard
+    "metrics": ("trainer/global_step", "global_step", "async/discarded_count", "async/effective_batch_groups",
+                "async/effective_batch_samples", "generate/min_num_tokens", "generate/max_num_tokens",
+                "batch_errors/total_batches", "batch_errors/total_instances", "batch_errors/total_successful",
+                "batch_errors/total_failed", "batch_errors/total_masked"),
+    "vllm": ("n_engines_reporting", "unique_ips", "total_running_requests", "total_waiting_requests",
+             "min_running_requests", "max_running_requests"),
 }
 
 
@@ -74,7 +83,7 @@ def where_looked(run: Run, kind: str) -> str:
     prefixed, plain = CSV_ARTIFACTS[kind]
     if kind == "trials":
         return f"{run.path} for *_{prefixed}, {plain} or {HARBOR_DIR}/*/{HARBOR_RESULT}"
-    return f"{run.path} for *_{prefixed} or {plain}"
+    return f"{run.path} for *_{prefixed}, {plain} or training logs (*.out, *.log, logs/)"
 
 
 def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -> None:
@@ -115,11 +124,19 @@ class SourceContext:
 
     @functools.cached_property
     def run_files(self) -> list[dict]:
-        return [
+        files = [
             {"run": r.name, "kind": a.kind, "path": str(a.path), "prefix": a.prefix}
             for r in self.runs
             for a in r.artifacts.values()
         ]
+        # a run without a metrics or vLLM CSV reads them from its raw logs: listed as that artifact too
+        files.extend(
+            {"run": r.name, "kind": kind, "path": str(r.artifacts["logs"].path), "prefix": None}
+            for r in self.runs
+            for kind in LOG_SOURCES.values()
+            if reads_logs(r, kind)
+        )
+        return files
 
     @functools.cached_property
     def config_rows(self) -> list[dict]:
@@ -218,6 +235,8 @@ class SourceContext:
             context.update(self.harbor_context())
         elif source.artifact:
             context.update(self.csv_context(source))
+            # runs without the CSV read their raw training logs (rlsql/rawlogs.py)
+            context.update(log_context(self.runs, source, context["columns"]))
         return catalog.render(source, **context)
 
 
@@ -267,6 +286,33 @@ def create_objects(
             raise data_error(exc) or DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
         if f.name in load and statement.startswith("CREATE"):
             after_loading(con, f)
+
+
+def column_comment_statements(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) -> list[str]:
+    """COMMENT ON COLUMN for every column of the views and queries in `files` that `con` holds.
+
+    Read from DuckDB's catalog after the objects exist, so the columns a view passes through from
+    a file (a run's trainer metrics) get their `-- column: *:` description too.
+    """
+    by_name = {f.name: f for f in files if f.kind in ("view", "query")}
+    rows = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() "
+        "WHERE NOT internal AND database_name = current_database() AND schema_name = current_schema() "
+        "ORDER BY table_name, column_index"
+    ).fetchall()
+    statements = []
+    for table, column in rows:
+        f = by_name.get(table)
+        doc = f.column_doc(column) if f is not None else ""
+        if doc:
+            statements.append(f"COMMENT ON COLUMN {identifier(table)}.{identifier(column)} IS {literal(doc)}")
+    return statements
+
+
+def comment_columns(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) -> None:
+    """Attach every column description of `files` on `con` (the shell, `connect()`, `db build`)."""
+    for statement in column_comment_statements(con, files):
+        con.execute(statement)
 
 
 def open_connection(
@@ -320,5 +366,8 @@ def connect(runs: RunSpec = None) -> duckdb.DuckDBPyConnection:
     """
     # every object a view over the run's own files (never a cache copy), so the connection always
     # reads the files as they are now
+    catalog = load_catalog()
     with cache.disabled():
-        return open_connection(resolve_runs(runs), load=frozenset())
+        con = open_connection(resolve_runs(runs), catalog=catalog, load=frozenset())
+    comment_columns(con, catalog.order)
+    return con

@@ -26,7 +26,7 @@ import duckdb
 
 from rlsql import __version__, cache
 from rlsql.catalog import Catalog, SqlFile, load_catalog
-from rlsql.connection import create_objects
+from rlsql.connection import comment_columns, create_objects
 from rlsql.duckdb_errors import one_line
 from rlsql.errors import DataError, RlsqlError, UsageError
 from rlsql.provenance import SourceFingerprints
@@ -95,6 +95,7 @@ def _build(
         con.execute(f"USE {_ALIAS}")
         with cache.disabled():  # the file's views read the runs' files, never a cache copy that may go
             create_objects(con, runs, catalog.order, catalog)
+        comment_columns(con, catalog.order)
         tables = 0
         if materialize:
             for f in catalog.order:

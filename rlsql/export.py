@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import re
 import shutil
 import urllib.parse
 import warnings
@@ -78,6 +79,7 @@ METADATA_KEYS = (
     "rlsql.runs",
     "rlsql.sources",
     "rlsql.exported_at",
+    "rlsql.columns",
 )
 #: the temporary table a partitioned export's rows wait in while each run's partition is copied out
 _STAGED = "__rlsql_export"
@@ -120,6 +122,8 @@ def _select(con: duckdb.DuckDBPyConnection, name: str, fmt: str, partition: str 
     names = [c[0] for c in columns]
     if partition and partition not in names:
         raise UsageError(f"{name} has no {partition!r} column to partition by")
+    if fmt == "parquet":
+        return f"SELECT * FROM {identifier(name)}{_every_column_nullable(columns)}"
     if fmt != "json":
         return f"SELECT * FROM {identifier(name)}"
     # JSON has no NaN: write null, as `rlsql query -f json` does
@@ -129,6 +133,24 @@ def _select(con: duckdb.DuckDBPyConnection, name: str, fmt: str, partition: str 
         for c, ctype, *_ in columns
     ]
     return f"SELECT {', '.join(parts)} FROM {identifier(name)}"
+
+
+#: a DuckDB type name as DESCRIBE prints it for a plain column (VARCHAR, DECIMAL(18,3), VARCHAR[], ...)
+_PLAIN_TYPE = re.compile(r"^[A-Z][A-Z0-9_ ]*(\(\d+(, ?\d+)?\))?(\[\d*\])*$")
+
+
+def _every_column_nullable(columns: Sequence[tuple]) -> str:
+    """A never-true branch of typed NULLs, so that Parquet declares every column optional.
+
+    DuckDB writes a column as `required` when its statistics prove no NULL (a column of a loaded
+    source, a group key), which depends on the data: the same query's schema would change from one
+    export to the next. A union with a row of NULLs that no run ever yields keeps it optional at the
+    cost of one filtered row. Left out when a type is not a plain name (a STRUCT's field names).
+    """
+    if not all(_PLAIN_TYPE.match(str(ctype)) for _, ctype, *_ in columns):
+        return ""
+    nulls = ", ".join(f"CAST(NULL AS {ctype}) AS {identifier(c)}" for c, ctype, *_ in columns)
+    return f" UNION ALL BY NAME SELECT {nulls} WHERE random() > 2"
 
 
 def check_params(items: Sequence[SqlFile], given: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -218,8 +240,9 @@ def export(
         written: list[Written] = []
         set_before: set[str] = set()
         for number, item in enumerate(kept, 1):
+            columns = [c[0] for c in con.execute(f"DESCRIBE {identifier(item.name)}").fetchall()]
             metadata = functools.partial(_metadata, item, values[item.name], catalog.closure([item.name]),
-                                         fingerprints, exported_at)
+                                         fingerprints, exported_at, columns)
             for pname in set_before:  # a view must not see a parameter set for an earlier query
                 con.execute(f"RESET VARIABLE {identifier(pname)}")
             set_before = set(values[item.name])
@@ -247,7 +270,7 @@ def export(
 
 def _metadata(
     item: SqlFile, params: dict[str, Any], needed: Sequence[SqlFile], fingerprints: SourceFingerprints,
-    exported_at: str, runs: Sequence[Run],
+    exported_at: str, columns: Sequence[str], runs: Sequence[Run],
 ) -> dict[str, str]:
     """The provenance record of `item` exported over `runs` (all of them, or one partition's run)."""
     return dict(zip(METADATA_KEYS, (
@@ -256,6 +279,8 @@ def _metadata(
         json.dumps([{"name": r.name, "path": str(r.path)} for r in runs]),
         json.dumps(fingerprints.for_files(runs, needed)),
         exported_at,
+        # column -> its `-- column:` description (Parquet has no per-column comment of its own)
+        json.dumps(item.column_descriptions(columns)),
     ), strict=True))
 
 

@@ -13,9 +13,74 @@ import io
 import json
 import math
 from collections.abc import Callable, Sequence
+from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
-FORMATS = ("table", "csv", "json", "jsonl", "markdown")
+
+class OutputFormat(StrEnum):
+    """How `query`, `sql`, `list`, `runs`, `check` and `cache` print rows: the one list of choices."""
+
+    TABLE = "table"
+    CSV = "csv"
+    JSON = "json"
+    JSONL = "jsonl"
+    MARKDOWN = "markdown"
+
+    @classmethod
+    def parse(cls, text: str) -> OutputFormat:
+        """The format a user typed: any case, `md` for markdown; ValueError names the choices."""
+        wanted = text.strip().lower()
+        wanted = FORMAT_ALIASES.get(wanted, wanted)
+        for member in cls:
+            if member.value == wanted:
+                return member
+        raise ValueError(f"unknown format {text!r}; choose one of {', '.join(FORMATS)} (or md)")
+
+    @classmethod
+    def for_output(cls, path: Path | None) -> OutputFormat:
+        """The format an output file's extension asks for (`best.csv` -> csv); a table otherwise."""
+        if path is None:
+            return cls.TABLE
+        return SUFFIX_FORMATS.get(path.suffix.lower(), cls.TABLE)
+
+
+class ExportFormat(StrEnum):
+    """`rlsql export --format`: files for BI tools (rlsql/export.py writes them)."""
+
+    PARQUET = "parquet"
+    CSV = "csv"
+    JSON = "json"
+
+
+class ReportFormat(StrEnum):
+    """`rlsql report --format`: report.md with PNG figures, or one self-contained report.html."""
+
+    MD = "md"
+    HTML = "html"
+
+
+class Partition(StrEnum):
+    """`rlsql export --partition-by`: a hive tree NAME/run=RUN/data_0.parquet."""
+
+    RUN = "run"
+
+
+#: names accepted besides the formats' own (lower case)
+FORMAT_ALIASES = {"md": "markdown"}
+FORMATS = tuple(member.value for member in OutputFormat)
+#: `-o FILE` without `-f`: the extension picks the format
+SUFFIX_FORMATS = {
+    ".csv": OutputFormat.CSV,
+    ".json": OutputFormat.JSON,
+    ".jsonl": OutputFormat.JSONL,
+    ".ndjson": OutputFormat.JSONL,
+    ".md": OutputFormat.MARKDOWN,
+    ".markdown": OutputFormat.MARKDOWN,
+}
+ELLIPSIS = "\u2026"
+#: a column is never squeezed below this many characters to fit the terminal
+MIN_COLUMN_WIDTH = 6
 
 
 def display(value: Any) -> str:
@@ -97,14 +162,38 @@ def to_markdown(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain aligned text table: numbers right-aligned, no wrapping, readable in any pager."""
-    cells = [[display(v) for v in row] for row in rows]
+def fit_widths(widths: Sequence[int], width: int, gap: int = 2) -> list[int]:
+    """Column widths that fit `width` characters: the widest column gives way first, down to MIN_COLUMN_WIDTH."""
+    fitted = list(widths)
+    excess = sum(fitted) + gap * max(len(fitted) - 1, 0) - width
+    while excess > 0:
+        widest = max(range(len(fitted)), key=lambda i: fitted[i])
+        if fitted[widest] <= MIN_COLUMN_WIDTH:
+            break  # nothing left to squeeze: the line stays longer than the terminal
+        fitted[widest] -= 1
+        excess -= 1
+    return fitted
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + ELLIPSIS
+
+
+def to_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None) -> str:
+    """A plain aligned text table: numbers right-aligned, no wrapping, readable in any pager.
+
+    With `width` (a terminal's), cells that would overflow it are cut with an ellipsis; without it
+    (a file, a pipe) every cell is printed whole.
+    """
+    cells = [[display(v).replace("\n", " ") for v in row] for row in rows]
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    if width is not None:
+        widths = fit_widths(widths, width)
     numeric = [bool(rows) and all(_is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
 
     def line(values: Sequence[str]) -> str:
-        parts = [v.rjust(w) if n else v.ljust(w) for v, w, n in zip(values, widths, numeric, strict=True)]
+        parts = [_clip(v, w).rjust(w) if n else _clip(v, w).ljust(w)
+                 for v, w, n in zip(values, widths, numeric, strict=True)]
         return "  ".join(parts).rstrip()
 
     out = [line(columns), "  ".join("-" * w for w in widths)]
@@ -112,14 +201,20 @@ def to_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
-RENDERERS: dict[str, Callable[[Sequence[str], Sequence[Sequence[Any]]], str]] = {
-    "table": to_table,
-    "csv": to_csv,
-    "json": to_json,
-    "jsonl": to_jsonl,
-    "markdown": to_markdown,
+RENDERERS: dict[OutputFormat, Callable[[Sequence[str], Sequence[Sequence[Any]]], str]] = {
+    OutputFormat.TABLE: to_table,
+    OutputFormat.CSV: to_csv,
+    OutputFormat.JSON: to_json,
+    OutputFormat.JSONL: to_jsonl,
+    OutputFormat.MARKDOWN: to_markdown,
 }
 
 
-def render(fmt: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def render(
+    fmt: OutputFormat | str, columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None
+) -> str:
+    """Rows in `fmt`; `width` (a terminal's) only ever shortens a table's cells."""
+    fmt = fmt if isinstance(fmt, OutputFormat) else OutputFormat.parse(fmt)
+    if fmt is OutputFormat.TABLE:
+        return to_table(columns, rows, width)
     return RENDERERS[fmt](columns, rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rlsql.connection import open_connection
+from rlsql.rawlogs import metrics_origin, vllm_origin
 from rlsql.runs import Run, read_header
 
 COLUMNS = [
@@ -21,6 +22,8 @@ def parser_format(run: Run) -> str:
         return "newest"
     if "agent_duration_sec" in trial_columns or metrics is not None:
         return "mid-2026"
+    if trials is None and metrics is None and run.artifact("logs") is not None:
+        return "raw logs"  # training logs (and maybe trace_jobs), no parser output
     if trials is None and run.artifact("harbor") is not None:
         return "harbor"  # Harbor's trace_jobs/*/result.json, no parser output
     return "older" if trials is not None else "unknown"
@@ -48,12 +51,14 @@ def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
             return artifact.path.name if artifact else None
 
         m = metric.get(run.name, (0, 0, 0))
+        # trainer metrics and vLLM stats of a run without their CSV come from its raw logs
+        metrics_file, vllm_file = metrics_origin(run), vllm_origin(run)
         rows.append((
             run.name, parser_format(run),
-            name("metrics"), m[0] if name("metrics") else None, m[1] if name("metrics") else None,
-            m[2] if name("metrics") else None,
+            metrics_file, m[0] if metrics_file else None, m[1] if metrics_file else None,
+            m[2] if metrics_file else None,
             name("trials"), trials.get(run.name, (0,))[0] if name("trials") else None,
-            name("vllm"), vllm.get(run.name, (0,))[0] if name("vllm") else None,
+            vllm_file, vllm.get(run.name, (0,))[0] if vllm_file else None,
             name("config"), len(run.ignored), str(run.path),
         ))
     return COLUMNS, rows

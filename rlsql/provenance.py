@@ -14,6 +14,8 @@ from typing import Any
 from rlsql import harbor
 from rlsql.catalog import SqlFile
 from rlsql.errors import DataError
+from rlsql.logfiles import find_logs
+from rlsql.rawlogs import LOG_SOURCES, reads_logs
 from rlsql.runs import Run
 
 _CHUNK = 1 << 20
@@ -48,6 +50,9 @@ class SourceFingerprints:
         kinds = {f.artifact for f in files if f.kind == "source" and f.artifact}
         out = []
         for run in runs:
+            # the raw training logs, once per run, when a source reads them instead of a CSV
+            if any(kind in LOG_SOURCES.values() and reads_logs(run, kind) for kind in kinds):
+                out.extend({"run": run.name, "artifact": "logs", **self.describe(path)} for path in find_logs(run.path))
             for kind in sorted(kinds):
                 artifact = run.artifact(kind)
                 if kind == "harbor" and artifact is not None:

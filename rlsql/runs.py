@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from rlsql.errors import DataError, RlsqlWarning, UsageError
+from rlsql.logfiles import find_logs, from_logs_requested, logs_folder, newest_log_date
 
 #: artifact -> (suffix after the `YYYYMMDD_HHMMSS_` prefix, the newest parser's unprefixed name)
 CSV_ARTIFACTS: dict[str, tuple[str, str]] = {
@@ -66,7 +67,8 @@ class Run:
         """The date the vLLM `MM-DD` stamps are read against (semantics.md: vLLM year)."""
         vllm = self.artifacts.get("vllm")
         if vllm is None:
-            return None
+            # vLLM stats read from the raw logs: the date of their last write (semantics.md: vLLM year)
+            return newest_log_date(find_logs(self.path)) if "logs" in self.artifacts else None
         for candidate in (vllm, self.artifacts.get("metrics"), self.artifacts.get("trials")):
             if candidate is not None and candidate.prefix_date is not None:
                 return candidate.prefix_date
@@ -109,9 +111,35 @@ def scan_folder(path: Path) -> Run | None:
         artifacts["config"] = Artifact("config", config)
     if has_harbor_trials(path / HARBOR_DIR):
         artifacts["harbor"] = Artifact("harbor", path / HARBOR_DIR)
+    artifacts.update(log_artifacts(path))
     if not artifacts:
         return None
     return Run(name=path.name, path=path, artifacts=artifacts, ignored=tuple(ignored))
+
+
+def log_artifacts(path: Path) -> dict[str, Artifact]:
+    """Artifact kind `logs`: the raw training logs (`*.out`/`*.log` here or in `logs/`), when any."""
+    logs = find_logs(path)
+    return {"logs": Artifact("logs", logs_folder(path, logs))} if logs else {}
+
+
+def only_loose_logs(run: Run) -> bool:
+    """A folder whose only artifact is `*.out`/`*.log` files lying in it (a `rsync.log` in a folder of
+    runs, say): its sub-folders are looked at first, and it is a run only when none of them is."""
+    logs = run.artifacts.get("logs")
+    return set(run.artifacts) == {"logs"} and logs is not None and logs.path == run.path and not any(
+        p.parent != run.path for p in find_logs(run.path)
+    )
+
+
+def prefer_logs(run: Run) -> Run:
+    """`--from-logs`: a run with raw logs reads its trainer metrics and vLLM stats from them, and its
+    metrics/vLLM CSVs are listed as ignored (the CSVs win otherwise)."""
+    if "logs" not in run.artifacts:
+        return run
+    dropped = [a for kind, a in run.artifacts.items() if kind in ("metrics", "vllm")]
+    kept = {kind: a for kind, a in run.artifacts.items() if kind not in ("metrics", "vllm")}
+    return Run(run.name, run.path, kept, run.ignored + tuple(a.path for a in dropped))
 
 
 def has_harbor_trials(trace_jobs: Path) -> bool:
@@ -170,7 +198,7 @@ def _runs_at(path: Path, matched: bool = False) -> list[Run]:
         raise DataError(f"{path}: not a folder (give the run folder, not a file inside it)")
     try:
         run = scan_folder(path)
-        if run is not None:
+        if run is not None and not only_loose_logs(run):
             return [run]
         subs = sorted(p for p in path.iterdir() if p.is_dir())
     except DataError as exc:
@@ -179,11 +207,13 @@ def _runs_at(path: Path, matched: bool = False) -> list[Run]:
         warnings.warn(f"{exc}; skipped", RlsqlWarning, stacklevel=3)
         return []
     found = [r for sub in subs if (r := _scan_or_skip(sub))]
+    if not found and run is not None:
+        return [run]  # loose logs and no run below: a run of its logs
     if not found:
         wanted = ", ".join(f"*_{s}" for s, _ in CSV_ARTIFACTS.values())
         problem = (
             f"{path}: no run artifacts here or in its sub-folders "
-            f"(looked for {wanted}, rl_config.yaml, {HARBOR_DIR}/*/{HARBOR_RESULT})"
+            f"(looked for {wanted}, rl_config.yaml, {HARBOR_DIR}/*/{HARBOR_RESULT}, *.out/*.log training logs)"
         )
         if not matched:
             raise DataError(problem)
@@ -210,7 +240,8 @@ def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
             raise DataError(f"{spec}: no run folder among the folders this pattern matches")
     runs = sorted(by_path.values(), key=lambda r: r.name)
     _check_unique_names(runs)
-    return [Run(r.name, r.path.resolve(), r.artifacts, r.ignored) for r in runs]
+    resolved = [Run(r.name, r.path.resolve(), r.artifacts, r.ignored) for r in runs]
+    return [prefer_logs(r) for r in resolved] if from_logs_requested() else resolved
 
 
 def _check_unique_names(runs: Sequence[Run]) -> None:

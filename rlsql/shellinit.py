@@ -10,24 +10,84 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import warnings
 from collections.abc import Sequence
 
 import duckdb
 
 from rlsql import __version__, cache
 from rlsql.catalog import Catalog, load_catalog
-from rlsql.connection import object_statements
-from rlsql.errors import UsageError
+from rlsql.connection import column_comment_statements, object_statements
+from rlsql.duckdb_errors import one_line
+from rlsql.errors import RlsqlWarning, UsageError
 from rlsql.runs import Run
 
 INSTALL_HINT = "pip install 'rlsql[shell]' (or: pip install duckdb-cli)"
 
 
 def script_statements(runs: Sequence[Run], catalog: Catalog | None = None) -> list[str]:
-    """Every CREATE and COMMENT ON statement for `runs`, in dependency order, without a final ';'."""
+    """Every CREATE and COMMENT ON statement for `runs`, in dependency order, without a final ';'.
+
+    No statement holds a `;` (see `without_semicolons`), so a client that splits the script on
+    every `;` (harlequin's DuckDB adapter) runs the same statements as the DuckDB shell.
+    """
     catalog = catalog or load_catalog()
     with cache.disabled():  # the shell's views read the runs' files, never a cache copy that may go
-        return [statement for _, statement in object_statements(runs, catalog.order, catalog)]
+        statements = [statement for _, statement in object_statements(runs, catalog.order, catalog)]
+    return [without_semicolons(statement) for statement in [*statements, *_column_comments(statements, catalog)]]
+
+
+def _column_comments(statements: Sequence[str], catalog: Catalog) -> list[str]:
+    """COMMENT ON COLUMN for every view column: the views are created once in memory to learn their columns."""
+    con = duckdb.connect(":memory:")
+    try:
+        for statement in statements:
+            con.execute(statement)
+        return column_comment_statements(con, catalog.order)
+    except duckdb.Error as exc:
+        warnings.warn(f"column descriptions left out of the init script: {one_line(exc)}", RlsqlWarning,
+                      stacklevel=3)
+        return []
+    finally:
+        con.close()
+
+
+SEMICOLON = ";"
+
+
+def without_semicolons(statement: str) -> str:
+    """`statement` with no `;` left, meaning the same to DuckDB.
+
+    harlequin splits an init script on every `;`, also inside comments and string literals. Using
+    DuckDB's own tokenizer: a `;` in a comment becomes `,`; a string literal holding one becomes
+    `('a' || chr(59) || 'b')`, except in COMMENT ON, which takes a literal only (there the
+    description's `;` becomes `,`). A `;` in a quoted identifier (a CSV column named so) cannot be
+    written otherwise: it stays, with a warning.
+    """
+    if SEMICOLON not in statement:
+        return statement
+    tokens = duckdb.tokenize(statement)
+    is_comment_on = statement.lstrip().upper().startswith("COMMENT ON")
+    out: list[str] = []
+    for index, (start, kind) in enumerate(tokens):
+        end = tokens[index + 1][0] if index + 1 < len(tokens) else len(statement)
+        piece = statement[start:end]
+        token = piece.rstrip()
+        gap = piece[len(token):]
+        if SEMICOLON in token:
+            if kind == duckdb.token_type.comment:
+                token = token.replace(SEMICOLON, ",")
+            elif kind == duckdb.token_type.string_const and token.startswith("'") and token.endswith("'"):
+                if is_comment_on:
+                    token = token.replace(SEMICOLON, ",")
+                else:
+                    token = "(" + token.replace(SEMICOLON, "' || chr(59) || '") + ")"
+            else:
+                warnings.warn(f"the init script holds a ';' in {token[:60]!r}: harlequin will split the script "
+                              "there (the DuckDB shell reads it as is)", RlsqlWarning, stacklevel=2)
+        out.append(statement[:start] if index == 0 else "")
+        out.append(token + gap)
+    return "".join(out)
 
 
 def _terminated(statement: str) -> str:
@@ -38,8 +98,8 @@ def _terminated(statement: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    """A folder name inside a `--` comment: a line break in it must not end the comment."""
-    return "".join(ch if ch >= " " else "?" for ch in text)
+    """A folder name inside a `--` comment: a line break must not end the comment, nor a `;` split the script."""
+    return "".join(ch if ch >= " " and ch != SEMICOLON else "?" for ch in text)
 
 
 def init_script(runs: Sequence[Run], catalog: Catalog | None = None) -> str:
@@ -52,8 +112,9 @@ def init_script(runs: Sequence[Run], catalog: Catalog | None = None) -> str:
         "-- Use it with:  duckdb -init THIS_FILE   or   harlequin -i THIS_FILE",
         "-- Runs:",
         *(f"--   {_one_line(run.name)}: {_one_line(str(run.path))}" for run in runs),
-        "-- Query parameters are DuckDB variables; set one before querying, for example:",
-        "--   SET VARIABLE span = 10;",
+        "-- Query parameters are DuckDB variables. Set one before querying, for example:",
+        "--   SET VARIABLE span = 10",
+        "-- This script holds no semicolon except at the end of each statement (harlequin splits on them).",
     ]
     if params:
         header.append("-- Parameters (name type = default): " + ", ".join(params))

@@ -1,7 +1,7 @@
 """Independent reference implementation of the named queries (tests compare rlsql against it).
 
-Written straight from ../shared/spec/data-contract.md, ../shared/spec/queries.md and
-docs/semantics.md in plain Python: stdlib csv/statistics/math and pyyaml only. No DuckDB, no
+Written straight from the data contract and the query contract (docs/data-contract.md,
+docs/queries.md) and docs/semantics.md in plain Python: stdlib csv/statistics/math and pyyaml only. No DuckDB, no
 pandas, no SQL, and nothing from rlsql, so a shared misreading cannot hide a bug.
 
     expected(name, run_dirs, **params) -> list[dict]
@@ -529,6 +529,9 @@ def q_run_overview(run: str, run_dir: Path) -> list[Row]:
                 "mean_reward": _mean(rewards),
                 "max_reward": _max(rewards),
                 "total_time_s": _sum(_nums([r.get("timing/step") for r in group])),
+                # version 2: the highest step under its own name, and how many different steps there are
+                "max_step": max(steps) if steps else None,
+                "distinct_steps": len(set(steps)),
             }
         )
     return out
@@ -1053,6 +1056,7 @@ def q_vllm_summary(run: str, run_dir: Path) -> list[Row]:
                 "mean_kv_cache_pct": _mean(values("avg_gpu_kv_cache_usage_pct")),
                 "mean_prefix_cache_hit_pct": _mean(values("avg_prefix_cache_hit_rate_pct")),
                 "utilization": utilization(mean_waiting, mean_running, mean_gen),
+                "stat_lines": len(group),  # version 2: the same count under an honest name
             }
         )
     return out
@@ -1136,6 +1140,184 @@ def q_compare_runs(run: str, run_dir: Path, span: int = 5, run_dirs: list[Path] 
     ]
 
 
+def q_run_summary(run: str, run_dir: Path, span: int = 5, save_every: int | None = None,
+                  run_dirs: list[Path] | None = None) -> list[Row]:
+    """The run_summary view: compare_runs' figures, trials_with_reward, the best checkpoint's step and
+    EMA, training_time_s = sum of timing/step over every metric row, mean_staleness (async_health),
+    and the direct child of `step` with the highest mean seconds (timing_breakdown; ties by name)."""
+    compare = q_compare_runs(run, run_dir, span, run_dirs)[0]
+    summary = q_reward_summary(run, run_dir)
+    best = q_best_checkpoint(run, run_dir, span, save_every)
+    health = q_async_health(run, run_dir)
+    rows = read_metric_rows(run_dir)
+    times = _nums([r.get("timing/step") for r in rows])
+    children = [r for r in q_timing_breakdown(run, run_dir)
+                if r["within"] == "step" and r["span"] not in ("unattributed", "overlap")]
+    slowest = None
+    for r in sorted(children, key=lambda r: r["span"]):  # by name: strict > keeps the first of a tie
+        if slowest is None or r["mean_seconds"] > slowest["mean_seconds"]:
+            slowest = r
+    return [{
+        "run": run,
+        "steps": compare["steps"],
+        "trials": compare["trials"],
+        "trials_with_reward": summary[0]["trials_with_reward"] if summary else None,
+        "success_rate": compare["success_rate"],
+        "mean_reward": compare["mean_reward"],
+        "final_ema": compare["final_ema"],
+        "best_ema": compare["best_ema"],
+        "best_ema_step": compare["best_ema_step"],
+        "best_checkpoint_step": best[0]["step"] if best else None,
+        "best_checkpoint_ema": best[0]["ema"] if best else None,
+        "mean_step_time_s": compare["mean_step_time_s"],
+        "training_time_s": math.fsum(times) if times else None,
+        "timeout_rate": compare["timeout_rate"],
+        "context_length_rate": compare["context_length_rate"],
+        "mean_staleness": health[0]["mean_staleness"] if health else None,
+        "slowest_span": slowest["span"] if slowest else None,
+        "slowest_span_mean_s": slowest["mean_seconds"] if slowest else None,
+        "slowest_span_share": slowest["share_of_within"] if slowest else None,
+    }]
+
+
+def q_run_table(run: str, run_dir: Path, span: int = 5, save_every: int | None = None, keys: str | None = None,
+                run_dirs: list[Path] | None = None) -> list[Row]:
+    """run_summary plus `config`: key -> the run's value text (None where it lacks the key) for the
+    given comma-separated keys, else for the keys whose values differ between the runs with a config."""
+    row = q_run_summary(run, run_dir, span, save_every, run_dirs)[0]
+    own = _flat_config(run_dir) or {}
+    if keys is not None:
+        chosen = sorted({k.strip() for k in keys.split(",") if k.strip()})
+    else:
+        configs = [c for c in (_flat_config(d) for d in (run_dirs or [run_dir])) if c is not None]
+        every = sorted({k for c in configs for k in c})
+        chosen = [k for k in every if len({c[k][0] if k in c else None for c in configs}) > 1]
+    return [{**row, "config": {k: own[k][1] if k in own else None for k in chosen}}]
+
+
+# --------------------------------------------------------------------------------------------
+# The report's own views (rlsql report): plain Python over the same readers
+# --------------------------------------------------------------------------------------------
+
+
+def _fnum(value: Any) -> float | None:
+    return value if isinstance(value, float) else None
+
+
+def v_log_summary(run: str, run_dir: Path) -> list[Row]:
+    """Per log_file (sorted): rows, first/last step, and means over the log's rows of reward, the run's
+    pass@k column, timing/step, generation wait, generate/avg_num_tokens, async/staleness_mean."""
+    rows = read_metric_rows(run_dir)
+    pass_col, k = _pass_at_k_column(rows)
+    out = []
+    for log in sorted({r.get("log_file") for r in rows}, key=lambda v: (v is None, v)):
+        mine = [r for r in rows if r.get("log_file") == log]
+        steps = [r["step"] for r in mine if r["step"] is not None]
+
+        def mean(column: str | None, mine: list[Row] = mine) -> float | None:
+            return _mean(_nums([r.get(column) for r in mine])) if column else None
+
+        out.append({
+            "run": run, "log_file": log, "rows": len(mine),
+            "first_step": min(steps) if steps else None, "last_step": max(steps) if steps else None,
+            "mean_reward": mean("reward/avg_raw_reward"), "mean_pass_at_k": mean(pass_col), "k": k,
+            "mean_step_s": mean("timing/step"), "mean_generation_wait_s": mean("timing/wait_for_generation_buffer"),
+            "mean_tokens": mean("generate/avg_num_tokens"), "mean_staleness": mean("async/staleness_mean"),
+        })
+    return out
+
+
+def _first_logged(rows: list[Row], candidates: list[str]) -> str | None:
+    return next((c for c in candidates if any(isinstance(r.get(c), float) for r in rows)), None)
+
+
+def v_progression_rows(run: str, run_dir: Path) -> list[Row]:
+    """Every metric row with a step, by step then CSV order: used = the step's first-seen row, rerun =
+    the step has several rows; the newest progression columns where logged."""
+    rows = read_metric_rows(run_dir)
+    pass_col, _ = _pass_at_k_column(rows)
+    kl = _first_logged(rows, ["policy/policy_kl", "policy/policy_entropy"])
+    loss = _first_logged(rows, ["loss/final_loss", "policy/final_loss", "policy/policy_loss"])
+    first: dict[Any, int] = {}
+    counts: dict[Any, int] = {}
+    for i, r in enumerate(rows):
+        if r["step"] is not None:
+            first.setdefault(r["step"], i)
+            counts[r["step"]] = counts.get(r["step"], 0) + 1
+    out = []
+    for i, r in sorted(((i, r) for i, r in enumerate(rows) if r["step"] is not None),
+                       key=lambda p: (p[1]["step"], p[0])):
+        out.append({
+            "run": run, "step": r["step"], "log_file": r.get("log_file"), "used": first[r["step"]] == i,
+            "rerun": counts[r["step"]] > 1, "reward": _fnum(r.get("reward/avg_raw_reward")),
+            "pass_at_k": _fnum(r.get(pass_col)) if pass_col else None,
+            "kl_or_entropy": _fnum(r.get(kl)) if kl else None, "loss": _fnum(r.get(loss)) if loss else None,
+            "kl_or_entropy_metric": kl, "loss_metric": loss,
+            "epoch": _fnum(r.get("trainer/epoch")), "grad_norm": _fnum(r.get("policy/raw_grad_norm")),
+            "ppo_clip_ratio": _fnum(r.get("policy/ppo_clip_ratio")),
+            "policy_loss": _fnum(r.get("policy/policy_loss")),
+            "log_ratio_mean": _fnum(r.get("policy/log_ratio_abs_mean")),
+            "step_seconds": _fnum(r.get("timing/step")),
+            "generation_wait_seconds": _fnum(r.get("timing/wait_for_generation_buffer")),
+        })
+    return out
+
+
+def v_timing_table(run: str, run_dir: Path) -> list[Row]:
+    """timing_breakdown's rows with share_of_step: the mean over rows where step ran and is > 0 of
+    span / step (a row without the span counts 0); step itself 1; unattributed its share_of_within."""
+    rows = read_metric_rows(run_dir)
+    out = []
+    for b in q_timing_breakdown(run, run_dir):
+        span = b["span"]
+        if span == "step":
+            share = 1.0
+        elif span == "unattributed":
+            share = b["share_of_within"]
+        elif span == "overlap":
+            share = None
+        else:
+            ratios = [(_fnum(r.get(f"timing/{span}")) or 0.0) / r["timing/step"]
+                      for r in rows if isinstance(r.get("timing/step"), float) and r["timing/step"] > 0]
+            share = _mean(ratios)
+        out.append({"run": run, "span": span, "within": b["within"], "mean_seconds": b["mean_seconds"],
+                    "share_of_within": b["share_of_within"], "share_of_step": share, "steps": b["steps"]})
+    return out
+
+
+def v_step_signals(run: str, run_dir: Path) -> list[Row]:
+    """Per deduplicated step: entropy, grad norm, |log ratio| mean, agent timeouts and context-length
+    errors per batch (batch_errors/avg_*)."""
+    return [{
+        "run": run, "step": r["step"], "entropy": _fnum(r.get("policy/policy_entropy")),
+        "grad_norm": _fnum(r.get("policy/raw_grad_norm")), "log_ratio_mean": _fnum(r.get("policy/log_ratio_abs_mean")),
+        "timeouts_per_batch": _fnum(r.get("batch_errors/avg_AgentTimeoutError")),
+        "context_length_per_batch": _fnum(r.get("batch_errors/avg_ContextLengthExceededError")),
+    } for r in dedup_steps(read_metric_rows(run_dir))]
+
+
+#: view name -> oracle function (run, run_dir) -> rows, for the report's views
+VIEWS: dict[str, Callable[..., list[Row]]] = {
+    "log_summary": v_log_summary,
+    "progression_rows": v_progression_rows,
+    "timing_table": v_timing_table,
+    "step_signals": v_step_signals,
+    "run_summary": q_run_summary,
+}
+
+
+def expected_view(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
+    """Rows of one of the report's views over `run_dirs`, ordered by run name, then the view's order."""
+    out: list[Row] = []
+    dirs = sorted((Path(d) for d in run_dirs), key=run_name)
+    for run_dir in dirs:
+        if name == "run_summary":
+            out += q_run_summary(run_name(run_dir), run_dir, run_dirs=dirs, **params)
+        elif find_artifacts(run_dir)["metrics"] is not None:
+            out += VIEWS[name](run_name(run_dir), run_dir, **params)
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------
@@ -1157,12 +1339,19 @@ QUERIES: dict[str, Callable[..., list[Row]]] = {
     "async_health": q_async_health,
     "trial_phases": q_trial_phases,
     "compare_runs": q_compare_runs,
+    "run_table": q_run_table,
 }
+
+RUN_SUMMARY_COLUMNS = ["run", "steps", "trials", "trials_with_reward", "success_rate", "mean_reward", "final_ema",
+                       "best_ema", "best_ema_step", "best_checkpoint_step", "best_checkpoint_ema", "mean_step_time_s",
+                       "training_time_s", "timeout_rate", "context_length_rate", "mean_staleness", "slowest_span",
+                       "slowest_span_mean_s", "slowest_span_share"]
 
 # queries.md: the columns of each query, in order
 COLUMNS: dict[str, list[str]] = {
+    # version 2 of run_overview and vllm_summary: the v1 columns, then honestly named ones (docs/queries.md)
     "run_overview": ["run", "log_file", "total_steps", "metric_blocks", "mean_reward", "max_reward",
-                     "total_time_s"],
+                     "total_time_s", "max_step", "distinct_steps"],
     "reward_curve": ["run", "step", "log_file", "reward", "pass_at_k", "k", "ema", "rolling_mean"],
     "best_checkpoint": ["run", "step", "ema", "reward", "save_every", "eligible_steps", "reason"],
     "turn_stats": ["run", "trials", "mean", "median", "std", "min", "max"],
@@ -1178,11 +1367,12 @@ COLUMNS: dict[str, list[str]] = {
     "vllm_summary": ["run", "log_file", "seconds", "mean_engines_reporting", "mean_running_per_engine",
                      "max_total_running", "mean_total_waiting", "max_total_waiting",
                      "mean_generation_tps_per_engine", "max_total_generation_tps", "mean_kv_cache_pct",
-                     "mean_prefix_cache_hit_pct", "utilization"],
+                     "mean_prefix_cache_hit_pct", "utilization", "stat_lines"],
     "async_health": ["run", "mean_staleness", "max_staleness", "mean_discard_rate", "steps_with_discards"],
     "trial_phases": ["run", "phase", "median_s", "mean_s", "total_s", "share_of_trial", "trials"],
     "compare_runs": ["run", "steps", "trials", "success_rate", "mean_reward", "final_ema", "best_ema", "best_ema_step",
                      "mean_step_time_s", "timeout_rate", "context_length_rate", "differing_config"],
+    "run_table": [*RUN_SUMMARY_COLUMNS, "config"],
 }  # fmt: skip
 
 
@@ -1191,7 +1381,7 @@ def expected(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
     if name not in QUERIES:
         raise KeyError(f"unknown query {name!r}")
     query = QUERIES[name]
-    if name == "compare_runs":  # its config column compares the runs with each other
+    if name in ("compare_runs", "run_table"):  # its config column compares the runs with each other
         params = {**params, "run_dirs": [Path(d) for d in run_dirs]}
     out: list[Row] = []
     for run_dir in sorted((Path(d) for d in run_dirs), key=run_name):

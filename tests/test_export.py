@@ -28,7 +28,7 @@ from tests.test_cli import one_error_line, run_main
 # written out here rather than imported, so a renamed key fails this test
 METADATA_KEYS = {
     "rlsql.query.name", "rlsql.query.kind", "rlsql.query.version", "rlsql.query.fingerprint", "rlsql.query.params",
-    "rlsql.version", "rlsql.duckdb_version", "rlsql.runs", "rlsql.sources", "rlsql.exported_at",
+    "rlsql.version", "rlsql.duckdb_version", "rlsql.runs", "rlsql.sources", "rlsql.exported_at", "rlsql.columns",
 }  # fmt: skip
 TWO_RUNS = [RUNS / "calendar", RUNS / "tiny"]
 
@@ -140,7 +140,7 @@ def test_partition_by_run_and_replacing_a_tree(tmp_path, capsys, monkeypatch) ->
     code, _, err = run_main(["export", "trials", "-r", str(RUNS), "--partition-by", "run", "-o", str(out)],
                             capsys, monkeypatch)
     assert code == 0, err
-    names = ["calendar", "harbor", "harbor_csv", "newest", "tiny"]
+    names = ["calendar", "harbor", "harbor_csv", "newest", "rawlogs", "rawlogs_csv", "tiny"]
     assert _visible(out / "trials") == [f"run={name}" for name in names]
     dataset = ds.dataset(out / "trials", format="parquet", partitioning="hive")
     table = dataset.to_table()

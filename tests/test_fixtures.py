@@ -50,4 +50,4 @@ def test_packaged_sample_is_the_calendar_fixture() -> None:
 
 def test_fixture_runs_exist() -> None:
     found = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
-    assert found == ["calendar", "harbor", "harbor_csv", "newest", "tiny"]
+    assert found == ["calendar", "harbor", "harbor_csv", "newest", "rawlogs", "rawlogs_csv", "tiny"]

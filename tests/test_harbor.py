@@ -7,6 +7,7 @@ trial query must give the same rows on both, and the CSV run must match tests/or
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import shutil
@@ -81,7 +82,9 @@ def test_extra_fields_are_readable() -> None:
     got = con.execute(
         f"SELECT started_at FROM trials WHERE run = 'harbor' AND trial_name = '{first['trial_name']}'"
     ).fetchone()
-    assert got == (first["started_at"],)
+    # a TIMESTAMP now: the stamp's instant in UTC (Harbor writes `...Z`), without a time zone
+    stamp = dt.datetime.fromisoformat(first["started_at"].replace("Z", "+00:00"))
+    assert got == (stamp.astimezone(dt.UTC).replace(tzinfo=None),)
 
 
 def test_a_folder_holding_only_trace_jobs_is_a_run(tmp_path: Path) -> None:

@@ -38,7 +38,10 @@ def many(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path], li
     return root, healthy, [p.name for p in damaged]
 
 
-@pytest.mark.parametrize("name", [q.name for q in load_catalog().queries() if q.name != "compare_runs"])
+CROSS_RUN = ("compare_runs", "run_table")  # their config columns compare the runs with each other
+
+
+@pytest.mark.parametrize("name", [q.name for q in load_catalog().queries() if q.name not in CROSS_RUN])
 def test_every_query_over_a_folder_of_runs(many, name: str) -> None:
     root, healthy, _ = many
     with warnings.catch_warnings(record=True) as caught:
@@ -55,6 +58,7 @@ def test_every_query_over_a_folder_of_runs(many, name: str) -> None:
         assert "newest_009" in messages and "skipped 1 unreadable row" in messages
 
 
+@pytest.mark.slow
 def test_compare_runs_over_a_folder_of_runs(many) -> None:
     root, healthy, _ = many
     got = {r["run"]: r for r in rlsql.query("compare_runs", [root]).to_dicts()}

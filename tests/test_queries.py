@@ -25,7 +25,7 @@ NEEDS = {
     "turn_stats": "trials", "turn_percentiles": "trials", "turns_by_exception": "trials",
     "turns_by_outcome": "trials", "exception_distribution": "trials", "exception_treatment": "trials",
     "reward_summary": "trials", "trial_phases": "trials", "vllm_summary": "vllm",
-    "compare_runs": "metrics",
+    "compare_runs": "metrics", "run_table": "metrics",
 }
 
 
@@ -72,6 +72,8 @@ def test_query_matches_oracle_on_all_runs_at_once(name: str) -> None:
     ("best_checkpoint", {"save_every": 2}),
     ("best_checkpoint", {"save_every": 4, "span": 10}),
     ("best_checkpoint", {"save_every": 50}),
+    ("run_table", {"keys": "trainer.hf_save_interval, generator.n_samples_per_prompt,no.such.key"}),
+    ("run_table", {"span": 2, "save_every": 2}),
 ])
 def test_parameters_match_oracle(name: str, params: dict) -> None:
     dirs = [RUNS / r for r in FIXTURE_RUNS]

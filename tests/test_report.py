@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import statistics
 import struct
@@ -28,14 +29,32 @@ from tests import oracle
 from tests.conftest import RUNS
 
 CHROMIUM = Path("/usr/bin/chromium")
-FIGURES = ("reward.png", "step_time.png", "vllm.png", "turns.png")
+FIGURES = ("reward.png", "signals.png", "step_time.png", "vllm.png", "turns.png")
 FAMILY_ORDER = ["async", "generate", "loss", "policy", "reward", "system", "timing", "trainer", "batch_errors"]
 
 
-# -- independent formatting: the report rounds as Python's format does, to 4 decimals ------------------
+# -- reading a printed figure back ----------------------------------------------------------------------
+#
+# The report prints for people: rates as percentages with one decimal, seconds as h/m/s, counts with
+# thousands separators, other figures to 4 decimals. Which columns hold rates (0-1), percentages
+# (0-100) and seconds is written out here from the spec (data-contract.md, queries.md), not taken from
+# the code under test; each printed cell is parsed back and compared with the oracle's raw value
+# within what its printed precision allows.
+
+RATES = {"success_rate", "timeout_rate", "context_length_rate", "mean_discard_rate", "share_of_within",
+         "share_of_step", "share_of_trial", "slowest_span_share"}
+PERCENTS = {"pct", "mean_kv_cache_pct", "mean_prefix_cache_hit_pct"}
+SECONDS = {"mean_seconds", "step_seconds", "generation_wait_seconds", "total_time_s", "mean_step_time_s",
+           "training_time_s", "slowest_span_mean_s", "mean_step_s", "mean_generation_wait_s", "median_s", "mean_s",
+           "total_s"}
+PLAIN = {"step", "first_step", "last_step", "best_ema_step", "best_checkpoint_step", "k", "save_every", "turns",
+         "total_steps"}
+DURATION = re.compile(r"^(-?)(?:(?P<h>[\d,]+) h (?P<hm>\d+) m|(?P<m>\d+) m (?P<ms>\d+) s|(?P<s>\d+\.\d+) s)$")
+THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})*$")
+
 
 def fmt(value: Any) -> str:
-    """How a figure must read in the report (4 decimals, trailing zeros dropped; tiny values in 4 digits)."""
+    """A figure below 1,000 as the report prints it (4 decimals, trailing zeros dropped; tiny values in 4 digits)."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -56,6 +75,53 @@ def readings(value: Any) -> set[str]:
         return {fmt(value)}
     nudge = abs(value) * 1e-12
     return {fmt(value), fmt(value - nudge), fmt(value + nudge)}
+
+
+def parse_duration(cell: str) -> tuple[float, float]:
+    """'14 h 20 m' / '2 m 20 s' / '45.3 s' / '0.52 s' -> (seconds, half the last printed unit)."""
+    match = DURATION.match(cell)
+    assert match, f"{cell!r} is not a duration as h/m/s"
+    sign = -1 if match.group(1) else 1
+    if match["h"] is not None:
+        return sign * (int(match["h"].replace(",", "")) * 3600 + int(match["hm"]) * 60), 30.0
+    if match["m"] is not None:
+        assert int(match["ms"]) < 60, cell
+        return sign * (int(match["m"]) * 60 + int(match["ms"])), 0.5
+    decimals = len(match["s"].split(".")[1])
+    return sign * float(match["s"]), 0.5 * 10 ** -decimals
+
+
+def check_cell(cell: str, value: Any, column: str, unit: str | None = None, label: str = "") -> None:
+    """Assert that `cell` is how the report must print the raw figure `value` of `column`."""
+    where = f"{label} column {column}: printed {cell!r} for {value!r}"
+    unit = unit or ("rate" if column in RATES else "pct" if column in PERCENTS else
+                    "seconds" if column in SECONDS else "plain" if column in PLAIN else None)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        assert cell in ("", "nan"), where
+        return
+    if isinstance(value, (bool, str)):
+        assert cell == fmt(value), where
+        return
+    if unit in ("rate", "pct"):
+        assert re.fullmatch(r"-?\d+\.\d%", cell), where  # one decimal
+        scale = 100 if unit == "rate" else 1
+        assert abs(float(cell[:-1]) - value * scale) <= 0.05 + 1e-9 * abs(value * scale), where
+        return
+    if unit == "seconds":
+        seconds, tolerance = parse_duration(cell)
+        assert abs(seconds - value) <= tolerance + 1e-9 * abs(value), where
+        return
+    if unit == "plain" or isinstance(value, int):
+        if unit == "plain":
+            assert cell == str(value), where
+        else:
+            assert THOUSANDS.match(cell) and int(cell.replace(",", "")) == value, where
+        return
+    if abs(value) >= 1000:
+        assert re.fullmatch(r"-?\d{1,3}(?:,\d{3})*\.\d", cell), where
+        assert abs(float(cell.replace(",", "")) - value) <= 0.05 + 1e-9 * abs(value), where
+        return
+    assert cell in readings(value), where
 
 
 # -- reading the report back ---------------------------------------------------------------------------
@@ -105,18 +171,21 @@ def expect_metric_stats(run_dirs: list[Path]) -> list[dict]:
         values: dict[str, list[float]] = {}
         for row in oracle.read_metric_rows(run_dir):
             for column, value in row.items():
-                if "/" in column and isinstance(value, float):
+                if column not in ("log_file", "step", "global_step") and isinstance(value, float):
                     values.setdefault(column, []).append(value)
 
+        def family_of(metric: str) -> str:
+            return metric.split("/")[0] if "/" in metric else "other"
+
         def order(metric: str) -> tuple:
-            family = metric.split("/")[0]
-            rank = FAMILY_ORDER.index(family) if family in FAMILY_ORDER else len(FAMILY_ORDER)
+            family = family_of(metric)
+            rank = FAMILY_ORDER.index(family) if family in FAMILY_ORDER else len(FAMILY_ORDER) + (family == "other")
             return rank, family, metric
 
         for metric in sorted(values, key=order):
             vs = values[metric]
             out.append({
-                "run": oracle.run_name(run_dir), "family": metric.split("/")[0], "metric": metric,
+                "run": oracle.run_name(run_dir), "family": family_of(metric), "metric": metric,
                 "mean": statistics.fmean(vs), "std": statistics.stdev(vs) if len(vs) > 1 else None,
                 "min": min(vs), "max": max(vs), "count": len(vs),
             })
@@ -189,33 +258,93 @@ def expect_config_diff(run_dirs: list[Path]) -> list[dict]:
     return out
 
 
-def expect_comparison(run_dirs: list[Path]) -> list[dict]:
-    picks = {
-        "best_checkpoint": ["step", "ema", "save_every"],
-        "reward_summary": ["trials", "mean_reward", "success_rate"],
-        "turn_stats": ["mean", "median"],
-        "async_health": ["mean_staleness", "mean_discard_rate"],
-    }
-    by_run = {oracle.run_name(d): {"run": oracle.run_name(d)} for d in sorted(run_dirs, key=oracle.run_name)}
-    for query, columns in picks.items():
-        for row in oracle.expected(query, run_dirs):
-            for column in columns:
-                by_run[row["run"]][f"{query}.{column}"] = row[column]
-    return list(by_run.values())
+#: the summary block: printed label -> run_summary column (what each line of the block must show)
+SUMMARY_LABELS = {
+    "Success rate (trials with a reward > 0)": "success_rate", "Mean reward": "mean_reward", "Trials": "trials",
+    "Trials with a reward": "trials_with_reward", "Best checkpoint: step": "best_checkpoint_step",
+    "Best checkpoint: EMA of reward": "best_checkpoint_ema", "Final EMA of reward": "final_ema",
+    "Steps (deduplicated)": "steps", "Training time (timing/step, every row)": "training_time_s",
+    "Mean step time": "mean_step_time_s", "Agent timeouts (share of trials)": "timeout_rate",
+    "Context-length errors (share of trials)": "context_length_rate", "Mean staleness (steps)": "mean_staleness",
+    "Slowest span in a step": "slowest_span", "Slowest span: mean time": "slowest_span_mean_s",
+    "Slowest span: share of step": "slowest_span_share",
+}
+
+
+def check_summary(table: dict, run_dirs: list[Path], label: str) -> int:
+    """The summary block: one line per figure, one column per run, each cell the run_summary figure."""
+    want = {r["run"]: r for r in oracle.expected_view("run_summary", run_dirs)}
+    assert table["columns"] == ["figure", *sorted(want)], label
+    assert [row[0] for row in table["rows"]] == list(SUMMARY_LABELS), label
+    checked = 0
+    for row in table["rows"]:
+        column = SUMMARY_LABELS[row[0]]
+        for run, cell in zip(table["columns"][1:], row[1:], strict=True):
+            check_cell(cell, want[run][column], column, label=f"{label} {run}")
+            checked += 1
+    return checked
+
+
+def expect_run_table(run_dirs: list[Path]) -> list[dict]:
+    """run_table with each config key as its own `config.KEY` column (value text, '' where absent)."""
+    rows = oracle.expected("run_table", run_dirs)
+    return [{**r, **{f"config.{k}": ("" if v is None else v) for k, v in r["config"].items()}} for r in rows]
+
+
+def expect_config_long(run_dirs: list[Path]) -> list[dict]:
+    wide = expect_config_diff(run_dirs)
+    return [{"run": run, "key": row["key"], "value": "" if v == "(absent)" else v}
+            for row in wide for run, v in sorted(row.items()) if run != "key"]
 
 
 VIEW_EXPECTATIONS = {
     "metric_stats": expect_metric_stats,
-    "training_progression": expect_training_progression,
     "checkpoint_ema": expect_checkpoint_ema,
     "config_diff": expect_config_diff,
-    "comparison": expect_comparison,
+    "run_table": expect_run_table,
+    "log_summary": lambda dirs: oracle.expected_view("log_summary", dirs),
+    "progression_rows": lambda dirs: oracle.expected_view("progression_rows", dirs),
+    "timing_table": lambda dirs: oracle.expected_view("timing_table", dirs),
 }
 
 
 def expected_rows(source: str, filters: dict[str, str], run_dirs: list[Path]) -> list[dict]:
+    if source == "config_diff" and filters.get("layout") == "long":
+        return expect_config_long(run_dirs)
     rows = VIEW_EXPECTATIONS[source](run_dirs) if source in VIEW_EXPECTATIONS else oracle.expected(source, run_dirs)
-    return [r for r in rows if all(str(r.get(k)) == v for k, v in filters.items())]
+    return [r for r in rows if all(str(r.get(k)) == v for k, v in filters.items() if k != "layout")]
+
+
+def check_tables(text: str, run_dirs: list[Path], label: str) -> tuple[set[str], int]:
+    """Every table of a report.md against the oracle, cell by cell; returns the sources seen and cells checked."""
+    tables = parse_tables(text)
+    checked = 0
+    for table in tables:
+        source, filters = table["source"], table["filters"]
+        where = f"{label}: {source} {filters}"
+        if source == "check":
+            continue  # free text, checked against a damaged run below
+        if source == "run_summary":
+            checked += check_summary(table, run_dirs, where)
+            continue
+        want = expected_rows(source, filters, run_dirs)
+        assert len(table["rows"]) == len(want), f"{where}: {len(table['rows'])} rows printed, expected {len(want)}"
+        for printed, row in zip(table["rows"], want, strict=True):
+            for column, cell in zip(table["columns"], printed, strict=True):
+                if column in ("reason", "span") or column.startswith("config.") or source == "config_diff":
+                    if column.startswith("config.") or source == "config_diff":
+                        assert cell == str(row[column] if column in row else row.get(column, "")), (where, column)
+                    continue  # reason: free text (test_tiny_run.py); span: indented (its own test)
+                if column == "rerun":
+                    assert cell == ("" if not row["rerun"] else "re-run: used" if row["used"]
+                                    else "re-run: not used"), (where, row)
+                    continue
+                assert column in row, f"{where}: unexpected column {column!r}"
+                unit = "seconds" if source == "metric_stats" and filters.get("family") == "timing" and column in (
+                    "mean", "std", "min", "max") else None
+                check_cell(cell, row[column], column, unit, where)
+                checked += 1
+    return {t["source"] for t in tables}, checked
 
 
 # -- building reports ----------------------------------------------------------------------------------
@@ -246,30 +375,29 @@ CASES = {"tiny": ["tiny"], "calendar": ["calendar"], "tiny+calendar": ["tiny", "
 def test_every_printed_figure_matches_expectations(case: str, reports: dict[str, Path]) -> None:
     run_dirs = [RUNS / n for n in CASES[case]]
     text = (reports[case] / "report.md").read_text(encoding="utf-8")
-    tables = parse_tables(text)
-    sources = {t["source"] for t in tables}
-    assert {"run_overview", "training_progression", "best_checkpoint", "checkpoint_ema", "metric_stats",
-            "timing_breakdown", "vllm_summary", "turn_stats", "exception_distribution", "exception_treatment",
-            "turns_by_exception", "turns_by_outcome", "turn_percentiles", "reward_summary",
+    sources, checked = check_tables(text, run_dirs, case)
+    assert {"run_summary", "check", "run_overview", "log_summary", "progression_rows", "best_checkpoint",
+            "checkpoint_ema", "metric_stats", "timing_table", "vllm_summary", "turn_stats", "exception_distribution",
+            "exception_treatment", "turns_by_exception", "turns_by_outcome", "turn_percentiles", "reward_summary",
             "async_health"} <= sources
     if len(run_dirs) > 1:
-        assert {"comparison", "config_diff"} <= sources
+        assert {"run_table", "config_diff"} <= sources
     else:
-        assert "run" not in {c for t in tables for c in t["columns"]}
-    checked = 0
-    for table in tables:
-        want = expected_rows(table["source"], table["filters"], run_dirs)
-        label = f"{case}: {table['source']} {table['filters']}"
-        assert len(table["rows"]) == len(want), f"{label}: {len(table['rows'])} rows printed, expected {len(want)}"
-        for printed, row in zip(table["rows"], want, strict=True):
-            for column, cell in zip(table["columns"], printed, strict=True):
-                assert column in row, f"{label}: unexpected column {column!r}"
-                if column == "reason":
-                    continue  # free text (checked by hand in test_tiny_run.py)
-                assert cell in readings(row[column]), f"{label} column {column}: printed {cell!r}, expected " \
-                                                      f"{fmt(row[column])!r} ({row[column]!r})\nrow: {row}"
-                checked += 1
+        assert "| run |" not in text
     assert checked > 300
+
+
+def test_summary_comes_first_in_human_units(reports: dict[str, Path]) -> None:
+    """The first table of the page is the summary; its figures read as a person reads them."""
+    text = (reports["calendar"] / "report.md").read_text(encoding="utf-8")
+    first = parse_tables(text)[0]
+    assert first["source"] == "run_summary"
+    cells = {row[0]: row[1] for row in first["rows"]}
+    assert cells["Success rate (trials with a reward > 0)"] == "91.0%"  # 3,556 of 3,908 (fixture)
+    assert cells["Trials"] == "4,000"
+    assert re.fullmatch(r"\d+ h \d+ m", cells["Training time (timing/step, every row)"])
+    assert cells["Agent timeouts (share of trials)"] == "3.1%" and cells["Best checkpoint: step"] == "20"
+    assert text.index("## Summary") < text.index("## Data caveats") < text.index("## Training")
 
 
 def test_metric_families_each_have_a_table(reports: dict[str, Path]) -> None:
@@ -359,9 +487,13 @@ def test_figures_are_valid_pngs_of_sensible_size(case: str, reports: dict[str, P
     folder = reports[case]
     text = (folder / "report.md").read_text(encoding="utf-8")
     linked = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", text)
-    assert sorted(linked) == sorted(FIGURES)
-    assert sorted(p.name for p in folder.iterdir()) == sorted([*FIGURES, "report.md"])  # no temporary files
-    for name in FIGURES:
+    signals = oracle.expected_view("step_signals", [RUNS / n for n in CASES[case]])
+    drawn = [f for f in FIGURES if f != "signals.png" or any(v is not None for r in signals
+                                                              for k, v in r.items() if k not in ("run", "step"))]
+    assert sorted(linked) == sorted(drawn)
+    # no temporary files; the marker that lets a later report replace this folder
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*drawn, "report.md", ".rlsql-export.json"])
+    for name in drawn:
         width, height = png_size(folder / name)
         assert 800 <= width <= 2500 and 400 <= height <= 2500, f"{case}/{name}: {width}x{height}"
         assert (folder / name).stat().st_size > 10_000, f"{case}/{name} looks empty"
@@ -370,8 +502,9 @@ def test_figures_are_valid_pngs_of_sensible_size(case: str, reports: dict[str, P
 def test_figures_are_skipped_without_their_data(tmp_path: Path) -> None:
     make_report(tmp_path / "newest", ["newest"])
     names = sorted(p.name for p in (tmp_path / "newest").iterdir())
-    assert names == ["report.md", "reward.png", "step_time.png", "turns.png"]  # the run has no vLLM stats
-    assert "_No vLLM engine stats in any run._" in (tmp_path / "newest" / "report.md").read_text()
+    # the run has no vLLM stats: no figure, no section
+    assert names == [".rlsql-export.json", "report.md", "reward.png", "signals.png", "step_time.png", "turns.png"]
+    assert "## vLLM engines" not in (tmp_path / "newest" / "report.md").read_text()
 
 
 # -- command line --------------------------------------------------------------------------------------
@@ -389,7 +522,14 @@ def test_cli_writes_the_folder_and_nothing_on_stdout(tmp_path, capsys, monkeypat
     code, stdout, err = run_main(["report", "-r", str(RUNS / "tiny"), "-o", str(out)], capsys, monkeypatch)
     assert code == 0, err
     assert stdout == ""
-    assert err.strip().splitlines()[-1] == f"rlsql: wrote {out / 'report.md'} and 4 figures"
+    lines = err.strip().splitlines()
+    # tiny logs no entropy, grad norm, log-ratio or batch errors: no signals figure
+    assert lines[-1] == f"rlsql: wrote {out / 'report.md'} and 4 figures"
+    assert lines[-2] == "rlsql: data caveats: none in 1 run (1 note)"  # step 3 logged twice
+    stages = [line for line in lines if line.startswith("rlsql: report: ")]  # stderr is no terminal here
+    assert [re.sub(r" \(\d+\.\d s\)$", "", line) for line in stages] == [
+        "rlsql: report: checking the data (rlsql check)", "rlsql: report: running 25 queries and views",
+        *(f"rlsql: report: drawing {f}" for f in FIGURES), "rlsql: report: writing"]
     assert (out / "report.md").is_file()
 
 
@@ -397,7 +537,7 @@ def test_cli_html_is_one_file(tmp_path, capsys, monkeypatch) -> None:
     code, _, err = run_main(["report", "-r", str(RUNS / "tiny"), "-o", str(tmp_path), "-f", "html"],
                             capsys, monkeypatch)
     assert code == 0, err
-    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".rlsql-export.json", "report.html"]
 
 
 @pytest.mark.parametrize(("args", "code", "needle"), [
@@ -425,7 +565,7 @@ def test_missing_matplotlib_is_one_clear_line(tmp_path, capsys, monkeypatch) -> 
     assert not (tmp_path / "r").exists()
 
 
-def test_progress_indicator_on_a_terminal() -> None:
+def test_progress_indicator_on_a_terminal_and_in_a_log() -> None:
     import io
 
     from rlsql.report import Progress
@@ -433,13 +573,17 @@ def test_progress_indicator_on_a_terminal() -> None:
     stream = io.StringIO()
     progress = Progress(3, stream=stream, enabled=True)
     progress("turn_stats")
-    progress("drawing reward.png")
+    progress("drawing reward.png", stage=True)
     progress.close()
     assert "\rrlsql: report [1/3]" in stream.getvalue() and "drawing reward.png" in stream.getvalue()
     assert stream.getvalue().endswith("\r")
-    quiet = io.StringIO()
-    Progress(3, stream=quiet)("x")  # a StringIO is no terminal: nothing written
-    assert quiet.getvalue() == ""
+    log = io.StringIO()  # a StringIO is no terminal: one line per stage, none per step
+    quiet = Progress(3, stream=log)
+    quiet("turn_stats")
+    quiet("drawing reward.png", stage=True)
+    quiet.close()
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 1 and re.fullmatch(r"rlsql: report: drawing reward\.png \(\d+\.\d s\)", lines[0]), lines
 
 
 # -- the HTML report in a real browser -----------------------------------------------------------------
@@ -468,10 +612,21 @@ window.addEventListener('load', () => {
 </script>"""
 
 
+#: CI sets it (.ci/run): there a missing browser fails the test instead of skipping it
+REQUIRE_BROWSER_ENV = "RLSQL_REQUIRE_BROWSER"
+
+
+def browser_required() -> bool:
+    return os.environ.get(REQUIRE_BROWSER_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
 def chromium(page: Path, profile: Path) -> subprocess.CompletedProcess:
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: the HTML report test needs Debian's chromium "
-                    "(apt-get install -y chromium; .ci/run installs it)")
+        reason = (f"{CHROMIUM} is missing: the HTML report test needs Debian's chromium "
+                  "(apt-get install -y chromium; .ci/run installs it)")
+        if browser_required():
+            pytest.fail(f"{reason}; {REQUIRE_BROWSER_ENV}=1 says it must run")
+        pytest.skip(reason)
     return subprocess.run(
         [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
@@ -484,6 +639,8 @@ def console_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if ":CONSOLE" in line]
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_html_report_opens_in_chromium_without_errors(tmp_path: Path) -> None:
     make_report(tmp_path / "html", ["tiny", "calendar", "newest"], "html")
     page = tmp_path / "html" / "report.html"
@@ -514,10 +671,23 @@ def test_html_report_opens_in_chromium_without_errors(tmp_path: Path) -> None:
     assert report["tables"] > 20
 
 
-def test_chromium_helper_fails_loudly_when_missing(monkeypatch, tmp_path) -> None:
+def test_chromium_helper_fails_loudly_when_required_and_missing(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", tmp_path / "no-chromium")
-    with pytest.raises(pytest.fail.Exception, match="apt-get install -y chromium"):
+    monkeypatch.setenv(REQUIRE_BROWSER_ENV, "1")
+    with pytest.raises(pytest.fail.Exception, match=r"apt-get install -y chromium.*RLSQL_REQUIRE_BROWSER=1"):
         chromium(tmp_path / "x.html", tmp_path)
+
+
+def test_chromium_helper_skips_with_its_reason_when_missing(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", tmp_path / "no-chromium")
+    monkeypatch.delenv(REQUIRE_BROWSER_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"no-chromium is missing.*apt-get install -y chromium"):
+        chromium(tmp_path / "x.html", tmp_path)
+
+
+def test_ci_requires_the_browser() -> None:
+    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert f"export {REQUIRE_BROWSER_ENV}=1" in ci
 
 
 def test_every_number_in_html_equals_markdown(tmp_path: Path, reports: dict[str, Path]) -> None:
@@ -540,3 +710,294 @@ def test_report_never_touches_run_folders(tmp_path: Path) -> None:
     before = {p: p.stat().st_mtime_ns for p in RUNS.rglob("*")}
     make_report(tmp_path / "r", ["calendar"])
     assert {p: p.stat().st_mtime_ns for p in RUNS.rglob("*")} == before
+
+
+# -- the report's views, straight against the oracle ------------------------------------------------------
+
+@pytest.mark.parametrize("view", ["log_summary", "progression_rows", "timing_table", "step_signals", "run_summary"])
+def test_report_views_match_oracle(view: str) -> None:
+    from tests.compare import assert_rows_match
+
+    names = ["tiny", "calendar", "newest", "harbor_csv"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = view_rows(view, names)
+    want = oracle.expected_view(view, [RUNS / n for n in names])
+    if view == "timing_table":  # the view has no order of its own: the report orders it as timing_breakdown
+        got.sort(key=lambda r: (r["run"], r["span"]))
+        want.sort(key=lambda r: (r["run"], r["span"]))
+    if view == "progression_rows":
+        for row in got:
+            row.pop("row_no")
+    assert_rows_match(got, want, view)
+
+
+def test_training_progression_view_matches_oracle() -> None:
+    from tests.compare import assert_rows_match
+
+    names = ["tiny", "calendar", "newest"]
+    want = [{k: v for k, v in r.items() if k not in ("ema", "rolling_mean")}
+            for r in expect_training_progression([RUNS / n for n in names])]
+    assert_rows_match(view_rows("training_progression", names), want, "training_progression")
+
+
+def test_rerun_rows_are_marked_beside_the_deduplicated_curve(reports: dict[str, Path]) -> None:
+    """calendar: step 3 logged by job_554408 and job_554409, step 15 by job_554409 and job_554410."""
+    tables = parse_tables((reports["calendar"] / "report.md").read_text(encoding="utf-8"))
+    rows = next(t for t in tables if t["source"] == "progression_rows")
+    col = rows["columns"].index
+    marked = [(r[col("step")], r[col("log_file")], r[col("rerun")]) for r in rows["rows"] if r[col("rerun")]]
+    assert marked == [("3", "job_554408", "re-run: used"), ("3", "job_554409", "re-run: not used"),
+                      ("15", "job_554409", "re-run: used"), ("15", "job_554410", "re-run: not used")]
+    # the newest progression columns the calendar fixture logs
+    assert {"epoch", "grad_norm", "ppo_clip_ratio", "policy_loss", "log_ratio_mean"} <= set(rows["columns"])
+
+
+def test_keys_without_a_family_go_under_other(tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "tiny", run)
+    metrics = run / "20260105_120000_metrics_table.csv"
+    lines = metrics.read_text(encoding="utf-8").splitlines()
+    lines = [lines[0] + ",custom_score"] + [line + f",{i}.5" for i, line in enumerate(lines[1:])]
+    metrics.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_report(resolve_runs([run]), tmp_path / "out")
+    text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    other = next(t for t in parse_tables(text) if t["source"] == "metric_stats" and t["filters"]["family"] == "other")
+    assert [r[0] for r in other["rows"]] == ["custom_score"]
+    assert other["rows"][0][1:] == ["3", "1.8708", "0.5", "5.5", "6"]  # 0.5, 1.5, ..., 5.5: mean 3, sample sd 1.8708
+    assert "### Metrics: Other (keys without a family)" in text
+
+
+def test_parameters_reach_the_queries(tmp_path: Path, capsys, monkeypatch) -> None:
+    code, _, err = run_main(["report", "-r", str(RUNS / "calendar"), "-o", str(tmp_path / "r"),
+                             "-p", "span=10", "-p", "save_every=4"], capsys, monkeypatch)
+    assert code == 0, err
+    text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    best = next(t for t in parse_tables(text) if t["source"] == "best_checkpoint")
+    want = oracle.expected("best_checkpoint", [RUNS / "calendar"], span=10, save_every=4)[0]
+    row = dict(zip(best["columns"], best["rows"][0], strict=True))
+    assert row["save_every"] == "4" and row["step"] == str(want["step"])
+    check_cell(row["ema"], want["ema"], "ema")
+    assert want["ema"] != oracle.expected("best_checkpoint", [RUNS / "calendar"])[0]["ema"]  # the span mattered
+    assert "span=10" in text and "save_every=4" in text
+
+
+@pytest.mark.parametrize(("param", "needle"), [("spam=3", "no parameter spam"), ("span=0", "below the minimum"),
+                                               ("span=ten", "not a valid INTEGER")])
+def test_bad_parameters_are_usage_errors(param, needle, tmp_path, capsys, monkeypatch) -> None:
+    code, _, err = run_main(["report", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "r"), "-p", param],
+                            capsys, monkeypatch)
+    assert code == 2 and needle in err and "Traceback" not in err, err
+    assert not (tmp_path / "r").exists()
+
+
+# -- writing: a staging folder swapped in whole; only rlsql's folders replaced ------------------------------
+
+def test_a_report_folder_is_replaced_whole(tmp_path: Path) -> None:
+    out = tmp_path / "rep"
+    make_report(out, ["calendar"])
+    assert (out / "vllm.png").exists()
+    make_report(out, ["newest"])  # no vLLM stats: the old vllm.png must not linger beside the new report
+    assert sorted(p.name for p in out.iterdir()) == [".rlsql-export.json", "report.md", "reward.png", "signals.png",
+                                                     "step_time.png", "turns.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]  # no staging or old copy left
+
+
+def test_a_folder_rlsql_did_not_write_is_never_replaced(tmp_path: Path, capsys, monkeypatch) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me", encoding="utf-8")
+    code, _, err = run_main(["report", "-r", str(RUNS / "tiny"), "-o", str(out)], capsys, monkeypatch)
+    assert code == 2 and "did not write" in err, err
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+
+
+def test_a_full_disk_leaves_the_previous_report_as_it_was(tmp_path: Path, capsys, monkeypatch) -> None:
+    import errno
+
+    import rlsql.report as report_mod
+
+    out = tmp_path / "rep"
+    make_report(out, ["tiny"])
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    calls = []
+    real = report_mod._write_bytes
+
+    def full_disk(target: Path, payload: bytes) -> None:
+        calls.append(target.name)
+        if len(calls) > 2:  # two PNGs written, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device", str(target))
+        real(target, payload)
+
+    monkeypatch.setattr(report_mod, "_write_bytes", full_disk)
+    code, _, err = run_main(["report", "-r", str(RUNS / "calendar"), "-o", str(out)], capsys, monkeypatch)
+    assert code == 4 and "No space left on device" in err and str(out) in err and "Traceback" not in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+
+
+# -- data caveats -----------------------------------------------------------------------------------------
+
+def test_caveats_list_every_defect_of_a_damaged_run(tmp_path: Path, capsys, monkeypatch) -> None:
+    import shutil
+
+    run = tmp_path / "damaged"
+    shutil.copytree(RUNS / "tiny", run)
+    metrics = run / "20260105_120000_metrics_table.csv"
+    lines = metrics.read_text(encoding="utf-8").splitlines()
+    lines.append("job_2,1,2")  # line 8: too few fields
+    bad = lines[2].split(",")
+    bad[1] = "nan"  # line 3: a nan cell
+    lines[2] = ",".join(bad)
+    metrics.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run / "20260105_120000_vllm_metrics_table.csv").write_text("", encoding="utf-8")  # empty file
+    (run / "rl_config.yaml").write_text("trainer: [unclosed\n", encoding="utf-8")  # YAML that does not parse
+    code, _, err = run_main(["report", "-r", str(run), "-o", str(tmp_path / "r")], capsys, monkeypatch)
+    assert code == 0, err
+    text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    problems = next(t for t in parse_tables(text) if t["source"] == "check" and "warning" in t["filters"]["severity"])
+    found = [(row[1], row[2]) for row in problems["rows"]]  # (where, problem)
+    metrics_name = metrics.name
+    assert any(w == f"{metrics_name}:8" and "skipped" in p for w, p in found), found
+    assert any(w.startswith(metrics_name) and "nan" in p for w, p in found), found
+    assert any(w.startswith("20260105_120000_vllm_metrics_table.csv") and "empty" in p for w, p in found), found
+    assert any(w.startswith("rl_config.yaml") for w, p in found), found
+    notes = next(t for t in parse_tables(text) if t["source"] == "check" and t["filters"]["severity"] == "info")
+    assert any("step 3 logged 2 times" in row[2] for row in notes["rows"]), notes  # the re-run step
+    line = next(x for x in err.splitlines() if "data caveats" in x)
+    assert re.fullmatch(r"rlsql: data caveats: \d+ warnings? in 1 run \(listed in the report's Data caveats "
+                        r"section; `rlsql check` shows the same\)", line), line
+
+
+# -- many runs: the comparison layout ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path, list[str]]:
+    """40 runs from the fixture runs (bench/make_fleet.py) and their report."""
+    sys.path.insert(0, str(RUNS.parent.parent / "bench"))
+    from make_fleet import make_fleet
+
+    root = tmp_path_factory.mktemp("fleet")
+    dirs = make_fleet(40, root / "runs")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_report(resolve_runs([root / "runs"]), root / "report")
+    return dirs, root / "report", [str(w.message) for w in caught]
+
+
+def test_many_runs_open_with_the_cross_run_table(fleet) -> None:
+    dirs, out, _ = fleet
+    text = (out / "report.md").read_text(encoding="utf-8")
+    tables = parse_tables(text)
+    assert tables[0]["source"] == "run_table" and len(tables[0]["rows"]) == 40
+    assert "## Summary" not in text and "--per-run" in text
+    sources, checked = check_tables(text, dirs, "40 runs")
+    assert checked > 40 * 10
+    # no per-run tables without --per-run
+    assert not sources & {"turn_stats", "progression_rows", "vllm_summary", "timing_table", "metric_stats"}
+    assert any(c.startswith("config.fleet.") for c in tables[0]["columns"])
+
+
+def test_many_runs_warn_once_per_missing_artifact(fleet) -> None:
+    _, _, messages = fleet
+    vllm = [m for m in messages if "vLLM" in m]
+    assert len(vllm) == 1, vllm
+    # every 4th run is newest (no vLLM) and every 4th harbor_csv (no metrics, no vLLM): 20 of 40
+    assert vllm[0].startswith("20 runs have no vLLM engine stats: run_002, run_003, run_006") and "10 more" in vllm[0]
+
+
+def test_many_runs_figures_have_legends_that_cover_no_data(fleet) -> None:
+    from rlsql.report import data as data_mod
+    from rlsql.report import figures
+
+    dirs, _, _ = fleet
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = data_mod.gather(resolve_runs(dirs), check=False)
+    built = figures.build_all(data)
+    assert set(built) == set(FIGURES)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    for name, fig in built.items():
+        canvas = FigureCanvasAgg(fig)  # lay the figure out as savefig does
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+        assert legends, f"{name}: no legend"
+        for legend in legends:
+            entries = len(legend.get_texts())
+            assert entries <= 14, f"{name}: {entries} legend entries"
+            box = legend.get_window_extent(renderer)
+            for ax in fig.axes:
+                plot = ax.get_window_extent(renderer)  # the plotting area: where the data is drawn
+                overlap = box.x0 < plot.x1 and plot.x0 < box.x1 and box.y0 < plot.y1 and plot.y0 < box.y1
+                assert not overlap, f"{name}: the legend {box} covers the axes {plot}"
+        assert fig.get_size_inches()[0] * figures.DPI <= 3000
+
+
+def test_per_run_adds_the_sections(tmp_path: Path, fleet) -> None:
+    dirs, _, _ = fleet
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_report(resolve_runs(dirs[:8]), tmp_path / "r", per_run=True)
+    sources, _ = check_tables((tmp_path / "r" / "report.md").read_text(encoding="utf-8"), dirs[:8], "8 runs")
+    assert {"run_table", "turn_stats", "progression_rows", "timing_table", "vllm_summary"} <= sources
+
+
+def test_html_has_a_table_of_contents_and_folds_long_tables(tmp_path: Path) -> None:
+    make_report(tmp_path / "h", ["calendar"], "html")
+    html = (tmp_path / "h" / "report.html").read_text(encoding="utf-8")
+    toc = re.search(r'<nav class="toc">(.*?)</nav>', html, re.S)
+    assert toc, "no table of contents"
+    links = re.findall(r'href="#([^"]+)"', toc.group(1))
+    ids = re.findall(r'<h[23] id="([^"]+)"', html)
+    assert set(links) <= set(ids) and {"summary", "data-caveats", "training", "timing", "appendix"} <= set(links)
+    assert html.index('<nav class="toc">') > html.index('data-source="run_summary')  # findings first
+    for marker, body in re.findall(r'<table data-source="([^"]+)">(.*?)</table>', html, re.S):
+        rows = body.count("<tr>") - 1
+        start = html.index(f'<table data-source="{marker}">')
+        folded = html.rfind("<details>", 0, start) > html.rfind("</details>", 0, start)
+        assert folded == (rows > 25), f"{marker}: {rows} rows, folded={folded}"
+
+
+def test_an_outlier_step_is_clipped_with_its_time_written_on_it() -> None:
+    """calendar: steps 1-3 (the buffer fill and a job interruption) pass 4x the median step; the figure
+    clips them and writes each one's timing/step on its bar."""
+    from rlsql.report import data as data_mod
+    from rlsql.report import figures
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = data_mod.gather(resolve_runs([RUNS / "calendar"]), check=False)
+    fig = figures.step_time_figure(data)
+    ax = fig.axes[0]
+    totals = {r["step"]: r["timing/step"] for r in oracle.dedup_steps(oracle.read_metric_rows(RUNS / "calendar"))}
+    ordered = sorted(totals.values())
+    median = ordered[len(ordered) // 2]
+    outliers = {s: v for s, v in totals.items() if v > 4 * median}
+    assert sorted(outliers) == [1, 2, 3]
+    assert ax.get_ylim()[1] == pytest.approx(1.25 * max(v for v in totals.values() if v <= 4 * median))
+    written = [t.get_text() for t in ax.texts if t.get_text().endswith("(clipped)")]
+    assert len(written) == len(outliers)
+    for text, (_, seconds) in zip(written, sorted(outliers.items()), strict=True):
+        parsed, tolerance = parse_duration(text.removesuffix(" (clipped)"))
+        assert abs(parsed - seconds) <= tolerance, (text, seconds)
+
+
+def test_a_killed_reports_staging_folder_is_swept(tmp_path: Path) -> None:
+    """What a SIGKILLed report leaves (its staging folder, under one of rlsql's temporary names of a
+    process that is gone) is removed by the next report written beside it."""
+    from rlsql import writes
+
+    host, pid, nonce = writes._host(), "4194303", "0badf00d"  # a pid above Linux's pid_max: never alive
+    leftover = tmp_path / f".rep.{host}-{pid}-{nonce}-{writes._check('rep', host, pid, nonce, False)}.rlsql-tmp"
+    leftover.mkdir()
+    (leftover / "reward.png").write_bytes(b"half a figure")
+    assert writes.parse_temp_name(leftover.name) is not None
+    make_report(tmp_path / "rep", ["tiny"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]

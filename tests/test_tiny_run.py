@@ -3,7 +3,7 @@
 The tiny run is written by fixtures/generate.py from literal tables (TINY_METRICS, TINY_TRIALS,
 TINY_VLLM, TINY_CONFIG). The expectations below were computed by hand from those tables, never
 by running rlsql or any SQL; the arithmetic is in the comments. Where the contract
-(../shared/spec/) and docs/semantics.md are both silent, the assumption is marked ASSUMPTION.
+(docs/queries.md, docs/data-contract.md) and docs/semantics.md are both silent, the assumption is marked ASSUMPTION.
 
 The tiny run at a glance
 ------------------------
@@ -102,14 +102,16 @@ def test_run_overview() -> None:
     # job_2: rows r4-r6. total_steps = max(3, 4, 5) = 5; blocks 3;
     #        mean_reward = (0.0 + 0.75 + 0.75) / 3 = 0.5; max 0.75;
     #        total_time_s = 400 + 200 + 100 = 700.
+    # version 2: max_step repeats total_steps; distinct_steps = |{1, 2, 3}| = 3 and |{3, 4, 5}| = 3.
     check(
         "run_overview",
-        ["run", "log_file", "total_steps", "metric_blocks", "mean_reward", "max_reward", "total_time_s"],
+        ["run", "log_file", "total_steps", "metric_blocks", "mean_reward", "max_reward", "total_time_s",
+         "max_step", "distinct_steps"],
         [
-            (RUN, "job_1", 3, 3, 1.75 / 3, 1.0, 1300.0),
-            (RUN, "job_2", 5, 3, 0.5, 0.75, 700.0),
+            (RUN, "job_1", 3, 3, 1.75 / 3, 1.0, 1300.0, 3, 3),
+            (RUN, "job_2", 5, 3, 0.5, 0.75, 700.0, 5, 3),
         ],
-        ints=("total_steps", "metric_blocks"),
+        ints=("total_steps", "metric_blocks", "max_step", "distinct_steps"),
     )
 
 
@@ -463,6 +465,7 @@ VLLM_SUMMARY_COLUMNS = [
     "mean_kv_cache_pct",
     "mean_prefix_cache_hit_pct",
     "utilization",
+    "stat_lines",  # version 2
 ]
 
 
@@ -480,10 +483,11 @@ def test_vllm_summary() -> None:
         "vllm_summary",
         VLLM_SUMMARY_COLUMNS,
         [
-            (RUN, "job_1", 4, 1.25, 2.75, 8, 0.0, 0, 162.5, 600.0, 9.0, 61.25, "underutilized"),
-            (RUN, "job_2", 3, 4 / 3, 35.0, 70, 5.0, 10, 1200.0, 2400.0, 55.0, 88.0, "well-utilized"),
+            (RUN, "job_1", 4, 1.25, 2.75, 8, 0.0, 0, 162.5, 600.0, 9.0, 61.25, "underutilized", 4),
+            (RUN, "job_2", 3, 4 / 3, 35.0, 70, 5.0, 10, 1200.0, 2400.0, 55.0, 88.0, "well-utilized", 3),
         ],
-        ints=("seconds",),
+        # version 2: stat_lines repeats seconds (rows with a stat line); the running totals are counts
+        ints=("seconds", "stat_lines", "max_total_running", "max_total_waiting"),
     )
 
 

@@ -233,9 +233,10 @@ class SparkCatalog:
 
     def query_frame(self, name: str, values: dict[str, Any]) -> Any:
         f = self.catalog.files[name]
-        self.create([d for d in self.catalog.closure([name]) if d.name != name], values)
-        if f.kind != "query":
+        if f.kind != "query":  # a view: created (and cached) as the others
+            self.create(self.catalog.closure([name]), values)
             return self.spark.table(name)
+        self.create([d for d in self.catalog.closure([name]) if d.name != name], values)
         *helpers, (_, sql) = self.compiled(f, values)
         self.cache.save()
         for view, text in helpers:

@@ -99,7 +99,7 @@ class SparkSources:
         if not parts:
             schema = ", ".join(
                 ["run STRING", "source_file STRING", "row_no BIGINT"]
-                + [f"{_q(c.name)} {spark_type(c.type)}" for c in columns]
+                + [f"{_q(c.name)} {'BIGINT' if c.name in integers else spark_type(c.type)}" for c in columns]
             )
             return self.spark.createDataFrame([], schema)
         return functools.reduce(lambda a, b: a.unionAll(b), parts)
@@ -132,7 +132,8 @@ class SparkSources:
             if ctype == "DOUBLE" and name in integers:
                 # a whole-number column keeps whole values up to 2**53 only (the sources' rule)
                 typed.append(f"CASE WHEN isnan({cast}) OR abs({cast}) = double('inf') THEN NULL "
-                             f"WHEN abs({cast}) <= 9007199254740992D AND pmod({cast}, 1.0D) = 0.0D THEN {cast} END "
+                             f"WHEN abs({cast}) <= 9007199254740992D AND pmod({cast}, 1.0D) = 0.0D "
+                             f"THEN CAST({cast} AS BIGINT) END "
                              f"AS {_q(name)}")
             elif ctype == "DOUBLE":
                 # nan and inf cells read as empty (the sources' rule, as pandas' skipna statistics)
@@ -178,7 +179,8 @@ class SparkSources:
         )
         out = ["run", "source_file", "row_no"]
         for c in columns:
-            out.append(_q(c.name) if c.name in header else f"CAST(NULL AS {spark_type(c.type)}) AS {_q(c.name)}")
+            ctype = "BIGINT" if c.name in integers else spark_type(c.type)
+            out.append(_q(c.name) if c.name in header else f"CAST(NULL AS {ctype}) AS {_q(c.name)}")
         return numbered.selectExpr(*out)
 
     # -- Harbor result.json -----------------------------------------------------------------------

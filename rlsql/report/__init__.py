@@ -2,98 +2,156 @@
 
 data.py fetches the rows (named queries and views only), figures.py draws them (matplotlib, an
 optional extra), render.py lays them out through the Jinja templates in rlsql/templates/. This
-module writes the files: into a folder it creates, never into a run folder, each file atomically.
+module writes the files: into a staging folder beside the target, swapped in whole once every file
+is written (a full disk leaves the previous report as it was), never into a run folder, and
+replacing only a folder that rlsql wrote (its mark, rlsql.writes.MARK, says kind "report").
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from rlsql.errors import UsageError
 from rlsql.runs import Run
+from rlsql.writes import (
+    MARK,
+    check_writable_target,
+    failures_named,
+    fsync_tree,
+    read_mark,
+    swap_dir,
+    sweep,
+    temp_name,
+    write_mark,
+)
 
 REPORT_FORMATS = ("md", "html")
+#: the `kind` in the mark (rlsql.writes.MARK) of a report folder: only such a folder is ever replaced
+REPORT_KIND = "report"
 
 
 class Progress:
-    """A one-line progress indicator on stderr, redrawn in place; silent when stderr is not a terminal."""
+    """Progress on stderr: on a terminal one line redrawn in place at every step; otherwise one line
+    per stage (checking, queries, each figure, writing), so a log shows where the time went."""
 
     def __init__(self, total: int, stream: TextIO | None = None, enabled: bool | None = None):
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.tty = self.stream.isatty() if enabled is None else enabled
         self.total = total
         self.done = 0
         self.start = time.monotonic()
         self.width = 0
 
-    def __call__(self, label: str) -> None:
+    def __call__(self, label: str, stage: bool = False) -> None:
         self.done += 1
-        if not self.enabled:
-            return
         elapsed = time.monotonic() - self.start
+        if not self.tty:
+            if stage:
+                self.stream.write(f"rlsql: report: {label} ({elapsed:.1f} s)\n")
+                self.stream.flush()
+            return
         line = f"rlsql: report [{min(self.done, self.total)}/{self.total}] {elapsed:5.1f}s {label}"
         self.stream.write("\r" + line.ljust(self.width))
         self.stream.flush()
         self.width = len(line)
 
     def close(self) -> None:
-        if self.enabled and self.width:
+        if self.tty and self.width:
             self.stream.write("\r" + " " * self.width + "\r")
             self.stream.flush()
 
 
 def _write_bytes(target: Path, payload: bytes) -> None:
-    from rlsql.atomic import atomic_path
-
-    with atomic_path(target) as tmp, tmp.open("wb") as fh:
+    """One file of the staging folder (fsynced with the whole tree before the swap)."""
+    with target.open("xb") as fh:  # new or fail: never through a link someone put there
         fh.write(payload)
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
-def _readable(path: Path) -> None:
-    """mkstemp creates 0600 files; a report is meant to be shared: give it the usual umask-based mode."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
+def written_by_rlsql(folder: Path) -> bool:
+    """True when `folder` holds the mark rlsql writes into every report folder (rlsql.writes.MARK)."""
+    mark = read_mark(folder)
+    return mark is not None and mark.get("kind") == REPORT_KIND
 
 
-def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: Progress | None = None) -> list[Path]:
-    """Write the report of `runs` into `out_dir` (created); returns the files written."""
-    from rlsql.atomic import refuse_run_folders, write_text
+def check_target(out_dir: Path, runs: Sequence[Run]) -> None:
+    """-o must be a new folder, an empty one, or a report folder rlsql wrote (never at, in or around a run)."""
+    check_writable_target(out_dir, runs)
+    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+        raise UsageError(f"{out_dir}: exists and is not a folder; -o takes the folder to write the report into")
+    with failures_named(out_dir):
+        foreign = out_dir.is_dir() and any(out_dir.iterdir()) and not written_by_rlsql(out_dir)
+    if foreign:
+        raise UsageError(f"{out_dir}: the folder holds files rlsql did not write (no report mark {MARK}); "
+                         "rlsql replaces only a report folder it wrote: choose a new or empty folder")
+
+
+def write_folder(out_dir: Path, files: dict[str, bytes], fmt: str) -> None:
+    """Write `files` into a staging folder beside `out_dir`, then swap it in whole (rlsql.writes.swap_dir).
+
+    The staging folder has a name rlsql.writes.temp_name made, so the next rlsql that writes beside it
+    removes it if this process is killed; a full disk leaves the previous report as it was.
+    """
+    staging = None
+    try:
+        with failures_named(out_dir):
+            out_dir.parent.mkdir(parents=True, exist_ok=True)
+            sweep(out_dir.parent)
+            staging = temp_name(out_dir)
+            staging.mkdir()  # 0777 minus the umask; the files below 0666 minus it, as a shell makes them
+            write_mark(staging, {"kind": REPORT_KIND, "report_format": fmt, "files": sorted(files)}, staged=True)
+            for name, payload in files.items():
+                _write_bytes(staging / name, payload)
+            fsync_tree(staging)
+            if out_dir.is_dir() and not written_by_rlsql(out_dir):
+                out_dir.rmdir()  # check_target let it through: an empty folder
+            swap_dir(staging, out_dir)
+    finally:
+        if staging is not None and staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: Progress | None = None,
+                 params: dict[str, str] | None = None, per_run: bool = False, check: bool = True,
+                 notify: Callable[[str], None] | None = None) -> list[Path]:
+    """Write the report of `runs` into `out_dir`; returns the files written (the report file last).
+
+    `params` are `-p` parameters of the queries the report runs; `per_run` adds the per-run
+    sections when there are many runs; `notify` gets the one-line summary of the data caveats.
+    """
     from rlsql.report import data as data_mod
     from rlsql.report import figures, render
 
     if fmt not in REPORT_FORMATS:
         raise UsageError(f"unknown report format {fmt!r}; choose one of {', '.join(REPORT_FORMATS)}")
     figures.require_matplotlib()
-    refuse_run_folders(out_dir, runs)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"{out_dir}: exists and is not a folder; -o takes the folder to write the report into")
-    progress = progress or Progress(data_mod.stage_count() + len(figures.FIGURES) + 1)
+    out_dir = Path(os.path.abspath(out_dir))
+    check_target(out_dir, runs)
+    data_mod.bind_report_params(params or {})  # a bad parameter fails before any file is read
+    tables = per_run or len(runs) <= figures.FEW_RUNS  # the comparison layout reads less
+    progress = progress or Progress(data_mod.stage_count(check, tables) + len(figures.FIGURES) + 1)
     try:
-        data = data_mod.gather(runs, progress)
+        data = data_mod.gather(runs, progress, params, check, tables)
         pngs = figures.draw_all(data, progress)
-        progress("writing")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        written: list[Path] = []
+        progress("writing", stage=True)
+        files: dict[str, bytes] = {}
         if fmt == "md":
-            for name, png in pngs.items():
-                _write_bytes(out_dir / name, png)
-                written.append(out_dir / name)
-            target = out_dir / "report.md"
-            write_text(target, render.render_markdown(data, list(pngs)))
+            files.update(pngs)
+            report = "report.md"
+            files[report] = render.render_markdown(data, list(pngs), per_run).encode("utf-8")
         else:
-            target = out_dir / "report.html"
-            write_text(target, render.render_html(data, pngs))
-        written.append(target)
-        for path in written:
-            _readable(path)
+            report = "report.html"
+            files[report] = render.render_html(data, pngs, per_run).encode("utf-8")
+        write_folder(out_dir, files, fmt)
+        if notify is not None and check:
+            notify(render.caveat_line(data))
     finally:
         progress.close()
-    return written
+    names = [name for name in files if name != report] + [report]
+    return [out_dir / name for name in names]
+

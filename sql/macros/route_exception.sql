@@ -1,6 +1,6 @@
 -- name: route_exception
 -- version: 1
--- description: route_exception(exception_type, routing): the treatment the trainer gives a trial that ended with `exception_type` (`No exception`: none), where `routing` is the run's exception_routing row. Exact names; checked in the trainer's order passthrough, mask, zero, then the default.
+-- description: route_exception(exception_type, routing): the treatment the trainer gives a trial that ended with `exception_type` (`No exception`: none), where `routing` is the run's exception_routing row. Exact names, checked in the trainer's order passthrough, mask, zero, then the default.
 CREATE OR REPLACE MACRO route_exception(exception_type, routing) AS
     CASE
         WHEN exception_type = 'No exception' THEN 'none'

@@ -1,7 +1,15 @@
 -- name: async_health
 -- version: 1
--- description: Fully async trainer health per run: mean of async/staleness_mean and max of async/staleness_max over every metric row, mean async/discard_rate (0-1), and deduplicated steps that discarded samples.
+-- description: Fully async trainer health per run: mean of async/staleness_mean and max of
+--   async/staleness_max over every metric row, mean async/discard_rate (0-1), and deduplicated steps that
+--   discarded samples.
 -- grain: run
+-- column: run: the run: its folder's name
+-- column: mean_staleness: mean of async/staleness_mean over every metric row
+-- column: max_staleness: max of async/staleness_max over every metric row
+-- column: mean_discard_rate: mean of async/discard_rate (0-1)
+-- column: steps_with_discards: deduplicated steps with async/discarded_count > 0 (or discard_rate > 0 without
+--   a count)
 WITH
     over_rows AS (
         SELECT

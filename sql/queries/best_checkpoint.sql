@@ -1,9 +1,19 @@
 -- name: best_checkpoint
 -- version: 1
--- description: The checkpoint the EMA selector picks per run: among eligible steps (multiples of save_every from 2*save_every on; the first save is skipped) the highest EMA of reward/avg_raw_reward, ties to the earliest step. save_every defaults to the config's trainer.hf_save_interval, else 20.
+-- description: The checkpoint the EMA selector picks per run: among eligible steps (multiples of save_every
+--   from 2*save_every on, the first save is skipped) the highest EMA of reward/avg_raw_reward, ties to the
+--   earliest step. save_every defaults to the config's trainer.hf_save_interval, else 20.
 -- param: span INTEGER = 5, min 1: EMA span, in deduplicated steps
--- param: save_every INTEGER = NULL, min 1: checkpoint interval in steps (default: the run's trainer.hf_save_interval, else 20)
+-- param: save_every INTEGER = NULL, min 1: checkpoint interval in steps
+--   (default: the run's trainer.hf_save_interval, else 20)
 -- grain: run
+-- column: run: the run: its folder's name
+-- column: step: the selected checkpoint step, NULL when no step is eligible
+-- column: ema: the EMA of the reward at that step
+-- column: reward: reward/avg_raw_reward at that step
+-- column: save_every: the checkpoint interval used
+-- column: eligible_steps: how many steps were eligible
+-- column: reason: why the step was chosen, or why none could be
 WITH per_run AS (
     SELECT
         run,

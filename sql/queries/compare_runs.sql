@@ -1,8 +1,25 @@
 -- name: compare_runs
 -- version: 1
--- description: One row per run with its headline figures side by side: deduplicated steps, trials, success rate and mean reward (over trials with a reward), the EMA of reward/avg_raw_reward at the last step and at its best step (ties to the earliest), the mean timing/step over deduplicated steps, the shares of all trials ending in AgentTimeoutError and ContextLengthExceededError, and the rl_config.yaml keys whose values differ between the runs (`key=value; ...`, sorted by key).
+-- description: One row per run with its headline figures side by side: deduplicated steps, trials, success
+--   rate and mean reward (over trials with a reward), the EMA of reward/avg_raw_reward at the last step and
+--   at its best step (ties to the earliest), the mean timing/step over deduplicated steps, the shares of all
+--   trials ending in AgentTimeoutError and ContextLengthExceededError, and the rl_config.yaml keys whose
+--   values differ between the runs (`key=value` pairs sorted by key, joined by a semicolon and a space).
 -- param: span INTEGER = 5, min 1: EMA span, in deduplicated steps
 -- grain: run
+-- column: run: the run: its folder's name
+-- column: steps: deduplicated training steps
+-- column: trials: trials in the run
+-- column: success_rate: share (0-1) of trials with a reward whose reward > 0
+-- column: mean_reward: mean reward over trials with a reward
+-- column: final_ema: the EMA of the last deduplicated step
+-- column: best_ema: the highest EMA over the steps
+-- column: best_ema_step: the step of best_ema (ties to the earliest)
+-- column: mean_step_time_s: mean of timing/step over deduplicated steps, seconds
+-- column: timeout_rate: share (0-1) of trials that ended in AgentTimeoutError
+-- column: context_length_rate: share (0-1) of trials that ended in ContextLengthExceededError
+-- column: differing_config: config keys whose values differ between the runs given, key=value sorted by key,
+--   joined with a semicolon and a space
 WITH
     step_figures AS (
         SELECT run, count(*) AS steps, avg("timing/step") AS mean_step_time_s

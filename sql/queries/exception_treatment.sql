@@ -1,7 +1,13 @@
 -- name: exception_treatment
 -- version: 1
--- description: Trials per effective treatment (none, passthrough, mask, zero; a passthrough trial without a reward counts as mask) with their percent of the run's trials and the exception types routed there.
+-- description: Trials per effective treatment (none, passthrough, mask, zero, a passthrough trial without a
+--   reward counts as mask) with their percent of the run's trials and the exception types routed there.
 -- grain: run, treatment
+-- column: run: the run: its folder's name
+-- column: treatment: the effective treatment: none, passthrough, mask or zero
+-- column: trials: trials that got it
+-- column: pct: percent (0-100) of the run's trials
+-- column: exception_types: the distinct exception types routed so, sorted, joined with `, `
 WITH
     per_type AS (
         -- count first, route after: the routing is needed once per (run, exception type, has a reward)

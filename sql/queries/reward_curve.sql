@@ -1,8 +1,18 @@
 -- name: reward_curve
 -- version: 1
--- description: Reward per deduplicated step (first-seen row): reward/avg_raw_reward, the run's pass@k and its k, the EMA (alpha = 2/(span+1), seeded with the first reward) and the rolling mean of the last `span` steps.
+-- description: Reward per deduplicated step (first-seen row): reward/avg_raw_reward, the run's pass@k and its
+--   k, the EMA (alpha = 2/(span+1), seeded with the first reward) and the rolling mean of the last `span`
+--   steps.
 -- param: span INTEGER = 5, min 1: EMA span and rolling window, in deduplicated steps
 -- grain: run, step
+-- column: run: the run: its folder's name
+-- column: step: a deduplicated training step (first-seen row)
+-- column: log_file: the trainer console log the row came from (e.g. job_554408)
+-- column: reward: reward/avg_raw_reward
+-- column: pass_at_k: reward/avg_pass_at_<k> of the run
+-- column: k: the k of pass_at_k
+-- column: ema: EMA of the reward, alpha = 2/(span+1), seeded with the first reward
+-- column: rolling_mean: mean reward of the last `span` deduplicated steps (fewer at the start)
 WITH
     pass_columns AS (
         SELECT run, metric, CAST(regexp_extract(metric, '^reward/avg_pass_at_([0-9]+)$', 1) AS INTEGER) AS k

@@ -1,7 +1,14 @@
 -- name: reward_summary
 -- version: 1
--- description: Verifier rewards per run: all trials, trials with a reward, their mean reward, success rate (share with reward > 0, 0-1) and trials with turns.
+-- description: Verifier rewards per run: all trials, trials with a reward, their mean reward, success rate
+--   (share with reward > 0, 0-1) and trials with turns.
 -- grain: run
+-- column: run: the run: its folder's name
+-- column: trials: all trials
+-- column: trials_with_reward: trials with a reward
+-- column: mean_reward: mean reward over trials with one
+-- column: success_rate: share (0-1) of trials with a reward whose reward > 0
+-- column: trials_with_turns: trials with a turn count (n_episodes)
 SELECT
     f.run,
     count(t.row_no) AS trials,

@@ -1,7 +1,14 @@
 -- name: step_timing
 -- version: 1
--- description: Seconds of every recorded timing span in every metric row (a re-run step appears once per log), with its share of that row's timing/step.
+-- description: Seconds of every recorded timing span in every metric row (a re-run step appears once per
+--   log), with its share of that row's timing/step.
 -- grain: run, log_file, step, span
+-- column: run: the run: its folder's name
+-- column: step: the training step (trainer/global_step, else global_step)
+-- column: log_file: the trainer console log the row came from (e.g. job_554408)
+-- column: span: a timing span recorded in that row (timing/ prefix dropped)
+-- column: seconds: seconds of the span
+-- column: share_of_step: seconds / timing/step of that row (1.0 for step itself)
 SELECT
     s.run,
     s.step,

@@ -1,7 +1,16 @@
 -- name: timing_breakdown
 -- version: 1
--- description: Where a training step's time goes, as a containment tree over every metric row: per span its mean seconds over the rows where it ran and its mean share of its parent (a row without the span counts 0); depth-first from step (largest first), then the step time no child covers (unattributed, or overlap when children sum past the step), then spans outside the step, then undeclared spans.
+-- description: Where a training step's time goes, as a containment tree over every metric row: per span its
+--   mean seconds over the rows where it ran and its mean share of its parent (a row without the span counts
+--   0), depth-first from step (largest first), then the step time no child covers (unattributed, or overlap
+--   when children sum past the step), then spans outside the step, then undeclared spans.
 -- grain: run, span
+-- column: run: the run: its folder's name
+-- column: span: a timing span, `unattributed` or `overlap`
+-- column: within: its parent span: `-` for step, `outside step`, `not declared`
+-- column: mean_seconds: mean seconds over the rows where it ran
+-- column: share_of_within: mean over all rows of span/parent (0 where it did not run), NULL without a parent
+-- column: steps: metric rows where it ran
 WITH RECURSIVE
     stats AS (
         SELECT run, span, avg(seconds) AS mean_seconds, count(*) AS steps

@@ -1,7 +1,17 @@
 -- name: trial_phases
 -- version: 1
--- description: Where a trial's time goes: per phase (environment_setup, agent_setup, agent_execution or older files' agent_duration_sec, verifier) the median, mean and total seconds and the share of the summed trial_duration, then the time no phase covers (unattributed) or the excess of phases over the trial (overlap). No rows when the files have no phase column.
+-- description: Where a trial's time goes: per phase (environment_setup, agent_setup, agent_execution or older
+--   files' agent_duration_sec, verifier) the median, mean and total seconds and the share of the summed
+--   trial_duration, then the time no phase covers (unattributed) or the excess of phases over the trial
+--   (overlap). No rows when the files have no phase column.
 -- grain: run, phase
+-- column: run: the run: its folder's name
+-- column: phase: environment_setup, agent_setup, agent_execution, verifier, then unattributed or overlap
+-- column: median_s: median seconds over trials with the phase
+-- column: mean_s: mean seconds over trials with the phase
+-- column: total_s: summed seconds
+-- column: share_of_trial: total_s / summed trial_duration of trials that have one (0-1)
+-- column: trials: trials with the phase
 {%- set phases = ["environment_setup", "agent_setup", "agent_execution", "verifier"] %}
 WITH
     phases AS (

@@ -1,7 +1,17 @@
 -- name: turn_percentiles
 -- version: 1
--- description: Percentiles of agent turns (linear interpolation, as pandas) over trials with turns: first `All trials`, then each exception type by name.
+-- description: Percentiles of agent turns (linear interpolation, as pandas) over trials with turns: first
+--   `All trials`, then each exception type by name.
 -- grain: run, exception_type
+-- column: run: the run: its folder's name
+-- column: exception_type: `All trials` first, then each exception type (`No exception` for none)
+-- column: trials: trials with a turn count (n_episodes)
+-- column: p50: 50th percentile of turns (linear interpolation)
+-- column: p75: 75th percentile of turns
+-- column: p90: 90th percentile of turns
+-- column: p95: 95th percentile of turns
+-- column: p99: 99th percentile of turns
+-- column: max: most turns
 WITH
     turns AS (
         SELECT run, exception_type, n_episodes FROM trial_rows WHERE n_episodes IS NOT NULL

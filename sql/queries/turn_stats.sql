@@ -1,7 +1,15 @@
 -- name: turn_stats
 -- version: 1
--- description: Agent turns (n_episodes) over the trials that have them: count, mean, median (average of the two middle values for an even count), sample standard deviation (n-1), min and max.
+-- description: Agent turns (n_episodes) over the trials that have them: count, mean, median (average of the
+--   two middle values for an even count), sample standard deviation (n-1), min and max.
 -- grain: run
+-- column: run: the run: its folder's name
+-- column: trials: trials with a turn count (n_episodes)
+-- column: mean: mean turns
+-- column: median: median turns (mean of the two middle values for an even count)
+-- column: std: sample standard deviation of turns (n-1)
+-- column: min: fewest turns
+-- column: max: most turns
 SELECT
     f.run,
     count(t.n_episodes) AS trials,

@@ -1,7 +1,13 @@
 -- name: turns_by_exception
 -- version: 1
--- description: Agent turns per exception type over trials with turns (`No exception` for a clean trial): trials, mean and median turns; highest mean first.
+-- description: Agent turns per exception type over trials with turns (`No exception` for a clean trial):
+--   trials, mean and median turns, highest mean first.
 -- grain: run, exception_type
+-- column: run: the run: its folder's name
+-- column: exception_type: the exception that ended the trial (Python class name), `No exception` when none
+-- column: trials: trials with a turn count (n_episodes)
+-- column: mean_turns: mean turns
+-- column: median_turns: median turns
 SELECT
     run,
     exception_type,

@@ -1,7 +1,18 @@
 -- name: checkpoint_ema
 -- version: 1
--- description: The EMA table behind best_checkpoint: one row per run and deduplicated step with reward, ema and rolling_mean (from reward_curve), the run's save_every (from checkpoint_settings), eligible (the step has an EMA, is a multiple of save_every and at least 2*save_every) and is_best (the eligible step with the highest EMA, ties to the earliest).
+-- description: The EMA table behind best_checkpoint: one row per run and deduplicated step with reward, ema
+--   and rolling_mean (from reward_curve), the run's save_every (from checkpoint_settings), eligible (the step
+--   has an EMA, is a multiple of save_every and at least 2*save_every) and is_best (the eligible step with
+--   the highest EMA, ties to the earliest).
 -- grain: run, step
+-- column: run: the run: its folder's name
+-- column: step: a deduplicated training step (first-seen row)
+-- column: reward: reward/avg_raw_reward of that step
+-- column: ema: the EMA of the reward (span parameter, alpha = 2/(span+1))
+-- column: rolling_mean: mean reward of the last `span` deduplicated steps
+-- column: save_every: the run's checkpoint interval (checkpoint_settings)
+-- column: eligible: true when the step has an EMA, is a multiple of save_every and at least 2*save_every
+-- column: is_best: true for the eligible step with the highest EMA (ties to the earliest)
 WITH
     marked AS (
         SELECT c.run, c.step, c.reward, c.ema, c.rolling_mean, s.save_every

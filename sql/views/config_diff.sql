@@ -1,7 +1,12 @@
 -- name: config_diff
 -- version: 1
--- description: The rl_config.yaml keys whose value differs between the runs that have a config (a key one run lacks differs too): run, key (dotted path), value (text; `null` for a YAML null; NULL where the run lacks the key). Ordered by key, then run. Empty for fewer than two runs with a config.
+-- description: The rl_config.yaml keys whose value differs between the runs that have a config (a key one run
+--   lacks differs too): run, key (dotted path), value (text, `null` for a YAML null, NULL where the run lacks
+--   the key). Ordered by key, then run. Empty for fewer than two runs with a config.
 -- grain: run, key
+-- column: run: the run: its folder's name
+-- column: key: a dotted config key whose value differs between the runs
+-- column: value: this run's value as text, `null` for a YAML null, NULL where the run lacks the key
 WITH
     config_runs AS (
         SELECT DISTINCT run FROM run_files WHERE artifact = 'config'

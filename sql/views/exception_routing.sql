@@ -1,7 +1,20 @@
 -- name: exception_routing
 -- version: 1
--- description: How each run's trainer routes a failed trial by its exact exception name: passthrough, mask and zero lists and the default treatment, from rl_config.yaml wherever the keys sit (first match in document order), each absent key taking the trainer's default.
+-- description: How each run's trainer routes a failed trial by its exact exception name: passthrough, mask
+--   and zero lists and the default treatment, from rl_config.yaml wherever the keys sit (first match in
+--   document order), each absent key taking the trainer's default.
 -- grain: run
+-- column: run: the run: its folder's name
+-- column: passthrough_exceptions: exception names trained as if nothing failed (config, else the trainer's
+--   default: none)
+-- column: mask_exceptions: exception names scored 0 and left out of the baseline (config, else the trainer's
+--   default list)
+-- column: zero_exceptions: exception names scored 0 and counted in the baseline (config, else the trainer's
+--   default list)
+-- column: default_error_treatment: the treatment of any other exception: zero, mask or passthrough (default
+--   zero)
+-- column: from_config: true when the run has an rl_config.yaml with values to search, false when every key is
+--   the default
 WITH
     leaves AS (
         SELECT run, ordinal, regexp_extract(key, '[^.]+$') AS leaf, value, value_json

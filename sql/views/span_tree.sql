@@ -1,7 +1,12 @@
 -- name: span_tree
 -- version: 1
--- description: Each run's recorded timing spans placed in the declared tree: run, span, parent (the nearest recorded declared ancestor; NULL for a root), region (step, outside, or undeclared).
+-- description: Each run's recorded timing spans placed in the declared tree: run, span, parent (the nearest
+--   recorded declared ancestor, NULL for a root), region (step, outside, or undeclared).
 -- grain: run, span
+-- column: run: the run: its folder's name
+-- column: span: a timing span the run recorded
+-- column: parent: its nearest recorded declared ancestor, NULL for a root
+-- column: region: step (inside a training step), outside (between steps) or undeclared
 WITH RECURSIVE
     ancestors(span, ancestor, depth) AS (
         SELECT span, parent, 1 FROM timing_spans WHERE parent IS NOT NULL

@@ -1,7 +1,14 @@
 -- name: step_time_stack
 -- version: 1
--- description: Where each deduplicated step's time went, for a stacked chart: run, step, span (each recorded direct child of step in the span tree, then `unattributed` for the step time no child covers when positive), seconds, step_seconds (timing/step of that row).
+-- description: Where each deduplicated step's time went, for a stacked chart: run, step, span (each recorded
+--   direct child of step in the span tree, then `unattributed` for the step time no child covers when
+--   positive), seconds, step_seconds (timing/step of that row).
 -- grain: run, step, span
+-- column: run: the run: its folder's name
+-- column: step: a deduplicated training step
+-- column: span: a recorded direct child of step, or `unattributed` for the step time no child covers
+-- column: seconds: seconds of that span in the step's row
+-- column: step_seconds: timing/step of that row
 WITH
     children AS (
         SELECT s.run, s.step, s.row_no, t.span, x.seconds

@@ -1,7 +1,12 @@
 -- name: timing_spans
 -- version: 1
--- description: The trainer's declared timing spans: span, its declared parent (a span's seconds include its children) and region (`step` inside a training step, `outside` between steps). From the SkyRL fully async trainer.
+-- description: The trainer's declared timing spans: span, its declared parent (a span's seconds include its
+--   children) and region (`step` inside a training step, `outside` between steps). From the SkyRL fully async
+--   trainer.
 -- grain: span
+-- column: span: a timing span the trainer declares
+-- column: parent: its declared parent span (NULL for a root)
+-- column: region: `step` inside a training step, `outside` between steps
 SELECT * FROM (
     VALUES
         ('step', NULL, 'step'),

@@ -1,7 +1,34 @@
 -- name: trials
--- version: 1
--- description: One row per Harbor trial, from the run's trials CSV, else from its trace_jobs/*/result.json: run, row_no (CSV order; sorted trial folder names for result.json files), task and trial names, n_episodes (turns), tokens, exception_type (`No exception` when empty), reward, outcome (Success: reward > 0, Failure: reward = 0), durations, treatment (the route the config gives the exception type) and effective_treatment (a passthrough trial without a reward is masked); then, read from result.json only (NULL for a CSV), exception_message, started_at and finished_at.
+-- version: 2
+-- description: One row per Harbor trial, from the run's trials CSV, else from its trace_jobs/*/result.json:
+--   run, row_no (CSV order, sorted trial folder names for result.json files), task and trial names,
+--   n_episodes (turns), tokens, exception_type (`No exception` when empty), reward, outcome (Success: reward
+--   > 0, Failure: reward = 0), durations, treatment (the route the config gives the exception type) and
+--   effective_treatment (a passthrough trial without a reward is masked), then, read from result.json only
+--   (NULL for a CSV), exception_message, started_at and finished_at.
 -- grain: run, trial_name
+-- column: run: the run: its folder's name
+-- column: row_no: the trial's position: CSV row order, or the sorted trial folder names for result.json files
+-- column: task_name: the task the trial ran (e.g. calendar-0042), several trials per task
+-- column: trial_name: the trial's unique name, `<task>__<7-character id>`
+-- column: n_episodes: agent turns (terminus-2 episodes), NULL when the agent never ran
+-- column: n_input_tokens: input tokens the agent used (cached tokens included)
+-- column: n_output_tokens: output tokens the agent generated
+-- column: exception_type: the exception that ended the trial (Python class name), `No exception` when none
+-- column: reward: the verifier's raw reward (usually 0 or 1), NULL when the verifier did not run
+-- column: outcome: Success (reward > 0) or Failure (reward = 0), NULL without a reward or for a negative one
+-- column: agent_duration_sec: agent execution seconds (older parsers, replaced by the phase columns)
+-- column: trial_duration: the whole trial's seconds (newest parser)
+-- column: environment_setup_duration: seconds to set up the sandbox environment
+-- column: agent_setup_duration: seconds to set up the agent
+-- column: agent_execution_duration: seconds the agent ran
+-- column: verifier_duration: seconds the verifier ran
+-- column: treatment: the route the run's config gives the exception type: none, passthrough, mask or zero
+-- column: effective_treatment: the treatment the trial really got: a passthrough trial without a reward is
+--   masked
+-- column: exception_message: the exception's message (result.json only, NULL for a trials CSV)
+-- column: started_at: when the trial started, UTC (result.json only, NULL for a trials CSV)
+-- column: finished_at: when the trial finished, UTC (result.json only, NULL for a trials CSV)
 SELECT
     t.* EXCLUDE (exception_message, started_at, finished_at),
     route_exception(t.exception_type, r) AS treatment,

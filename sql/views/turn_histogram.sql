@@ -1,7 +1,11 @@
 -- name: turn_histogram
 -- version: 1
--- description: How many trials took each number of agent turns, per run: run, turns (n_episodes), trials; over the trials with turns, turns ascending (counts of zero are not listed).
+-- description: How many trials took each number of agent turns, per run: run, turns (n_episodes), trials,
+--   over the trials with turns, turns ascending (counts of zero are not listed).
 -- grain: run, turns
+-- column: run: the run: its folder's name
+-- column: turns: a number of agent turns (n_episodes)
+-- column: trials: trials that took exactly that many turns
 SELECT run, n_episodes AS turns, count(*) AS trials
 FROM trial_rows
 WHERE n_episodes IS NOT NULL

@@ -1,7 +1,18 @@
 -- name: vllm_series
 -- version: 1
--- description: The vLLM engine series the report draws, per run and log over real time: at most 2,000 points per log, each the mean of the seconds in its slice of time (a log with fewer seconds keeps every second): run, log_file, ts (the slice's first second), seconds (in the slice), generation throughput, running and waiting requests per engine, prefix-cache hit rate.
+-- description: The vLLM engine series the report draws, per run and log over real time: at most 2,000 points
+--   per log, each the mean of the seconds in its slice of time (a log with fewer seconds keeps every second):
+--   run, log_file, ts (the slice's first second), seconds (in the slice), generation throughput, running and
+--   waiting requests per engine, prefix-cache hit rate.
 -- grain: run, log_file, ts
+-- column: run: the run: its folder's name
+-- column: log_file: the vLLM engine log
+-- column: ts: the first second of the time slice
+-- column: seconds: seconds with a stat line in the slice
+-- column: avg_generation_throughput_per_engine: mean generated tokens per second per engine over the slice
+-- column: avg_running_requests_per_engine: mean running requests per engine over the slice
+-- column: avg_waiting_requests_per_engine: mean waiting requests per engine over the slice
+-- column: avg_prefix_cache_hit_rate_pct: mean prefix-cache hit rate over the slice, percent (0-100)
 WITH sliced AS (
     SELECT
         run,
