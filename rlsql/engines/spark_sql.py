@@ -247,9 +247,13 @@ def _rewrite(node: exp.Expression, path: str) -> exp.Expression:
         return _windowed_list(node, path)
     if isinstance(node, exp.First) and isinstance(node.this, exp.Order):
         raise SparkCompileError(f"{path}: first(x ORDER BY ...) has no Spark form; rank with row_number() instead")
+    if isinstance(node, exp.ToMap) and isinstance(node.this, exp.Struct) and not node.this.expressions:
+        return _func("map")  # DuckDB's `MAP {}`
     if isinstance(node, exp.Anonymous):
         name = node.name.lower()
         args = node.expressions
+        if name == "timezone":
+            return _utc_wall_clock(args, path)
         if name == "list_position":
             return exp.Nullif(this=_func("array_position", *args), expression=exp.Literal.number(0))
         if name == "fsum":
@@ -286,6 +290,17 @@ def _skip_null_arg(node: exp.ArgMin | exp.ArgMax) -> exp.Expression:
     if isinstance(node.parent, exp.Filter):
         return node
     return exp.Filter(this=node.copy(), expression=exp.Where(this=_not_null(node.this)))
+
+
+def _utc_wall_clock(args: list[exp.Expression], path: str) -> exp.Expression:
+    """timezone('UTC', <TIMESTAMPTZ>): the instant as UTC wall-clock time (TIMESTAMP_NTZ; the session is UTC)."""
+    zone = args[0] if args else None
+    if len(args) != 2 or not isinstance(zone, exp.Literal) or zone.this.upper() != "UTC":
+        raise SparkCompileError(f"{path}: timezone() compiles to Spark only as timezone('UTC', <timestamptz>)")
+    value = args[1]
+    if isinstance(value, exp.TryCast | exp.Cast) and value.to.is_type(exp.DataType.Type.TIMESTAMPTZ):
+        value = exp.TryCast(this=value.this, to=exp.DataType.build("TIMESTAMP_LTZ", dialect="spark"))
+    return exp.Cast(this=value, to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
 
 
 def _try_strptime(args: list[exp.Expression], path: str) -> exp.Expression:
@@ -378,9 +393,33 @@ def compile_tree(
     tree = _inline(tree, scalar_macros(catalog), f.path)
     tree = _bind(tree, f, values)
     tree = _rewrite_all(tree, f.path)
+    tree = _star_replace(tree, columns_of, f.path)
     tree = _unpivot(tree, columns_of, f.path)
     helpers, tree = _hoist_recursive_inputs(tree, f.name)
     return [*helpers, (f.name, tree.sql(dialect=RlsqlSpark, pretty=True))]
+
+
+def _star_replace(tree: exp.Expression, columns_of: Callable[[str], list[str]] | None, path: str) -> exp.Expression:
+    """`* EXCLUDE (...) REPLACE (expr AS c)` as the explicit column list (Spark has no REPLACE)."""
+    for star in list(tree.find_all(exp.Star)):
+        replaced = star.args.get("replace")
+        select = star.parent
+        if not replaced or not isinstance(select, exp.Select):
+            continue
+        if columns_of is None:
+            raise SparkCompileError(f"{path}: a `* REPLACE (...)` needs a Spark session to list its columns")
+        probe = select.copy()
+        bare = star.copy()
+        bare.set("replace", None)
+        probe.set("expressions", [bare])
+        for key in ("where", "group", "having", "qualify", "order", "limit"):
+            probe.set(key, None)
+        by_name = {r.alias_or_name: r for r in replaced}
+        expanded = [by_name[c].copy() if c in by_name else exp.column(c, quoted=True)
+                    for c in columns_of(probe.sql(dialect=RlsqlSpark))]
+        index = select.expressions.index(star)
+        select.set("expressions", select.expressions[:index] + expanded + select.expressions[index + 1:])
+    return tree
 
 
 def _hoist_recursive_inputs(tree: exp.Expression, name: str) -> tuple[list[tuple[str, str]], exp.Expression]:
