@@ -219,19 +219,31 @@ def query_command(
     fmt: FormatOption = None,
     output: OutputOption = None,
     limit: LimitOption = None,
+    engine: Annotated[
+        str | None,
+        typer.Option("--engine", "-e", help="duckdb (default) or spark (SPARK_REMOTE, else a local session); "
+                     "default: $RLSQL_ENGINE, else duckdb.", show_default=False),
+    ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Say on stderr whether each CSV read used the cache.")
     ] = False,
 ) -> None:
     """Run a named query (or a view) over one or more runs and print its rows."""
     from rlsql.api import bind_params, run_query
+    from rlsql.engines import resolve_engine
 
     if verbose:  # `rlsql -v query` set it already
         _set_verbose(True)
+    chosen = resolve_engine(engine)
     params = _parse_params(param)
     bind_params(name, params)  # a bad name or parameter fails before any file is read
     runs = _resolve(run)
-    result = run_query(name, runs, params)
+    if chosen == "spark":
+        from rlsql.engines.spark import run_query_spark
+
+        result = run_query_spark(name, runs, params)
+    else:
+        result = run_query(name, runs, params)
     _emit_rows(fmt, result.columns, result.rows, output, runs, limit)
 
 
@@ -329,10 +341,24 @@ def describe_command(name: NameArgument, run: RunOption = None, fmt: FormatOptio
 
 
 @app.command("show", epilog=DOCS_HINT)
-def show_command(name: NameArgument) -> None:
+def show_command(
+    name: NameArgument,
+    dialect: Annotated[
+        str | None,
+        typer.Option("--dialect", help="spark: print it compiled for Spark SQL (default parameters).",
+                     show_default=False),
+    ] = None,
+) -> None:
     """Print a named query's or view's SQL file (header and body)."""
     from rlsql.catalog import load_catalog
 
+    if dialect is not None and dialect not in ("duckdb", "spark"):
+        raise UsageError(f"--dialect {dialect!r}: choose duckdb or spark")
+    if dialect == "spark":
+        from rlsql.engines.spark import show_spark
+
+        sys.stdout.write(show_spark(name))
+        return
     sys.stdout.write(load_catalog().query(name).text)
 
 
