@@ -13,10 +13,12 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import cache, harbor
+from rlsql import badcells, cache, harbor
+from rlsql.badcells import BadCells
 from rlsql.catalog import Catalog, SqlFile, load_catalog
-from rlsql.duckdb_errors import data_error, one_line
-from rlsql.errors import DataError
+from rlsql.duckconn import memory_connection
+from rlsql.duckdb_errors import data_error
+from rlsql.errors import DataError, one_line
 from rlsql.runs import Run, resolve_runs
 from rlsql.sources import SourceContext
 from rlsql.sqltext import identifier, literal
@@ -53,7 +55,7 @@ def object_statements(
     sources = SourceContext(runs)
     statements: list[tuple[SqlFile, str]] = []
     last: list[tuple[SqlFile, str]] = []
-    scratch = duckdb.connect(":memory:")
+    scratch = memory_connection()
     for f in files:
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
         real = [(f, statement) for statement in f.create_statements(sql, as_table=f.name in load)]
@@ -183,13 +185,13 @@ def open_connection(
     """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once."""
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     create_objects(con, runs, files, catalog, load, lazy_config)
     return con
 
 
 def query_connection(
-    runs: Sequence[Run], name: str, catalog: Catalog | None = None
+    runs: Sequence[Run], name: str, catalog: Catalog | None = None, bad_cells: BadCells | None = None
 ) -> tuple[duckdb.DuckDBPyConnection, str]:
     """A connection and the one statement that answers named query `name` over `runs`.
 
@@ -197,11 +199,14 @@ def query_connection(
     chain once: created as views, each CREATE VIEW re-binds every view below it (half the
     start-up of a deep query such as timing_breakdown). Macros and the loaded sources are created
     first. A view referenced once is inlined as before; DuckDB may compute one referenced by
-    several CTEs once.
+    several CTEs once. A whole-number cell that reads as empty fails the statement, or with
+    `bad_cells` is recorded there (rlsql/badcells.py).
     """
     catalog = catalog or load_catalog()
-    sources = SourceContext(runs)
-    con = duckdb.connect(":memory:")
+    sources = SourceContext(runs, bad_cells="fail" if bad_cells is None else "record")
+    con = memory_connection()
+    if bad_cells is not None:
+        badcells.register(con, bad_cells)
     ctes = []
     for f in catalog.closure([name]):
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered

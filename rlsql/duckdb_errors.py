@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from rlsql.errors import DATA_ERROR_MARK, DataError, QueryError, RlsqlError, RlsqlWarning, one_line
+from rlsql.errors import DATA_ERROR_MARK, DataError, QueryError, RlsqlError, RlsqlWarning, UnparsableCsv, one_line
 from rlsql.probe import locate_unparsable_csv, parser_failure
 from rlsql.runs import CSV_ARTIFACTS, Run
 
@@ -40,7 +40,7 @@ def csv_error(exc: BaseException) -> DataError | None:
         return None
     if not line and "state machine reached an invalid state" in text:
         at, problem = parser_failure(Path(path.group(1).strip()), exc)
-        return DataError(f"{path.group(1).strip()}{'' if at is None else f':{at}'}: {problem}")
+        return UnparsableCsv(path.group(1).strip(), at, problem)
     details = [
         part.strip()
         for part in text.splitlines()[1:]

@@ -36,6 +36,14 @@ class DataError(RlsqlError):
     exit_code = ExitCode.BAD_DATA
 
 
+class UnparsableCsv(DataError):
+    """A CSV DuckDB's parser gives up on as a whole (a stray CR): the query skips that file and retries."""
+
+    def __init__(self, path: str, line: int | None, problem: str):
+        self.path = path
+        super().__init__(f"{path}{'' if line is None else f':{line}'}: {problem}")
+
+
 class CatalogError(RlsqlError):
     """The SQL catalog itself is inconsistent (unknown reference, cycle, bad header): a bug in sql/."""
 

@@ -15,7 +15,8 @@ import duckdb
 
 from rlsql.artifacts import INTEGER_COLUMNS
 from rlsql.catalog import load_catalog
-from rlsql.errors import DataError, one_line
+from rlsql.duckconn import memory_connection
+from rlsql.errors import DataError, UnparsableCsv, one_line
 from rlsql.runs import Run, read_header
 
 
@@ -63,7 +64,7 @@ def stray_cr_line(path: Path, chunk: int = 1 << 24) -> int | None:
 
 def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataError | None:
     """After DuckDB failed without naming a file: probe each CSV a query reads and name the first that fails."""
-    con = duckdb.connect()
+    con = memory_connection()
     for run in runs:
         for kind in kinds:
             artifact = run.artifact(kind)
@@ -74,5 +75,5 @@ def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataErro
                 con.execute(probe_sql(kind, artifact.path, header)).fetchall()
             except duckdb.Error as exc:
                 line, problem = parser_failure(artifact.path, exc)
-                return DataError(f"{artifact.path}{'' if line is None else f':{line}'}: {problem}")
+                return UnparsableCsv(str(artifact.path), line, problem)
     return None

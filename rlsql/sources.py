@@ -40,10 +40,12 @@ class CsvFile:
 class SourceContext:
     """What the source templates are rendered with; each piece is computed once, when first needed."""
 
-    def __init__(self, runs: Sequence[Run], config_function: str | None = None):
+    def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None):
         self.runs = list(runs)
         #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
         self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
+        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/badcells.py)
+        self.bad_cells = bad_cells
 
     @functools.cached_property
     def run_rows(self) -> list[dict]:
@@ -97,6 +99,10 @@ class SourceContext:
             if unnameable:
                 warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
+            unparsable = csvread.unparsable.get(csvread.file_version(str(artifact.path)))
+            if unparsable is not None:
+                warnings.warn(f"{unparsable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
             try:
                 read = csv_header(artifact.path)
             except DataError as exc:
@@ -134,7 +140,8 @@ class SourceContext:
             if f.buffer:
                 group["buffer"] = max(group["buffer"] or 0, f.buffer)
         integers = INTEGER_COLUMNS.get(source.artifact or "", ())
-        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers}
+        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers,
+                "bad_cells": self.bad_cells}
 
     def harbor_context(self) -> dict:
         """files: per run that has trace_jobs and no trials CSV (the CSV wins), its listed trial folders.

@@ -19,15 +19,16 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("text and errors", {"rlsql.errors", "rlsql.sqltext", "rlsql.version"}),
     ("files on disk", {
         "rlsql.writes", "rlsql.duckpaths", "rlsql.csvread", "rlsql.harbor", "rlsql.logfiles",
-        "rlsql.formats", "rlsql.sample",
+        "rlsql.formats", "rlsql.sample", "rlsql.duckconn",
     }),
     ("runs, config and params", {"rlsql.runs", "rlsql.artifacts", "rlsql.config", "rlsql.params", "rlsql.cache"}),
     ("the catalogue", {"rlsql.catalog"}),
     ("sources and the engine", {
         "rlsql.duckdb_errors", "rlsql.probe", "rlsql.sources", "rlsql.cachebuild", "rlsql.connection",
-        "rlsql.provenance", "rlsql.inventory", "rlsql.rawlogs",
+        "rlsql.provenance", "rlsql.inventory", "rlsql.rawlogs", "rlsql.logcache", "rlsql.badcells",
+        "rlsql.engines.spark_sources", "rlsql.engines.spark_sql",
     }),
-    ("the API", {"rlsql.api", "rlsql"}),
+    ("the API", {"rlsql.api", "rlsql", "rlsql.engines", "rlsql.engines.spark"}),
     ("commands' work", {
         "rlsql.check", "rlsql.export", "rlsql.dbfile", "rlsql.shellinit", "rlsql.describe", "rlsql.docs",
         "rlsql.report", "rlsql.report.data", "rlsql.report.figures", "rlsql.report.render", "rlsql.report.human",

@@ -27,8 +27,9 @@ def test_read_csv_is_called_in_one_template() -> None:
     callers = [p.relative_to(SQL).as_posix() for p in TEMPLATES
                if p != READER and re.search(r"\bread_csv\s*\(", sql_text(p))]
     assert callers == []
-    users = {p.name for p in TEMPLATES if 'import read_csv' in p.read_text() or 'import read_lines' in p.read_text()}
-    assert users == {"_read_csv.sql.j2", "_check_csv.sql.j2", "_cache_csv.sql.j2", "_rawlogs.sql.j2"}
+    users = {p.name for p in TEMPLATES if re.search(r"import read_(csv|lines|kept_lines)\b", p.read_text())}
+    assert users == {"_read_csv.sql.j2", "_check_csv.sql.j2", "_cache_csv.sql.j2", "_rawlogs.sql.j2",
+                     "_log_cache.sql.j2"}
 
 
 def test_every_pasted_type_goes_through_the_allow_list() -> None:

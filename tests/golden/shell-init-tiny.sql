@@ -536,8 +536,13 @@ FROM (
     FROM trials_src
     -- runs without a trials CSV: Harbor's result.json files (harbor_trials_src lists no run that has a CSV),
     -- the trials only (a row with a problem is a file that is no trial: see rlsql check)
-    UNION ALL BY NAME
-    SELECT * EXCLUDE (source_file, problem, bad_values, nonfinite) FROM harbor_trials_src WHERE problem IS NULL
+    UNION ALL
+    SELECT
+        run, row_no, task_name, trial_name, n_episodes, n_input_tokens, n_output_tokens, exception_type, reward,
+        agent_duration_sec, trial_duration, environment_setup_duration, agent_setup_duration,
+        agent_execution_duration, verifier_duration, exception_message, started_at, finished_at
+    FROM harbor_trials_src
+    WHERE problem IS NULL
 ) AS t;
 
 COMMENT ON VIEW "trial_rows" IS 'One row per Harbor trial, from the run''s trials CSV, else from its trace_jobs/*/result.json, without the exception routing (the `trials` view adds it): run, row_no (CSV order, sorted trial folder names for result.json files), task and trial names, n_episodes (turns), tokens, exception_type (`No exception` when empty), reward, outcome (Success: reward > 0, Failure: reward = 0), durations, then, read from result.json only (NULL for a CSV), exception_message, started_at and finished_at. Queries that aggregate read this view and route per exception type afterwards, not per trial.';
@@ -581,9 +586,13 @@ WITH
             run,
             arg_max(ema, step) AS final_ema,
             max(ema) AS best_ema,
-            first(step ORDER BY ema DESC, step) AS best_ema_step  -- ties to the earliest step
-        FROM reward_curve
-        WHERE ema IS NOT NULL
+            -- the step ranked first by EMA, ties to the earliest (a window rank: no ordered first())
+            min(step) FILTER (WHERE ema_rank = 1) AS best_ema_step
+        FROM (
+            SELECT run, step, ema, row_number() OVER (PARTITION BY run ORDER BY ema DESC, step) AS ema_rank
+            FROM reward_curve
+            WHERE ema IS NOT NULL
+        ) AS ranked
         GROUP BY run
     ),
     exception_figures AS (
