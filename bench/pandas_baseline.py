@@ -8,9 +8,10 @@ Usage (from the repository root)::
 Each invocation is one fresh process that reads the run's CSV with ``pandas.read_csv`` (all
 columns, default C engine, as the parser's scripts do), then computes one statistic with
 groupby / median / quantile / ewm. NAME is the named query it stands for: turn_stats,
-turn_percentiles, turns_by_exception, turns_by_outcome, exception_distribution, reward_summary,
-run_overview, reward_curve, async_health, vllm_summary. The figures follow
-docs/queries.md, so the output can be compared with ``rlsql query NAME -f csv``.
+turn_percentiles, turns_by_exception, turns_by_outcome, exception_distribution, exception_treatment,
+reward_summary, trial_phases, run_overview, reward_curve, async_health, vllm_summary. The figures
+follow docs/queries.md, so the output can be compared with ``rlsql query NAME -f csv``;
+tests/test_baselines.py checks the trial statistics against tests/oracle.py.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 MASK_DEFAULT = [
@@ -34,17 +36,32 @@ MASK_DEFAULT = [
 ZERO_DEFAULT = ["AgentTimeoutError", "ContextLengthExceededError"]
 
 
-def newest(run: Path, suffix: str) -> Path:
-    """The newest parse's `<ts>_<suffix>` (the prefix sorts by time)."""
+def newest(run: Path, suffix: str, plain: str | None = None) -> Path:
+    """The newest parse's `<ts>_<suffix>` (the prefix sorts by time), else the unprefixed `plain` file."""
     found = sorted(p for p in run.glob(f"*_{suffix}") if re.fullmatch(rf"\d{{8}}_\d{{6}}_{re.escape(suffix)}", p.name))
-    if not found:
-        raise SystemExit(f"{run}: no *_{suffix}")
-    return found[-1]
+    if found:
+        return found[-1]
+    if plain and (run / plain).is_file():
+        return run / plain
+    raise SystemExit(f"{run}: no *_{suffix}")
+
+
+TRIAL_NUMBERS = [
+    "n_episodes", "n_input_tokens", "n_output_tokens", "reward", "agent_duration_sec", "trial_duration",
+    "environment_setup_duration", "agent_setup_duration", "agent_execution_duration", "verifier_duration",
+]
 
 
 def trials(run: Path) -> pd.DataFrame:
-    df = pd.read_csv(newest(run, "trial_results.csv"))
-    df["exception_type"] = df["exception_type"].fillna("No exception")
+    """Every column of the trials CSV; a column the file lacks is NaN, `inf` is NaN as `nan` is, and so
+    is a turn or token count that is not a whole number."""
+    df = pd.read_csv(newest(run, "trial_results.csv", "trial_results.csv"))
+    for column in TRIAL_NUMBERS:
+        df[column] = df[column].replace([np.inf, -np.inf], np.nan) if column in df else np.nan
+    for column in TRIAL_NUMBERS[:3]:  # turns and tokens: a whole number up to 2**53, else NaN (a bad cell)
+        df[column] = df[column].where((np.floor(df[column]) == df[column]) & (df[column].abs() <= 2**53))
+    exception = df["exception_type"].str.strip() if "exception_type" in df else pd.Series(np.nan, index=df.index)
+    df["exception_type"] = exception.replace("", np.nan).fillna("No exception")
     return df
 
 
@@ -147,6 +164,20 @@ def exception_distribution(run: Path) -> pd.DataFrame:
     return with_run(out, run)
 
 
+def exception_treatment(run: Path) -> pd.DataFrame:
+    df = trials(run)
+    route = routing(run)
+    treatment = df["exception_type"].map({name: route(name) for name in df["exception_type"].unique()})
+    treatment = treatment.mask((treatment == "passthrough") & df["reward"].isna(), "mask")  # no reward: masked
+    groups = df.groupby(treatment)["exception_type"].agg(
+        trials="size", exception_types=lambda s: ", ".join(sorted(s.unique()))
+    )
+    order = [t for t in ("none", "passthrough", "mask", "zero") if t in groups.index]
+    out = groups.reindex(order).rename_axis("treatment").reset_index()
+    out.insert(2, "pct", 100.0 * out["trials"] / len(df))
+    return with_run(out, run)
+
+
 def reward_summary(run: Path) -> pd.DataFrame:
     df = trials(run)
     rewards = df["reward"].dropna()
@@ -158,6 +189,45 @@ def reward_summary(run: Path) -> pd.DataFrame:
         "trials_with_turns": int(df["n_episodes"].notna().sum()),
     }
     return with_run(pd.DataFrame([row]), run)
+
+
+PHASES = {
+    "environment_setup": ["environment_setup_duration"],
+    "agent_setup": ["agent_setup_duration"],
+    "agent_execution": ["agent_execution_duration", "agent_duration_sec"],  # older files: agent_duration_sec
+    "verifier": ["verifier_duration"],
+}
+
+
+def trial_phases(run: Path) -> pd.DataFrame:
+    df = trials(run)
+    phases = pd.DataFrame({p: df[cols[0]].fillna(df[cols[1]]) if len(cols) > 1 else df[cols[0]]
+                           for p, cols in PHASES.items()})
+    columns = ["phase", "median_s", "mean_s", "total_s", "share_of_trial", "trials"]
+    if phases.notna().sum().sum() == 0:
+        return with_run(pd.DataFrame(columns=columns), run)  # no phase figures at all: no rows
+    duration = df["trial_duration"]
+    timed = duration.notna()
+    total = duration.sum() if timed.any() else None
+
+    def share(amount: float) -> float | None:
+        return amount / total if total else None
+
+    rows = [
+        {"phase": p, "median_s": s.median(), "mean_s": s.mean(), "total_s": s.sum(),
+         "share_of_trial": share(s[timed].sum()), "trials": int(s.count())}
+        for p, s in phases.items()
+        if s.count()
+    ]
+    # per trial with a trial_duration: the seconds no phase covers (negative: the phases overlap)
+    residual = (duration - phases.fillna(0).sum(axis=1))[timed]
+    if len(residual):
+        r_total = residual.sum()
+        rows.append({"phase": "unattributed" if r_total >= 0 else "overlap",
+                     "median_s": residual.median() if r_total >= 0 else -residual.median(),
+                     "mean_s": abs(r_total) / len(residual), "total_s": abs(r_total),
+                     "share_of_trial": share(r_total) if r_total >= 0 else None, "trials": len(residual)})
+    return with_run(pd.DataFrame(rows, columns=columns), run)
 
 
 def step_column(df: pd.DataFrame) -> pd.Series:
@@ -253,14 +323,16 @@ STATISTICS: dict[str, Callable[[Path], pd.DataFrame]] = {
         turns_by_exception,
         turns_by_outcome,
         exception_distribution,
+        exception_treatment,
         reward_summary,
+        trial_phases,
         run_overview,
         reward_curve,
         async_health,
         vllm_summary,
     )
 }
-TRIAL_STATISTICS = list(STATISTICS)[:6]
+TRIAL_STATISTICS = list(STATISTICS)[:8]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -104,14 +104,14 @@ def _read_csv(path: Path) -> list[dict[str, str | None]]:
 
 
 def _num(cell: str | None) -> float | None:
-    """A numeric cell: empty or `nan` is NULL; otherwise a float."""
+    """A numeric cell: empty, `nan` or `inf` is NULL (docs/semantics.md); otherwise a float."""
     if cell is None:
         return None
     text = cell.strip()
     if text == "" or text.lower() == "nan":
         return None
     value = float(text)
-    return None if math.isnan(value) else value
+    return value if math.isfinite(value) else None
 
 
 def _int(cell: str | None) -> int | None:
@@ -127,6 +127,11 @@ def _int(cell: str | None) -> int | None:
 
 def _text(cell: str | None) -> str | None:
     return None if cell is None or cell == "" else cell
+
+
+def _trimmed(value: Any) -> Any:
+    """An exception type as the trials view reads it: spaces around it trimmed (empty is none)."""
+    return value.strip(" ") or None if isinstance(value, str) else value
 
 
 # --------------------------------------------------------------------------------------------
@@ -301,7 +306,7 @@ def read_harbor_trials(trace_jobs: Path) -> list[Row]:
             "n_episodes": _json_number(metadata.get("n_episodes"), whole=True),
             "n_input_tokens": _json_number(agent.get("n_input_tokens"), whole=True),
             "n_output_tokens": _json_number(agent.get("n_output_tokens"), whole=True),
-            "exception_type": (data.get("exception_info") or {}).get("exception_type") or NO_EXCEPTION,
+            "exception_type": _trimmed((data.get("exception_info") or {}).get("exception_type")) or NO_EXCEPTION,
             "reward": float(reward) if reward is not None else None,
             "agent_duration_sec": None,  # the current parser writes agent_execution_duration instead
             "trial_duration": _seconds(data),
@@ -326,7 +331,8 @@ def read_trials(run_dir: Path | str) -> list[Row]:
     for raw in _read_csv(path):
         trial: Row = {col: _text(raw.get(col)) for col in _TRIAL_TEXT}
         trial.update({col: _int(raw.get(col)) for col in _TRIAL_INT})
-        trial["exception_type"] = _text(raw.get("exception_type")) or NO_EXCEPTION
+        # trimmed of spaces, as the trials view reads the cell
+        trial["exception_type"] = _text((raw.get("exception_type") or "").strip(" ")) or NO_EXCEPTION
         trial.update({col: _num(raw.get(col)) for col in _TRIAL_FLOAT})
         trials.append(trial)
     return trials

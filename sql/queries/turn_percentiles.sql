@@ -12,21 +12,22 @@
 -- column: p95: 95th percentile of turns
 -- column: p99: 99th percentile of turns
 -- column: max: most turns
-WITH
-    turns AS (
-        SELECT run, exception_type, n_episodes FROM trial_rows WHERE n_episodes IS NOT NULL
-    ),
-    groups AS (
-        SELECT run, 0 AS section, 'All trials' AS exception_type, count(*) AS trials,
-            quantile_cont(n_episodes, [0.5, 0.75, 0.9, 0.95, 0.99]) AS q, max(n_episodes) AS max
-        FROM turns
-        GROUP BY run
-        UNION ALL
-        SELECT run, 1, exception_type, count(*),
-            quantile_cont(n_episodes, [0.5, 0.75, 0.9, 0.95, 0.99]), max(n_episodes)
-        FROM turns
-        GROUP BY run, exception_type
-    )
-SELECT run, exception_type, trials, q[1] AS p50, q[2] AS p75, q[3] AS p90, q[4] AS p95, q[5] AS p99, max
+-- one pass over the trials: GROUPING SETS gives each run's `All trials` row and its per-type rows together
+WITH groups AS (
+    SELECT
+        run,
+        exception_type,
+        grouping(exception_type) AS every,
+        count(*) AS trials,
+        quantile_cont(n_episodes, [0.5, 0.75, 0.9, 0.95, 0.99]) AS q,
+        max(n_episodes) AS max
+    FROM trial_rows
+    WHERE n_episodes IS NOT NULL
+    GROUP BY GROUPING SETS ((run), (run, exception_type))
+)
+SELECT
+    run,
+    CASE WHEN every = 1 THEN 'All trials' ELSE exception_type END AS exception_type,
+    trials, q[1] AS p50, q[2] AS p75, q[3] AS p90, q[4] AS p95, q[5] AS p99, max
 FROM groups
-ORDER BY run, section, exception_type
+ORDER BY run, every DESC, exception_type
