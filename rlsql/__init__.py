@@ -21,6 +21,7 @@ _LAZY = {
     "RlsqlError": "rlsql.errors",
     "RlsqlWarning": "rlsql.errors",
     "UsageError": "rlsql.errors",
+    "spark": "rlsql.engines.spark",
 }
 
 __all__ = [
@@ -33,11 +34,13 @@ __all__ = [
     "__version__",
     "connect",
     "query",
+    "spark",
 ]
 
 if TYPE_CHECKING:
     from rlsql.api import QueryResult, query
     from rlsql.connection import connect
+    from rlsql.engines.spark import spark
     from rlsql.errors import DataError, ExitCode, RlsqlError, RlsqlWarning, UsageError
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import duckdb
 
+from rlsql.badcells import BadCells, answering
 from rlsql.cachebuild import with_cache_fallback
 from rlsql.catalog import load_catalog
 from rlsql.connection import RunSpec, check_artifacts, open_connection, query_connection
@@ -98,8 +99,8 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryRe
     needed = catalog.closure([name])
     check_artifacts(runs, needed, name)
 
-    def answer() -> QueryResult:
-        con, sql = query_connection(runs, qfile.name, catalog)
+    def answer(bad_cells: BadCells | None) -> QueryResult:
+        con, sql = query_connection(runs, qfile.name, catalog, bad_cells)
         _set_variables(con, values)
         try:
             cursor = con.execute(sql)
@@ -111,7 +112,8 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryRe
         return QueryResult(name, columns, rows, list(runs), values, con, sql)
 
     # a cached copy that fails to read costs a second answer from the CSVs, never a failed query
-    return with_cache_fallback(answer)
+    # a bad whole-number cell costs a second answer that names it (rlsql/badcells.py)
+    return with_cache_fallback(lambda: answering(answer))
 
 
 def query(name: str, runs: RunSpec = None, **params: Any) -> QueryResult:

@@ -480,8 +480,10 @@ def _footer_key(parquet: Path) -> str | None:
         return None
     import duckdb
 
+    from rlsql.duckconn import memory_connection
+
     try:
-        rows = duckdb.connect(":memory:").execute(
+        rows = memory_connection().execute(
             "SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
             [glob_escaped(parquet), FOOTER_KEY],
         ).fetchall()

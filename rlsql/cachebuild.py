@@ -22,10 +22,12 @@ import duckdb
 
 from rlsql import cache, csvread
 from rlsql.catalog import SqlFile, load_catalog
-from rlsql.duckdb_errors import REJECT_EXAMPLES, has_reject_tables, one_line, rejected_lines
+from rlsql.duckconn import memory_connection
+from rlsql.duckdb_errors import REJECT_EXAMPLES, UnparsableCsv, has_reject_tables, one_line, rejected_lines
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlError, RlsqlWarning
 from rlsql.runs import CSV_ARTIFACTS, Run, read_header
+from rlsql.writes import WriteError
 
 T = TypeVar("T")
 
@@ -137,7 +139,7 @@ def build_cache_entry(
     own = con is None
     if own:
         cache.ensure_root(root)
-        con = duckdb.connect(":memory:")
+        con = memory_connection()
     entry = cache.entry_for(path, root)
     started = time.perf_counter()
     before = cache.Stat.of(path)
@@ -186,23 +188,53 @@ def build_cache_entry(
     return Built(entry, rows, time.perf_counter() - started)
 
 
+def skipping_unparsable(work: Callable[[], T]) -> T:
+    """`work()`; when a CSV fails it as a whole (duckdb_errors.UnparsableCsv: a stray CR), `work()` again
+    without that file, which the sources then skip with a warning naming its file and line.
+
+    The warnings of an attempt that failed so are dropped: the next attempt says them again.
+    """
+    while True:
+        failure: RlsqlError | None = None
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            try:
+                result = work()
+            except RlsqlError as exc:
+                failure = exc
+        # said again only outside the block: inside it, they would land in the list being read
+        version = csvread.file_version(failure.path) if isinstance(failure, UnparsableCsv) else None
+        if version is None or version in csvread.unparsable:
+            _say_again(said)
+            if failure is not None:
+                raise failure
+            return result
+        csvread.unparsable[version] = str(failure)
+
+
+def _say_again(said: list[warnings.WarningMessage]) -> None:
+    for w in said:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def with_cache_fallback(work: Callable[[], T]) -> T:
-    """`work()`; when it fails with a DuckDB error after reading cached copies, `work()` again from the
-    CSVs, and the entries that failed (all those read, when none fails a footer check) are marked damaged.
+    """`skipping_unparsable(work)`; when it fails with a DuckDB error after reading cached copies, again from
+    the CSVs, and the entries that failed (all those read, when none fails a footer check) are marked damaged.
 
     A failure that the CSVs repeat is the CSVs' own, and that error is raised.
     """
     _handed_out.clear()
     try:
-        return work()
+        return skipping_unparsable(work)
     except (duckdb.Error, RlsqlError) as exc:
         cause = exc if isinstance(exc, duckdb.Error) else exc.__cause__
         used = list(_handed_out)
-        if not used or not isinstance(cause, duckdb.Error):
+        # an output that could not be written (a full disk) says nothing about the cached copies
+        if not used or not isinstance(cause, duckdb.Error) or isinstance(exc, WriteError):
             raise
         with cache.disabled():
-            result = work()
-        con = duckdb.connect(":memory:")
+            result = skipping_unparsable(work)
+        con = memory_connection()
         bad = [e for e in used if cache.footer_problem(e, e.read_meta(), con)] or used
         reason = one_line(cause)
         for e in bad:
@@ -234,7 +266,7 @@ def build_cache(runs: Sequence[Run], force: bool = False) -> BuildReport:
     cache.ensure_root(root)
     swept = cache.sweep_leftovers(root)
     catalog = load_catalog()
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     done = []
     for run in runs:
         for kind in CSV_ARTIFACTS:

@@ -16,7 +16,8 @@ from rlsql import csvread, harbor
 from rlsql.catalog import load_catalog
 from rlsql.config import config_problems, read_yaml
 from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, open_connection
-from rlsql.duckdb_errors import data_error_text, has_reject_tables, parser_failure, rejected_lines
+from rlsql.duckconn import memory_connection
+from rlsql.duckdb_errors import UnparsableCsv, data_error_text, has_reject_tables, parser_failure, rejected_lines
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError
 from rlsql.logfiles import from_logs_requested
@@ -131,7 +132,7 @@ class CsvProbes:
 
 def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataError | None:
     """After DuckDB failed without naming a file: probe each CSV a query reads and name the first that fails."""
-    con = duckdb.connect()
+    con = memory_connection()
     for run in runs:
         for kind in kinds:
             artifact = run.artifact(kind)
@@ -142,7 +143,7 @@ def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataErro
                 con.execute(probe_sql(kind, artifact.path, header)).fetchall()
             except duckdb.Error as exc:
                 line, problem = parser_failure(artifact.path, exc)
-                return DataError(f"{artifact.path}{'' if line is None else f':{line}'}: {problem}")
+                return UnparsableCsv(str(artifact.path), line, problem)
     return None
 
 

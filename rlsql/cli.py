@@ -219,19 +219,31 @@ def query_command(
     fmt: FormatOption = None,
     output: OutputOption = None,
     limit: LimitOption = None,
+    engine: Annotated[
+        str | None,
+        typer.Option("--engine", "-e", help="duckdb (default) or spark (SPARK_REMOTE, else a local session); "
+                     "default: $RLSQL_ENGINE, else duckdb.", show_default=False),
+    ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Say on stderr whether each CSV read used the cache.")
     ] = False,
 ) -> None:
     """Run a named query (or a view) over one or more runs and print its rows."""
     from rlsql.api import bind_params, run_query
+    from rlsql.engines import resolve_engine
 
     if verbose:  # `rlsql -v query` set it already
         _set_verbose(True)
+    chosen = resolve_engine(engine)
     params = _parse_params(param)
     bind_params(name, params)  # a bad name or parameter fails before any file is read
     runs = _resolve(run)
-    result = run_query(name, runs, params)
+    if chosen == "spark":
+        from rlsql.engines.spark import run_query_spark
+
+        result = run_query_spark(name, runs, params)
+    else:
+        result = run_query(name, runs, params)
     _emit_rows(fmt, result.columns, result.rows, output, runs, limit)
 
 
@@ -329,10 +341,24 @@ def describe_command(name: NameArgument, run: RunOption = None, fmt: FormatOptio
 
 
 @app.command("show", epilog=DOCS_HINT)
-def show_command(name: NameArgument) -> None:
+def show_command(
+    name: NameArgument,
+    dialect: Annotated[
+        str | None,
+        typer.Option("--dialect", help="spark: print it compiled for Spark SQL (default parameters).",
+                     show_default=False),
+    ] = None,
+) -> None:
     """Print a named query's or view's SQL file (header and body)."""
     from rlsql.catalog import load_catalog
 
+    if dialect is not None and dialect not in ("duckdb", "spark"):
+        raise UsageError(f"--dialect {dialect!r}: choose duckdb or spark")
+    if dialect == "spark":
+        from rlsql.engines.spark import show_spark
+
+        sys.stdout.write(show_spark(name))
+        return
     sys.stdout.write(load_catalog().query(name).text)
 
 
@@ -589,8 +615,6 @@ def _cache_root_or_none():
 @cache_app.command("status")
 def cache_status_command(fmt: FormatOption = None) -> None:
     """List the cache entries: the CSV each was built from, fresh / stale / orphaned / damaged, rows and size."""
-    import duckdb
-
     from rlsql.cache import CacheUnavailable, check_root, describe_policy, full_state, list_root
 
     root = _cache_root_or_none()
@@ -603,7 +627,9 @@ def cache_status_command(fmt: FormatOption = None) -> None:
             raise UsageError(str(exc)) from exc
     if root is not None and root.exists():
         listing = list_root(root)
-        con = duckdb.connect(":memory:")
+        from rlsql.duckconn import memory_connection
+
+        con = memory_connection()
         for entry in listing.entries:
             meta = entry.read_meta()
             state, why = full_state(entry, con)
@@ -627,8 +653,6 @@ def cache_clear_command(
 
     Files in the cache folder that rlsql did not write are never deleted.
     """
-    import duckdb
-
     from rlsql.cache import (
         CacheUnavailable,
         check_root,
@@ -653,7 +677,9 @@ def cache_clear_command(
         say(f"cache: nothing to clear ({root} is empty)")
         return
     listing = list_root(root)
-    con = duckdb.connect(":memory:")
+    from rlsql.duckconn import memory_connection
+
+    con = memory_connection()
     entries = [e for e in listing.entries if not stale_only or full_state(e, con)[0] != "fresh"]
     removed, freed = delete_entries(root, entries)
     removed += sweep_leftovers(root)

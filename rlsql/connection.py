@@ -17,10 +17,12 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import cache, csvread, harbor
+from rlsql import badcells, cache, csvread, harbor
+from rlsql.badcells import BadCells
 from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
 from rlsql.config import config_rows
+from rlsql.duckconn import memory_connection
 from rlsql.duckdb_errors import data_error, one_line
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
@@ -114,10 +116,12 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -
 class SourceContext:
     """What the source templates are rendered with; each piece is computed once, when first needed."""
 
-    def __init__(self, runs: Sequence[Run], config_function: str | None = None):
+    def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None):
         self.runs = list(runs)
         #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
         self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
+        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/badcells.py)
+        self.bad_cells = bad_cells
 
     @functools.cached_property
     def run_rows(self) -> list[dict]:
@@ -171,6 +175,10 @@ class SourceContext:
             if unnameable:
                 warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
+            unparsable = csvread.unparsable.get(csvread.file_version(str(artifact.path)))
+            if unparsable is not None:
+                warnings.warn(f"{unparsable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
             try:
                 read = csv_header(artifact.path)
             except DataError as exc:
@@ -208,7 +216,8 @@ class SourceContext:
             if f.buffer:
                 group["buffer"] = max(group["buffer"] or 0, f.buffer)
         integers = INTEGER_COLUMNS.get(source.artifact or "", ())
-        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers}
+        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers,
+                "bad_cells": self.bad_cells}
 
     def harbor_context(self) -> dict:
         """files: per run that has trace_jobs and no trials CSV (the CSV wins), its listed trial folders.
@@ -281,7 +290,7 @@ def object_statements(
     sources = SourceContext(runs)
     statements: list[tuple[SqlFile, str]] = []
     last: list[tuple[SqlFile, str]] = []
-    scratch = duckdb.connect(":memory:")
+    scratch = memory_connection()
     for f in files:
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
         real = [(f, statement) for statement in f.create_statements(sql, as_table=f.name in load)]
@@ -411,13 +420,13 @@ def open_connection(
     """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once."""
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     create_objects(con, runs, files, catalog, load, lazy_config)
     return con
 
 
 def query_connection(
-    runs: Sequence[Run], name: str, catalog: Catalog | None = None
+    runs: Sequence[Run], name: str, catalog: Catalog | None = None, bad_cells: BadCells | None = None
 ) -> tuple[duckdb.DuckDBPyConnection, str]:
     """A connection and the one statement that answers named query `name` over `runs`.
 
@@ -425,11 +434,14 @@ def query_connection(
     chain once: created as views, each CREATE VIEW re-binds every view below it (half the
     start-up of a deep query such as timing_breakdown). Macros and the loaded sources are created
     first. A view referenced once is inlined as before; DuckDB may compute one referenced by
-    several CTEs once.
+    several CTEs once. A whole-number cell that reads as empty fails the statement, or with
+    `bad_cells` is recorded there (rlsql/badcells.py).
     """
     catalog = catalog or load_catalog()
-    sources = SourceContext(runs)
-    con = duckdb.connect(":memory:")
+    sources = SourceContext(runs, bad_cells="fail" if bad_cells is None else "record")
+    con = memory_connection()
+    if bad_cells is not None:
+        badcells.register(con, bad_cells)
     ctes = []
     for f in catalog.closure([name]):
         sql = sources.render(catalog, f) if f.kind == "source" else f.rendered

@@ -23,6 +23,19 @@ SAFE_LINE = 8 * 1024 * 1024
 #: the largest read buffer rlsql asks for; DuckDB holds one per thread
 MAX_BUFFER = 1024 * 1024 * 1024
 _SLACK = 4 * 1024 * 1024
+#: (CSV path, size, mtime_ns) -> why DuckDB cannot parse it (a stray CR): found when a query failed on
+#: it, and skipped with a warning by every source rendered after that in this process while the file
+#: is unchanged (duckdb_errors.UnparsableCsv; a long-lived Python session sees a fixed file again)
+unparsable: dict[tuple[str, int, int], str] = {}
+
+
+def file_version(path: str) -> tuple[str, int, int]:
+    """The key of `unparsable`: the path with its size and modification time (0, 0 when gone)."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return path, 0, 0
+    return path, st.st_size, st.st_mtime_ns
 
 
 class LongLineError(DataError):

@@ -27,6 +27,7 @@ import duckdb
 from rlsql import __version__, cache
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import comment_columns, create_objects
+from rlsql.duckconn import memory_connection
 from rlsql.duckdb_errors import one_line
 from rlsql.errors import DataError, RlsqlError, UsageError
 from rlsql.provenance import SourceFingerprints
@@ -84,7 +85,7 @@ def _build(
     tmp: Path, target: Path, runs: Sequence[Run], materialize: bool, storage_version: str, catalog: Catalog
 ) -> int:
     """Write the database at `tmp`; returns the number of tables materialized."""
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     try:
         try:
             con.execute(f"ATTACH {literal(str(tmp))} AS {_ALIAS} (STORAGE_VERSION {literal(storage_version)})")

@@ -27,6 +27,14 @@ _CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
 _CSV_FILE = re.compile(r"^\s*file = (.+)$", re.MULTILINE)
 
 
+class UnparsableCsv(DataError):
+    """A CSV DuckDB's parser gives up on as a whole (a stray CR): the query skips that file and retries."""
+
+    def __init__(self, path: str, line: int | None, problem: str):
+        self.path = path
+        super().__init__(f"{path}{'' if line is None else f':{line}'}: {problem}")
+
+
 def parser_failure(path: Path, exc: BaseException) -> tuple[int | None, str]:
     """(line, problem) for a CSV DuckDB's parser gave up on: the line of a stray carriage return
     (a CR not followed by LF, which DuckDB's strict parser cannot place) when there is one."""
@@ -61,7 +69,7 @@ def csv_error(exc: BaseException) -> DataError | None:
         return None
     if not line and "state machine reached an invalid state" in text:
         at, problem = parser_failure(Path(path.group(1).strip()), exc)
-        return DataError(f"{path.group(1).strip()}{'' if at is None else f':{at}'}: {problem}")
+        return UnparsableCsv(path.group(1).strip(), at, problem)
     details = [
         part.strip()
         for part in text.splitlines()[1:]

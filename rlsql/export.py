@@ -37,6 +37,7 @@ import duckdb
 
 from rlsql import __version__
 from rlsql.api import bind_params
+from rlsql.cachebuild import with_cache_fallback
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import check_artifacts, open_connection
 from rlsql.duckdb_errors import query_failure
@@ -255,6 +256,17 @@ def export(
                 if fmt != "parquet":
                     _check_file_replaceable(_sidecar(targets[item.name]))
         out_dir.mkdir(parents=True, exist_ok=True)
+    # a cached copy that fails to read costs a second export from the CSVs, never a failed export
+    return with_cache_fallback(functools.partial(
+        _write_items, runs, kept, out_dir, fmt, partition_by, values, targets, progress, catalog, replace_all))
+
+
+def _write_items(
+    runs: Sequence[Run], kept: Sequence[SqlFile], out_dir: Path, fmt: str, partition_by: str | None,
+    values: dict[str, dict[str, Any]], targets: dict[str, Path], progress: Progress, catalog: Catalog,
+    replace_all: bool,
+) -> list[Written]:
+    """export()'s writing half, once every item, parameter and target has been checked."""
     con = open_connection(runs, [f.name for f in kept], catalog)
     # DuckDB spills to `.tmp` in the current folder by default (a run folder, maybe): beside the output instead
     spill = temp_name(out_dir / "duckdb-spill")

@@ -25,6 +25,7 @@ from pathlib import Path
 import duckdb
 
 from rlsql.catalog import Column, SqlFile, load_catalog
+from rlsql.duckconn import memory_connection
 from rlsql.duckdb_errors import one_line
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
@@ -41,6 +42,10 @@ class LogFile:
     path: str
     log_file: str
     file_no: int
+    #: the log's fresh cache entry (rlsql/logcache.py), read instead of the log; None: read in place
+    cached: str | None = None
+    #: the kept lines after the entry's end (a line being written), as {offset, text, is_metric, is_vllm}
+    tail: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -59,18 +64,38 @@ def reads_logs(run: Run, kind: str) -> bool:
     return run.artifact(kind) is None and run.artifact("logs") is not None
 
 
-def log_files(runs: Sequence[Run], kind: str) -> list[LogFile]:
+def log_files(runs: Sequence[Run], kind: str, use_cache: bool = True) -> list[LogFile]:
+    """The logs `kind` is read from, each with its cache entry when the cache policy gives it one."""
+    from rlsql.logcache import cached_log  # imports the cache modules only when a run reads logs
+
     files: list[LogFile] = []
     for run in runs:
         if not reads_logs(run, kind):
             continue
-        for path in find_logs(run.path):
+        paths = find_logs(run.path)
+        run_bytes = sum(_size(p) for p in paths) if use_cache else 0
+        for path in paths:
             reason = why_unnameable(path)
             if reason is not None:
                 warnings.warn(f"{path}: {reason}; log skipped", RlsqlWarning, stacklevel=2)
                 continue
-            files.append(LogFile(run.name, str(path), short_name(path, run.path), len(files)))
+            entry = cached_log(path, run_bytes) if use_cache else None
+            files.append(LogFile(run.name, str(path), short_name(path, run.path), len(files),
+                                 entry.parquet if entry else None,
+                                 tuple(k.__dict__ for k in entry.tail) if entry else ()))
     return files
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _frozen(tail: tuple) -> tuple:
+    """The tail lines as a hashable key (the stamp is an lru_cache key)."""
+    return tuple(tuple(sorted(t.items())) for t in tail)
 
 
 def _stamp(files: Sequence[LogFile]) -> tuple:
@@ -78,9 +103,9 @@ def _stamp(files: Sequence[LogFile]) -> tuple:
     for f in files:
         try:
             st = Path(f.path).stat()
-            out.append((f.run, f.path, f.log_file, f.file_no, st.st_size, st.st_mtime_ns))
+            out.append((f.run, f.path, f.log_file, f.file_no, f.cached, _frozen(f.tail), st.st_size, st.st_mtime_ns))
         except OSError:
-            out.append((f.run, f.path, f.log_file, f.file_no, None, None))
+            out.append((f.run, f.path, f.log_file, f.file_no, f.cached, _frozen(f.tail), None, None))
     return tuple(out)
 
 
@@ -91,11 +116,12 @@ def metric_keys(files: Sequence[LogFile]) -> LogMetrics:
 
 @functools.lru_cache(maxsize=32)
 def _metric_keys(stamp: tuple) -> LogMetrics:
-    files = [{"run": s[0], "path": s[1], "log_file": s[2], "file_no": s[3]} for s in stamp]
+    files = [{"run": s[0], "path": s[1], "log_file": s[2], "file_no": s[3], "cached": s[4],
+              "tail": [dict(t) for t in s[5]]} for s in stamp]
     if not files:
         return LogMetrics((), {})
     sql = load_catalog().env.get_template("sources/_metrics_log_keys.sql.j2").render(log_files=files)
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     try:
         con.execute(f"CREATE TEMP TABLE long AS {sql}")
         keys = [r[0] for r in con.execute(
@@ -122,12 +148,12 @@ def _metric_keys(stamp: tuple) -> LogMetrics:
 def unread_stat_lines(run: Run) -> list[tuple[str, int, str]]:
     """Per log of `run` whose vLLM stats come from its logs: lines holding `Avg prompt throughput`
     that are not stat lines rlsql reads (count, first one): for `rlsql check`."""
-    files = log_files([run], "vllm")
+    files = log_files([run], "vllm", use_cache=False)
     if not files:
         return []
     template = load_catalog().env.get_template("sources/_vllm_log_unread.sql.j2")
     sql = template.render(log_files=[f.__dict__ for f in files])
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     try:
         return [(r[0], r[1], r[2]) for r in con.execute(f"{sql} ORDER BY path").fetchall()]
     except duckdb.Error as exc:

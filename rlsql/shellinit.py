@@ -18,6 +18,7 @@ import duckdb
 from rlsql import __version__, cache
 from rlsql.catalog import Catalog, load_catalog
 from rlsql.connection import column_comment_statements, object_statements
+from rlsql.duckconn import memory_connection
 from rlsql.duckdb_errors import one_line
 from rlsql.errors import RlsqlWarning, UsageError
 from rlsql.runs import Run
@@ -39,7 +40,7 @@ def script_statements(runs: Sequence[Run], catalog: Catalog | None = None) -> li
 
 def _column_comments(statements: Sequence[str], catalog: Catalog) -> list[str]:
     """COMMENT ON COLUMN for every view column: the views are created once in memory to learn their columns."""
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     try:
         for statement in statements:
             con.execute(statement)

@@ -213,12 +213,34 @@ def test_integer_parameter_out_of_range_is_a_usage_error(rlsql_exe: str) -> None
     assert "span: 2147483648 is out of range (1 to 2147483647)" in done.stderr
 
 
-def test_stray_cr_in_a_multi_run_query_names_the_file_and_line(tmp_path: Path) -> None:
+def test_stray_cr_skips_its_file_with_file_and_line_and_the_other_runs_answer(tmp_path: Path) -> None:
     write(tmp_path / "a", TRIALS, trials(2))
     write(tmp_path / "b", TRIALS, HEADER + "t,t__1,2,,1.0\nt,t__2,3\r,,1.0\nt,t__3,4,,1.0\n")
-    with pytest.raises(rlsql.DataError, match=re.escape(f"{tmp_path / 'b' / TRIALS}:3: a carriage return (CR)")):
-        rlsql.query("turn_stats", [tmp_path / "a", tmp_path / "b"])
+    rows, said = caught_query("turn_stats", [tmp_path / "a", tmp_path / "b"])
+    # by hand: run a's two trials of 2 turns; run b's file is skipped whole (no row of it is trusted)
+    assert [(r["run"], r["trials"], r["mean"]) for r in rows] == [("a", 2, 2.0), ("b", 0, None)]
+    assert f"{tmp_path / 'b' / TRIALS}:3: a carriage return (CR) inside a line" in said
+    assert said.count("carriage return") == 1 and "file skipped" in said
     assert (3, "a carriage return (CR) inside a line: DuckDB cannot parse the file") in issues(tmp_path / "b")
+    # the file fixed, the same Python session reads it again
+    write(tmp_path / "b", TRIALS, HEADER + "t,t__1,2,,1.0\nt,t__2,4,,1.0\n")
+    rows, said = caught_query("turn_stats", [tmp_path / "a", tmp_path / "b"])
+    assert [(r["run"], r["trials"], r["mean"]) for r in rows] == [("a", 2, 2.0), ("b", 2, 3.0)]
+    assert "carriage return" not in said
+
+
+def test_stray_cr_through_the_cli_exits_0_with_one_warning(tmp_path: Path, rlsql_exe: str) -> None:
+    write(tmp_path / "a", TRIALS, trials(2))
+    bad = write(tmp_path / "b", TRIALS, HEADER + "t,t__1,2,,1.0\nt,t__2,3\r,,1.0\n")
+    before = bad.read_bytes()
+    done = subprocess.run([rlsql_exe, "query", "turn_stats", "-r", str(tmp_path / "a"), "-r", str(tmp_path / "b"),
+                           "-f", "csv"], capture_output=True, text=True, env={**os.environ, "RLSQL_CACHE": "0"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].startswith("a,2,2.0"), done.stdout
+    assert [line for line in done.stderr.splitlines() if "carriage return" in line] == [
+        f"rlsql: warning: {bad}:3: a carriage return (CR) inside a line: DuckDB cannot parse the file; "
+        "file skipped, no rows read"]
+    assert "Traceback" not in done.stderr and bad.read_bytes() == before
 
 
 # -- item 6: integer cells out of range or fractional ------------------------------------------------------
@@ -234,6 +256,26 @@ def test_out_of_range_turns_are_a_bad_cell_not_a_failed_query(tmp_path: Path) ->
     found = issues(run)
     assert any(line == 2 and "n_episodes" in p for line, p in found), found
     assert any(line == 4 and "n_episodes" in p for line, p in found), found
+
+
+def test_a_query_names_the_file_and_lines_of_bad_whole_number_cells(tmp_path: Path) -> None:
+    path = write(tmp_path / "r", TRIALS, HEADER + "t,t__1,99999999999999999999,,1.0\nt,t__2,4,,0.0\n"
+                 "t,t__3,2.5,,1.0\nt,t__4,3.0,,1.0\nt,t__5,nan,,1.0\n")
+    rows, said = caught_query("turn_stats", [path.parent])
+    assert (rows[0]["trials"], rows[0]["min"], rows[0]["max"]) == (2, 3, 4)  # 4 and 3.0 only
+    # by hand: lines 2 and 4 hold the bad cells; 3.0 is 3 and nan is empty (as in every numeric column)
+    assert (f"{path}: 2 cells not a whole number up to 2**53, read as empty "
+            "(line 2: column n_episodes: '99999999999999999999'; line 4: column n_episodes: '2.5')") in said
+    assert said.count("whole number") == 1
+
+
+def test_a_query_names_the_line_of_a_bad_step(tmp_path: Path) -> None:
+    path = write(tmp_path / "r", METRICS, "log_file,trainer/global_step,reward/avg_raw_reward\n"
+                 "j,1,0.5\nj,2.5,0.7\nj,3,0.9\n")
+    rows, said = caught_query("reward_curve", [path.parent])
+    assert [r["step"] for r in rows] == [1, 3]
+    assert f"{path}: 1 cell not a whole number up to 2**53, read as empty (line 3: column trainer/global_step: '2.5')" \
+        in said
 
 
 def test_out_of_range_step_does_not_crash_check(tmp_path: Path) -> None:

@@ -136,7 +136,10 @@ def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: 
     tables = per_run or len(runs) <= figures.FEW_RUNS  # the comparison layout reads less
     progress = progress or Progress(data_mod.stage_count(check, tables) + len(figures.FIGURES) + 1)
     try:
-        data = data_mod.gather(runs, progress, params, check, tables)
+        from rlsql.cachebuild import with_cache_fallback
+
+        # a cached copy that fails to read costs a second pass over the CSVs, never a failed report
+        data = with_cache_fallback(lambda: data_mod.gather(runs, progress, params, check, tables))
         pngs = figures.draw_all(data, progress)
         progress("writing", stage=True)
         files: dict[str, bytes] = {}

@@ -32,9 +32,13 @@ WITH
             run,
             arg_max(ema, step) AS final_ema,
             max(ema) AS best_ema,
-            first(step ORDER BY ema DESC, step) AS best_ema_step  -- ties to the earliest step
-        FROM reward_curve
-        WHERE ema IS NOT NULL
+            -- the step ranked first by EMA, ties to the earliest (a window rank: no ordered first())
+            min(step) FILTER (WHERE ema_rank = 1) AS best_ema_step
+        FROM (
+            SELECT run, step, ema, row_number() OVER (PARTITION BY run ORDER BY ema DESC, step) AS ema_rank
+            FROM reward_curve
+            WHERE ema IS NOT NULL
+        ) AS ranked
         GROUP BY run
     ),
     exception_figures AS (

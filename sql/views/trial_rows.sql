@@ -66,6 +66,11 @@ FROM (
     FROM trials_src
     -- runs without a trials CSV: Harbor's result.json files (harbor_trials_src lists no run that has a CSV),
     -- the trials only (a row with a problem is a file that is no trial: see rlsql check)
-    UNION ALL BY NAME
-    SELECT * EXCLUDE (source_file, problem, bad_values, nonfinite) FROM harbor_trials_src WHERE problem IS NULL
+    UNION ALL
+    SELECT
+        run, row_no, task_name, trial_name, n_episodes, n_input_tokens, n_output_tokens, exception_type, reward,
+        agent_duration_sec, trial_duration, environment_setup_duration, agent_setup_duration,
+        agent_execution_duration, verifier_duration, exception_message, started_at, finished_at
+    FROM harbor_trials_src
+    WHERE problem IS NULL
 ) AS t

@@ -1,0 +1,308 @@
+"""Run named queries on Apache Spark: a given session, Spark Connect ($SPARK_REMOTE), or a local session.
+
+Every source a query needs becomes a temporary view over a DataFrame (spark_sources), every view a
+temporary view of its compiled SQL (spark_sql), created in dependency order, so Spark analyses
+each object as it is created; then the query runs. Parameter validation, artifact checks and
+warnings are the DuckDB engine's own code, so both engines accept and refuse the same things.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlsql.api import QueryResult, bind_params
+from rlsql.catalog import Catalog, SqlFile, load_catalog
+from rlsql.connection import RunSpec, SourceContext, check_artifacts
+from rlsql.engines.spark_sources import SparkSources
+from rlsql.engines.spark_sql import CompiledCache, compile_file
+from rlsql.errors import QueryError, RlsqlWarning, UsageError
+from rlsql.runs import Run, resolve_runs
+
+REMOTE_ENV = "SPARK_REMOTE"
+#: session settings the compiled SQL relies on: wall-clock timestamps (DuckDB's TIMESTAMP), UTC
+SESSION_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.timestampType": "TIMESTAMP_NTZ",
+}
+#: a local session's settings: small, quiet, sized for one machine
+LOCAL_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.ui.showConsoleProgress": "false",
+    **SESSION_CONF,
+}
+LOCAL_MASTER = os.environ.get("RLSQL_SPARK_MASTER", "local[2]")
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def _extra_conf() -> dict[str, str]:
+    """$RLSQL_SPARK_CONF: more settings for a local session, `key=value` pairs separated by spaces."""
+    pairs = os.environ.get("RLSQL_SPARK_CONF", "").split()
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise UsageError(f"RLSQL_SPARK_CONF: {pair!r} is not key=value")
+        conf[key] = value
+    return conf
+
+
+def require_pyspark() -> None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise UsageError("the Spark engine needs pyspark: pip install 'rlsql[spark]'") from None
+
+
+def require_java() -> None:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return
+    if shutil.which("java") is None:
+        raise UsageError(
+            "a local Spark session needs Java 17 or later (e.g. apt-get install openjdk-17-jre-headless), "
+            f"or set {REMOTE_ENV} to a Spark Connect server"
+        )
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+_SESSION: Any = None
+
+
+def _quiet_python_loggers() -> None:
+    """pyspark logs every analysis error with its JVM stack trace; rlsql reports the error in one line instead."""
+    import logging
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logging.getLogger(name).disabled = True
+
+
+def get_session(given: Any = None) -> Any:
+    """The session to run on: `given`, else Spark Connect at $SPARK_REMOTE, else one local session per process."""
+    global _SESSION
+    if given is not None:
+        spark = given
+    elif _SESSION is not None:
+        return _SESSION
+    else:
+        require_pyspark()
+        import warnings
+
+        # pyspark warns about its pandas support on import; rlsql does not hand pandas to Spark
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+        from pyspark.sql import SparkSession
+
+        remote = os.environ.get(REMOTE_ENV)
+        if remote:
+            try:
+                spark = SparkSession.builder.remote(remote).getOrCreate()
+            except ImportError as exc:
+                raise UsageError(f"Spark Connect needs its client libraries ({exc}): pip install 'pyspark[connect]'"
+                                 ) from None
+        else:
+            require_java()
+            builder = SparkSession.builder.master(LOCAL_MASTER).appName("rlsql")
+            for key, value in LOCAL_CONF.items():
+                builder = builder.config(key, value)
+            builder = builder.config("spark.driver.extraJavaOptions",
+                                     f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
+            for key, value in _extra_conf().items():
+                builder = builder.config(key, value)
+            spark = builder.getOrCreate()
+            _quiet_python_loggers()
+            with contextlib.suppress(Exception):  # a log level is a nicety, never a reason to fail
+                spark.sparkContext.setLogLevel("OFF")
+        _SESSION = spark
+    _quiet_python_loggers()
+    for key, value in SESSION_CONF.items():
+        spark.conf.set(key, value)
+    return spark
+
+
+@dataclass
+class SparkResult(QueryResult):
+    """A named query's output from Spark: rows as QueryResult's; df()/arrow() convert the Spark DataFrame."""
+
+    frame: Any = field(default=None, repr=False)
+
+    def df(self):
+        return self.frame.toPandas()
+
+    def arrow(self):
+        return self.frame.toArrow()
+
+
+def columns_of(spark: Any):
+    def lookup(sql: str) -> list[str]:
+        return list(spark.sql(sql).columns)
+
+    return lookup
+
+
+def _schema_key(spark: Any, names: Sequence[str]) -> str:
+    return ";".join(f"{n}:{','.join(spark.table(n).columns)}" for n in names)
+
+
+class SparkCatalog:
+    """The catalogue's objects over `runs` in one Spark session, created as a query needs them and kept.
+
+    Each source is built once (its warnings are kept and repeated for every query that reads it, as
+    DuckDB repeats them per query connection); each view is created once per distinct compiled SQL
+    (its parameter values are literals in it) and cached lazily, so a view that several others read
+    (metrics_long, span_seconds, trial_rows) is computed once. RLSQL_SPARK_CACHE=0 turns caching off.
+    """
+
+    def __init__(self, spark: Any, runs: Sequence[Run], catalog: Catalog | None = None):
+        self.spark = spark
+        self.runs = list(runs)
+        self.catalog = catalog or load_catalog()
+        self.sources = SparkSources(spark, SourceContext(self.runs), self.catalog)
+        self.cache = CompiledCache()
+        self.use_cache = os.environ.get("RLSQL_SPARK_CACHE", "1") != "0"
+        #: name -> the SQL it was created with ("" for a source)
+        self.created: dict[str, str] = {}
+        self.source_warnings: dict[str, list[str]] = {}
+
+    def compiled(self, f: SqlFile, values: dict[str, Any]) -> str:
+        sources = [d.name for d in self.catalog.closure([f.name]) if d.kind == "source"]
+        return compile_file(f, self.catalog, values, columns_of(self.spark), _schema_key(self.spark, sources),
+                            self.cache)
+
+    def _create_source(self, f: SqlFile) -> None:
+        if f.name in self.created:
+            for message in self.source_warnings.get(f.name, []):
+                warnings.warn(message, RlsqlWarning, stacklevel=4)
+            return
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            frame = self.sources.frame(f)
+        self.source_warnings[f.name] = [str(w.message) for w in caught if issubclass(w.category, RlsqlWarning)]
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        frame.createOrReplaceTempView(f.name)
+        self.created[f.name] = ""
+
+    def _create_view(self, name: str, sql: str) -> None:
+        from pyspark.errors import PySparkException
+
+        # a view of that name may be left from other runs (another SparkCatalog in this session), over
+        # sources whose columns have changed since: drop it without analysing it (that would fail)
+        with contextlib.suppress(PySparkException):
+            self.spark.catalog.dropTempView(name)
+        self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` AS\n{sql}")
+        if self.use_cache:
+            self.spark.sql(f"CACHE LAZY TABLE `{name}`")
+
+    def create(self, files: Sequence[SqlFile], values: dict[str, Any]) -> None:
+        """Create sources and views (in dependency order) as temporary views; macros are inlined instead."""
+        from pyspark.errors import PySparkException
+
+        renewed: set[str] = set()
+        try:
+            for f in files:
+                if f.kind == "source":
+                    self._create_source(f)
+                    continue
+                if f.kind not in ("view", "query"):  # a query another query reads is a view here
+                    continue
+                statements = self.compiled(f, values)
+                sql = "\n;\n".join(text for _, text in statements)
+                if self.created.get(f.name) == sql and not renewed & set(f.depends_on):
+                    continue
+                try:
+                    for view, text in statements:
+                        self._create_view(view, text)
+                except PySparkException as exc:
+                    raise QueryError(f"{f.path}: Spark cannot create {f.name}: {one_line(exc)}") from exc
+                self.created[f.name] = sql
+                renewed.add(f.name)
+        finally:
+            self.cache.save()
+
+    def query_frame(self, name: str, values: dict[str, Any]) -> Any:
+        f = self.catalog.files[name]
+        if f.kind != "query":  # a view: created (and cached) as the others
+            self.create(self.catalog.closure([name]), values)
+            return self.spark.table(name)
+        self.create([d for d in self.catalog.closure([name]) if d.name != name], values)
+        *helpers, (_, sql) = self.compiled(f, values)
+        self.cache.save()
+        for view, text in helpers:
+            self._create_view(view, text)
+        return self.spark.sql(sql)
+
+
+def run_query_spark(
+    name: str, runs: Sequence[Run], params: dict[str, Any], spark: Any = None, objects: SparkCatalog | None = None
+) -> SparkResult:
+    """The Spark engine's run_query: same validation, checks and result object as rlsql.api.run_query.
+
+    `objects` reuses the sources and views an earlier query created over the same runs.
+    """
+    catalog = load_catalog()
+    qfile = catalog.query(name)
+    values = bind_params(name, params)
+    check_artifacts(runs, catalog.closure([name]), name)
+    require_pyspark()
+    from pyspark.errors import PySparkException
+
+    if objects is None:
+        objects = SparkCatalog(get_session(spark), runs, catalog)
+    try:
+        frame = objects.query_frame(qfile.name, values)
+        columns = list(frame.columns)
+        rows = [tuple(row) for row in frame.collect()]
+    except PySparkException as exc:
+        raise QueryError(f"{name}: {one_line(exc)}") from exc
+    return SparkResult(name, columns, rows, list(runs), values, frame=frame)
+
+
+def spark(runs: RunSpec = None, session: Any = None, name: str | None = None, **params: Any):
+    """rlsql on Spark. With `name`: run that named query, returning the result object rlsql.query returns.
+
+    Without `name`: a `SparkRunner` whose .query(name, **params) does the same, reusing the session.
+    `session` is a SparkSession to use (else Spark Connect at $SPARK_REMOTE, else a local one).
+    """
+    runner = SparkRunner(runs, session)
+    return runner if name is None else runner.query(name, **params)
+
+
+class SparkRunner:
+    """Named queries over one set of runs in one Spark session; sources and views are created once."""
+
+    def __init__(self, runs: RunSpec = None, session_: Any = None):
+        self.runs = resolve_runs(runs) if not _is_run_list(runs) else list(runs)
+        self.session = session_
+        self.objects: SparkCatalog | None = None
+
+    def query(self, name: str, **params: Any) -> SparkResult:
+        if self.objects is None:
+            require_pyspark()
+            self.objects = SparkCatalog(get_session(self.session), self.runs)
+        return run_query_spark(name, self.runs, params, objects=self.objects)
+
+
+def _is_run_list(runs: Any) -> bool:
+    return isinstance(runs, list | tuple) and bool(runs) and all(isinstance(r, Run) for r in runs)
+
+
+def show_spark(name: str) -> str:
+    """The named query's SQL compiled for Spark (default parameters), for `rlsql show --dialect spark`."""
+    catalog = load_catalog()
+    qfile = catalog.query(name)
+    values = bind_params(name, {})
+    statements = compile_file(qfile, catalog, values)
+    parts = [f"CREATE OR REPLACE TEMPORARY VIEW `{view}` AS\n{sql};\n" for view, sql in statements[:-1]]
+    return "".join(parts) + statements[-1][1] + "\n"

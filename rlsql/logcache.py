@@ -1,0 +1,286 @@
+"""The cache of what a raw training log yields (docs/semantics.md "Raw training logs: the cache").
+
+Each log read through the cache has one entry in rlsql's Parquet cache (rlsql/cache.py: the same
+root, naming, records, `cache status` and `cache clear` as the CSV entries), keyed by the log's
+path. The entry covers the log up to its last newline (`cut`) and holds three parts
+(sql/sources/_log_cache.sql.j2): the lines the metric pipeline keeps (with their byte offsets),
+the log's long metric rows and the fields of its vLLM stat lines. A query reads the last two
+instead of the log.
+
+The entry is reused while the log is the same file (inode) and still begins with the bytes the
+entry was built from: at least `cut` bytes long, and the 64 KiB at its start and the 64 KiB just
+before `cut` hash as recorded. A log that only grew is then parsed from `cut` on: the new vLLM
+stat lines add their rows, the new metric lines join the kept ones and the metric rows are
+recomputed from them (a block or step cut at the old end is whole again); a log truncated,
+replaced or rewritten is parsed again from its start.
+A log whose last line has no newline yet (a line being written: block-buffered output ends
+mid-line most of the time) is read from its entry up to its last newline; when that last line
+holds a substring the pipelines look for, the query recomputes the log's rows from the entry's
+kept lines and that line. A log that holds a carriage return is
+never cached (DuckDB's line reader splits at one; the scanner here does not).
+
+The kept lines are found here, in Python (bytes.find of each substring, then the line around
+it), because a cache update must know byte offsets and read from an offset; the in-place reader
+(sources/_rawlogs.sql.j2 log_lines) keeps the same lines: a line truncated at a NUL byte,
+skipped when it is not UTF-8, ANSI colour codes removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from rlsql import cache, cachebuild
+from rlsql.catalog import load_catalog
+from rlsql.duckdb_errors import one_line
+from rlsql.duckpaths import why_unnameable
+from rlsql.errors import DataError
+
+#: the substrings that keep a line for each pipeline: those of sources/_rawlogs.sql.j2
+METRIC_NEEDLES = ("': ", "}", "Step ", "WANDB_MIRROR", "Batch generation complete", "Exception breakdown")
+VLLM_NEEDLES = ("Avg prompt throughput",)
+#: bytes hashed at the log's start and just before the cut, to tell a grown log from a rewritten one
+PROBE_BYTES = 64 * 1024
+LOG_KIND = "log"
+#: the layout of a log entry's parts (sql/sources/_log_cache.sql.j2); an entry of another layout is rebuilt
+LOG_FORMAT = 2
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class KeptLine:
+    offset: int
+    text: str
+    is_metric: bool
+    is_vllm: bool
+
+
+_METRIC_BYTES = tuple(n.encode() for n in METRIC_NEEDLES)
+_VLLM_BYTES = tuple(n.encode() for n in VLLM_NEEDLES)
+#: a log is read this many bytes at a time when its entry is built (memory stays bounded)
+CHUNK_BYTES = 32 * 2**20
+
+
+def kept_spans(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each line of `data` (complete lines) that holds a needle, in file order. Each
+    needle is found with bytes.find (C speed), so the ~95 % of lines that hold none are never
+    looked at one by one."""
+    spans: dict[int, int] = {}
+    find, rfind = data.find, data.rfind
+    for raw in (*_METRIC_BYTES, *_VLLM_BYTES):
+        i = find(raw)
+        while i >= 0:
+            end = find(b"\n", i)
+            if end < 0:
+                end = len(data)
+            spans[rfind(b"\n", 0, i) + 1] = end
+            i = find(raw, end)
+    return sorted(spans.items())
+
+
+def _flags(line: bytes) -> tuple[bytes, bool, bool]:
+    """The line as the in-place reader sees it (cut at a NUL byte, its field separator) and which
+    pipelines' substrings it holds."""
+    if b"\0" in line:
+        line = line.split(b"\0", 1)[0]
+    return line, any(n in line for n in _METRIC_BYTES), any(n in line for n in _VLLM_BYTES)
+
+
+def write_kept(data: bytes, base: int, out) -> int:
+    """Append the kept lines of `data` (complete lines at offset `base` of the log) to `out` as
+    `offset NUL is_metric NUL is_vllm NUL line`, the raw bytes DuckDB then decodes as it decodes a
+    log read in place (a line that is not UTF-8 is skipped). Returns how many were written."""
+    n = 0
+    for start, end in kept_spans(data):
+        line, is_metric, is_vllm = _flags(data[start:end])
+        if is_metric or is_vllm:
+            out.write(b"%d\0%d\0%d\0" % (base + start, is_metric, is_vllm) + line + b"\n")
+            n += 1
+    return n
+
+
+def kept_lines(data: bytes, base: int = 0) -> list[KeptLine]:
+    """The kept lines of `data` decoded, ANSI codes removed (for the line being written after an
+    entry's end, which a query passes as a literal); `data` may end without a newline."""
+    out = []
+    for start, end in kept_spans(data):
+        line, is_metric, is_vllm = _flags(data[start:end])
+        if not (is_metric or is_vllm):
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # the in-place reader skips a line that is not UTF-8
+        if "\x1b" in text:
+            text = _ANSI.sub("", text)
+        out.append(KeptLine(base + start, text, is_metric, is_vllm))
+    return out
+
+
+def _probe(fh, start: int, end: int) -> str:
+    fh.seek(start)
+    return hashlib.sha256(fh.read(max(0, end - start))).hexdigest()
+
+
+def _probes(fh, cut: int) -> tuple[str, str]:
+    return _probe(fh, 0, min(cut, PROBE_BYTES)), _probe(fh, max(0, cut - PROBE_BYTES), cut)
+
+
+def reusable_prefix(record: dict, path: Path, st: os.stat_result, fh) -> int:
+    """How many bytes of the log the entry's record still covers: its cut, or 0 (parse from the start)."""
+    if (not record or record.get("kind") != LOG_KIND or record.get("log_format") != LOG_FORMAT
+            or record.get("source") != str(path) or record.get("damaged")):
+        return 0
+    cut = record.get("cut")
+    if not isinstance(cut, int) or cut <= 0 or record.get("inode") != st.st_ino or st.st_size < cut:
+        return 0
+    if _probes(fh, cut) != (record.get("head_sha256"), record.get("tail_sha256")):
+        return 0
+    return cut
+
+
+@dataclass(frozen=True)
+class CachedLog:
+    """A log's fresh entry, and the kept lines of the bytes after its cut (a last line without newline)."""
+
+    parquet: str
+    tail: tuple[KeptLine, ...] = ()
+
+
+def _after_cut(path: Path, cut: int) -> tuple[KeptLine, ...]:
+    """The kept lines of the bytes after `cut`: at most one line, still being written."""
+    with path.open("rb") as fh:
+        fh.seek(cut)
+        return tuple(kept_lines(fh.read(), cut))
+
+
+def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
+    """The entry a query reads for log `path` (brought up to date now), or None: read the log in place.
+
+    The policy's size threshold applies to the log or to its run's logs together (`run_bytes`): the
+    small first logs of a chain are cached with the big one, as they are read by every query."""
+    if cache.mode() == "off":
+        cachebuild.notice(f"{path}: read in place (the cache is off)")
+        return None
+    root = cache.cache_root()
+    if root is None or why_unnameable(path):
+        return None
+    entry = cache.entry_for(path, root)
+    record = entry.read_meta()
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if not record and not cache.should_build(max(st.st_size, run_bytes)):
+        cachebuild.notice(f"{path}: read in place (not cached: a run's logs under {cache.min_bytes() / 2**20:g} MiB "
+                          "are cached with --cache)")
+        return None
+    if (record and record.get("kind") == LOG_KIND and record.get("log_format") == LOG_FORMAT
+            and not record.get("damaged")
+            and cache.Stat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino).matches(record)
+            and cache.parquet_looks_whole(entry, record) is None):
+        cachebuild.notice(f"{path}: read from the cache ({entry.parquet})")
+        cachebuild._handed_out.append(entry)
+        return _with_tail(path, entry, record)
+    try:
+        updated = update_entry(path, entry, record, root)
+    except cache.CacheUnavailable as exc:
+        cachebuild._warn_once(f"{exc}; reading the logs in place")
+        return None
+    except DataError as exc:
+        # e.g. the entry being extended does not read: it is marked, and the next update starts over
+        cache.mark_damaged(entry, str(exc))
+        cachebuild.notice(f"{path}: read in place ({exc})")
+        return None
+    if updated is None:
+        cachebuild.notice(f"{path}: read in place (it was replaced while it was read)")
+        return None
+    cachebuild._handed_out.append(entry)
+    return _with_tail(path, entry, updated)
+
+
+def _with_tail(path: Path, entry: cache.Entry, record: dict) -> CachedLog | None:
+    """The entry, with the kept line being written after its cut when there is one: the query then
+    recomputes this log's rows from the entry's kept lines and that line (a cut batch line may
+    already count, as it does in place)."""
+    if record["cut"] == record["size"]:
+        return CachedLog(str(entry.parquet))
+    try:
+        tail = _after_cut(path, record["cut"])
+    except OSError:
+        return None
+    if tail:
+        cachebuild.notice(f"{path}: its last line has no newline yet: its rows are recomputed from the entry's lines")
+    return CachedLog(str(entry.parquet), tail)
+
+
+def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> dict | None:
+    """Parse the log from the entry's cut (or from its start) to its last newline and write the entry.
+
+    Returns the new record, or None when the log was replaced while it was read (nothing written).
+    CacheUnavailable when the cache folder cannot take it; DataError when DuckDB cannot build it.
+    """
+    cache.ensure_root(root)
+    started = time.perf_counter()
+    entry.parquet.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.temp_path(entry.parquet)
+    tail_file = cache.temp_path(entry.parquet.with_suffix(".lines"))
+    con = duckdb.connect(":memory:")
+    try:
+        with path.open("rb") as fh, tail_file.open("wb") as out:
+            before = os.fstat(fh.fileno())
+            usable = record and cache.parquet_looks_whole(entry, record) is None
+            start = reusable_prefix(record, path, before, fh) if usable else 0
+            fh.seek(start)
+            cut, carry, kept = start, b"", 0
+            while chunk := fh.read(CHUNK_BYTES):
+                buf = carry + chunk
+                last_newline = buf.rfind(b"\n")
+                if last_newline < 0:
+                    carry = buf
+                    continue
+                complete, carry = buf[:last_newline + 1], buf[last_newline + 1:]
+                if b"\r" in complete:
+                    cachebuild.notice(f"{path}: read in place (not cached: it holds carriage returns)")
+                    return None
+                kept += write_kept(complete, cut, out)
+                cut += len(complete)
+            head, tail = _probes(fh, cut)
+        after = path.stat()
+        if after.st_ino != before.st_ino or after.st_size < cut:
+            return None
+        sql = load_catalog().env.get_template("sources/_log_cache.sql.j2").render(
+            previous=str(entry.parquet) if start else None, tail=str(tail_file) if kept else None,
+            target=str(tmp), key=entry.key)
+        rows = con.execute(sql).fetchall()[0][0]
+        parquet_bytes = tmp.stat().st_size
+        entry.meta.unlink(missing_ok=True)  # the record goes first: no reader pairs it with the new file
+        os.replace(tmp, entry.parquet)
+        new = {
+            "format": cache.ENTRY_FORMAT, "version": cache.ENTRY_VERSION, "key": entry.key, "kind": LOG_KIND,
+            "log_format": LOG_FORMAT,
+            "source": str(path), "size": after.st_size, "mtime_ns": after.st_mtime_ns,
+            "ctime_ns": after.st_ctime_ns, "inode": after.st_ino, "cut": cut,
+            "head_sha256": head, "tail_sha256": tail, "rows": rows, "parquet_bytes": parquet_bytes,
+            "parsed_from": start, "parsed_bytes": cut - start,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
+        }
+        cache.write_json(entry.meta, new)
+    except duckdb.Error as exc:
+        raise DataError(f"{path}: cannot build its cache entry: {one_line(exc)}") from exc
+    except OSError as exc:
+        raise cache.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
+    finally:
+        con.close()
+        tmp.unlink(missing_ok=True)
+        tail_file.unlink(missing_ok=True)
+    how = f"parsed bytes {start:,}-{cut:,} (the tail after the cached prefix)" if start else f"parsed {cut:,} bytes"
+    cachebuild.notice(f"{path}: cache entry updated: {how}, {kept:,} kept lines, "
+                      f"{new['seconds']:.2f} s")
+    return new

@@ -1,0 +1,226 @@
+"""The cache of raw training logs (rlsql/logcache.py): cached answers equal in-place ones and the oracle,
+a growing log parses only its tail, a rewritten log starts over, a damaged entry falls back to the log.
+
+Every test points RLSQL_CACHE_DIR at a folder of its own and turns the cache on (RLSQL_CACHE=1: the
+fixture logs are far below the default size threshold).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import warnings
+from pathlib import Path
+
+import pytest
+
+import rlsql
+from rlsql import cache, cachebuild, logcache, rawlogs
+from rlsql.catalog import load_catalog
+from rlsql.logfiles import find_logs
+from tests import oracle
+from tests.compare import assert_rows_match
+from tests.test_rawlogs import PARAMS, PARSED_AT, QUERIES, RAW, TWIN, copy_run, without
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(root))
+    monkeypatch.setenv("RLSQL_CACHE", "1")
+    monkeypatch.setattr(cachebuild, "VERBOSE", True)
+    return root
+
+
+def log_records(root: Path) -> dict[str, dict]:
+    """source path -> record, for every log entry under `root`."""
+    return {r["source"]: r for e in cache.list_root(root).entries if (r := e.read_meta()).get("kind") == "log"}
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def block(step: int, reward: str) -> str:
+    """A console metric block as SkyRL's ConsoleLogger prints it (4-decimal strings), Ray prefix on each line."""
+    lines = [f"Step {step}: {{'async/staleness_mean': '1.5000',", f" 'reward/avg_raw_reward': '{reward}',",
+             f" 'trainer/global_step': {step}}}"]
+    return "".join(f"(skyrl_entrypoint pid=7) {line}\n" for line in lines)
+
+
+VLLM = ("\x1b[36m(AsyncVLLMInferenceEngine pid=31, ip=10.0.0.1)\x1b[0m INFO 06-02 08:00:{s:02d} [loggers.py:1] "
+        "Engine 000: "
+        "Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: {g}.0 tokens/s, Running: 3 reqs, "
+        "Waiting: 0 reqs, GPU KV cache usage: 10.0%, Prefix cache hit rate: 50.0%\n")
+NOISE = "(TerminalBenchGenerator pid=5, ip=10.0.0.2) trial t1 episode 3 finished: status=ok\n" * 20
+
+
+def steps(run: Path) -> list[tuple[int, float]]:
+    """(step, reward) of reward_curve: a named query as a user runs it (rlsql.connect never reads the cache)."""
+    return [(r["step"], r["reward"]) for r in rlsql.query("reward_curve", [run]).to_dicts()]
+
+
+def tiny_run(tmp_path: Path) -> tuple[Path, Path]:
+    run = tmp_path / "live"
+    run.mkdir()
+    log = run / "train.out"
+    log.write_text(NOISE + block(1, "0.2500") + VLLM.format(s=1, g=10) + NOISE + block(2, "0.5000"))
+    return run, log
+
+
+def test_the_needles_are_those_of_the_in_place_reader() -> None:
+    module = load_catalog().env.get_template("sources/_rawlogs.sql.j2").module
+    assert tuple(module.metric_needles) == logcache.METRIC_NEEDLES
+    assert tuple(module.vllm_needles) == logcache.VLLM_NEEDLES
+
+
+def test_kept_lines_by_hand() -> None:
+    data = (b"noise\n(A pid=1) Step 3: x\n\x1b[1mWANDB_MIRROR\x1b[0m a\nbad \xff Step 4:\n"
+            b"cut\0Step 5:\nAvg prompt throughput: 1\n")
+    got = [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(data, 100)]
+    assert got == [(106, "(A pid=1) Step 3: x", True, False), (126, "WANDB_MIRROR a", True, False),
+                   (175, "Avg prompt throughput: 1", False, True)]  # fmt: skip
+
+
+@pytest.mark.parametrize("ended", [False, True], ids=["being_written", "ended"])
+@pytest.mark.parametrize("name", QUERIES)
+def test_cached_answers_equal_in_place_and_the_oracle(name: str, ended: bool, tmp_path: Path, cache_dir: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    run = copy_run(RAW, tmp_path / "rawlogs")
+    # the fixture's logs all end in a line being written, kept lines of both pipelines: the query
+    # recomputes their rows from the entry's lines and that line. Ended by a newline, the cut line
+    # is a whole line that matches nothing, and the query reads each log's rows from its entry.
+    if ended:
+        for log in find_logs(run):
+            with log.open("a") as out:
+                out.write("\n")
+            os.utime(log, (PARSED_AT, PARSED_AT))
+    before = digest(run)
+    params = PARAMS.get(name, {})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = rlsql.query(name, [run], **params).to_dicts()  # builds the entries
+        rawlogs._metric_keys.cache_clear()  # as a new process would
+        second = rlsql.query(name, [run], **params).to_dicts()  # reads them
+    assert not [w for w in caught if issubclass(w.category, rlsql.RlsqlWarning)], [str(w.message) for w in caught]
+    entries = log_records(cache_dir)
+    if {"metrics_src", "vllm_src"} & {f.name for f in load_catalog().closure([name])}:
+        assert sorted(Path(p).name for p, r in entries.items() if (r["cut"] == r["size"]) == ended) == [
+            "calendar_v2_agent_rl_run_8b_554408.out", "calendar_x_long_slurm_name_part2_554409.out",
+            "calendar_z_554410.out"]
+    monkeypatch.setenv("RLSQL_CACHE", "0")
+    rawlogs._metric_keys.cache_clear()
+    in_place = rlsql.query(name, [run], **params).to_dicts()
+    want = oracle.expected(name, [TWIN], **params)
+    assert_rows_match(first, in_place, f"{name}: first cached query vs in place")
+    assert_rows_match(second, in_place, f"{name}: repeated cached query vs in place")
+    assert_rows_match(without(second, "run"), without(want, "run"), f"{name}: cached vs the oracle on the twin")
+    assert digest(run) == before
+
+
+def test_a_growing_log_parses_only_its_tail(tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    run, log = tiny_run(tmp_path)
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    first = log_records(cache_dir)[str(log)]
+    assert (first["parsed_from"], first["cut"]) == (0, log.stat().st_size)
+    capsys.readouterr()
+
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    assert "read from the cache" in capsys.readouterr().err
+
+    size = log.stat().st_size
+    with log.open("a") as writer:
+        writer.write(NOISE + block(3, "0.7500"))
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    grown = log_records(cache_dir)[str(log)]
+    assert (grown["parsed_from"], grown["parsed_bytes"]) == (size, log.stat().st_size - size)
+    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in capsys.readouterr().err
+
+    # a block cut at the entry's end: its first lines are in the entry, the rest arrives later
+    four = block(4, "0.1250").splitlines(keepends=True)
+    with log.open("a") as writer:
+        writer.write("".join(four[:2]) + four[2][:20])  # the last line is being written
+        writer.flush()
+        assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+        assert "cache entry updated" in capsys.readouterr().err
+        writer.write(four[2][20:] + VLLM.format(s=9, g=30)[:150])  # a stat line being written: no row yet
+        writer.flush()
+        assert [r["seconds"] for r in rlsql.query("vllm_summary", [run]).to_dicts()] == [1]
+        assert "its rows are recomputed from the entry's lines" in capsys.readouterr().err
+        writer.write(VLLM.format(s=9, g=30)[150:])
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75), (4, 0.125)]
+    assert "the tail after the cached prefix" in capsys.readouterr().err
+    summary = rlsql.query("vllm_summary", [run]).to_dicts()
+    # two stat lines in two seconds: generation 10 and 30 tokens/s
+    assert [(r["seconds"], r["max_total_generation_tps"]) for r in summary] == [(2, 30.0)], summary
+
+
+def test_a_log_rewritten_shorter_is_parsed_again(tmp_path: Path, cache_dir: Path) -> None:
+    run, log = tiny_run(tmp_path)
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    log.write_text(block(1, "0.9000"))  # same file, truncated and rewritten
+    assert steps(run) == [(1, 0.9)]
+    assert log_records(cache_dir)[str(log)]["parsed_from"] == 0
+
+
+def test_a_log_rewritten_at_the_same_length_is_parsed_again(tmp_path: Path, cache_dir: Path) -> None:
+    run, log = tiny_run(tmp_path)
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    text = log.read_text()
+    log.write_text(text.replace("0.5000", "0.6000") + block(3, "0.7000"))  # grown, but its old bytes changed
+    assert steps(run) == [(1, 0.25), (2, 0.6), (3, 0.7)]
+    assert log_records(cache_dir)[str(log)]["parsed_from"] == 0
+
+
+def test_a_damaged_entry_falls_back_to_the_log(tmp_path: Path, cache_dir: Path) -> None:
+    run, log = tiny_run(tmp_path)
+    want = rlsql.query("reward_curve", [run]).to_dicts()
+    entry = cache.entry_for(log, cache_dir)
+    # same size, both magic numbers intact, the pages between overwritten
+    data = bytearray(entry.parquet.read_bytes())
+    data[4:-8] = b"\x07" * (len(data) - 12)
+    entry.parquet.write_bytes(bytes(data))
+    rawlogs._metric_keys.cache_clear()  # as a new process: the metric rows are remembered per process
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = rlsql.query("reward_curve", [run]).to_dicts()
+    assert_rows_match(got, want, "reward_curve from the log after the entry was damaged")
+    assert any("marked damaged" in str(w.message) for w in caught), [str(w.message) for w in caught]
+    assert entry.read_meta()["damaged"]
+    # the next query parses the log again and writes a good entry
+    assert_rows_match(rlsql.query("reward_curve", [run]).to_dicts(), want, "after the rebuild")
+    assert not entry.read_meta().get("damaged")
+
+
+def test_a_truncated_entry_is_rebuilt(tmp_path: Path, cache_dir: Path) -> None:
+    run, log = tiny_run(tmp_path)
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    entry = cache.entry_for(log, cache_dir)
+    entry.parquet.write_bytes(entry.parquet.read_bytes()[:-100])
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    assert log_records(cache_dir)[str(log)]["parsed_from"] == 0
+
+
+def test_status_and_clear_show_and_remove_log_entries(tmp_path: Path, cache_dir: Path, rlsql_exe: str) -> None:
+    run, log = tiny_run(tmp_path)
+    before = digest(run)
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    status = subprocess.run([rlsql_exe, "cache", "status", "-f", "json"], capture_output=True, text=True, check=True)
+    listed = json.loads(status.stdout)
+    assert [(r["csv"], r["state"]) for r in listed] == [(str(log), "fresh")]
+    cleared = subprocess.run([rlsql_exe, "cache", "clear"], capture_output=True, text=True, check=True)
+    assert "removed 2 files" in cleared.stderr
+    assert log_records(cache_dir) == {}
+    assert digest(run) == before
+
+
+def test_no_cache_writes_no_entry(tmp_path: Path, cache_dir: Path, rlsql_exe: str) -> None:
+    run, _ = tiny_run(tmp_path)
+    done = subprocess.run([rlsql_exe, "--no-cache", "query", "reward_curve", "--run", str(run), "-f", "csv"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].split(",")[1:2] == ["1"]
+    assert log_records(cache_dir) == {}

@@ -1,0 +1,302 @@
+"""The catalogue on Spark answers as on DuckDB: every source, view and named query, on every fixture run.
+
+One local Spark session serves the module (local[2], UI off, 2 shuffle partitions, UTC). DuckDB's
+answers are the reference here because tests/test_queries.py checks them against the independent
+oracle (tests/oracle.py); this module checks that the second engine gives the same rows, to 1e-9,
+in the same order for named queries (NULL ordering included), and the same errors and warnings.
+Without pyspark or Java the module is skipped with the reason; with RLSQL_REQUIRE_SPARK=1 (CI) it fails.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlsql.api import run_query
+from rlsql.catalog import load_catalog
+from rlsql.connection import open_connection
+from rlsql.errors import RlsqlError, RlsqlWarning
+from rlsql.runs import resolve_runs
+from tests.compare import same_value
+from tests.conftest import FIXTURE_RUNS, RUNS
+
+pytestmark = pytest.mark.spark
+
+REQUIRED = os.environ.get("RLSQL_REQUIRE_SPARK") == "1"
+
+
+def _unavailable() -> str | None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "pyspark is not installed (pip install 'rlsql[spark]')"
+    if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
+        return "Java is not installed (Debian: apt-get install openjdk-17-jre-headless)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def spark():
+    reason = _unavailable()
+    if reason:
+        if REQUIRED:
+            pytest.fail(f"RLSQL_REQUIRE_SPARK=1 but {reason}")
+        pytest.skip(reason)
+    from rlsql.engines.spark import get_session
+
+    os.environ.pop("SPARK_REMOTE", None)
+    # tiny inputs: compiling generated code costs more than it saves (results are the same either way)
+    os.environ.setdefault("RLSQL_SPARK_CONF", "spark.sql.codegen.wholeStage=false spark.sql.adaptive.enabled=false")
+    session = get_session()
+    yield session
+    # the session is the process's; stopping it here frees the JVM for the rest of the suite
+    session.stop()
+    import rlsql.engines.spark as engine
+
+    engine._SESSION = None
+
+
+# -- the awkward run: NULLs where order matters, unreadable rows, duplicate steps, nan cells -------
+METRICS = """trainer/global_step,reward/avg_raw_reward,timing/step,timing/generate,policy/policy_kl,log_file
+1,0.5,10.0,4.0,0.1,a.log
+2,,12.0,5.0,,a.log
+2,0.7,11.0,,0.2,a.log
+3,nan,9.0,3.0,0.3,a.log
+4,0.2,not-a-number,1.0,0.1,a.log
+5,0.9,8.0,2.0,0.4,a.log,extra
+6,0.9,8.0,2.0,0.4,a.log
+"""
+# No wrong-typed cell in the trials CSV: DuckDB reads the trials in place and parses only the
+# columns a query needs, so such a row counts in a query that does not read that column (compare_runs'
+# trials) and not in one that does (reward_summary's); Spark leaves it out of both (docs/spark.md).
+TRIALS = """task_name,trial_name,n_episodes,n_input_tokens,n_output_tokens,exception_type,reward,trial_duration
+t1,t1__a,3.0,100,10,,1.0,5.0
+t1,t1__b,,100,10,AgentTimeoutError,,6.0
+t2,t2__a,4,100,10,AgentTimeoutError,0.0,
+t2,t2__b,2.5,100,10,ContextLengthExceededError,0.0,7.0
+t3,t3__a,3.5,100,10, ,0.5,0.0
+t3,t3__b,2,100,10,,0.5,1.0,extra
+"""
+
+
+@pytest.fixture(scope="module")
+def awkward(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("runs") / "awkward [1]"
+    run.mkdir()
+    (run / "20260105_120000_metrics_table.csv").write_text(METRICS, encoding="utf-8")
+    (run / "20260105_120000_trial_results.csv").write_text(TRIALS, encoding="utf-8")
+    return run
+
+
+def run_sets() -> dict[str, list[str]]:
+    sets = {name: [str(RUNS / name)] for name in FIXTURE_RUNS}
+    sets["all"] = [str(RUNS / name) for name in FIXTURE_RUNS]
+    return sets
+
+
+RUN_SETS = [*FIXTURE_RUNS, "all", "awkward"]
+
+
+def _runs(name: str, awkward: Path) -> list:
+    if name == "awkward":
+        return resolve_runs([str(awkward)])
+    return resolve_runs(run_sets()[name])
+
+
+# -- comparison ------------------------------------------------------------------------------------
+def _normal(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_normal(v) for v in value]
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    if hasattr(value, "asDict"):
+        return {k: _normal(v) for k, v in value.asDict().items()}
+    return value
+
+
+def _sort_key(row: tuple) -> tuple:
+    key = []
+    for value in row:
+        if value is None:
+            key.append((1, ""))
+        elif isinstance(value, float):
+            key.append((0, "nan" if math.isnan(value) else f"{value:.9g}"))
+        else:
+            key.append((0, repr(value)))
+    return tuple(key)
+
+
+def _same(got: Any, want: Any) -> bool:
+    if isinstance(want, list) and isinstance(got, list):
+        return len(got) == len(want) and all(_same(g, w) for g, w in zip(got, want, strict=True))
+    if isinstance(want, bool) or isinstance(got, bool):
+        return got == want and type(got) is type(want)
+    return same_value(got, want)
+
+
+def assert_same_rows(got: list[tuple], want: list[tuple], label: str, ordered: bool) -> None:
+    got = [tuple(_normal(v) for v in row) for row in got]
+    want = [tuple(_normal(v) for v in row) for row in want]
+    if not ordered:
+        got, want = sorted(got, key=_sort_key), sorted(want, key=_sort_key)
+    assert len(got) == len(want), f"{label}: Spark {len(got)} rows, DuckDB {len(want)}\n{got[:3]}\n{want[:3]}"
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert len(g) == len(w), f"{label} row {i}: {len(g)} columns on Spark, {len(w)} on DuckDB"
+        for j, (gv, wv) in enumerate(zip(g, w, strict=True)):
+            assert _same(gv, wv), f"{label} row {i} column {j}: Spark {gv!r}, DuckDB {wv!r}\n spark={g}\nduckdb={w}"
+
+
+# -- every source, view and named query -----------------------------------------------------------
+def _objects() -> list[str]:
+    catalog = load_catalog()
+    return [f.name for f in catalog.order if f.kind in ("source", "view")]
+
+
+QUERY_PARAMS = {
+    "best_checkpoint": {"span": "3", "save_every": "2"},
+    "reward_curve": {"span": "2"},
+    "compare_runs": {"span": "1"},
+}
+
+
+def _answer(engine, name: str, runs, params) -> tuple[Any, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = engine(name, runs, params)
+        except RlsqlError as exc:
+            return exc, [str(w.message) for w in caught if issubclass(w.category, RlsqlWarning)]
+    return result, [str(w.message) for w in caught if issubclass(w.category, RlsqlWarning)]
+
+
+_SKIPPED = re.compile(r"^(?P<file>.+?): skipped (?P<n>\d+) unreadable rows?")
+
+
+def _skipped(messages: list[str]) -> dict[str, int]:
+    return {m["file"]: int(m["n"]) for m in map(_SKIPPED.match, messages) if m}
+
+
+@pytest.mark.parametrize("run_set", RUN_SETS)
+def test_every_object_matches_duckdb(spark, awkward, run_set):
+    """Every source and view (as multisets of rows), then every named query (in order, with its
+    warnings and errors), on one set of Spark objects for the run set, as rlsql.spark()'s runner
+    keeps them: views are rebuilt only where a parameter changes their SQL."""
+    from rlsql.engines.spark import SparkCatalog, run_query_spark
+
+    runs = _runs(run_set, awkward)
+    catalog = load_catalog()
+    objects = SparkCatalog(spark, runs, catalog)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RlsqlWarning)
+        # the named queries too: checkpoint_ema reads reward_curve
+        objects.create([f for f in catalog.order if f.kind != "macro"], {})
+        # as rlsql's own work opens it (the small sources loaded; see the report on projections)
+        con = open_connection(runs)
+    assert set(_objects()) <= set(objects.created)
+    for name in _objects():
+        frame = spark.table(name)
+        duck = con.execute(f'SELECT * FROM "{name}"')
+        assert list(frame.columns) == [d[0] for d in duck.description], f"{name}: columns differ"
+        assert_same_rows([tuple(r) for r in frame.collect()], duck.fetchall(), f"{run_set}/{name}", ordered=False)
+
+    for q in catalog.queries():
+        # other parameter values (frame bounds folded from them, a NULL parameter set) on the largest set
+        for params in ({}, QUERY_PARAMS.get(q.name) if run_set == "all" else None):
+            if params is None:
+                continue
+            label = f"{run_set}/{q.name}{params or ''}"
+            want, want_warnings = _answer(run_query, q.name, runs, params)
+            got, got_warnings = _answer(lambda n, r, p: run_query_spark(n, r, p, objects=objects), q.name, runs,
+                                        params)
+            if isinstance(want, RlsqlError):
+                assert type(got) is type(want) and str(got) == str(want), f"{label}: Spark {got!r}, DuckDB {want!r}"
+                continue
+            assert not isinstance(got, RlsqlError), f"{label}: Spark failed: {got}"
+            assert got.columns == want.columns, f"{label}: columns {got.columns} != {want.columns}"
+            assert_same_rows(got.rows, want.rows, label, ordered=True)
+            # the same runs skipped and the same unreadable rows counted, file by file
+            assert _skipped(got_warnings) == _skipped(want_warnings), label
+            assert sorted(w for w in got_warnings if not _SKIPPED.match(w)) == sorted(
+                w for w in want_warnings if not _SKIPPED.match(w)
+            ), label
+
+
+def test_the_awkward_run_exercises_what_it_should(spark, awkward):
+    """The awkward run is worth comparing: NULL EMAs to order, and rows both engines refuse."""
+    from rlsql.engines.spark import run_query_spark
+
+    runs = _runs("awkward", awkward)
+    got, messages = _answer(lambda n, r, p: run_query_spark(n, r, p, spark), "reward_curve", runs, {})
+    assert [row[4] is None for row in got.rows].count(True) >= 1 or any(row[3] is None for row in got.rows)
+    skipped = _skipped(messages)
+    metrics = str(awkward / "20260105_120000_metrics_table.csv")
+    # line 6 (not-a-number in a DOUBLE column) and line 7 (an extra field)
+    assert skipped.get(metrics) == 2, messages
+
+
+def test_bad_parameters_fail_alike(spark):
+    from rlsql.engines.spark import run_query_spark
+
+    runs = resolve_runs([str(RUNS / "tiny")])
+    for params in ({"span": "0"}, {"span": "x"}, {"nope": "1"}):
+        want, _ = _answer(run_query, "reward_curve", runs, params)
+        got, _ = _answer(lambda n, r, p: run_query_spark(n, r, p, spark), "reward_curve", runs, params)
+        assert isinstance(want, RlsqlError) and type(got) is type(want) and str(got) == str(want)
+
+
+def test_cli_engine_spark_prints_the_duckdb_table(spark, rlsql_exe):
+    """`rlsql query turns_by_exception --engine spark` on the sample run prints DuckDB's table."""
+    env = {**os.environ, "RLSQL_NO_CACHE": "1"}
+    env.pop("SPARK_REMOTE", None)
+    duck = subprocess.run([rlsql_exe, "query", "turns_by_exception"], capture_output=True, text=True, env=env)
+    on_spark = subprocess.run([rlsql_exe, "query", "turns_by_exception", "--engine", "spark"],
+                              capture_output=True, text=True, env=env)
+    assert duck.returncode == 0, duck.stderr
+    assert on_spark.returncode == 0, on_spark.stderr
+    assert on_spark.stdout == duck.stdout
+    assert "Traceback" not in on_spark.stderr
+
+
+def test_show_dialect_spark_prints_compiled_sql(rlsql_exe):
+    shown = subprocess.run([rlsql_exe, "show", "turns_by_exception", "--dialect", "spark"],
+                           capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert "percentile(" in shown.stdout.lower() and "quantile_cont" not in shown.stdout.lower()
+    assert "percentile_approx" not in shown.stdout.lower()
+
+
+def test_missing_pyspark_is_one_line_exit_2(tmp_path, rlsql_exe):
+    """Without pyspark importable, --engine spark says what to install and exits 2."""
+    blocker = tmp_path / "pyspark"
+    blocker.mkdir()
+    (blocker / "__init__.py").write_text("raise ImportError('blocked for the test')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([rlsql_exe, "query", "turn_stats", "--engine", "spark"], capture_output=True, text=True,
+                          env=env)
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == "rlsql: error: the Spark engine needs pyspark: pip install 'rlsql[spark]'"
+
+
+def test_missing_java_is_one_line_exit_2(tmp_path):
+    """Without Java (and no SPARK_REMOTE), a local session is refused in one line, exit 2."""
+    code = (
+        "import sys\n"
+        "from rlsql.cli import main\n"
+        "sys.argv = ['rlsql', 'query', 'turn_stats', '--engine', 'spark']\n"
+        "main()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_REMOTE")}
+    env["PATH"] = str(Path(sys.executable).parent)  # the venv's python and rlsql, no java
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "needs Java 17" in done.stderr.strip().splitlines()[-1]
