@@ -9,7 +9,8 @@ records each file it wrote (inode, size, mtime), a partition tree and each of it
 mark of their own. Anything else in the way, and any target that is or holds a run folder, is refused.
 
 `--partition-by run` writes one partition per run (`NAME/run=RUN/data_0.parquet`), each carrying its
-own run's provenance, and by default replaces only the partitions of the runs exported, leaving the
+own run's provenance (PARTITION_KEYS; the parts shared by every partition, TREE_KEYS, once in the
+tree's mark), and by default replaces only the partitions of the runs exported, leaving the
 others; `replace_all` swaps in the whole tree instead.
 
 Parquet files carry key-value metadata (METADATA_KEYS): what was exported, its version and
@@ -80,6 +81,30 @@ METADATA_KEYS = (
     "rlsql.duckdb_version",
     "rlsql.runs",
     "rlsql.sources",
+    "rlsql.exported_at",
+    "rlsql.columns",
+)
+#: what a partition's own file (or, for CSV/JSON, its mark) keeps of METADATA_KEYS: the item's
+#: identity and its run's provenance. The rest is the same for every partition of an export and is
+#: written once, in the tree's mark (key `metadata`): one copy of the column docs instead of one per
+#: run (`rlsql.columns` alone was most of a small partition's bytes).
+PARTITION_KEYS = (
+    "rlsql.query.name",
+    "rlsql.query.version",
+    "rlsql.query.fingerprint",
+    "rlsql.query.params",
+    "rlsql.runs",
+    "rlsql.sources",
+    "rlsql.exported_at",
+)
+#: what the tree's mark keeps once for all its partitions
+TREE_KEYS = (
+    "rlsql.query.name",
+    "rlsql.query.kind",
+    "rlsql.query.version",
+    "rlsql.query.fingerprint",
+    "rlsql.version",
+    "rlsql.duckdb_version",
     "rlsql.exported_at",
     "rlsql.columns",
 )
@@ -386,7 +411,7 @@ def _write_tree(
         for value in values:
             part = staging / partition_folder(value)
             of = [by_name[value]] if value in by_name else []
-            meta = metadata(of)
+            meta = {k: v for k, v in metadata(of).items() if k in PARTITION_KEYS}
             with failures_named(part):
                 part.mkdir()
             where = f"run IS NOT DISTINCT FROM {literal(value)}"
@@ -397,7 +422,9 @@ def _write_tree(
             write_mark(part, {"name": name, "partition": "run", "value": value,
                               **({"metadata": meta} if fmt != "parquet" else {})}, staged=True)
         con.execute(f"DROP TABLE {_STAGED}")
-        write_mark(staging, {"name": name, "partition_by": "run", "file_format": fmt}, staged=True)
+        shared = {k: v for k, v in metadata([]).items() if k in TREE_KEYS}
+        tree_mark = {"name": name, "partition_by": "run", "file_format": fmt, "metadata": shared}
+        write_mark(staging, tree_mark, staged=True)
         with failures_named(tree):
             fsync_tree(staging)
             if replace_all or not tree.exists():
@@ -410,6 +437,9 @@ def _write_tree(
                         swap_dir(new, old)
                     elif old.exists():
                         remove_dir(old)  # an exported run with no rows now: its old rows must go
+                # the shared record now describes this export (each partition names the version and
+                # fingerprint it was written with, so an older partition can be told apart)
+                write_mark(tree, tree_mark)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Written(name, tree, rows, size, files)

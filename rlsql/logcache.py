@@ -38,6 +38,7 @@ import duckdb
 
 from rlsql import cache, cachebuild
 from rlsql.catalog import load_catalog
+from rlsql.duckconn import memory_connection
 from rlsql.duckdb_errors import one_line
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError
@@ -231,7 +232,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
     entry.parquet.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.temp_path(entry.parquet)
     tail_file = cache.temp_path(entry.parquet.with_suffix(".lines"))
-    con = duckdb.connect(":memory:")
+    con = memory_connection()
     try:
         with path.open("rb") as fh, tail_file.open("wb") as out:
             before = os.fstat(fh.fileno())

@@ -30,6 +30,15 @@ METADATA_KEYS = {
     "rlsql.query.name", "rlsql.query.kind", "rlsql.query.version", "rlsql.query.fingerprint", "rlsql.query.params",
     "rlsql.version", "rlsql.duckdb_version", "rlsql.runs", "rlsql.sources", "rlsql.exported_at", "rlsql.columns",
 }  # fmt: skip
+# a partition keeps the item's identity and its own run's provenance; the rest is in the tree's mark
+PARTITION_KEYS = {
+    "rlsql.query.name", "rlsql.query.version", "rlsql.query.fingerprint", "rlsql.query.params",
+    "rlsql.runs", "rlsql.sources", "rlsql.exported_at",
+}  # fmt: skip
+TREE_KEYS = {
+    "rlsql.query.name", "rlsql.query.kind", "rlsql.query.version", "rlsql.query.fingerprint",
+    "rlsql.version", "rlsql.duckdb_version", "rlsql.exported_at", "rlsql.columns",
+}  # fmt: skip
 TWO_RUNS = [RUNS / "calendar", RUNS / "tiny"]
 
 
@@ -147,7 +156,26 @@ def test_partition_by_run_and_replacing_a_tree(tmp_path, capsys, monkeypatch) ->
     for run in names:
         got = table.filter(ds.field("run") == run).num_rows
         assert got == len(oracle.read_trials(RUNS / run)), run
-    assert set(_metadata(next((out / "trials").rglob("*.parquet")))) == METADATA_KEYS
+    catalog = load_catalog()
+    exported_at = set()
+    for part in (out / "trials").glob("run=*/data_0.parquet"):
+        meta = _metadata(part)
+        assert set(meta) == PARTITION_KEYS
+        assert meta["rlsql.query.name"] == "trials"
+        assert meta["rlsql.query.version"] == catalog.files["trials"].version
+        assert meta["rlsql.query.fingerprint"] == catalog.files["trials"].fingerprint
+        assert json.loads(meta["rlsql.query.params"]) == {}
+        exported_at.add(meta["rlsql.exported_at"])
+    # the shared record, once, in the tree's hidden mark
+    shared = json.loads((out / "trials" / ".rlsql-export.json").read_text())["metadata"]
+    assert set(shared) == TREE_KEYS
+    assert shared["rlsql.query.kind"] == "view"
+    assert shared["rlsql.query.fingerprint"] == catalog.files["trials"].fingerprint
+    assert shared["rlsql.version"] == rlsql.__version__
+    assert {shared["rlsql.exported_at"]} == exported_at
+    columns = json.loads(shared["rlsql.columns"])
+    assert columns["effective_treatment"].startswith("the treatment the trial really got")
+    assert set(columns) == {"run", *pq.read_schema(part).names}
     # --replace-all replaces the whole tree: a run no longer exported leaves no partition behind
     code, _, err = run_main(["export", "trials", "-r", str(RUNS / "tiny"), "--partition-by", "run", "-o", str(out),
                              "--replace-all"], capsys, monkeypatch)
@@ -336,12 +364,21 @@ def test_csv_partitions_carry_their_record_in_the_hidden_mark(tmp_path, capsys, 
         code, _, err = run_main(["export", "trials", "-f", "csv", "--partition-by", "run", "-o", str(out),
                                  "-r", str(RUNS / run)], capsys, monkeypatch)
         assert code == 0, err
+        time.sleep(1.01)  # exported_at has whole seconds: the two exports' stamps differ
     for run in ("tiny", "calendar"):
         part = out / "trials" / f"run={run}"
         assert _visible(part) == ["data_0.csv"]  # a reader of the tree sees data only
         with (part / "data_0.csv").open(newline="") as fh:
             assert sum(1 for _ in csv.DictReader(fh)) == len(oracle.read_trials(RUNS / run))
         record = json.loads((part / ".rlsql-export.json").read_text())["metadata"]
-        assert set(record) == METADATA_KEYS
+        assert set(record) == PARTITION_KEYS
         assert [r["name"] for r in json.loads(record["rlsql.runs"])] == [run]
         assert {s["run"] for s in json.loads(record["rlsql.sources"])} == {run}
+    # the tree's shared record was rewritten by the second export (calendar's), not left at the first
+    shared = json.loads((out / "trials" / ".rlsql-export.json").read_text())["metadata"]
+    assert set(shared) == TREE_KEYS
+    stamps = {run: json.loads((out / "trials" / f"run={run}" / ".rlsql-export.json").read_text())["metadata"][
+        "rlsql.exported_at"] for run in ("tiny", "calendar")}
+    assert stamps["tiny"] != stamps["calendar"]
+    assert shared["rlsql.exported_at"] == stamps["calendar"]
+    assert json.loads(shared["rlsql.columns"])["trial_name"]

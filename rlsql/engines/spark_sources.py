@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from rlsql.catalog import Catalog, Column, SqlFile
+from rlsql.config import config_rows
+from rlsql.duckconn import memory_connection
 from rlsql.errors import DataError, RlsqlWarning
 from rlsql.sources import SourceContext
 
@@ -81,7 +83,7 @@ class SparkSources:
                                [("run", "STRING"), ("kind", "STRING"), ("path", "STRING"), ("prefix", "STRING")]
                                ).toDF("run", "artifact", "path", "prefix")
         if source.artifact == "config":
-            return small_frame(self.spark, self.context.config_rows,
+            return small_frame(self.spark, self.config_rows(),
                                [("run", "STRING"), ("ordinal", "INT"), ("key", "STRING"), ("value", "STRING"),
                                 ("value_json", "STRING")])
         if source.artifact == "harbor":
@@ -89,6 +91,15 @@ class SparkSources:
         if source.artifact:
             return self.csv_frame(source)
         raise DataError(f"{source.path}: the Spark engine has no reader for source {source.name}")
+
+    def config_rows(self) -> list[dict]:
+        """Every run's rl_config.yaml as (run, ordinal, key, value, value_json) rows, as config_src gives them."""
+        rows: list[dict] = []
+        for run in self.context.runs:
+            config = run.artifact("config")
+            if config is not None:
+                rows.extend(config_rows(run.name, config.path))
+        return rows
 
     # -- CSV --------------------------------------------------------------------------------------
     def csv_frame(self, source: SqlFile) -> Any:
@@ -199,7 +210,7 @@ class SparkSources:
         columns += [(c.name, spark_type(c.type)) for c in source.columns]
         sql = self.context.render(self.catalog, source)
         try:
-            rows = duckdb.connect(":memory:").execute(sql).fetchall()
+            rows = memory_connection().execute(sql).fetchall()
         except duckdb.Error as exc:
             raise data_error(exc) or DataError(f"{source.path}: cannot read {source.name}: {one_line(exc)}") from exc
         schema = ", ".join(f"{_q(name)} {ctype}" for name, ctype in columns)
