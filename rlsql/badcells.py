@@ -22,11 +22,11 @@ from typing import TypeVar
 import duckdb
 
 from rlsql import csvread
-from rlsql.errors import RlsqlWarning
+from rlsql.errors import BAD_CELL_MARK, RlsqlWarning
 
 FUNCTION = "rlsql_bad_cell"
 #: the text of the error a bad cell raises in a first attempt
-FOUND = "rlsql-bad-cell"
+FOUND = BAD_CELL_MARK
 #: a file with bad cells up to this size is read again by the csv module to name their lines (~0.5 s)
 LINE_SCAN_BYTES = 16 * 1024 * 1024
 EXAMPLES = 3

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import jinja2
 
-from rlsql.errors import DATA_ERROR_MARK, CatalogError, UsageError
+from rlsql.errors import BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError, UsageError
 from rlsql.params import Param
 from rlsql.sqltext import date_literal, file_literal, identifier, literal, sql_type
 
@@ -233,6 +233,7 @@ def jinja_env(root: Path) -> jinja2.Environment:
     env.filters["sqltype"] = sql_type
     # the prefix of every error() rlsql's SQL raises about the data (rlsql.duckdb_errors reads it back)
     env.globals["DATA_ERROR_MARK"] = DATA_ERROR_MARK
+    env.globals["BAD_CELL_MARK"] = BAD_CELL_MARK  # ...and about a cell that is no whole number (rlsql.badcells)
     return env
 
 

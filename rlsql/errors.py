@@ -63,6 +63,9 @@ class RlsqlWarning(UserWarning):
 #: an `error()` raised by rlsql's own SQL about the input files starts with this (the templates get it
 #: as the Jinja global DATA_ERROR_MARK; rlsql.duckdb_errors.data_error turns such a failure into a DataError)
 DATA_ERROR_MARK = "rlsql-data: "
+#: the error a whole-number cell that reads as empty raises in a query's first attempt (rlsql/badcells.py;
+#: the templates get it as the Jinja global BAD_CELL_MARK)
+BAD_CELL_MARK = "rlsql-bad-cell"
 
 
 def one_line(exc: BaseException) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlsql.catalog import Catalog, jinja_env, sql_root
-from rlsql.errors import DATA_ERROR_MARK, CatalogError
+from rlsql.errors import BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError
 from rlsql.sqltext import SQL_TYPES, sql_type
 
 SQL = Path(__file__).resolve().parent.parent / "sql"
@@ -39,7 +39,8 @@ def test_every_pasted_type_goes_through_the_allow_list() -> None:
 
 
 def test_the_data_error_marker_is_spelled_in_python_only() -> None:
-    spelled = [p.relative_to(SQL).as_posix() for p in TEMPLATES if DATA_ERROR_MARK.strip() in p.read_text()]
+    spelled = [p.relative_to(SQL).as_posix() for p in TEMPLATES
+               if DATA_ERROR_MARK.strip() in p.read_text() or BAD_CELL_MARK in p.read_text()]
     assert spelled == []
     users = [p.name for p in TEMPLATES if "DATA_ERROR_MARK | lit" in p.read_text()]
     assert sorted(users) == ["_read_csv.sql.j2", "harbor_trials_src.sql"]
