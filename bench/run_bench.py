@@ -196,8 +196,9 @@ def child_startup(run: str, name: str) -> dict:
     t1 = time.perf_counter()
     import rlsql.api
     import rlsql.cli  # noqa: F401 - typer and the CLI module, as `rlsql` loads them
+    from rlsql.artifacts import check_artifacts
     from rlsql.catalog import load_catalog
-    from rlsql.connection import check_artifacts, object_statements
+    from rlsql.connection import object_statements
     from rlsql.formats import render
     from rlsql.runs import resolve_runs
 

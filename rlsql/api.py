@@ -9,10 +9,11 @@ from typing import Any
 
 import duckdb
 
+from rlsql.artifacts import check_artifacts
 from rlsql.badcells import BadCells, answering
 from rlsql.cachebuild import with_cache_fallback
 from rlsql.catalog import load_catalog
-from rlsql.connection import RunSpec, check_artifacts, open_connection, query_connection
+from rlsql.connection import RunSpec, open_connection, query_connection
 from rlsql.duckdb_errors import data_error, query_failure, warn_rejected_rows
 from rlsql.errors import QueryError, UsageError
 from rlsql.params import Param
@@ -172,7 +173,7 @@ def sql_failure(exc: duckdb.Error) -> str:
             break
         if line.strip():
             kept.append(line.strip())
-    missing = _MISSING_TABLE.search(kept[0]) if kept else None
+    missing = _MISSING_TABLE.search(kept[0]) if kept and isinstance(exc, duckdb.CatalogException) else None
     if missing:
         import difflib
 

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import jinja2
 
-from rlsql.errors import CatalogError, UsageError
+from rlsql.errors import DATA_ERROR_MARK, CatalogError, UsageError
 from rlsql.params import Param
-from rlsql.sqltext import date_literal, file_literal, identifier, literal
+from rlsql.sqltext import date_literal, file_literal, identifier, literal, sql_type
 
 #: folder -> kind, in the order a reader meets them
 KINDS = {"sources": "source", "macros": "macro", "views": "view", "queries": "query"}
@@ -189,16 +189,24 @@ def _parse_header(text: str, path: str, kind: str) -> SqlFile:
         artifact=fields.get("artifact"),
         optional=fields.get("optional", "false").lower() == "true",
         columns=columns,
-        other_columns_type=fields.get("other_columns", "VARCHAR"),
+        other_columns_type=_parse_type(fields.get("other_columns", "VARCHAR"), path, "other_columns"),
         column_docs=column_docs,
     )
 
 
 def _parse_column(spec: str, path: str) -> Column:
     name, _, ctype = spec.strip().rpartition(" ")
-    if not name or ctype.upper() not in {"VARCHAR", "DOUBLE", "BIGINT", "INTEGER", "BOOLEAN"}:
+    if not name:
         raise CatalogError(f"{path}: cannot read column spec {spec.strip()!r} (want 'name TYPE')")
-    return Column(name.strip(), ctype.upper())
+    return Column(name.strip(), _parse_type(ctype, path, f"column spec {spec.strip()!r}"))
+
+
+def _parse_type(text: str, path: str, what: str) -> str:
+    """A declared type, checked against the allow-list at load time (rlsql.sqltext.SQL_TYPES)."""
+    try:
+        return sql_type(text)
+    except ValueError as exc:
+        raise CatalogError(f"{path}: {what}: {exc}") from None
 
 
 def sql_root() -> Path:
@@ -221,6 +229,10 @@ def jinja_env(root: Path) -> jinja2.Environment:
     env.filters["lit_date"] = date_literal
     env.filters["file_lit"] = file_literal
     env.filters["ident"] = identifier
+    # a type pasted into SQL (`CAST(NULL AS {{ col.type | sqltype }})`): only an allow-listed name passes
+    env.filters["sqltype"] = sql_type
+    # the prefix of every error() rlsql's SQL raises about the data (rlsql.duckdb_errors reads it back)
+    env.globals["DATA_ERROR_MARK"] = DATA_ERROR_MARK
     return env
 
 

@@ -13,16 +13,17 @@ from pathlib import Path
 import duckdb
 
 from rlsql import csvread, harbor
+from rlsql.artifacts import ARTIFACT_LABELS, INTEGER_COLUMNS
 from rlsql.catalog import load_catalog
 from rlsql.config import config_problems, read_yaml
-from rlsql.connection import ARTIFACT_LABELS, INTEGER_COLUMNS, open_connection
-from rlsql.duckconn import memory_connection
-from rlsql.duckdb_errors import UnparsableCsv, data_error_text, has_reject_tables, parser_failure, rejected_lines
+from rlsql.connection import open_connection
+from rlsql.duckdb_errors import data_error_text, has_reject_tables, rejected_lines
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError
 from rlsql.logfiles import from_logs_requested
+from rlsql.probe import PROBE_FILE, parser_failure, probe_sql
 from rlsql.rawlogs import metrics_origin, reads_logs, unread_stat_lines, vllm_origin
-from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header, read_header
+from rlsql.runs import CSV_ARTIFACTS, HeaderError, Run, csv_header
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
 EXPECTED_COLUMNS = {
@@ -61,22 +62,6 @@ class RunReport:
             "run": self.run, "path": self.path, "usable": self.usable, "readable_rows": self.readable_rows,
             **self.counts(), "issues": [asdict(i) for i in self.issues],
         }
-
-
-def probe_sql(kind: str, path: Path | None, header: list[str], buffer: int | None = None,
-              paths: Sequence[Path] = ()) -> str:
-    """SQL that reads every column of one CSV as its source declares them (sources/_check_csv.sql.j2);
-    with `paths`, of many CSVs with this header, a row of counts per file."""
-    catalog = load_catalog()
-    types = catalog.files[f"{kind}_src"].column_types(header)
-    return catalog.env.get_template("sources/_check_csv.sql.j2").render(
-        path=str(path), header=header, types=types, integers=INTEGER_COLUMNS[kind], buffer=buffer,
-        paths=[str(p) for p in paths],
-    )
-
-
-#: the column a grouped probe names each row's file in (a header holding it is probed alone)
-PROBE_FILE = "rlsql_probe_file"
 
 
 class CsvProbes:
@@ -128,23 +113,6 @@ class CsvProbes:
     def get(self, path: Path) -> tuple[dict, list[tuple[str, int, str]]] | None:
         """(counts, rejected lines) of the CSV at `path`, when its group was probed together."""
         return self.results.get(str(path))
-
-
-def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataError | None:
-    """After DuckDB failed without naming a file: probe each CSV a query reads and name the first that fails."""
-    con = memory_connection()
-    for run in runs:
-        for kind in kinds:
-            artifact = run.artifact(kind)
-            header = read_header(artifact.path) if artifact is not None else []
-            if not header:
-                continue
-            try:
-                con.execute(probe_sql(kind, artifact.path, header)).fetchall()
-            except duckdb.Error as exc:
-                line, problem = parser_failure(artifact.path, exc)
-                return UnparsableCsv(str(artifact.path), line, problem)
-    return None
 
 
 def _last_reject_scan(con: duckdb.DuckDBPyConnection) -> int:

@@ -16,9 +16,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from rlsql import __version__
 from rlsql.errors import DataError, ExitCode, RlsqlError, UsageError
 from rlsql.formats import FORMATS, ExportFormat, OutputFormat, Partition, ReportFormat, render
+from rlsql.version import __version__
 
 E = TypeVar("E", bound=StrEnum)
 DOCS_HINT = (
@@ -119,7 +119,7 @@ def _output_path(value: str) -> Path:
 OutputOption = Annotated[
     Path | None,
     typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout.", show_default=False,
-                 parser=_output_path),
+                 parser=_output_path, metavar="FILE"),
 ]
 ParamOption = Annotated[
     list[str] | None,
@@ -461,7 +461,7 @@ def export_command(
     ] = None,
     output: Annotated[
         Path, typer.Option("--output", "-o", help="The folder to write into (created if needed; never a run folder).",
-                           parser=_output_path)
+                           parser=_output_path, metavar="FOLDER")
     ] = ...,  # type: ignore[assignment]
     all_queries: Annotated[bool, typer.Option("--all", help="Export every named query.")] = False,
     views: Annotated[

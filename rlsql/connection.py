@@ -1,264 +1,29 @@
-"""Build a DuckDB connection holding rlsql's views and macros over a set of runs.
+"""Build a DuckDB connection holding rlsql's views and macros over a set of runs: the DDL, in dependency
+order, and the connections that run it.
 
-Sources are rendered here from what `runs.py` found (paths, headers, the flattened config); every
-value reaches the SQL as an escaped literal. Only the views a caller needs are created, so a
-query pays for its own dependencies only.
+The sources are rendered by rlsql.sources (what `runs.py` found, every value through the templates'
+filters); whether the runs have what a query reads is rlsql.artifacts'. Only the views a caller needs
+are created, so a query pays for its own dependencies only.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import re
-import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
-from rlsql import badcells, cache, csvread, harbor
+from rlsql import badcells, cache, harbor
 from rlsql.badcells import BadCells
-from rlsql.cachebuild import cached_copy
-from rlsql.catalog import Catalog, Column, SqlFile, load_catalog
-from rlsql.config import config_rows
+from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.duckconn import memory_connection
-from rlsql.duckdb_errors import data_error, one_line
-from rlsql.duckpaths import why_unnameable
-from rlsql.errors import DataError, RlsqlWarning
-from rlsql.rawlogs import LOG_SOURCES, log_context, reads_logs
-from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, Run, csv_header, resolve_runs
+from rlsql.duckdb_errors import data_error
+from rlsql.errors import DataError, one_line
+from rlsql.runs import Run, resolve_runs
+from rlsql.sources import SourceContext
 from rlsql.sqltext import identifier, literal
 
 RunSpec = str | Path | Sequence[str | Path] | None
-
-ARTIFACT_LABELS = {
-    "metrics": "trainer metrics",
-    "trials": "trial results",
-    "vllm": "vLLM engine stats",
-    "config": "rl_config.yaml",
-    "harbor": "Harbor trial results",
-    "logs": "raw training logs",
-}
-#: an artifact a source reads -> the artifacts that satisfy it (a run's trials come from its CSV, else
-#: from Harbor's trace_jobs/*/result.json)
-ARTIFACT_ALTERNATIVES = {"trials": ("trials", "harbor"), "harbor": ("trials", "harbor")}
-#: ...and trainer metrics and vLLM stats come from the CSV, else from the raw training logs (rlsql/rawlogs.py)
-ARTIFACT_ALTERNATIVES.update({"metrics": ("metrics", "logs"), "vllm": ("vllm", "logs")})
-
-
-_GLOB = re.compile(r"[*?\[\]{}]")
-
-
-#: columns that hold whole numbers (turns, tokens, steps, counts), read as DOUBLE so `3.0` parses and
-#: handed on as BIGINT; a cell with a fraction or beyond 2**53 (where a DOUBLE stops holding every
-#: integer) reads as empty instead of being rounded or failing a cast (`rlsql check` lists it)
-INTEGER_COLUMNS = {
-    "trials": ("n_episodes", "n_input_tokens", "n_output_tokens"),
-    # counts: read as BIGINT by the sources (issue 16), through the same guard
-    "metrics": ("trainer/global_step", "global_step", "async/discarded_count", "async/effective_batch_groups",
-                "async/effective_batch_samples", "generate/min_num_tokens", "generate/max_num_tokens",
-                "batch_errors/total_batches", "batch_errors/total_instances", "batch_errors/total_successful",
-                "batch_errors/total_failed", "batch_errors/total_masked"),
-    "vllm": ("n_engines_reporting", "unique_ips", "total_running_requests", "total_waiting_requests",
-             "min_running_requests", "max_running_requests"),
-}
-
-
-@dataclass(frozen=True)
-class CsvFile:
-    """One CSV as a source template sees it; `cached` is its fresh Parquet copy, if any (rlsql/cache.py)."""
-
-    run: str
-    path: str
-    header: list[str]
-    types: dict[str, str]
-    cached: str | None = None
-    #: the read buffer DuckDB needs for the file's longest line (None: its default)
-    buffer: int | None = None
-
-
-def where_looked(run: Run, kind: str) -> str:
-    if kind == "config":
-        return f"{run.path} for {' or '.join(CONFIG_NAMES)}"
-    if kind == "harbor":
-        return f"{run.path} for {HARBOR_DIR}/*/{HARBOR_RESULT}"
-    prefixed, plain = CSV_ARTIFACTS[kind]
-    if kind == "trials":
-        return f"{run.path} for *_{prefixed}, {plain} or {HARBOR_DIR}/*/{HARBOR_RESULT}"
-    return f"{run.path} for *_{prefixed}, {plain} or training logs (*.out, *.log, logs/)"
-
-
-def check_artifacts(runs: Sequence[Run], files: Iterable[SqlFile], query: str) -> None:
-    """Fail when no run has an artifact the query reads; warn for the runs that lack it."""
-    for f in files:
-        if f.kind != "source" or not f.artifact or f.optional:
-            continue
-        kinds = ARTIFACT_ALTERNATIVES.get(f.artifact, (f.artifact,))
-        lacking = [r for r in runs if all(r.artifact(kind) is None for kind in kinds)]
-        label = ARTIFACT_LABELS[f.artifact]
-        if len(lacking) == len(runs):
-            run = lacking[0]
-            more = f" (nor do {len(lacking) - 1} other runs)" if len(lacking) > 1 else ""
-            raise DataError(
-                f"{query} needs the {label} of run {run.name!r}, and there are none{more}: "
-                f"looked in {where_looked(run, f.artifact)}"
-            )
-        for run in lacking:
-            warnings.warn(
-                f"run {run.name!r} has no {label} (looked in {where_looked(run, f.artifact)}); "
-                f"{query} has nothing from it",
-                RlsqlWarning,
-                stacklevel=3,
-            )
-
-
-class SourceContext:
-    """What the source templates are rendered with; each piece is computed once, when first needed."""
-
-    def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None):
-        self.runs = list(runs)
-        #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
-        self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
-        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/badcells.py)
-        self.bad_cells = bad_cells
-
-    @functools.cached_property
-    def run_rows(self) -> list[dict]:
-        return [
-            {"name": r.name, "path": str(r.path), "vllm_base_date": r.vllm_base_date()} for r in self.runs
-        ]
-
-    @functools.cached_property
-    def run_files(self) -> list[dict]:
-        files = [
-            {"run": r.name, "kind": a.kind, "path": str(a.path), "prefix": a.prefix}
-            for r in self.runs
-            for a in r.artifacts.values()
-        ]
-        # a run without a metrics or vLLM CSV reads them from its raw logs: listed as that artifact too
-        files.extend(
-            {"run": r.name, "kind": kind, "path": str(r.artifacts["logs"].path), "prefix": None}
-            for r in self.runs
-            for kind in LOG_SOURCES.values()
-            if reads_logs(r, kind)
-        )
-        return files
-
-    @functools.cached_property
-    def config_docs(self) -> list[dict]:
-        """Per run with a config: its flattened leaves as one JSON text of parallel lists (config_src.sql)."""
-        docs: list[dict] = []
-        for run in self.runs:
-            config = run.artifact("config")
-            if config is None:
-                continue
-            rows = config_rows(run.name, config.path)
-            doc = {
-                "keys": [r["key"] for r in rows],
-                "texts": [r["value"] for r in rows],
-                "jsons": [r["value_json"] for r in rows],
-            }
-            docs.append({"run": run.name, "doc": json.dumps(doc, ensure_ascii=False)})
-        return docs
-
-    def csv_context(self, source: SqlFile) -> dict:
-        """files (one per run that has the artifact) and the union of their columns, declared ones first."""
-        columns: list[Column] = list(source.columns)
-        seen = {c.name for c in columns}
-        files: list[CsvFile] = []
-        for run in self.runs:
-            artifact = run.artifact(source.artifact or "")
-            if artifact is None:
-                continue
-            unnameable = why_unnameable(artifact.path)
-            if unnameable:
-                warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
-                continue
-            unparsable = csvread.unparsable.get(csvread.file_version(str(artifact.path)))
-            if unparsable is not None:
-                warnings.warn(f"{unparsable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
-                continue
-            try:
-                read = csv_header(artifact.path)
-            except DataError as exc:
-                # one damaged file must not cost the other runs their answer: skip it, say so
-                warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
-                continue
-            header = read.names
-            if read.notice():
-                warnings.warn(f"{artifact.path}:1: {read.notice()}", RlsqlWarning, stacklevel=2)
-            if not header:
-                warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
-                continue
-            types = source.column_types(header)
-            cached = cached_copy(source, artifact.path, header, types)
-            buffer = None
-            if cached is None:
-                try:
-                    buffer = csvread.buffer_size([artifact.path])
-                except DataError as exc:
-                    warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
-                    continue
-            files.append(CsvFile(run.name, str(artifact.path), header, types, cached, buffer))
-            for name in header:
-                if name not in seen:
-                    seen.add(name)
-                    columns.append(Column(name, source.other_columns_type))
-        groups: dict[tuple[bool, tuple[str, ...]], dict] = {}
-        for f in files:
-            key = (f.cached is not None, tuple(f.header))
-            group = groups.setdefault(
-                key,
-                {"header": f.header, "types": f.types, "files": [], "parquet": f.cached is not None, "buffer": None},
-            )
-            group["files"].append(f)
-            if f.buffer:
-                group["buffer"] = max(group["buffer"] or 0, f.buffer)
-        integers = INTEGER_COLUMNS.get(source.artifact or "", ())
-        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers,
-                "bad_cells": self.bad_cells}
-
-    def harbor_context(self) -> dict:
-        """files: per run that has trace_jobs and no trials CSV (the CSV wins), its listed trial folders.
-
-        `names` holds every listed folder name, sorted and '/'-joined (a name cannot hold a '/');
-        `read_names` the ones DuckDB reads, escaped (harbor.reader_path) as `reader_prefix` is, so
-        that no path is taken as a glob pattern. `refused`: the files rlsql does not read, and why.
-        """
-        files: list[dict] = []
-        refused: list[dict] = []
-        for run in self.runs:
-            artifact = run.artifact("harbor")
-            if artifact is None or run.artifact("trials") is not None:
-                continue
-            prefix = str(artifact.path)
-            listing = harbor.list_trials(artifact.path)
-            names = [harbor.sql_name(f.folder) for f in listing.files]
-            read = [harbor.reader_path(f.folder) for f in listing.files if f.problem is None]
-            refused.extend(
-                {"run": run.name, "path": f"{prefix}/{harbor.sql_name(f.folder)}/{harbor.HARBOR_RESULT}",
-                 "problem": f.problem}
-                for f in listing.files if f.problem is not None
-            )
-            files.append({"run": run.name, "prefix": prefix, "names": "/".join(names),
-                          "reader_prefix": harbor.reader_path(prefix), "read_names": "/".join(read)})
-        return {"files": files, "refused": refused}
-
-    def render(self, catalog: Catalog, source: SqlFile) -> str:
-        context: dict = {"runs": self.run_rows}
-        if source.name == "run_files":
-            context["run_files"] = self.run_files
-        elif source.artifact == "config":
-            context["config_function"] = self.config_function
-            context["config_docs"] = [] if self.config_function else self.config_docs
-        elif source.artifact == "harbor":
-            context.update(self.harbor_context())
-        elif source.artifact:
-            context.update(self.csv_context(source))
-            # runs without the CSV read their raw training logs (rlsql/rawlogs.py)
-            context.update(log_context(self.runs, source, context["columns"]))
-        return catalog.render(source, **context)
 
 
 #: Sources a query connection loads into its in-memory database instead of defining as views.

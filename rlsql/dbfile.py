@@ -24,15 +24,15 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import __version__, cache
+from rlsql import cache
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import comment_columns, create_objects
 from rlsql.duckconn import memory_connection
-from rlsql.duckdb_errors import one_line
-from rlsql.errors import DataError, RlsqlError, UsageError
+from rlsql.errors import DataError, RlsqlError, UsageError, one_line
 from rlsql.provenance import SourceFingerprints
 from rlsql.runs import Run
 from rlsql.sqltext import identifier, literal
+from rlsql.version import __version__
 from rlsql.writes import atomic_path, check_writable_target, disk_failure, failures_named
 
 #: readable by DuckDB 1.4 and later (rlsql itself needs duckdb>=1.4)

@@ -10,59 +10,30 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from rlsql.errors import DataError, QueryError, RlsqlError, RlsqlWarning
+from rlsql.errors import DATA_ERROR_MARK, DataError, QueryError, RlsqlError, RlsqlWarning, UnparsableCsv, one_line
+from rlsql.probe import locate_unparsable_csv, parser_failure
 from rlsql.runs import CSV_ARTIFACTS, Run
 
 if TYPE_CHECKING:
     from rlsql.catalog import SqlFile
 
 
-def one_line(exc: BaseException) -> str:
-    """DuckDB's messages span lines (and carry hints); keep the first meaningful line."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
 _CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
 _CSV_FILE = re.compile(r"^\s*file = (.+)$", re.MULTILINE)
 
 
-class UnparsableCsv(DataError):
-    """A CSV DuckDB's parser gives up on as a whole (a stray CR): the query skips that file and retries."""
-
-    def __init__(self, path: str, line: int | None, problem: str):
-        self.path = path
-        super().__init__(f"{path}{'' if line is None else f':{line}'}: {problem}")
-
-
-def parser_failure(path: Path, exc: BaseException) -> tuple[int | None, str]:
-    """(line, problem) for a CSV DuckDB's parser gave up on: the line of a stray carriage return
-    (a CR not followed by LF, which DuckDB's strict parser cannot place) when there is one."""
-    line = stray_cr_line(path)
-    if line is not None:
-        return line, "a carriage return (CR) inside a line: DuckDB cannot parse the file"
-    return None, f"DuckDB cannot parse the file: {one_line(exc)}"
-
-
-def stray_cr_line(path: Path, chunk: int = 1 << 24) -> int | None:
-    """The line number of the first CR not followed by LF in `path`, or None."""
-    lines, previous_cr = 1, False
-    with path.open("rb") as fh:
-        while block := fh.read(chunk):
-            if previous_cr and not block.startswith(b"\n"):
-                return lines
-            at = block.find(b"\r")
-            while at != -1:
-                if at + 1 < len(block) and block[at + 1] != 0x0A:
-                    return lines + block.count(b"\n", 0, at)
-                at = block.find(b"\r", at + 1)
-            previous_cr = block.endswith(b"\r")
-            lines += block.count(b"\n")
-    return lines if previous_cr else None
+#: the exception classes DuckDB raises for a file its CSV reader cannot read: a cell it cannot convert
+#: (ConversionException) or a line it cannot parse (InvalidInputException); rlsql's own error() about the
+#: data raises InvalidInputException too. Only these are read for a file and line: a binder, catalog or
+#: I/O error never is, whatever its message says.
+CSV_FAILURES = (duckdb.ConversionException, duckdb.InvalidInputException)
+DATA_FAILURES = (duckdb.InvalidInputException,)
 
 
 def csv_error(exc: BaseException) -> DataError | None:
     """A DuckDB CSV reading error as `file:line: problem`, or None when it is something else."""
+    if not isinstance(exc, CSV_FAILURES):
+        return None
     text = str(exc)
     line, path = _CSV_LINE.search(text), _CSV_FILE.search(text)
     if not path:
@@ -146,8 +117,6 @@ def warn_rejected_rows(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
-#: an `error()` raised by rlsql's own SQL about the data (see sql/sources) starts with this
-DATA_ERROR_MARK = "rlsql-data: "
 
 
 def data_error_text(exc: BaseException) -> str:
@@ -158,7 +127,7 @@ def data_error_text(exc: BaseException) -> str:
 
 def data_error(exc: BaseException) -> DataError | None:
     """A DuckDB error that is about the input files, as a one-line DataError; None for anything else."""
-    if DATA_ERROR_MARK in str(exc):
+    if isinstance(exc, DATA_FAILURES) and DATA_ERROR_MARK in str(exc):
         return DataError(data_error_text(exc))
     return csv_error(exc)
 
@@ -172,8 +141,6 @@ def query_failure(exc: duckdb.Error, name: str, runs: Sequence[Run], needed: Seq
     """
     problem = data_error(exc)
     if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):
-        from rlsql.check import locate_unparsable_csv  # late: check imports this module
-
         kinds = [f.artifact for f in needed if f.kind == "source" and f.artifact in CSV_ARTIFACTS]
         problem = locate_unparsable_csv(runs, kinds)
     return problem or QueryError(f"{name}: {one_line(exc)}")

@@ -36,6 +36,14 @@ class DataError(RlsqlError):
     exit_code = ExitCode.BAD_DATA
 
 
+class UnparsableCsv(DataError):
+    """A CSV DuckDB's parser gives up on as a whole (a stray CR): the query skips that file and retries."""
+
+    def __init__(self, path: str, line: int | None, problem: str):
+        self.path = path
+        super().__init__(f"{path}{'' if line is None else f':{line}'}: {problem}")
+
+
 class CatalogError(RlsqlError):
     """The SQL catalog itself is inconsistent (unknown reference, cycle, bad header): a bug in sql/."""
 
@@ -50,3 +58,14 @@ class QueryError(RlsqlError):
 
 class RlsqlWarning(UserWarning):
     """Something rlsql skipped or assumed; the numbers it prints do not include it."""
+
+
+#: an `error()` raised by rlsql's own SQL about the input files starts with this (the templates get it
+#: as the Jinja global DATA_ERROR_MARK; rlsql.duckdb_errors.data_error turns such a failure into a DataError)
+DATA_ERROR_MARK = "rlsql-data: "
+
+
+def one_line(exc: BaseException) -> str:
+    """DuckDB's messages span lines (and carry hints); keep the first meaningful line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__

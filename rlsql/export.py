@@ -35,16 +35,17 @@ from typing import Any
 
 import duckdb
 
-from rlsql import __version__
 from rlsql.api import bind_params
+from rlsql.artifacts import check_artifacts
 from rlsql.cachebuild import with_cache_fallback
 from rlsql.catalog import Catalog, SqlFile, load_catalog
-from rlsql.connection import check_artifacts, open_connection
+from rlsql.connection import open_connection
 from rlsql.duckdb_errors import query_failure
 from rlsql.errors import DataError, RlsqlWarning, UsageError
 from rlsql.provenance import SourceFingerprints
 from rlsql.runs import Run
 from rlsql.sqltext import identifier, literal
+from rlsql.version import __version__
 from rlsql.writes import (
     MARK,
     atomic_path,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlsql.errors import CatalogError, UsageError
+from rlsql.sqltext import literal, sql_type
 
 _PARAM = re.compile(
     r"^(?P<name>[a-z_][a-z0-9_]*)\s+(?P<type>INTEGER|DOUBLE|VARCHAR|BOOLEAN)\s*=\s*(?P<default>[^,:]+?)"
@@ -70,16 +71,12 @@ class Param:
     def sql_default(self) -> str:
         """The default as a typed SQL literal, for the view text (shell users who set nothing get it)."""
         if self.default is None:
-            return f"CAST(NULL AS {self.type})"
-        if self.type == "VARCHAR":
-            return "'" + str(self.default).replace("'", "''") + "'"
-        if self.type == "BOOLEAN":
-            return "true" if self.default else "false"
-        return repr(self.default)
+            return f"CAST(NULL AS {sql_type(self.type)})"
+        return literal(self.default)
 
     def sql_ref(self) -> str:
         """SQL that reads the parameter inside a view: the session variable, else the default."""
-        return f"CAST(coalesce(getvariable('{self.name}'), {self.sql_default()}) AS {self.type})"
+        return f"CAST(coalesce(getvariable({literal(self.name)}), {self.sql_default()}) AS {sql_type(self.type)})"
 
     def describe(self) -> str:
         default = "NULL" if self.default is None else self.default

@@ -26,9 +26,8 @@ import duckdb
 
 from rlsql.catalog import Column, SqlFile, load_catalog
 from rlsql.duckconn import memory_connection
-from rlsql.duckdb_errors import one_line
 from rlsql.duckpaths import why_unnameable
-from rlsql.errors import DataError, RlsqlWarning
+from rlsql.errors import DataError, RlsqlWarning, one_line
 from rlsql.logfiles import find_logs, short_name
 from rlsql.runs import Run
 

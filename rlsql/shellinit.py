@@ -15,13 +15,13 @@ from collections.abc import Sequence
 
 import duckdb
 
-from rlsql import __version__, cache
+from rlsql import cache
 from rlsql.catalog import Catalog, load_catalog
 from rlsql.connection import column_comment_statements, object_statements
 from rlsql.duckconn import memory_connection
-from rlsql.duckdb_errors import one_line
-from rlsql.errors import RlsqlWarning, UsageError
+from rlsql.errors import RlsqlWarning, UsageError, one_line
 from rlsql.runs import Run
+from rlsql.version import __version__
 
 INSTALL_HINT = "pip install 'rlsql[shell]' (or: pip install duckdb-cli)"
 

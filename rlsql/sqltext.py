@@ -58,6 +58,19 @@ def date_literal(value: dt.date | None) -> str:
     return "CAST(NULL AS DATE)" if value is None else f"DATE '{value.isoformat()}'"
 
 
+#: the column and parameter types rlsql's SQL headers may declare: a type is pasted into SQL text
+#: (`CAST(x AS type)`), so only these names ever reach it
+SQL_TYPES = frozenset({"VARCHAR", "DOUBLE", "BIGINT", "INTEGER", "BOOLEAN"})
+
+
+def sql_type(name: str) -> str:
+    """`name` as a SQL type, when it is one of SQL_TYPES (any case); anything else is refused."""
+    upper = str(name).strip().upper()
+    if upper not in SQL_TYPES:
+        raise ValueError(f"{name!r} is not a type rlsql declares (one of {', '.join(sorted(SQL_TYPES))})")
+    return upper
+
+
 def identifier(name: str) -> str:
     """A double-quoted identifier (column names such as `reward/avg_raw_reward` need quoting)."""
     if "\x00" in name:

@@ -37,12 +37,17 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any, Protocol
 
 from rlsql.errors import ExitCode, RlsqlError, UsageError
 
-if TYPE_CHECKING:  # only for the annotation: this module sits below the run layer
-    from rlsql.runs import Run
+
+class RunFolder(Protocol):
+    """What the write path needs of a run (an rlsql.runs.Run): its folder. A protocol rather than an
+    import, because this module sits below the run layer (README, "Architecture")."""
+
+    @property
+    def path(self) -> Path: ...
 
 TMP_SUFFIX = ".rlsql-tmp"
 #: the file in a folder rlsql wrote (an export tree, one of its partitions, an export folder) that says so
@@ -219,7 +224,7 @@ def fsync_dir(folder: Path) -> None:
 
 # -- targets ---------------------------------------------------------------------------------------
 
-def refuse_run_folders(target: Path, runs: Sequence[Run]) -> None:
+def refuse_run_folders(target: Path, runs: Sequence[RunFolder]) -> None:
     """Refuse to write at or inside a run folder (rlsql never writes into a user's run)."""
     if str(target) == "":
         raise UsageError("the output path is empty; give a file or folder name")
@@ -229,7 +234,7 @@ def refuse_run_folders(target: Path, runs: Sequence[Run]) -> None:
             raise UsageError(f"{target}: refusing to write inside run folder {run.path}; choose another path")
 
 
-def check_writable_target(target: Path, runs: Sequence[Run]) -> None:
+def check_writable_target(target: Path, runs: Sequence[RunFolder]) -> None:
     """Refuse a target to be replaced that is a run folder, lies inside one, or holds one."""
     refuse_run_folders(target, runs)
     resolved = target.resolve()

@@ -23,6 +23,85 @@ os.environ["RLSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlsql-test-cache-")
 os.environ["RLSQL_CACHE"] = "0"
 
 
+class FixtureConnections:
+    """One rlsql connection (rlsql.connection.open_connection: every view and macro, the small sources
+    loaded once) per set of fixture runs, made when first asked for and shared by the whole session.
+
+    The sets are each fixture run alone and "all" of them together. Tests that only read views through
+    these (test_grain, test_column_docs) then pay for each set's sources once, not once per view.
+    """
+
+    SETS = (*FIXTURE_RUNS, "all")
+
+    def __init__(self) -> None:
+        self._open: dict = {}
+
+    def __getitem__(self, label: str):
+        if label not in self._open:
+            import warnings
+
+            from rlsql.connection import open_connection
+            from rlsql.runs import resolve_runs
+
+            names = FIXTURE_RUNS if label == "all" else [label]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a run lacking an artifact says so; nothing to check here
+                self._open[label] = open_connection(resolve_runs([RUNS / n for n in names]))
+        return self._open[label]
+
+    def close(self) -> None:
+        for con in self._open.values():
+            con.close()
+
+
+@pytest.fixture(scope="session")
+def fixture_connections():
+    connections = FixtureConnections()
+    yield connections
+    connections.close()
+
+
+@pytest.fixture(scope="session")
+def bound_columns(fixture_connections) -> dict[str, dict[str, list[tuple[str, str]]]]:
+    """view or query -> run set -> its (column, DuckDB type) pairs, bound with LIMIT 0 (no row read) on the
+    session's connection per run set; a run set lacking what a view reads leaves that set out.
+
+    The columns and types `rlsql describe` gives (test_column_docs checks that they agree), computed once
+    for test_column_docs and test_schema instead of one connection per view and run set.
+    """
+    import duckdb
+
+    from rlsql.catalog import load_catalog
+    from rlsql.sqltext import identifier
+
+    found: dict[str, dict[str, list[tuple[str, str]]]] = {}
+    names = [f.name for f in load_catalog().files.values() if f.kind in ("view", "query")]
+    for label in FixtureConnections.SETS:
+        con = fixture_connections[label]
+        for name in names:
+            try:
+                cursor = con.execute(f"SELECT * FROM {identifier(name)} LIMIT 0")
+            except duckdb.Error:
+                continue  # the runs lack an artifact it reads: nothing to bind
+            found.setdefault(name, {})[label] = [(d[0], str(d[1])) for d in cursor.description]
+    return found
+
+
+@pytest.fixture(scope="session")
+def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The markdown report of the tiny run, written once per session (test_report and test_golden read it)."""
+    import warnings
+
+    from rlsql.report import build_report
+    from rlsql.runs import resolve_runs
+
+    out = tmp_path_factory.mktemp("tiny-report") / "report"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_report(resolve_runs([RUNS / "tiny"]), out)
+    return out
+
+
 @pytest.fixture(scope="session")
 def runs_dir() -> Path:
     return RUNS
@@ -36,3 +115,18 @@ def rlsql_exe() -> str:
     if not found:
         pytest.fail("the rlsql console script is not installed: pip install . first (see README)")
     return found
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="Rewrite tests/golden/ from what rlsql prints now (same as RLSQL_UPDATE_GOLDEN=1); review the diff.",
+    )
+
+
+@pytest.fixture(scope="session")
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    """True when the golden files are to be rewritten rather than compared (tests/test_golden.py)."""
+    return bool(request.config.getoption("--update-golden")) or os.environ.get("RLSQL_UPDATE_GOLDEN") == "1"

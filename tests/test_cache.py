@@ -466,6 +466,7 @@ def test_an_empty_home_does_not_put_the_cache_at_the_filesystem_root(monkeypatch
     assert cache_root() == expected
 
 
+@pytest.mark.slow
 def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(cache_dir, tmp_path, capsys, monkeypatch,
                                                                    rlsql_exe) -> None:
     """kill -9 at several points of a real `cache build`: never a half entry in use, never a leftover

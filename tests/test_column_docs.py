@@ -11,29 +11,32 @@ import pytest
 
 import rlsql
 from rlsql.catalog import CatalogError, _parse_header, load_catalog
+from rlsql.connection import open_connection
 from rlsql.describe import column_types
 from rlsql.runs import resolve_runs
 from rlsql.shellinit import init_script
-from tests.conftest import FIXTURE_RUNS, RUNS
+from rlsql.sqltext import identifier
+from tests.conftest import RUNS
 
 ROOT = Path(__file__).resolve().parent.parent
 SELECTABLE = [f.name for f in load_catalog().files.values() if f.kind in ("view", "query")]
 
 
 @pytest.fixture(scope="module")
-def columns_by_run() -> dict[str, dict[str, list[str]]]:
+def columns_by_run(bound_columns) -> dict[str, dict[str, list[str]]]:
     """name -> run set -> the columns DuckDB binds (each fixture run alone, then all of them together)."""
-    found: dict[str, dict[str, list[str]]] = {}
-    sets = {name: [RUNS / name] for name in FIXTURE_RUNS}
-    sets["all"] = [RUNS / name for name in FIXTURE_RUNS]
-    for label, folders in sets.items():
-        runs = resolve_runs(folders)
-        for name in SELECTABLE:
-            try:
-                found.setdefault(name, {})[label] = [c for c, _ in column_types(name, runs)]
-            except rlsql.RlsqlError:
-                continue  # a run without the artifact: nothing to bind
-    return found
+    return {name: {label: [c for c, _ in columns] for label, columns in sets.items()}
+            for name, sets in bound_columns.items()}
+
+
+def test_bound_columns_are_the_ones_describe_binds() -> None:
+    """The shared connection (conftest.bound_columns) binds a view to the columns and types `rlsql describe`
+    gives it (spot check: tiny)."""
+    runs = resolve_runs([RUNS / "tiny"])
+    con = open_connection(runs)
+    for name in ("trials", "metric_rows", "vllm_seconds", "reward_curve", "timing_breakdown", "run_overview"):
+        bound = [(d[0], str(d[1])) for d in con.execute(f"SELECT * FROM {identifier(name)} LIMIT 0").description]
+        assert bound == column_types(name, runs), name
 
 
 @pytest.mark.parametrize("name", SELECTABLE)

@@ -147,6 +147,7 @@ def digest(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(rows, max_size=12), cut=st.integers(0, 400),
        junk=st.sampled_from([b"", b"\xff\xfe", b"\n\n", b"\x00", b"t,t__z,1,,1.0"]))

@@ -14,9 +14,9 @@ import pytest
 import rlsql
 from rlsql.catalog import load_catalog
 from rlsql.check import CsvProbes, ViewFindings, check_runs
-from rlsql.connection import SourceContext
 from rlsql.errors import DataError, UsageError
 from rlsql.runs import resolve_runs, split_alias
+from rlsql.sources import SourceContext
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import FIXTURE_RUNS, RUNS
@@ -186,13 +186,20 @@ def test_every_view_answers_as_if_created_eagerly() -> None:
     assert all(comments[n] == catalog.files[n].description for n in objects)
 
 
-@pytest.mark.parametrize("name", sorted(oracle.QUERIES))
-def test_connected_queries_match_the_oracle(name: str) -> None:
-    dirs = [RUNS / r for r in FIXTURE_RUNS]
+@pytest.fixture(scope="module")
+def connected() -> duckdb.DuckDBPyConnection:
+    """One rlsql.connect() over every fixture run, for all the queries below (as a user keeps one open)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        con = rlsql.connect(dirs)
-    cursor = con.execute(f'SELECT * FROM "{name}"')
+        con = rlsql.connect([RUNS / r for r in FIXTURE_RUNS])
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize("name", sorted(oracle.QUERIES))
+def test_connected_queries_match_the_oracle(name: str, connected: duckdb.DuckDBPyConnection) -> None:
+    dirs = [RUNS / r for r in FIXTURE_RUNS]
+    cursor = connected.execute(f'SELECT * FROM "{name}"')
     columns = [d[0] for d in cursor.description]
     got = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
     assert_rows_match(got, oracle.expected(name, dirs), f"{name} through rlsql.connect")

@@ -1,8 +1,9 @@
 """Every view and named query that declares a `grain` header holds one row per grain value.
 
 The grain is the file's promise of what one row is (README, "SQL files"); BI tools join on it. The
-rows are fetched through rlsql.connect() and counted in plain Python, on every fixture run and on
-all of them together (the run column keeps runs apart).
+rows are fetched through the connection rlsql answers queries with (the session's
+`fixture_connections`, one per run set) and counted in plain Python, on every fixture run and on all
+of them together (the run column keeps runs apart).
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from collections import Counter
 
 import pytest
 
-import rlsql
 from rlsql.catalog import load_catalog
 from rlsql.sqltext import identifier
-from tests.conftest import FIXTURE_RUNS, RUNS
+from tests.conftest import FixtureConnections
 
 GRAINED = sorted(
     (f.name, [c.strip() for c in f.grain.split(",")])
@@ -25,12 +25,9 @@ GRAINED = sorted(
 assert len(GRAINED) >= 30
 
 
-@pytest.fixture(scope="module", params=[*FIXTURE_RUNS, "all"])
-def connection(request):
-    runs = [RUNS / r for r in FIXTURE_RUNS] if request.param == "all" else [RUNS / request.param]
-    con = rlsql.connect(runs)
-    yield con
-    con.close()
+@pytest.fixture(params=FixtureConnections.SETS)
+def connection(request, fixture_connections):
+    return fixture_connections[request.param]
 
 
 @pytest.mark.parametrize(("name", "grain"), GRAINED, ids=[g[0] for g in GRAINED])

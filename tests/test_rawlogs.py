@@ -140,6 +140,7 @@ def test_named_query_on_raw_logs_matches_the_oracle_on_the_twin(raw: Path, name:
     assert not [w for w in caught if issubclass(w.category, rlsql.RlsqlWarning)], [str(w.message) for w in caught]
 
 
+@pytest.mark.slow
 def test_cli_query_and_report_on_a_folder_of_raw_logs_only(raw: Path, rlsql_exe: str, tmp_path: Path) -> None:
     assert not list(raw.glob("*.csv"))
     done = subprocess.run([rlsql_exe, "query", "reward_curve", "--run", str(raw), "--format", "csv"],
@@ -310,6 +311,7 @@ def test_a_result_json_being_written_is_left_out(raw: Path, tmp_path: Path) -> N
     assert rlsql.query("reward_summary", [live]).to_dicts()[0]["trials"] == 60
 
 
+@pytest.mark.slow
 def test_export_of_a_raw_log_run_records_the_logs(raw: Path, tmp_path: Path, rlsql_exe: str) -> None:
     for run, out in ((raw, tmp_path / "raw"), (TWIN, tmp_path / "twin")):
         subprocess.run([rlsql_exe, "export", "--all", "--views", "-r", str(run), "-o", str(out), "-f", "csv"],

@@ -357,10 +357,10 @@ def make_report(out: Path, names: list[str], fmt_: str = "md") -> Path:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def reports(tmp_path_factory: pytest.TempPathFactory, tiny_report: Path) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("reports")
     return {
-        "tiny": make_report(base / "tiny", ["tiny"]),
+        "tiny": tiny_report,  # conftest: written once per session (test_golden compares it too)
         "calendar": make_report(base / "calendar", ["calendar"]),
         "tiny+calendar": make_report(base / "two", ["tiny", "calendar"]),
         "all": make_report(base / "all", ["tiny", "calendar", "newest"]),

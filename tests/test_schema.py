@@ -12,9 +12,7 @@ import pytest
 
 import rlsql
 from rlsql.catalog import load_catalog
-from rlsql.describe import column_types
-from rlsql.runs import resolve_runs
-from tests.conftest import FIXTURE_RUNS, RUNS
+from tests.conftest import RUNS
 
 SELECTABLE = [f.name for f in load_catalog().files.values() if f.kind in ("view", "query")]
 
@@ -53,18 +51,9 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def schemas() -> dict[str, dict[str, list[tuple[str, str]]]]:
-    found: dict[str, dict[str, list[tuple[str, str]]]] = {}
-    sets = {name: [RUNS / name] for name in FIXTURE_RUNS}
-    sets["all"] = [RUNS / name for name in FIXTURE_RUNS]
-    for label, folders in sets.items():
-        runs = resolve_runs(folders)
-        for name in SELECTABLE:
-            try:
-                found.setdefault(name, {})[label] = column_types(name, runs)
-            except rlsql.RlsqlError:
-                continue  # the runs lack an artifact it reads
-    return found
+def schemas(bound_columns) -> dict[str, dict[str, list[tuple[str, str]]]]:
+    """name -> run set -> (column, type), as `rlsql describe` binds them (conftest.bound_columns)."""
+    return bound_columns
 
 
 @pytest.mark.parametrize("name", SELECTABLE)

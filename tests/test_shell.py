@@ -111,6 +111,7 @@ def _metadata(exe: str, db: Path, cwd: Path) -> dict[str, str]:
     return {r["key"]: r["value"] for r in rows}
 
 
+@pytest.mark.slow
 def test_db_build_opens_in_the_duckdb_shell(rlsql_exe, duckdb_exe, tmp_path) -> None:
     db = tmp_path / "out" / "runs.duckdb"
     for _ in range(2):  # the second build replaces the first

@@ -464,6 +464,7 @@ def test_every_writing_command_leaves_the_runs_byte_identical(args, tmp_path, ca
     assert not [p for p in runs.rglob("*") if writes.TMP_SUFFIX in p.name]
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_never_leaves_half_a_partition(tmp_path, capsys, monkeypatch) -> None:
     """SIGKILL an incremental partitioned export at seeded random moments: every partition present is a
     whole Parquet file with its run's rows, a missing one comes back with the next export, and that

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from rlsql.api import QueryResult, bind_params
+from rlsql.artifacts import check_artifacts
 from rlsql.catalog import Catalog, SqlFile, load_catalog
-from rlsql.connection import RunSpec, SourceContext, check_artifacts
+from rlsql.connection import RunSpec
 from rlsql.engines.spark_sources import SparkSources
 from rlsql.engines.spark_sql import CompiledCache, compile_file
 from rlsql.errors import QueryError, RlsqlWarning, UsageError
 from rlsql.runs import Run, resolve_runs
+from rlsql.sources import SourceContext
 
 REMOTE_ENV = "SPARK_REMOTE"
 #: session settings the compiled SQL relies on: wall-clock timestamps (DuckDB's TIMESTAMP), UTC

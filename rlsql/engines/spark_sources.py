@@ -25,9 +25,9 @@ from typing import Any
 
 from rlsql.catalog import Catalog, Column, SqlFile
 from rlsql.config import config_rows
-from rlsql.connection import SourceContext
 from rlsql.duckconn import memory_connection
 from rlsql.errors import DataError, RlsqlWarning
+from rlsql.sources import SourceContext
 
 _SPARK_TYPE = {"VARCHAR": "STRING", "DOUBLE": "DOUBLE", "BIGINT": "BIGINT", "INTEGER": "INT", "BOOLEAN": "BOOLEAN"}
 _HADOOP_GLOB = re.compile(r"([\\*?\[\]{}])")

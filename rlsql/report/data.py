@@ -13,10 +13,10 @@ from typing import Any
 
 import duckdb
 
+from rlsql.artifacts import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS
 from rlsql.catalog import Catalog, load_catalog
-from rlsql.connection import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS, open_connection
-from rlsql.duckdb_errors import one_line
-from rlsql.errors import QueryError, RlsqlWarning, UsageError
+from rlsql.connection import open_connection
+from rlsql.errors import QueryError, RlsqlWarning, UsageError, one_line
 from rlsql.params import Param
 from rlsql.runs import Run
 from rlsql.sqltext import identifier

@@ -18,11 +18,11 @@ from typing import Any
 
 import jinja2
 
-from rlsql import __version__
-from rlsql.connection import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS
+from rlsql.artifacts import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS
 from rlsql.report import human
 from rlsql.report.data import ReportData, Rows
 from rlsql.report.figures import FEW_RUNS, FIGURES
+from rlsql.version import __version__
 
 #: metric families in the order the report lists them (data-contract.md section 2); others follow by name
 FAMILIES = ("async", "generate", "loss", "policy", "reward", "system", "timing", "trainer", "batch_errors")

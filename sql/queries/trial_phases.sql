@@ -51,7 +51,7 @@ WITH
 SELECT run, phase, median_s, mean_s, total_s, share_of_trial, trials
 FROM (
     {%- for p in phases %}
-    SELECT run, '{{ p }}' AS phase, {{ p }}_median AS median_s, {{ p }}_mean AS mean_s, {{ p }}_total AS total_s,
+    SELECT run, {{ p | lit }} AS phase, {{ p }}_median AS median_s, {{ p }}_mean AS mean_s, {{ p }}_total AS total_s,
         {{ p }}_timed / total_trial_s AS share_of_trial, {{ p }}_trials AS trials, {{ loop.index }} AS position
     FROM totals
     WHERE {{ p }}_trials > 0

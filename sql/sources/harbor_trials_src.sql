@@ -97,7 +97,7 @@ parsed AS (
     SELECT
         run, row_no, path, j,
         CASE
-            WHEN listed_path IS NULL THEN error('rlsql-data: ' || filename
+            WHEN listed_path IS NULL THEN error({{ DATA_ERROR_MARK | lit }} || filename
                 || ': DuckDB read a file that is not one rlsql listed (a path taken as a glob pattern?)')
             WHEN refused IS NOT NULL THEN refused
             WHEN filename IS NULL THEN 'vanished before it could be read'
@@ -133,12 +133,12 @@ typed AS (
             CASE
                 WHEN {{ column }}_json IS NULL OR json_type({{ column }}_json) = 'NULL' THEN NULL
                 WHEN NOT {{ is_number(column ~ "_json") }}
-                    THEN '{{ field }}: ' || left(CAST({{ column }}_json AS VARCHAR), 40) || ' is not a number'
+                    THEN {{ (field ~ ': ') | lit }} || left(CAST({{ column }}_json AS VARCHAR), 40) || ' is not a number'
                 {%- if whole %}
                 WHEN isfinite({{ column }}_number) AND {{ column }}_number <> trunc({{ column }}_number)
-                    THEN '{{ field }}: ' || CAST({{ column }}_json AS VARCHAR) || ' is not a whole number'
+                    THEN {{ (field ~ ': ') | lit }} || CAST({{ column }}_json AS VARCHAR) || ' is not a whole number'
                 WHEN isfinite({{ column }}_number) AND abs({{ column }}_number) > 9007199254740992
-                    THEN '{{ field }}: ' || CAST({{ column }}_json AS VARCHAR) || ' is out of range'
+                    THEN {{ (field ~ ': ') | lit }} || CAST({{ column }}_json AS VARCHAR) || ' is out of range'
                 {%- endif %}
             END{{ "," if not loop.last }}
             {%- endfor %}
@@ -146,7 +146,7 @@ typed AS (
         list_filter([
             {%- for column, field, whole in numbers %}
             CASE WHEN {{ is_number(column ~ "_json") }} AND NOT coalesce(isfinite({{ column }}_number), false)
-                THEN '{{ field }}' END{{ "," if not loop.last }}
+                THEN {{ field | lit }} END{{ "," if not loop.last }}
             {%- endfor %}
         ], lambda x: x IS NOT NULL) AS nonfinite
     FROM numbers

@@ -1,0 +1,185 @@
+"""The source templates' context: what `rlsql.runs` found (paths, headers, the flattened config, Harbor's
+trial folders, the raw logs to read), turned into the values sql/sources/*.sql is rendered with. Every
+value reaches the SQL through the templates' literal, identifier and type filters (rlsql/sqltext.py).
+
+rlsql.connection creates the rendered sources on a connection; this module only renders them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rlsql import csvread, harbor
+from rlsql.artifacts import INTEGER_COLUMNS
+from rlsql.cachebuild import cached_copy
+from rlsql.catalog import Catalog, Column, SqlFile
+from rlsql.config import config_rows
+from rlsql.duckpaths import why_unnameable
+from rlsql.errors import DataError, RlsqlWarning
+from rlsql.rawlogs import LOG_SOURCES, log_context, reads_logs
+from rlsql.runs import Run, csv_header
+
+
+@dataclass(frozen=True)
+class CsvFile:
+    """One CSV as a source template sees it; `cached` is its fresh Parquet copy, if any (rlsql/cache.py)."""
+
+    run: str
+    path: str
+    header: list[str]
+    types: dict[str, str]
+    cached: str | None = None
+    #: the read buffer DuckDB needs for the file's longest line (None: its default)
+    buffer: int | None = None
+
+
+class SourceContext:
+    """What the source templates are rendered with; each piece is computed once, when first needed."""
+
+    def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None):
+        self.runs = list(runs)
+        #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
+        self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
+        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/badcells.py)
+        self.bad_cells = bad_cells
+
+    @functools.cached_property
+    def run_rows(self) -> list[dict]:
+        return [
+            {"name": r.name, "path": str(r.path), "vllm_base_date": r.vllm_base_date()} for r in self.runs
+        ]
+
+    @functools.cached_property
+    def run_files(self) -> list[dict]:
+        files = [
+            {"run": r.name, "kind": a.kind, "path": str(a.path), "prefix": a.prefix}
+            for r in self.runs
+            for a in r.artifacts.values()
+        ]
+        # a run without a metrics or vLLM CSV reads them from its raw logs: listed as that artifact too
+        files.extend(
+            {"run": r.name, "kind": kind, "path": str(r.artifacts["logs"].path), "prefix": None}
+            for r in self.runs
+            for kind in LOG_SOURCES.values()
+            if reads_logs(r, kind)
+        )
+        return files
+
+    @functools.cached_property
+    def config_docs(self) -> list[dict]:
+        """Per run with a config: its flattened leaves as one JSON text of parallel lists (config_src.sql)."""
+        docs: list[dict] = []
+        for run in self.runs:
+            config = run.artifact("config")
+            if config is None:
+                continue
+            rows = config_rows(run.name, config.path)
+            doc = {
+                "keys": [r["key"] for r in rows],
+                "texts": [r["value"] for r in rows],
+                "jsons": [r["value_json"] for r in rows],
+            }
+            docs.append({"run": run.name, "doc": json.dumps(doc, ensure_ascii=False)})
+        return docs
+
+    def csv_context(self, source: SqlFile) -> dict:
+        """files (one per run that has the artifact) and the union of their columns, declared ones first."""
+        columns: list[Column] = list(source.columns)
+        seen = {c.name for c in columns}
+        files: list[CsvFile] = []
+        for run in self.runs:
+            artifact = run.artifact(source.artifact or "")
+            if artifact is None:
+                continue
+            unnameable = why_unnameable(artifact.path)
+            if unnameable:
+                warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
+            unparsable = csvread.unparsable.get(csvread.file_version(str(artifact.path)))
+            if unparsable is not None:
+                warnings.warn(f"{unparsable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
+            try:
+                read = csv_header(artifact.path)
+            except DataError as exc:
+                # one damaged file must not cost the other runs their answer: skip it, say so
+                warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
+            header = read.names
+            if read.notice():
+                warnings.warn(f"{artifact.path}:1: {read.notice()}", RlsqlWarning, stacklevel=2)
+            if not header:
+                warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
+                continue
+            types = source.column_types(header)
+            cached = cached_copy(source, artifact.path, header, types)
+            buffer = None
+            if cached is None:
+                try:
+                    buffer = csvread.buffer_size([artifact.path])
+                except DataError as exc:
+                    warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                    continue
+            files.append(CsvFile(run.name, str(artifact.path), header, types, cached, buffer))
+            for name in header:
+                if name not in seen:
+                    seen.add(name)
+                    columns.append(Column(name, source.other_columns_type))
+        groups: dict[tuple[bool, tuple[str, ...]], dict] = {}
+        for f in files:
+            key = (f.cached is not None, tuple(f.header))
+            group = groups.setdefault(
+                key,
+                {"header": f.header, "types": f.types, "files": [], "parquet": f.cached is not None, "buffer": None},
+            )
+            group["files"].append(f)
+            if f.buffer:
+                group["buffer"] = max(group["buffer"] or 0, f.buffer)
+        integers = INTEGER_COLUMNS.get(source.artifact or "", ())
+        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers,
+                "bad_cells": self.bad_cells}
+
+    def harbor_context(self) -> dict:
+        """files: per run that has trace_jobs and no trials CSV (the CSV wins), its listed trial folders.
+
+        `names` holds every listed folder name, sorted and '/'-joined (a name cannot hold a '/');
+        `read_names` the ones DuckDB reads, escaped (harbor.reader_path) as `reader_prefix` is, so
+        that no path is taken as a glob pattern. `refused`: the files rlsql does not read, and why.
+        """
+        files: list[dict] = []
+        refused: list[dict] = []
+        for run in self.runs:
+            artifact = run.artifact("harbor")
+            if artifact is None or run.artifact("trials") is not None:
+                continue
+            prefix = str(artifact.path)
+            listing = harbor.list_trials(artifact.path)
+            names = [harbor.sql_name(f.folder) for f in listing.files]
+            read = [harbor.reader_path(f.folder) for f in listing.files if f.problem is None]
+            refused.extend(
+                {"run": run.name, "path": f"{prefix}/{harbor.sql_name(f.folder)}/{harbor.HARBOR_RESULT}",
+                 "problem": f.problem}
+                for f in listing.files if f.problem is not None
+            )
+            files.append({"run": run.name, "prefix": prefix, "names": "/".join(names),
+                          "reader_prefix": harbor.reader_path(prefix), "read_names": "/".join(read)})
+        return {"files": files, "refused": refused}
+
+    def render(self, catalog: Catalog, source: SqlFile) -> str:
+        context: dict = {"runs": self.run_rows}
+        if source.name == "run_files":
+            context["run_files"] = self.run_files
+        elif source.artifact == "config":
+            context["config_function"] = self.config_function
+            context["config_docs"] = [] if self.config_function else self.config_docs
+        elif source.artifact == "harbor":
+            context.update(self.harbor_context())
+        elif source.artifact:
+            context.update(self.csv_context(source))
+            # runs without the CSV read their raw training logs (rlsql/rawlogs.py)
+            context.update(log_context(self.runs, source, context["columns"]))
+        return catalog.render(source, **context)

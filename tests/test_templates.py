@@ -1,0 +1,82 @@
+"""The SQL templates' discipline (issue 10, item 4), read from the files themselves: one place that calls
+read_csv, every type pasted into SQL through the allow-list, the data-error marker spelled once (in Python),
+and no `indent` filter that could put spaces inside a path literal."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from rlsql.catalog import Catalog, jinja_env, sql_root
+from rlsql.errors import DATA_ERROR_MARK, CatalogError
+from rlsql.sqltext import SQL_TYPES, sql_type
+
+SQL = Path(__file__).resolve().parent.parent / "sql"
+TEMPLATES = sorted(p for p in SQL.rglob("*") if p.suffix in (".sql", ".j2"))
+READER = SQL / "sources" / "_csv_reader.sql.j2"
+
+
+def test_read_csv_is_called_in_one_template() -> None:
+    def sql_text(path: Path) -> str:
+        """The template's own SQL: Jinja comments, statements and expressions (macro calls) taken out."""
+        return re.sub(r"\{#.*?#\}|\{%.*?%\}|\{\{.*?\}\}", "", path.read_text(), flags=re.S)
+
+    assert re.search(r"\bread_csv\s*\(", sql_text(READER))
+    callers = [p.relative_to(SQL).as_posix() for p in TEMPLATES
+               if p != READER and re.search(r"\bread_csv\s*\(", sql_text(p))]
+    assert callers == []
+    users = {p.name for p in TEMPLATES if re.search(r"import read_(csv|lines|kept_lines)\b", p.read_text())}
+    assert users == {"_read_csv.sql.j2", "_check_csv.sql.j2", "_cache_csv.sql.j2", "_rawlogs.sql.j2",
+                     "_log_cache.sql.j2"}
+
+
+def test_every_pasted_type_goes_through_the_allow_list() -> None:
+    unchecked = [f"{p.relative_to(SQL)}: {m.group(0)}" for p in TEMPLATES
+                 for m in re.finditer(r"AS \{\{[^}]*\}\}\)", p.read_text()) if "| sqltype" not in m.group(0)]
+    assert unchecked == []
+
+
+def test_the_data_error_marker_is_spelled_in_python_only() -> None:
+    spelled = [p.relative_to(SQL).as_posix() for p in TEMPLATES if DATA_ERROR_MARK.strip() in p.read_text()]
+    assert spelled == []
+    users = [p.name for p in TEMPLATES if "DATA_ERROR_MARK | lit" in p.read_text()]
+    assert sorted(users) == ["_read_csv.sql.j2", "harbor_trials_src.sql"]
+
+
+def test_no_template_indents_rendered_values() -> None:
+    assert [p.name for p in TEMPLATES if "| indent" in p.read_text()] == []
+
+
+def test_the_reader_macro_quotes_what_it_is_given() -> None:
+    env = jinja_env(sql_root())
+    macros = env.get_template("sources/_csv_reader.sql.j2").module
+    types = {"n": "double", "we'ird": "VARCHAR"}
+    text = str(macros.read_csv(["/runs/a[1]/x's.csv", "/runs/b.csv"], ["n", "we'ird"], types, 4096, "src"))
+    assert text.startswith("read_csv(['/runs/a[[]1[]]/x''s.csv', '/runs/b.csv'], header = true")
+    assert "filename = 'src'" in text and "buffer_size = 4096" in text
+    assert text.endswith("columns = {'n': 'DOUBLE', 'we''ird': 'VARCHAR'})")
+    with pytest.raises(ValueError, match="not a type"):
+        str(macros.read_csv("/runs/a.csv", ["n"], {"n": "DOUBLE); DROP TABLE x; --"}))
+
+
+def test_sql_type_allow_list() -> None:
+    assert sql_type(" bigint ") == "BIGINT"
+    assert {sql_type(t.lower()) for t in SQL_TYPES} == SQL_TYPES
+    for bad in ("TEXT", "DOUBLE)", "VARCHAR; SELECT 1", ""):
+        with pytest.raises(ValueError):
+            sql_type(bad)
+
+
+def test_a_source_declaring_an_unknown_type_fails_at_load(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "sql"
+    shutil.copytree(SQL, root)
+    source = root / "sources" / "metrics_src.sql"
+    source.write_text(re.sub(r"^-- other_columns: .*$", "-- other_columns: DOUBLE) AS x, (SELECT 1", source.read_text(),
+                             count=1, flags=re.M), encoding="utf-8")
+    assert "other_columns: DOUBLE)" in source.read_text()
+    with pytest.raises(CatalogError, match="other_columns"):
+        Catalog.load(root)
