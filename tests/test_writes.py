@@ -482,9 +482,15 @@ def test_kill_9_at_random_points_never_leaves_half_a_partition(tmp_path, capsys,
     code, _, err = run_main(args, capsys, monkeypatch)
     assert code == 0, err
     inputs = tree_hash(runs)
+    # the moments are drawn within how long one whole export takes here and now (a fixed range of
+    # seconds let a fast machine finish before the kill, and a loaded one be killed before it started)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "rlsql", *args], cwd=tmp_path, env=env, check=True, capture_output=True)
+    whole = time.monotonic() - started
     for _ in range(3):
         started = time.monotonic()
-        delay = rng.uniform(0.2, 2.5)
+        delay = rng.uniform(0.1, 0.8) * whole
         _kill_when(args, tmp_path, lambda d=delay, s=started: time.monotonic() - s > d)
         for part in (out / "trials").glob("run=*"):
             if writes.parse_temp_name(part.name) is None:
