@@ -11,6 +11,7 @@ error when the catalog loads.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import hashlib
@@ -24,7 +25,8 @@ from pathlib import Path
 
 import jinja2
 
-from rlsql.errors import BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError, UsageError
+from rlsql import writes
+from rlsql.errors import BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError, RlsqlError, UsageError
 from rlsql.params import Param
 from rlsql.sqltext import date_literal, file_literal, identifier, literal, sql_type
 
@@ -431,13 +433,10 @@ class _AnalysisCache:
         self.path = analysis_cache_file(self.name, for_writing=True)
         if self.path is None:
             return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(self.entries), encoding="utf-8")
-            tmp.replace(self.path)
-        except OSError:
-            pass
+        # through the one write path (temporary name, rename, sweep of a killed writer's leftovers);
+        # a cache that cannot be written only costs the next process the analysis again
+        with contextlib.suppress(OSError, RlsqlError):
+            writes.write_text(self.path, json.dumps(self.entries))
 
 
 @functools.lru_cache(maxsize=1)

@@ -33,6 +33,7 @@ SparkCompileError naming the file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -46,8 +47,9 @@ from sqlglot import exp, transforms
 from sqlglot.dialects.spark import Spark
 from sqlglot.generators.spark import SparkGenerator
 
+from rlsql import writes
 from rlsql.catalog import Catalog, SqlFile
-from rlsql.errors import CatalogError
+from rlsql.errors import CatalogError, RlsqlError
 from rlsql.params import Param
 
 #: the compiler's own text: any change to a rewrite invalidates the cached compilations
@@ -498,13 +500,10 @@ class CompiledCache:
             return
         # bounded: the newest entries win (dicts keep insertion order)
         self.entries = dict(list(self.entries.items())[-2000:])
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(self.entries), encoding="utf-8")
-            tmp.replace(self.path)
-        except OSError:
-            pass
+        # through the one write path (temporary name, rename, sweep of a killed writer's leftovers);
+        # a cache that cannot be written only costs the next process the analysis again
+        with contextlib.suppress(OSError, RlsqlError):
+            writes.write_text(self.path, json.dumps(self.entries))
 
 
 def compile_file(
