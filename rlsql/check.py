@@ -133,18 +133,15 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         return
     unnameable = why_unnameable(artifact.path)
     if unnameable:
-        report.add("error", artifact.path, f"{unnameable}; file skipped, no rows read")
-        report.readable_rows[kind] = 0
+        skip_file(report, kind, artifact.path, unnameable)
         return
     try:
         read = csv_header(artifact.path)
     except HeaderError as exc:
-        report.add("error", artifact.path, f"{exc.problem}; file skipped, no rows read", exc.line)
-        report.readable_rows[kind] = 0
+        skip_file(report, kind, artifact.path, exc.problem, exc.line)
         return
     except DataError as exc:
-        report.add("error", artifact.path, f"{exc}; file skipped, no rows read")
-        report.readable_rows[kind] = 0
+        skip_file(report, kind, artifact.path, str(exc))
         return
     header = read.names
     if read.notice():
@@ -161,12 +158,10 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
     try:
         buffer = csvread.buffer_size([artifact.path])
     except csvread.LongLineError as exc:
-        report.add("error", artifact.path, f"{exc.problem}; file skipped, no rows read", exc.line)
-        report.readable_rows[kind] = 0
+        skip_file(report, kind, artifact.path, exc.problem, exc.line)
         return
     except DataError as exc:
-        report.add("error", artifact.path, f"{exc}; file skipped, no rows read")
-        report.readable_rows[kind] = 0
+        skip_file(report, kind, artifact.path, str(exc))
         return
     probed = probes.get(artifact.path) if probes is not None else None
     if probed is not None:
@@ -209,6 +204,12 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
                    f"{len(rejected)}: {scan.records - values['rows'] - len(rejected)} row(s) unaccounted for")
     if values["rows"] == 0:
         report.add("info", artifact.path, "no readable data rows")
+
+
+def skip_file(report: RunReport, kind: str, path: Path, problem: str, line: int | None = None) -> None:
+    """A file no query reads: an error naming it (and the line), and no readable rows from it."""
+    report.add("error", path, f"{problem}; file skipped, no rows read", line)
+    report.readable_rows[kind] = 0
 
 
 def _lines_note(lines: Sequence[int], shown: int = 5) -> str:
