@@ -191,11 +191,20 @@ def test_every_object_matches_duckdb(spark, awkward, run_set):
     """Every source and view (as multisets of rows), then every named query (in order, with its
     warnings and errors), on one set of Spark objects for the run set, as rlsql.spark()'s runner
     keeps them: views are rebuilt only where a parameter changes their SQL."""
-    from rlsql.engines.spark import SparkCatalog, run_query_spark
+    from rlsql.engines.spark import SparkCatalog
 
     runs = _runs(run_set, awkward)
     catalog = load_catalog()
     objects = SparkCatalog(spark, runs, catalog)
+    try:
+        _compare_every_object(spark, objects, catalog, runs, run_set)
+    finally:
+        objects.close()  # the next run set's objects get the session's memory
+
+
+def _compare_every_object(spark, objects, catalog, runs, run_set) -> None:
+    from rlsql.engines.spark import run_query_spark
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RlsqlWarning)
         # the named queries too: checkpoint_ema reads reward_curve

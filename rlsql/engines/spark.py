@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import warnings
 from collections.abc import Sequence
@@ -33,9 +34,14 @@ SESSION_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.timestampType": "TIMESTAMP_NTZ",
 }
-#: a local session's settings: small, quiet, sized for one machine
+#: a local session's settings: small, quiet, sized for one machine; the status store keeps few finished
+#: jobs and SQL plans (the catalogue's plans are large: by default a long session filled a 1 GB driver)
 LOCAL_CONF = {
     "spark.ui.enabled": "false",
+    "spark.sql.ui.retainedExecutions": "20",
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.ui.retainedTasks": "500",
     "spark.sql.shuffle.partitions": "2",
     "spark.ui.showConsoleProgress": "false",
     **SESSION_CONF,
@@ -81,6 +87,8 @@ def one_line(exc: BaseException) -> str:
 
 
 _SESSION: Any = None
+#: compiled SQL that holds a recursive CTE (the compiler writes WITH RECURSIVE first)
+_RECURSIVE = re.compile(r"\s*WITH\s+RECURSIVE\b", re.IGNORECASE)
 
 
 def _quiet_python_loggers() -> None:
@@ -175,6 +183,9 @@ class SparkCatalog:
         self.use_cache = os.environ.get("RLSQL_SPARK_CACHE", "1") != "0"
         #: name -> the SQL it was created with ("" for a source)
         self.created: dict[str, str] = {}
+        #: every temporary view this object made (helper views too) and the rows it keeps for them
+        self.views: set[str] = set()
+        self.kept: list[Any] = []
         self.source_warnings: dict[str, list[str]] = {}
 
     def compiled(self, f: SqlFile, values: dict[str, Any]) -> str:
@@ -194,6 +205,7 @@ class SparkCatalog:
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         frame.createOrReplaceTempView(f.name)
+        self.views.add(f.name)
         self.created[f.name] = ""
 
     def _create_view(self, name: str, sql: str) -> None:
@@ -203,7 +215,22 @@ class SparkCatalog:
         # sources whose columns have changed since: drop it without analysing it (that would fail)
         with contextlib.suppress(PySparkException):
             self.spark.catalog.dropTempView(name)
-        self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` AS\n{sql}")
+        frame = self.spark.sql(sql)
+        if _RECURSIVE.match(sql):
+            # Spark never finds a plan holding a recursive CTE in its cache (the CTE gets new ids each
+            # time a view is read), so every query reading span_tree or timing_breakdown would run the
+            # recursion again, inside its own plan (a 1 GB driver ran out of memory for timing_table):
+            # such a view is computed once, here, and its rows kept (its output is one row per run and
+            # span, small)
+            frame = frame.localCheckpoint(eager=True)
+            frame.createOrReplaceTempView(name)
+            self.views.add(name)
+            self.kept.append(frame)
+            return
+        # a view of the analysed plan, not of its SQL text, which Spark would analyse again (with every
+        # view below it) at each reference: creating the catalogue's views takes half the time
+        frame.createOrReplaceTempView(name)
+        self.views.add(name)
         if self.use_cache:
             self.spark.sql(f"CACHE LAZY TABLE `{name}`")
 
@@ -232,6 +259,23 @@ class SparkCatalog:
                 renewed.add(f.name)
         finally:
             self.cache.save()
+
+    def close(self) -> None:
+        """Drop this object's temporary views and free what they hold (the cached sources and views, the
+        kept rows of recursive views): a long-lived session reused for other runs does not keep them."""
+        from pyspark.errors import PySparkException
+
+        for name in sorted(self.views):
+            with contextlib.suppress(PySparkException):
+                self.spark.catalog.dropTempView(name)  # uncaches it too
+        for frame in [*self.sources.persisted, *self.kept]:
+            with contextlib.suppress(PySparkException):
+                frame.unpersist()
+        self.views.clear()
+        self.kept.clear()
+        self.sources.persisted.clear()
+        self.created.clear()
+        self.source_warnings.clear()
 
     def query_frame(self, name: str, values: dict[str, Any]) -> Any:
         f = self.catalog.files[name]

@@ -72,6 +72,8 @@ class SparkSources:
         self.spark = spark
         self.context = context
         self.catalog = catalog
+        #: the DataFrames cached here (SparkCatalog.close() frees them)
+        self.persisted: list[Any] = []
 
     def frame(self, source: SqlFile) -> Any:
         if source.name == "runs":
@@ -158,6 +160,7 @@ class SparkSources:
         if os.environ.get("RLSQL_SPARK_CACHE", "1") != "0":
             # read once: the count below fills the cache, the numbered rows are read from it
             marked = marked.cache()
+            self.persisted.append(marked)
         counts = {
             _local(r["_rlsql_file"]): (r["_rlsql_file"], r["rows"], r["rejected"])
             for r in marked.groupBy("_rlsql_file").agg(
