@@ -180,6 +180,7 @@ def _answer(engine, name: str, runs, params) -> tuple[Any, list[str]]:
 
 
 _SKIPPED = re.compile(r"^(?P<file>.+?): skipped (?P<n>\d+) unreadable rows?")
+_BAD_CELLS = re.compile(r": \d+ cells? not a whole number up to 2\*\*53, read as empty \(")
 
 
 def _skipped(messages: list[str]) -> dict[str, int]:
@@ -235,8 +236,12 @@ def _compare_every_object(spark, objects, catalog, runs, run_set) -> None:
             assert_same_rows(got.rows, want.rows, label, ordered=True)
             # the same runs skipped and the same unreadable rows counted, file by file
             assert _skipped(got_warnings) == _skipped(want_warnings), label
+            # DuckDB names a whole-number cell that reads as empty (rlsql/badcells.py) in the queries whose
+            # answer evaluated it; Spark reads it as empty without that warning (docs/spark.md, Known
+            # differences): left out here, and checked to be the only warning left out
+            assert [w for w in got_warnings if _BAD_CELLS.search(w)] == [], label
             assert sorted(w for w in got_warnings if not _SKIPPED.match(w)) == sorted(
-                w for w in want_warnings if not _SKIPPED.match(w)
+                w for w in want_warnings if not _SKIPPED.match(w) and not _BAD_CELLS.search(w)
             ), label
 
 

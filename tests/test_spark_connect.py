@@ -85,16 +85,17 @@ def connect_server(tmp_path_factory):
 
 
 def test_named_query_through_spark_connect(connect_server, rlsql_exe):
-    run = str(RUNS / "calendar")
+    """README's "Running at scale", step by step: the server started from the pyspark package, then
+    `SPARK_REMOTE=sc://... rlsql query turns_by_exception --engine spark` (the sample run), and the same
+    on a fixture run; the tables are DuckDB's."""
     env = {**os.environ, "RLSQL_NO_CACHE": "1"}
     env.pop("RLSQL_ENGINE", None)
-    duck = subprocess.run([rlsql_exe, "query", "turns_by_exception", "-r", run], capture_output=True, text=True,
-                          env=env)
-    remote = subprocess.run([rlsql_exe, "query", "turns_by_exception", "-r", run],
-                            capture_output=True, text=True, env={**env, "RLSQL_ENGINE": "spark",
-                                                                 "SPARK_REMOTE": connect_server})
-    assert duck.returncode == 0, duck.stderr
-    assert remote.returncode == 0, remote.stderr
-    assert remote.stdout == duck.stdout
-    # nothing of a local session: the query ran on the server
-    assert "Traceback" not in remote.stderr
+    for runs in ([], ["-r", str(RUNS / "calendar")]):
+        duck = subprocess.run([rlsql_exe, "query", "turns_by_exception", *runs], capture_output=True, text=True,
+                              env=env)
+        remote = subprocess.run([rlsql_exe, "query", "turns_by_exception", "--engine", "spark", *runs],
+                                capture_output=True, text=True, env={**env, "SPARK_REMOTE": connect_server})
+        assert duck.returncode == 0, duck.stderr
+        assert remote.returncode == 0, remote.stderr
+        assert remote.stdout == duck.stdout
+        assert "Traceback" not in remote.stderr
