@@ -6,7 +6,8 @@ Usage (from the repository root; keep the fleet outside the repository)::
     python bench/spark_vs_duckdb.py --runs 50 --trials 2000 /tmp/fleet50 turns_by_exception turn_stats
 
 Writes RUNS run folders with bench/make_run.py (TRIALS trials, 20 steps, 1 log, 200 vLLM seconds
-each; skipped when the fleet is already there), then times each named query:
+each) into an empty or missing FLEET folder (one that holds anything is used as it is), then times
+each named query:
 
 - DuckDB: one cold `rlsql query NAME -r FLEET -f csv` process per query (what a user runs);
 - Spark: one local session (local[2], as rlsql starts it) for all queries: the session start once,
@@ -18,6 +19,7 @@ Prints a markdown table to paste into bench/RESULTS.md. Wall-clock only; nothing
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -32,6 +34,8 @@ def make_fleet(out: Path, runs: int, trials: int) -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     from make_run import make_run
 
+    if out.is_dir() and any(out.iterdir()):
+        return  # a fleet already there (e.g. /work/bench-data/fleet-1000/runs) is used as it is
     out.mkdir(parents=True, exist_ok=True)
     for i in range(runs):
         run = out / f"run{i:05d}"
@@ -55,6 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     make_fleet(args.fleet, args.runs, args.trials)
+    print(f"load average (1, 5, 15 min) at the start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     from rlsql.engines.spark import SparkCatalog, get_session, run_query_spark
     from rlsql.runs import resolve_runs
 
@@ -64,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     spark = get_session()
     session_s = time.perf_counter() - started
     objects = SparkCatalog(spark, runs)
-    print(f"fleet: {len(runs)} runs x {args.trials} trials; local Spark session start {session_s:.1f} s\n")
+    print(f"fleet: {len(runs)} runs; local Spark session start {session_s:.1f} s\n")
     print("| query | DuckDB (cold process) | Spark first run | Spark warm |")
     print("|---|---:|---:|---:|")
     for name in args.queries:
@@ -76,6 +81,8 @@ def main(argv: list[str] | None = None) -> None:
         run_query_spark(name, runs, {}, objects=objects)
         warm = time.perf_counter() - started
         print(f"| {name} | {duck:.2f} s | {first:.2f} s | {warm:.2f} s |", flush=True)
+    # the machine is shared: the load says how far these wall-clock figures are inflated
+    print(f"\nload average (1, 5, 15 min) at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":
