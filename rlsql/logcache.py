@@ -361,3 +361,48 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
     cachebuild.notice(f"{path}: cache entry updated: {what}, {kept:,} kept lines found by {how}, "
                       f"{new['seconds']:.2f} s")
     return new
+
+
+def build_log_entries(runs, force: bool = False) -> list[tuple]:
+    """`rlsql cache build`'s log part: bring the entry of every log a query of `runs` reads (the runs
+    whose trainer metrics or vLLM stats come from their logs) up to date now, whatever its size.
+
+    Rows as cachebuild.build_cache gives them: (run, "log", log path, state, rows, parquet bytes);
+    state is built (parsed from its start), grown (its new bytes parsed), fresh, changing (replaced
+    while it was read: nothing recorded) or not cached (a path DuckDB cannot name). `force` parses
+    every log from its start. CacheUnavailable when the cache folder cannot be used.
+    """
+    from rlsql.logfiles import find_logs
+
+    root = cache.cache_root()
+    if root is None:
+        raise cache.CacheUnavailable("no cache folder: HOME is not set; set RLSQL_CACHE_DIR")
+    done = []
+    con = memory_connection()
+    try:
+        for run in runs:
+            if run.artifact("logs") is None or all(run.artifact(kind) is not None for kind in ("metrics", "vllm")):
+                continue  # no logs, or both CSVs win over them
+            for path in find_logs(run.path):
+                done.append((run.name, LOG_KIND, str(path), *_build_one(path, root, force, con)))
+    finally:
+        con.close()
+    return done
+
+
+def _build_one(path: Path, root: Path, force: bool, con) -> tuple[str, int | None, int | None]:
+    if why_unnameable(path):
+        return "not cached (DuckDB cannot name its path)", None, None
+    entry = cache.entry_for(path, root)
+    record = entry.read_meta()
+    if (not force and record.get("kind") == LOG_KIND and record.get("log_format") == LOG_FORMAT
+            and cache.full_state(entry, con)[0] == "fresh"):
+        return "fresh", record.get("rows"), record.get("parquet_bytes")
+    try:
+        new = update_entry(path, entry, {} if force else record, root)
+    except DataError as exc:
+        cache.mark_damaged(entry, str(exc))
+        return f"not cached ({exc})", None, None
+    if new is None:
+        return "changing", None, None
+    return ("grown" if new["parsed_from"] else "built"), new["rows"], new["parquet_bytes"]

@@ -293,3 +293,30 @@ def test_a_log_with_carriage_returns_is_cached(crlf_everywhere: bool, found_by: 
         rawlogs._metric_keys.cache_clear()
         assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
         assert_rows_match(cached, rlsql.query("vllm_summary", [run]).to_dicts(), "vllm_summary cached vs in place")
+
+
+def test_cache_build_builds_the_log_entries(tmp_path: Path, cache_dir: Path, rlsql_exe: str) -> None:
+    run, log = tiny_run(tmp_path)
+    before = digest(run)
+    env = {**os.environ, "RLSQL_CACHE": "auto"}  # the tiny log is far below the threshold: build caches it anyway
+
+    def build(*flags: str) -> list[tuple]:
+        done = subprocess.run([rlsql_exe, "cache", "build", "--run", str(run), "-f", "json", *flags],
+                              capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        return [(r["artifact"], r["csv"], r["state"]) for r in json.loads(done.stdout)]
+
+    assert build() == [("log", str(log), "built")]
+    assert (cache_dir / cache.MARKER).is_file()
+    assert build() == [("log", str(log), "fresh")]
+    size = log.stat().st_size
+    with log.open("a") as writer:
+        writer.write(block(3, "0.7500"))
+    assert build() == [("log", str(log), "grown")]
+    assert log_records(cache_dir)[str(log)]["parsed_from"] == size
+    assert digest(run) == {**before, "train.out": hashlib.sha256(log.read_bytes()).hexdigest()}
+    # a query reads the built entry: nothing is parsed again
+    done = subprocess.run([rlsql_exe, "-v", "query", "reward_curve", "--run", str(run), "-f", "csv"],
+                          capture_output=True, text=True, env=env)
+    assert "read from the cache" in done.stderr and "cache entry updated" not in done.stderr, done.stderr
+    assert [line.split(",")[1] for line in done.stdout.splitlines()[1:]] == ["1", "2", "3"]
