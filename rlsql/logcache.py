@@ -52,7 +52,7 @@ VLLM_NEEDLES = ("Avg prompt throughput",)
 PROBE_BYTES = 64 * 1024
 LOG_KIND = "log"
 #: the layout of a log entry's parts (sql/sources/_log_cache.sql.j2); an entry of another layout is rebuilt
-LOG_FORMAT = 2
+LOG_FORMAT = 3
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 

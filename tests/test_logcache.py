@@ -21,6 +21,7 @@ from rlsql import cache, cachebuild, logcache, rawlogs
 from rlsql.catalog import load_catalog
 from rlsql.duckconn import memory_connection
 from rlsql.logfiles import find_logs
+from rlsql.runs import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.test_rawlogs import PARAMS, PARSED_AT, QUERIES, RAW, TWIN, copy_run, without
@@ -320,3 +321,35 @@ def test_cache_build_builds_the_log_entries(tmp_path: Path, cache_dir: Path, rls
                           capture_output=True, text=True, env=env)
     assert "read from the cache" in done.stderr and "cache entry updated" not in done.stderr, done.stderr
     assert [line.split(",")[1] for line in done.stdout.splitlines()[1:]] == ["1", "2", "3"]
+
+
+def test_a_log_grown_in_pieces_gives_the_rows_of_the_whole(tmp_path: Path, cache_dir: Path) -> None:
+    """The entry keeps only the lines from its last block start on and the parts before it: after each
+    piece the log's metric rows (batch_errors/* of steps whose lines straddle the cuts included) and
+    vLLM fields are those of the whole log read in place."""
+    run = copy_run(RAW, tmp_path / "rawlogs")
+    runs = resolve_runs([str(run)])
+    for log in find_logs(run):
+        data = log.read_bytes()
+        data = data[:data.rfind(b"\n") + 1]
+        cuts = [data.find(b"\n", len(data) * k // 3) + 1 for k in (1, 2)] + [len(data)]
+        log.write_bytes(b"")
+        previous = 0
+        for cut in cuts:
+            with log.open("ab") as out:
+                out.write(data[previous:cut])
+            rawlogs._metric_keys.cache_clear()
+            cached = rawlogs.log_files(runs, "metrics")
+            assert all(f.cached for f in cached)
+            in_place = rawlogs.log_files(runs, "metrics", use_cache=False)
+            got, want = (json.loads(rawlogs.metric_keys(files).rows) for files in (cached, in_place))
+            # row_line is a byte offset in an entry, a line number in place: both only order the rows
+            assert {**got, "row_line": None} == {**want, "row_line": None}, (log, cut)
+            record = log_records(cache_dir)[str(log)]
+            assert (record["parsed_from"], record["cut"]) == (previous, cut)
+            previous = cut
+        con = memory_connection()
+        kept = con.execute("SELECT count(*) FILTER (WHERE part = 'line'), count(*) FILTER (WHERE part = 'pair') "
+                           "FROM read_parquet(?)", [str(cache.entry_for(log, cache_dir).parquet)]).fetchone()
+        assert kept[0] < sum(k.is_metric for k in logcache.kept_lines(data)), log  # not every kept line stays
+        assert kept[1] > 0, log
