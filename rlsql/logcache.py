@@ -274,12 +274,31 @@ def direct_read(con, path: Path, fh, before: os.stat_result) -> int | None:
     total, at_cut = con.execute("SELECT max(cum), bool_or(cum = ?) FROM direct", [cut]).fetchone()
     after = os.stat(path)
     same = (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
-    if same and total == expected_line_bytes(size, after_cut) and (cut == 0 or at_cut):
+    exact = same and total == expected_line_bytes(size, after_cut) and (cut == 0 or at_cut)
+    if exact and _spans_end_lines(con, fh, cut):
         return cut
     con.execute("DROP TABLE direct")
     why = "it changed while it was read" if not same else "DuckDB's line lengths do not add up to its size"
     cachebuild.notice(f"{path}: scanned in Python ({why})")
     return None
+
+
+def _spans_end_lines(con, fh, cut: int) -> bool:
+    """The first, middle and last kept lines' offsets each lie just after a line end and their ends
+    on one: a spot check that the running sum ran over the lines in file order."""
+    rows = con.execute(
+        "SELECT line_no, cum FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) AND line_no IN ("
+        "SELECT min(line_no) FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) UNION ALL "
+        "SELECT max(line_no) FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) UNION ALL "
+        "SELECT quantile_disc(line_no, 0.5) FROM direct WHERE cum <= ? AND (is_metric OR is_vllm))",
+        [cut] * 4).fetchall()
+    for start, end in rows:
+        fh.seek(max(0, start - 1))
+        before = fh.read(1) if start > 0 else b"\n"
+        fh.seek(end - 1)
+        if before not in (b"\n", b"\r") or fh.read(1) not in (b"\n", b"\r"):
+            return False
+    return True
 
 
 def scan_kept(path: Path, fh, start: int, out) -> tuple[int, int]:
