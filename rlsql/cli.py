@@ -582,11 +582,11 @@ def cache_build_command(
     force: Annotated[bool, typer.Option("--force", help="Rebuild entries that are still fresh.")] = False,
     fmt: FormatOption = None,
 ) -> None:
-    """Convert each run's CSVs, and the raw logs its queries read, to Parquet under the cache folder
-    (never inside a run folder).
+    """Convert each run's CSVs and raw logs to Parquet in the cache folder, never in a run.
 
-    Only what is missing, stale or damaged is built (a log that grew: only its new bytes); leftovers
-    of a killed build are swept first.
+    The raw logs are those its queries read (a run without the parser's CSVs, or --from-logs). Only
+    what is missing, stale or damaged is built (a log that grew: only its new bytes); leftovers of a
+    killed build are swept first.
     """
     from rlsql.cache import CacheUnavailable
     from rlsql.cachebuild import build_cache
