@@ -101,7 +101,7 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryRe
     check_artifacts(runs, needed, name)
 
     def answer(bad_cells: BadCells | None) -> QueryResult:
-        con, sql = query_connection(runs, qfile.name, catalog, bad_cells)
+        con, sql = query_connection(runs, qfile.name, catalog, bad_cells, values.get("keys"))
         _set_variables(con, values)
         try:
             cursor = con.execute(sql)

@@ -155,8 +155,7 @@ def eager_connection(specs: list[Path]) -> duckdb.DuckDBPyConnection:
     sources = SourceContext(resolve_runs(specs))
     con = duckdb.connect()
     for f in catalog.order:
-        sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
-        for statement in f.create_statements(sql):
+        for statement in f.create_statements(sources.object_sql(catalog, f)):
             con.execute(statement)
     return con
 
