@@ -138,6 +138,11 @@ class LazyConnection:
         """Create every view and macro of the catalog now (what connect() did before it was lazy)."""
         self._objects.create_all()
 
+    @property
+    def created(self) -> set[str]:
+        """The catalog objects created so far."""
+        return set(self._objects.created)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)
 

@@ -173,16 +173,37 @@ def test_every_view_answers_as_if_created_eagerly() -> None:
         eager = eager_connection(dirs)
     catalog = load_catalog()
     objects = [f.name for f in catalog.order if f.kind != "macro"]
+    # top of the tree first, then down: each statement creates what it names and nothing already there,
+    # the sources an earlier statement created standing in while the new views are created over them
+    for name in reversed(objects):
+        sql = f'SELECT * FROM "{name}"'
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert lazy.execute(f"DESCRIBE {sql}").fetchall() == eager.execute(f"DESCRIBE {sql}").fetchall(), name
+            got, want = lazy.execute(sql).fetchall(), eager.execute(sql).fetchall()
+        assert sorted(map(rounded, got)) == sorted(map(rounded, want)), name
     listed = {r[0] for r in lazy.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     assert set(objects) <= listed
     assert not any(v.startswith("__rlsql") for v in listed)  # no stand-in or waiting name is left
-    for name in objects:
-        sql = f'SELECT * FROM "{name}"'
-        assert lazy.execute(f"DESCRIBE {sql}").fetchall() == eager.execute(f"DESCRIBE {sql}").fetchall(), name
-        got, want = lazy.execute(sql).fetchall(), eager.execute(sql).fetchall()
-        assert sorted(map(rounded, got)) == sorted(map(rounded, want)), name
     comments = dict(lazy.execute("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall())
     assert all(comments[n] == catalog.files[n].description for n in objects)
+
+
+def test_a_statement_creates_only_what_it_names() -> None:
+    con = rlsql.connect([RUNS / "tiny", RUNS / "calendar"])
+    assert con.created == set()  # connecting found the runs; nothing is created until a statement names it
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == (2,)
+    assert con.created == {"runs"}
+    assert con.execute("SELECT count(DISTINCT run) FROM reward_curve").fetchone() == (2,)
+    assert {"reward_curve", "steps", "metrics_src", "ema_last"} <= con.created
+    assert not con.created & {"trials_src", "harbor_trials_src", "trials", "vllm_src", "config_src"}
+    # a statement that lists DuckDB's catalog sees every view: it gets them all first
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    assert {"trials", "vllm_seconds", "config", "run_table", "turn_stats"} <= views
+    # a word of a statement that names a view counts (a quoted name, another case)
+    other = rlsql.connect([RUNS / "tiny"])
+    assert other.sql('SELECT count(*) FROM "Trials"').fetchall()[0][0] == len(oracle.read_trials(RUNS / "tiny"))
+    assert "trials_src" in other.created and "metrics_src" not in other.created
 
 
 @pytest.fixture(scope="module")
