@@ -310,3 +310,15 @@ def test_csvs_of_one_header_are_probed_in_one_scan(tmp_path: Path) -> None:
     assert got is not None and want is not None  # both answered by the grouped scan
     assert [line for _, line, _ in got[1]] == [4] and want[1] == []
     assert got[0]["rows"] == want[0]["rows"] - 1 == len(oracle.read_trials(RUNS / "calendar")) - 1
+
+
+def test_run_table_columns_are_the_keys_config_diff_lists() -> None:
+    """The config keys run_table lays out in Python are those config_diff finds in SQL, on the fixture runs."""
+    dirs = [RUNS / r for r in FIXTURE_RUNS]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        con = rlsql.connect(dirs)
+        listed = [r[0] for r in con.execute("SELECT DISTINCT key FROM config_diff ORDER BY key").fetchall()]
+        columns = [d[0] for d in con.execute("SELECT * FROM run_table").description]
+    assert listed, "the fixture runs' configs differ in some key"
+    assert columns[len(oracle.RUN_SUMMARY_COLUMNS):] == listed
