@@ -7,7 +7,9 @@ rlsql.connection creates the rendered sources on a connection; this module only 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import json
 import warnings
 from collections.abc import Sequence
@@ -99,12 +101,13 @@ class SourceContext:
                 seen.update(own.get(key, {"\0absent"}))
         return sorted(key for key, seen in values.items() if len(seen) > 1)
 
-    def config_columns(self, f: SqlFile) -> list[dict]:
-        """run_table's config columns: [{key, column}] for the `keys` given, else the differing keys, in key
-        order. A column is named by its key, or `config.KEY` when that name (case-insensitively, as DuckDB
-        compares names) is already one of `f`'s own columns or an earlier key's."""
-        if self.config_keys is not None:
-            keys = sorted({k.strip() for k in self.config_keys.split(",") if k.strip()})
+    def config_columns(self, f: SqlFile, keys: str | None = None) -> list[dict]:
+        """run_table's config columns: [{key, column}] for the `keys` given (else this context's), else the
+        differing keys, in key order. A column is named by its key, or `config.KEY` when that name
+        (case-insensitively, as DuckDB compares names) is already one of `f`'s own columns or an earlier key's."""
+        keys_given = self.config_keys if keys is None else keys
+        if keys_given is not None:
+            keys = sorted({k.strip() for k in keys_given.split(",") if k.strip()})
         else:
             keys = self.differing_keys()
         taken = {name.lower() for name in f.column_docs if name != "*"}
@@ -213,6 +216,15 @@ class SourceContext:
             files.append({"run": run.name, "prefix": prefix, "names": "/".join(names),
                           "reader_prefix": harbor.reader_path(prefix), "read_names": "/".join(read)})
         return {"files": files, "refused": refused}
+
+    def specialised(self, catalog: Catalog, f: SqlFile, keys: str | None = None) -> SqlFile:
+        """`f` as these runs give it (for an engine that compiles `rendered`, such as Spark's): a per-runs view
+        rendered with its config columns, its fingerprint changed with them; any other file as it is."""
+        if not f.per_runs:
+            return f
+        rendered = catalog.render(f, config_columns=self.config_columns(f, keys))
+        fingerprint = hashlib.sha256(f"{f.fingerprint}\0{rendered}".encode()).hexdigest()[:16]
+        return dataclasses.replace(f, rendered=rendered, fingerprint=fingerprint)
 
     def object_sql(self, catalog: Catalog, f: SqlFile) -> str:
         """The SQL that defines `f` over these runs: a source rendered with them, a view or query whose
