@@ -45,8 +45,6 @@ class SourceContext:
     def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None,
                  config_keys: str | None = None):
         self.runs = list(runs)
-        #: CSV source -> True when every file it reads is a Parquet cache copy (set when it is rendered)
-        self.all_cached: dict[str, bool] = {}
         #: run_table's `keys` parameter (comma-separated): the config keys that get a column; None: those
         #: whose values differ between the runs
         self.config_keys = config_keys
@@ -248,6 +246,4 @@ class SourceContext:
             context.update(self.csv_context(source))
             # runs without the CSV read their raw training logs (rlsql/rawlogs.py)
             context.update(log_context(self.runs, source, context["columns"]))
-            self.all_cached[source.name] = bool(context["files"]) and not context.get("log_files") and all(
-                f.cached is not None for f in context["files"])
         return catalog.render(source, **context)
