@@ -204,6 +204,13 @@ def test_a_statement_creates_only_what_it_names() -> None:
     other = rlsql.connect([RUNS / "tiny"])
     assert other.sql('SELECT count(*) FROM "Trials"').fetchall()[0][0] == len(oracle.read_trials(RUNS / "tiny"))
     assert "trials_src" in other.created and "metrics_src" not in other.created
+    # a cursor shares the database and creates what it names the same way; create_all() makes the rest
+    cursor = other.cursor()
+    assert cursor.execute("SELECT count(*) FROM steps").fetchone() == (len(oracle.dedup_steps(
+        oracle.read_metric_rows(RUNS / "tiny"))),)
+    assert "metrics_src" in other.created
+    other.create_all()
+    assert other.created == set(load_catalog().files)
 
 
 @pytest.fixture(scope="module")
