@@ -158,20 +158,33 @@ def create_objects(
             _run(con, f, f"ALTER VIEW {identifier(name)} RENAME TO {identifier(_WAITING.format(name))}")
             _run(con, f, f"CREATE VIEW {identifier(name)} AS {stub_select(bound[name])}")
             waiting.append(f)
-    for f in files:
-        sql = sources.object_sql(catalog, f)
-        if f.kind != "source" or f.name in load:
-            for statement in f.create_statements(sql, as_table=f.name in load):
-                _run(con, f, statement)
-                if f.name in load and statement.startswith("CREATE"):
-                    after_loading(con, f)
-            continue
-        hidden = identifier(_WAITING.format(f.name))
-        _run(con, f, f"CREATE OR REPLACE VIEW {hidden} AS\n{sql}")
-        columns = _view_columns(con, _WAITING.format(f.name))
-        _run(con, f, f"CREATE OR REPLACE VIEW {identifier(f.name)} AS {stub_select(columns)}")
-        bound[f.name] = columns
-        waiting.append(f)
+    renamed = list(waiting)
+    try:
+        for f in files:
+            sql = sources.object_sql(catalog, f)
+            if f.kind != "source" or f.name in load:
+                for statement in f.create_statements(sql, as_table=f.name in load):
+                    _run(con, f, statement)
+                    if f.name in load and statement.startswith("CREATE"):
+                        after_loading(con, f)
+                continue
+            hidden = identifier(_WAITING.format(f.name))
+            _run(con, f, f"CREATE OR REPLACE VIEW {hidden} AS\n{sql}")
+            columns = _view_columns(con, _WAITING.format(f.name))
+            _run(con, f, f"CREATE OR REPLACE VIEW {identifier(f.name)} AS {stub_select(columns)}")
+            bound[f.name] = columns
+            waiting.append(f)
+    except BaseException:
+        # no empty stand-in may outlive a failed call as if it were the source (a lazy connection goes on):
+        # the sources earlier calls created go back, the ones this call began are dropped
+        for f in waiting:
+            con.execute(f"DROP VIEW IF EXISTS {identifier(f.name)}")
+            if f in renamed:
+                con.execute(f"ALTER VIEW {identifier(_WAITING.format(f.name))} RENAME TO {identifier(f.name)}")
+            else:
+                con.execute(f"DROP VIEW IF EXISTS {identifier(_WAITING.format(f.name))}")
+                bound.pop(f.name, None)
+        raise
     for f in waiting:
         name = identifier(f.name)
         _run(con, f, f"DROP VIEW {name}")

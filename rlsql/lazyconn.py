@@ -15,6 +15,7 @@ every object first, so a listing shows them all. Everything else is the DuckDB c
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,6 +56,7 @@ class OnDemand:
         #: source view -> its columns, for create_objects' stand-ins
         self.bound: dict[str, list[tuple[str, str]]] = {}
         self._names = {name.lower(): name for name in catalog.files}
+        self._lock = threading.RLock()
 
     def named(self, text: str) -> list[str]:
         """The catalog objects `text` names (every one, for a statement that lists DuckDB's catalog)."""
@@ -71,15 +73,16 @@ class OnDemand:
         names = self.named(text)
         if not names:
             return
-        missing = [f for f in self.catalog.closure(names) if f.name not in self.created]
-        if not missing:
-            return
-        # a connection's views read the runs' own files, never a cache copy: they always see the files as they are
-        with cache.disabled():
-            create_objects(self.con, self.runs, missing, self.catalog, sources=self.sources, bound=self.bound)
-        self.created.update(f.name for f in missing)
-        for statement in column_comment_statements(self.con, missing):
-            self.con.execute(statement)
+        with self._lock:  # cursors in other threads share the objects
+            missing = [f for f in self.catalog.closure(names) if f.name not in self.created]
+            if not missing:
+                return
+            # a connection's views read the runs' own files, never a cache copy: they see the files as they are
+            with cache.disabled():
+                create_objects(self.con, self.runs, missing, self.catalog, sources=self.sources, bound=self.bound)
+            self.created.update(f.name for f in missing)
+            for statement in column_comment_statements(self.con, missing):
+                self.con.execute(statement)
 
     def create_all(self) -> None:
         self.prepare(" ".join(self.catalog.files))

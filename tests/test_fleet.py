@@ -329,3 +329,30 @@ def test_run_table_columns_are_the_keys_config_diff_lists() -> None:
         columns = [d[0] for d in con.execute("SELECT * FROM run_table").description]
     assert listed, "the fixture runs' configs differ in some key"
     assert columns[len(oracle.RUN_SUMMARY_COLUMNS):] == listed
+
+
+def test_a_failed_creation_leaves_no_stand_in_behind(monkeypatch) -> None:
+    """A statement whose objects fail to be created leaves the sources earlier statements created real (not
+    their empty stand-ins) and no waiting name; the next statement creates what is missing."""
+    from rlsql.errors import DataError
+    from rlsql.sources import SourceContext
+
+    con = rlsql.connect([RUNS / "tiny"])
+    rows = len(oracle.read_metric_rows(RUNS / "tiny"))
+    assert con.execute("SELECT count(*) FROM metrics_src").fetchone() == (rows,)
+    real = SourceContext.object_sql
+
+    def failing(self, catalog, f):
+        if f.name == "steps":
+            raise DataError("steps: made to fail here")
+        return real(self, catalog, f)
+
+    monkeypatch.setattr(SourceContext, "object_sql", failing)
+    with pytest.raises(DataError, match="made to fail"):
+        con.execute("SELECT count(*) FROM steps")  # metrics_src stands in while steps is created: then fails
+    monkeypatch.setattr(SourceContext, "object_sql", real)
+    assert con.execute("SELECT count(*) FROM metrics_src").fetchone() == (rows,)
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    assert not any(v.startswith("__rlsql") for v in views)
+    assert con.execute("SELECT count(*) FROM steps").fetchone() == (len(oracle.dedup_steps(
+        oracle.read_metric_rows(RUNS / "tiny"))),)
