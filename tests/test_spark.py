@@ -72,11 +72,12 @@ METRICS = """trainer/global_step,reward/avg_raw_reward,timing/step,timing/genera
 2,,12.0,5.0,,a.log
 2,0.7,11.0,,0.2,a.log
 3,nan,9.0,3.0,0.3,a.log
-4,0.2,not-a-number,1.0,0.1,a.log
+4,0.2,7.5,1.0,0.1,a.log
 5,0.9,8.0,2.0,0.4,a.log,extra
 6,0.9,8.0,2.0,0.4,a.log
 """
-# No wrong-typed cell in the trials CSV: DuckDB reads the trials in place and parses only the
+# No wrong-typed cell in either CSV: DuckDB reads the trials and (since named queries read the trainer
+# metrics in their one statement) the metrics in place and parses only the
 # columns a query needs, so such a row counts in a query that does not read that column (compare_runs'
 # trials) and not in one that does (reward_summary's); Spark leaves it out of both (docs/spark.md).
 TRIALS = """task_name,trial_name,n_episodes,n_input_tokens,n_output_tokens,exception_type,reward,trial_duration
@@ -254,8 +255,8 @@ def test_the_awkward_run_exercises_what_it_should(spark, awkward):
     assert [row[4] is None for row in got.rows].count(True) >= 1 or any(row[3] is None for row in got.rows)
     skipped = _skipped(messages)
     metrics = str(awkward / "20260105_120000_metrics_table.csv")
-    # line 6 (not-a-number in a DOUBLE column) and line 7 (an extra field)
-    assert skipped.get(metrics) == 2, messages
+    # line 7 (an extra field); line 6 reads whole (7.5 is a DOUBLE)
+    assert skipped.get(metrics) == 1, messages
 
 
 def test_bad_parameters_fail_alike(spark):
