@@ -23,9 +23,9 @@ import duckdb
 from rlsql import cache, csvread
 from rlsql.catalog import SqlFile, load_catalog
 from rlsql.duckconn import memory_connection
-from rlsql.duckdb_errors import REJECT_EXAMPLES, UnparsableCsv, has_reject_tables, one_line, rejected_lines
+from rlsql.duckdb_errors import REJECT_EXAMPLES, has_reject_tables, rejected_lines
 from rlsql.duckpaths import why_unnameable
-from rlsql.errors import DataError, RlsqlError, RlsqlWarning
+from rlsql.errors import DataError, RlsqlError, RlsqlWarning, UnparsableCsv, one_line
 from rlsql.runs import CSV_ARTIFACTS, Run, read_header
 from rlsql.writes import WriteError
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import jinja2
 
 from rlsql import writes
-from rlsql.errors import BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError, RlsqlError, UsageError
+from rlsql.errors import BAD_CELL_FUNCTION, BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError, RlsqlError, UsageError
 from rlsql.params import Param
 from rlsql.sqltext import date_literal, file_literal, identifier, literal, sql_type
 
@@ -236,6 +236,7 @@ def jinja_env(root: Path) -> jinja2.Environment:
     # the prefix of every error() rlsql's SQL raises about the data (rlsql.duckdb_errors reads it back)
     env.globals["DATA_ERROR_MARK"] = DATA_ERROR_MARK
     env.globals["BAD_CELL_MARK"] = BAD_CELL_MARK  # ...and about a cell that is no whole number (rlsql.badcells)
+    env.globals["BAD_CELL_FUNCTION"] = BAD_CELL_FUNCTION  # the function that records such a cell instead
     return env
 
 

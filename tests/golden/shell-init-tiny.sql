@@ -1138,26 +1138,26 @@ WITH
         SELECT
             run,
             sum(trial_duration) AS total_trial_s,
-            quantile_cont(environment_setup, 0.5) AS environment_setup_median,
-            avg(environment_setup) AS environment_setup_mean,
-            sum(environment_setup) AS environment_setup_total,
-            sum(environment_setup) FILTER (WHERE trial_duration IS NOT NULL) AS environment_setup_timed,
-            count(environment_setup) AS environment_setup_trials,
-            quantile_cont(agent_setup, 0.5) AS agent_setup_median,
-            avg(agent_setup) AS agent_setup_mean,
-            sum(agent_setup) AS agent_setup_total,
-            sum(agent_setup) FILTER (WHERE trial_duration IS NOT NULL) AS agent_setup_timed,
-            count(agent_setup) AS agent_setup_trials,
-            quantile_cont(agent_execution, 0.5) AS agent_execution_median,
-            avg(agent_execution) AS agent_execution_mean,
-            sum(agent_execution) AS agent_execution_total,
-            sum(agent_execution) FILTER (WHERE trial_duration IS NOT NULL) AS agent_execution_timed,
-            count(agent_execution) AS agent_execution_trials,
-            quantile_cont(verifier, 0.5) AS verifier_median,
-            avg(verifier) AS verifier_mean,
-            sum(verifier) AS verifier_total,
-            sum(verifier) FILTER (WHERE trial_duration IS NOT NULL) AS verifier_timed,
-            count(verifier) AS verifier_trials,
+            quantile_cont("environment_setup", 0.5) AS "environment_setup_median",
+            avg("environment_setup") AS "environment_setup_mean",
+            sum("environment_setup") AS "environment_setup_total",
+            sum("environment_setup") FILTER (WHERE trial_duration IS NOT NULL) AS "environment_setup_timed",
+            count("environment_setup") AS "environment_setup_trials",
+            quantile_cont("agent_setup", 0.5) AS "agent_setup_median",
+            avg("agent_setup") AS "agent_setup_mean",
+            sum("agent_setup") AS "agent_setup_total",
+            sum("agent_setup") FILTER (WHERE trial_duration IS NOT NULL) AS "agent_setup_timed",
+            count("agent_setup") AS "agent_setup_trials",
+            quantile_cont("agent_execution", 0.5) AS "agent_execution_median",
+            avg("agent_execution") AS "agent_execution_mean",
+            sum("agent_execution") AS "agent_execution_total",
+            sum("agent_execution") FILTER (WHERE trial_duration IS NOT NULL) AS "agent_execution_timed",
+            count("agent_execution") AS "agent_execution_trials",
+            quantile_cont("verifier", 0.5) AS "verifier_median",
+            avg("verifier") AS "verifier_mean",
+            sum("verifier") AS "verifier_total",
+            sum("verifier") FILTER (WHERE trial_duration IS NOT NULL) AS "verifier_timed",
+            count("verifier") AS "verifier_trials",
             quantile_cont(residual, 0.5) AS residual_median,
             sum(residual) AS residual_total,
             count(residual) AS residual_trials
@@ -1166,25 +1166,29 @@ WITH
     )
 SELECT run, phase, median_s, mean_s, total_s, share_of_trial, trials
 FROM (
-    SELECT run, 'environment_setup' AS phase, environment_setup_median AS median_s, environment_setup_mean AS mean_s, environment_setup_total AS total_s,
-        environment_setup_timed / total_trial_s AS share_of_trial, environment_setup_trials AS trials, 1 AS position
+    SELECT run, 'environment_setup' AS phase, "environment_setup_median" AS median_s, "environment_setup_mean" AS mean_s,
+        "environment_setup_total" AS total_s, "environment_setup_timed" / total_trial_s AS share_of_trial,
+        "environment_setup_trials" AS trials, 1 AS position
     FROM totals
-    WHERE environment_setup_trials > 0
+    WHERE "environment_setup_trials" > 0
     UNION ALL
-    SELECT run, 'agent_setup' AS phase, agent_setup_median AS median_s, agent_setup_mean AS mean_s, agent_setup_total AS total_s,
-        agent_setup_timed / total_trial_s AS share_of_trial, agent_setup_trials AS trials, 2 AS position
+    SELECT run, 'agent_setup' AS phase, "agent_setup_median" AS median_s, "agent_setup_mean" AS mean_s,
+        "agent_setup_total" AS total_s, "agent_setup_timed" / total_trial_s AS share_of_trial,
+        "agent_setup_trials" AS trials, 2 AS position
     FROM totals
-    WHERE agent_setup_trials > 0
+    WHERE "agent_setup_trials" > 0
     UNION ALL
-    SELECT run, 'agent_execution' AS phase, agent_execution_median AS median_s, agent_execution_mean AS mean_s, agent_execution_total AS total_s,
-        agent_execution_timed / total_trial_s AS share_of_trial, agent_execution_trials AS trials, 3 AS position
+    SELECT run, 'agent_execution' AS phase, "agent_execution_median" AS median_s, "agent_execution_mean" AS mean_s,
+        "agent_execution_total" AS total_s, "agent_execution_timed" / total_trial_s AS share_of_trial,
+        "agent_execution_trials" AS trials, 3 AS position
     FROM totals
-    WHERE agent_execution_trials > 0
+    WHERE "agent_execution_trials" > 0
     UNION ALL
-    SELECT run, 'verifier' AS phase, verifier_median AS median_s, verifier_mean AS mean_s, verifier_total AS total_s,
-        verifier_timed / total_trial_s AS share_of_trial, verifier_trials AS trials, 4 AS position
+    SELECT run, 'verifier' AS phase, "verifier_median" AS median_s, "verifier_mean" AS mean_s,
+        "verifier_total" AS total_s, "verifier_timed" / total_trial_s AS share_of_trial,
+        "verifier_trials" AS trials, 4 AS position
     FROM totals
-    WHERE verifier_trials > 0
+    WHERE "verifier_trials" > 0
     UNION ALL
     SELECT
         run,
@@ -1390,70 +1394,74 @@ parsed AS (
 numbers AS (
     SELECT
         run, row_no, path, problem, j,
-        j.agent_result.metadata.n_episodes AS n_episodes_json,
-        CASE WHEN json_type(j.agent_result.metadata.n_episodes) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.metadata.n_episodes AS DOUBLE) END AS n_episodes_number,
-        j.agent_result.n_input_tokens AS n_input_tokens_json,
-        CASE WHEN json_type(j.agent_result.n_input_tokens) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.n_input_tokens AS DOUBLE) END AS n_input_tokens_number,
-        j.agent_result.n_output_tokens AS n_output_tokens_json,
-        CASE WHEN json_type(j.agent_result.n_output_tokens) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.n_output_tokens AS DOUBLE) END AS n_output_tokens_number,
-        j.verifier_result.rewards.reward AS reward_json,
-        CASE WHEN json_type(j.verifier_result.rewards.reward) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.verifier_result.rewards.reward AS DOUBLE) END AS reward_number
+        j."agent_result"."metadata"."n_episodes" AS "n_episodes_json",
+        CASE WHEN json_type(j."agent_result"."metadata"."n_episodes") IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j."agent_result"."metadata"."n_episodes" AS DOUBLE) END
+            AS "n_episodes_number",
+        j."agent_result"."n_input_tokens" AS "n_input_tokens_json",
+        CASE WHEN json_type(j."agent_result"."n_input_tokens") IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j."agent_result"."n_input_tokens" AS DOUBLE) END
+            AS "n_input_tokens_number",
+        j."agent_result"."n_output_tokens" AS "n_output_tokens_json",
+        CASE WHEN json_type(j."agent_result"."n_output_tokens") IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j."agent_result"."n_output_tokens" AS DOUBLE) END
+            AS "n_output_tokens_number",
+        j."verifier_result"."rewards"."reward" AS "reward_json",
+        CASE WHEN json_type(j."verifier_result"."rewards"."reward") IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j."verifier_result"."rewards"."reward" AS DOUBLE) END
+            AS "reward_number"
     FROM parsed
 ),
 typed AS (
     SELECT
         run, row_no, path, problem, j,
-        CASE WHEN isfinite(n_episodes_number) AND n_episodes_number = trunc(n_episodes_number) AND abs(n_episodes_number) <= 9007199254740992
-            THEN n_episodes_number END AS n_episodes,
-        CASE WHEN isfinite(n_input_tokens_number) AND n_input_tokens_number = trunc(n_input_tokens_number) AND abs(n_input_tokens_number) <= 9007199254740992
-            THEN n_input_tokens_number END AS n_input_tokens,
-        CASE WHEN isfinite(n_output_tokens_number) AND n_output_tokens_number = trunc(n_output_tokens_number) AND abs(n_output_tokens_number) <= 9007199254740992
-            THEN n_output_tokens_number END AS n_output_tokens,
-        CASE WHEN isfinite(reward_number)
-            THEN reward_number END AS reward,
+        CASE WHEN isfinite("n_episodes_number") AND "n_episodes_number" = trunc("n_episodes_number") AND abs("n_episodes_number") <= 9007199254740992
+            THEN "n_episodes_number" END AS "n_episodes",
+        CASE WHEN isfinite("n_input_tokens_number") AND "n_input_tokens_number" = trunc("n_input_tokens_number") AND abs("n_input_tokens_number") <= 9007199254740992
+            THEN "n_input_tokens_number" END AS "n_input_tokens",
+        CASE WHEN isfinite("n_output_tokens_number") AND "n_output_tokens_number" = trunc("n_output_tokens_number") AND abs("n_output_tokens_number") <= 9007199254740992
+            THEN "n_output_tokens_number" END AS "n_output_tokens",
+        CASE WHEN isfinite("reward_number")
+            THEN "reward_number" END AS "reward",
         -- the values read as NULL because they are no number of the right kind (docs/semantics.md)
         list_filter([
             CASE
-                WHEN n_episodes_json IS NULL OR json_type(n_episodes_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(n_episodes_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'agent_result.metadata.n_episodes: ' || left(CAST(n_episodes_json AS VARCHAR), 40) || ' is not a number'
-                WHEN isfinite(n_episodes_number) AND n_episodes_number <> trunc(n_episodes_number)
-                    THEN 'agent_result.metadata.n_episodes: ' || CAST(n_episodes_json AS VARCHAR) || ' is not a whole number'
-                WHEN isfinite(n_episodes_number) AND abs(n_episodes_number) > 9007199254740992
-                    THEN 'agent_result.metadata.n_episodes: ' || CAST(n_episodes_json AS VARCHAR) || ' is out of range'
+                WHEN "n_episodes_json" IS NULL OR json_type("n_episodes_json") = 'NULL' THEN NULL
+                WHEN NOT json_type("n_episodes_json") IN ('BIGINT', 'UBIGINT', 'DOUBLE')
+                    THEN 'agent_result.metadata.n_episodes: ' || left(CAST("n_episodes_json" AS VARCHAR), 40) || ' is not a number'
+                WHEN isfinite("n_episodes_number") AND "n_episodes_number" <> trunc("n_episodes_number")
+                    THEN 'agent_result.metadata.n_episodes: ' || CAST("n_episodes_json" AS VARCHAR) || ' is not a whole number'
+                WHEN isfinite("n_episodes_number") AND abs("n_episodes_number") > 9007199254740992
+                    THEN 'agent_result.metadata.n_episodes: ' || CAST("n_episodes_json" AS VARCHAR) || ' is out of range'
             END,
             CASE
-                WHEN n_input_tokens_json IS NULL OR json_type(n_input_tokens_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(n_input_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'agent_result.n_input_tokens: ' || left(CAST(n_input_tokens_json AS VARCHAR), 40) || ' is not a number'
-                WHEN isfinite(n_input_tokens_number) AND n_input_tokens_number <> trunc(n_input_tokens_number)
-                    THEN 'agent_result.n_input_tokens: ' || CAST(n_input_tokens_json AS VARCHAR) || ' is not a whole number'
-                WHEN isfinite(n_input_tokens_number) AND abs(n_input_tokens_number) > 9007199254740992
-                    THEN 'agent_result.n_input_tokens: ' || CAST(n_input_tokens_json AS VARCHAR) || ' is out of range'
+                WHEN "n_input_tokens_json" IS NULL OR json_type("n_input_tokens_json") = 'NULL' THEN NULL
+                WHEN NOT json_type("n_input_tokens_json") IN ('BIGINT', 'UBIGINT', 'DOUBLE')
+                    THEN 'agent_result.n_input_tokens: ' || left(CAST("n_input_tokens_json" AS VARCHAR), 40) || ' is not a number'
+                WHEN isfinite("n_input_tokens_number") AND "n_input_tokens_number" <> trunc("n_input_tokens_number")
+                    THEN 'agent_result.n_input_tokens: ' || CAST("n_input_tokens_json" AS VARCHAR) || ' is not a whole number'
+                WHEN isfinite("n_input_tokens_number") AND abs("n_input_tokens_number") > 9007199254740992
+                    THEN 'agent_result.n_input_tokens: ' || CAST("n_input_tokens_json" AS VARCHAR) || ' is out of range'
             END,
             CASE
-                WHEN n_output_tokens_json IS NULL OR json_type(n_output_tokens_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(n_output_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'agent_result.n_output_tokens: ' || left(CAST(n_output_tokens_json AS VARCHAR), 40) || ' is not a number'
-                WHEN isfinite(n_output_tokens_number) AND n_output_tokens_number <> trunc(n_output_tokens_number)
-                    THEN 'agent_result.n_output_tokens: ' || CAST(n_output_tokens_json AS VARCHAR) || ' is not a whole number'
-                WHEN isfinite(n_output_tokens_number) AND abs(n_output_tokens_number) > 9007199254740992
-                    THEN 'agent_result.n_output_tokens: ' || CAST(n_output_tokens_json AS VARCHAR) || ' is out of range'
+                WHEN "n_output_tokens_json" IS NULL OR json_type("n_output_tokens_json") = 'NULL' THEN NULL
+                WHEN NOT json_type("n_output_tokens_json") IN ('BIGINT', 'UBIGINT', 'DOUBLE')
+                    THEN 'agent_result.n_output_tokens: ' || left(CAST("n_output_tokens_json" AS VARCHAR), 40) || ' is not a number'
+                WHEN isfinite("n_output_tokens_number") AND "n_output_tokens_number" <> trunc("n_output_tokens_number")
+                    THEN 'agent_result.n_output_tokens: ' || CAST("n_output_tokens_json" AS VARCHAR) || ' is not a whole number'
+                WHEN isfinite("n_output_tokens_number") AND abs("n_output_tokens_number") > 9007199254740992
+                    THEN 'agent_result.n_output_tokens: ' || CAST("n_output_tokens_json" AS VARCHAR) || ' is out of range'
             END,
             CASE
-                WHEN reward_json IS NULL OR json_type(reward_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(reward_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'verifier_result.rewards.reward: ' || left(CAST(reward_json AS VARCHAR), 40) || ' is not a number'
+                WHEN "reward_json" IS NULL OR json_type("reward_json") = 'NULL' THEN NULL
+                WHEN NOT json_type("reward_json") IN ('BIGINT', 'UBIGINT', 'DOUBLE')
+                    THEN 'verifier_result.rewards.reward: ' || left(CAST("reward_json" AS VARCHAR), 40) || ' is not a number'
             END
         ], lambda x: x IS NOT NULL) AS bad_values,
         list_filter([
-            CASE WHEN json_type(n_episodes_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_episodes_number), false)
+            CASE WHEN json_type("n_episodes_json") IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite("n_episodes_number"), false)
                 THEN 'agent_result.metadata.n_episodes' END,
-            CASE WHEN json_type(n_input_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_input_tokens_number), false)
+            CASE WHEN json_type("n_input_tokens_json") IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite("n_input_tokens_number"), false)
                 THEN 'agent_result.n_input_tokens' END,
-            CASE WHEN json_type(n_output_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_output_tokens_number), false)
+            CASE WHEN json_type("n_output_tokens_json") IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite("n_output_tokens_number"), false)
                 THEN 'agent_result.n_output_tokens' END,
-            CASE WHEN json_type(reward_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(reward_number), false)
+            CASE WHEN json_type("reward_json") IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite("reward_number"), false)
                 THEN 'verifier_result.rewards.reward' END
         ], lambda x: x IS NOT NULL) AS nonfinite
     FROM numbers
