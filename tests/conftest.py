@@ -117,6 +117,27 @@ def rlsql_exe() -> str:
     return found
 
 
+#: test files that run on one xdist worker together (`pytest -n auto --dist loadgroup`, README): those
+#: sharing a session fixture, built once per worker, and the Spark tests (one JVM at a time). Every
+#: other file is a group of its own, so each module's fixtures are built once, as with `--dist loadfile`.
+SAME_WORKER = {
+    "test_report.py": "tiny_report", "test_golden.py": "tiny_report",
+    "test_schema.py": "fixture_connections", "test_column_docs.py": "fixture_connections",
+    "test_grain.py": "fixture_connections",
+    "test_spark.py": "spark", "test_spark_connect.py": "spark",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test's xdist group (read by `--dist loadgroup` only): its file's, or the one SAME_WORKER gives."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return  # no xdist installed: one process, and `xdist_group` is no known marker
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(SAME_WORKER.get(item.path.name, item.path.name)))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
