@@ -22,6 +22,13 @@ os.environ["RLSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlsql-test-cache-")
 # cached on first read, and a test that changes rlsql's limits between reads would get the earlier copy
 os.environ["RLSQL_CACHE"] = "0"
 
+# hypothesis keeps no example database (it would write .hypothesis/ into the checkout, from every
+# xdist worker at once); the property tests' seeds and example counts are their own
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("rlsql", database=None)
+_hypothesis_settings.load_profile("rlsql")
+
 
 class FixtureConnections:
     """One rlsql connection (rlsql.connection.open_connection: every view and macro, the small sources
@@ -128,14 +135,39 @@ SAME_WORKER = {
 }
 
 
+#: the groups that take longest (CPU seconds of a whole-suite run, bench/RESULTS.md), longest first: they
+#: run first, so that no worker starts a long group while the other is finishing (the Spark tests take
+#: minutes where pyspark and Java are installed, and skip at once where not)
+LONGEST_FIRST = [
+    "spark", "tiny_report", "test_fleet.py", "test_rawlogs.py", "test_logcache.py", "fixture_connections",
+    "test_writes.py", "test_cache.py", "test_many_runs.py", "test_kill9.py", "test_shell.py", "test_queries.py",
+    "test_harbor_damage.py", "test_damaged.py", "test_adversarial.py",
+]
+
+
+def group_of(item: pytest.Item) -> str:
+    return SAME_WORKER.get(item.path.name, item.path.name)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist queues the groups in the order of the collection (below) when told not to sort them by
+    # their number of tests, which says little about their time
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        config.option.loadscopereorder = False
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test's xdist group (read by `--dist loadgroup` only): its file's, or the one SAME_WORKER gives."""
+    """Each test's xdist group (read by `--dist loadgroup` only): its file's, or the one SAME_WORKER gives;
+    the groups of LONGEST_FIRST first, in that order, then the others as collected."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    position = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (rank.get(group_of(item), len(rank)), position[id(item)]))
     if not config.pluginmanager.hasplugin("xdist"):
         return  # no xdist installed: one process, and `xdist_group` is no known marker
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(SAME_WORKER.get(item.path.name, item.path.name)))
+            item.add_marker(pytest.mark.xdist_group(group_of(item)))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
