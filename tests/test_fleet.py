@@ -166,11 +166,11 @@ def rounded(row: tuple) -> str:
     return repr(tuple(format(v, ".12g") if isinstance(v, float) else v for v in row))
 
 
-def test_every_view_answers_as_if_created_eagerly() -> None:
+def test_every_view_answers_as_if_created_eagerly(connected: duckdb.DuckDBPyConnection) -> None:
     dirs = [RUNS / r for r in FIXTURE_RUNS]
+    lazy = connected  # rlsql.connect(dirs), shared with the oracle comparisons below
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        lazy = rlsql.connect(dirs)
         eager = eager_connection(dirs)
     catalog = load_catalog()
     objects = [f.name for f in catalog.order if f.kind != "macro"]
