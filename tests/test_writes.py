@@ -354,7 +354,7 @@ def test_kill_9_db_build_then_the_next_build_sweeps(tmp_path, capsys, monkeypatc
     code, _, err = run_main(["db", "build", str(target), "-r", str(RUNS / "tiny")], capsys, monkeypatch)
     assert code == 0, err
     before = target.read_bytes()
-    big = _big_run(tmp_path, 60)
+    big = _big_run(tmp_path, 300)
     inputs = tree_hash(big)
     _kill_when(["db", "build", str(target), "-r", str(big), "--materialize"], tmp_path, lambda pid: _has_temp(tmp_path))
     assert target.read_bytes() == before  # the old file, whole
@@ -374,7 +374,7 @@ def test_kill_9_partitioned_export_leaves_each_partition_old_or_new(how, tmp_pat
     assert code == 0, err
     part = out / "metric_rows" / "run=small" / "data_0.parquet"
     before = part.read_bytes()
-    big = _big_run(tmp_path, 60)
+    big = _big_run(tmp_path, 300)
     inputs = tree_hash(big)
     _kill_when(["export", "metric_rows", "-r", str(big), "-r", str(small), "-o", str(out), "--partition-by", "run",
                 *how], tmp_path, lambda pid: _has_temp(out))
