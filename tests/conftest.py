@@ -124,50 +124,33 @@ def rlsql_exe() -> str:
     return found
 
 
-#: test files that run on one xdist worker together (`pytest -n auto --dist loadgroup`, README): those
-#: sharing a session fixture, built once per worker, and the Spark tests (one JVM at a time). Every
-#: other file is a group of its own, so each module's fixtures are built once, as with `--dist loadfile`.
-SAME_WORKER = {
-    "test_report.py": "tiny_report", "test_golden.py": "tiny_report",
-    "test_schema.py": "fixture_connections", "test_column_docs.py": "fixture_connections",
-    "test_grain.py": "fixture_connections",
-    "test_spark.py": "spark", "test_spark_connect.py": "spark",
-}
-
-
-#: the groups that take longest (CPU seconds of a whole-suite run, bench/RESULTS.md), longest first: they
-#: run first, so that no worker starts a long group while the other is finishing (the Spark tests take
-#: minutes where pyspark and Java are installed, and skip at once where not)
+#: the test files that take longest (CPU seconds of a whole-suite run, bench/RESULTS.md), longest first.
+#: `pytest -n auto --dist loadfile` (README) hands whole files to the workers in the collection's order,
+#: so these start first and no worker begins a long file while the other is finishing. test_spark.py
+#: (minutes where pyspark and Java are installed, an instant skip where not) leads; the Spark Connect
+#: test comes last of all (LAST), so that its JVM starts after the other worker's files, not beside
+#: test_spark.py's from the start.
 LONGEST_FIRST = [
-    "spark", "tiny_report", "test_fleet.py", "test_rawlogs.py", "test_logcache.py", "fixture_connections",
-    "test_writes.py", "test_cache.py", "test_many_runs.py", "test_kill9.py", "test_shell.py", "test_queries.py",
-    "test_harbor_damage.py", "test_damaged.py", "test_adversarial.py",
+    "test_spark.py", "test_report.py", "test_fleet.py", "test_rawlogs.py", "test_logcache.py", "test_writes.py",
+    "test_cache.py", "test_many_runs.py", "test_kill9.py", "test_shell.py", "test_column_docs.py", "test_queries.py",
+    "test_harbor_damage.py", "test_damaged.py", "test_adversarial.py", "test_grain.py",
 ]
-
-
-def group_of(item: pytest.Item) -> str:
-    return SAME_WORKER.get(item.path.name, item.path.name)
+LAST = ["test_spark_connect.py"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # xdist queues the groups in the order of the collection (below) when told not to sort them by
-    # their number of tests, which says little about their time
-    if getattr(config.option, "dist", "no") == "loadgroup":
+    # xdist queues the files in the collection's order (below) when told not to sort them by their
+    # number of tests, which says little about their time
+    if getattr(config.option, "dist", "no") in ("loadfile", "loadscope"):
         config.option.loadscopereorder = False
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test's xdist group (read by `--dist loadgroup` only): its file's, or the one SAME_WORKER gives;
-    the groups of LONGEST_FIRST first, in that order, then the others as collected."""
+    """The files of LONGEST_FIRST first, in that order, then the others as collected, then LAST."""
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    rank.update({name: len(LONGEST_FIRST) + 1 + i for i, name in enumerate(LAST)})
     position = {id(item): i for i, item in enumerate(items)}
-    items.sort(key=lambda item: (rank.get(group_of(item), len(rank)), position[id(item)]))
-    if not config.pluginmanager.hasplugin("xdist"):
-        return  # no xdist installed: one process, and `xdist_group` is no known marker
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group_of(item)))
+    items.sort(key=lambda item: (rank.get(item.path.name, len(LONGEST_FIRST)), position[id(item)]))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
