@@ -70,11 +70,16 @@ def timed(cmd: list[str], env: dict | None = None) -> dict:
                               env={**os.environ, **(env or {})})
         wall = time.perf_counter() - start
         rss = 0
+        cpu = 0.0
         for line in Path(tf.name).read_text().splitlines():
             if "Maximum resident set size" in line:
                 rss = int(line.split(":")[1]) / 1024
+            elif "User time (seconds)" in line or "System time (seconds)" in line:
+                cpu += float(line.split(":")[1])
     out = proc.stdout.strip().splitlines()[-1:] if cmd[0] == sys.executable and "-c" in cmd else []
-    return {"cmd": " ".join(cmd), "wall_s": round(wall, 2), "rss_mb": round(rss), "rc": proc.returncode,
+    # the machine is shared: CPU seconds (user + system, all threads) and the load average beside the wall time
+    return {"cmd": " ".join(cmd), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "rss_mb": round(rss),
+            "load": round(os.getloadavg()[0], 1), "rc": proc.returncode,
             "err": proc.stderr.strip().splitlines()[-1:] if proc.returncode else [], "out": out}
 
 
@@ -83,6 +88,7 @@ def rlsql_exe() -> str:
 
 
 CONNECT_SNIPPET = (
+    # `t` starts before rlsql.connect() is first looked up, so the imports it triggers count
     "import sys,time,rlsql; t=time.perf_counter(); con=rlsql.connect([sys.argv[1]]); "
     "c=time.perf_counter(); n=con.execute(sys.argv[2]).fetchall(); e=time.perf_counter(); "
     "print(f'connect {c-t:.2f} s, first query {e-c:.2f} s, total {e-t:.2f} s, {len(n)} rows')"

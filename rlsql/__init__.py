@@ -15,7 +15,7 @@ from rlsql.version import __version__
 _LAZY = {
     "QueryResult": "rlsql.api",
     "query": "rlsql.api",
-    "connect": "rlsql.connection",
+    "connect": "rlsql.lazyconn",
     "DataError": "rlsql.errors",
     "ExitCode": "rlsql.errors",
     "RlsqlError": "rlsql.errors",
@@ -39,9 +39,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from rlsql.api import QueryResult, query
-    from rlsql.connection import connect
     from rlsql.engines.spark import spark
     from rlsql.errors import DataError, ExitCode, RlsqlError, RlsqlWarning, UsageError
+    from rlsql.lazyconn import connect
 
 
 def __getattr__(name: str) -> Any:

@@ -101,7 +101,7 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryRe
     check_artifacts(runs, needed, name)
 
     def answer(bad_cells: BadCells | None) -> QueryResult:
-        con, sql = query_connection(runs, qfile.name, catalog, bad_cells)
+        con, sql = query_connection(runs, qfile.name, catalog, bad_cells, values.get("keys"))
         _set_variables(con, values)
         try:
             cursor = con.execute(sql)
@@ -194,7 +194,9 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None)
     values = sql_params(names, params or {})
 
     def answer() -> QueryResult:
-        con = open_connection(runs, names, catalog)
+        # run_table's columns are laid out when its view is created: `-p keys=` picks them then
+        keys = values.get("keys") if any(catalog.files[n].per_runs for n in names) else None
+        con = open_connection(runs, names, catalog, config_keys=keys)
         _set_variables(con, values)
         try:
             cursor = con.execute(sql)

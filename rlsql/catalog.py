@@ -43,6 +43,8 @@ _KNOWN_KEYS = {
     "name", "version", "description", "param", "grain", "artifact", "columns", "other_columns", "optional", "column",
 }
 _MACRO_NAME = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
+#: a template that lays out a column per config key (rendered per connection: SqlFile.per_runs)
+_PER_RUNS = re.compile(r"\bconfig_columns\b")
 _MACRO_IS_TABLE = re.compile(r"\)\s+AS\s+TABLE\b", re.IGNORECASE)
 # sqlglot does not parse `CREATE MACRO m(a, b := 5)`: analyse the body after AS [TABLE] instead
 _MACRO_BODY = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+\w+\s*\([^)]*\)\s+AS\s+(?:TABLE\s+)?(.*)$",
@@ -79,6 +81,9 @@ class SqlFile:
     rendered: str = ""
     #: column -> its one-line description, from the header's `-- column: NAME: text` lines
     column_docs: dict[str, str] = field(default_factory=dict)
+    #: a view or query whose columns depend on the runs (it reads `config_columns`): rendered per
+    #: connection by rlsql.sources.SourceContext.object_sql; `rendered` is its form with no such column
+    per_runs: bool = False
 
     @property
     def body(self) -> str:
@@ -302,9 +307,11 @@ class Catalog:
         return cls(files, root)
 
     def render(self, f: SqlFile, **context: object) -> str:
+        """`f`'s SQL; `config_columns` (run_table's config keys, per connection) defaults to none."""
         template = self._templates.get(f.body)
         if template is None:
             template = self._templates[f.body] = self.env.from_string(f.body)
+        context = {"config_columns": [], **context}
         return template.render(param=lambda name: f.param(name).sql_ref(), **context).strip()
 
     def _analyse(self) -> None:
@@ -320,6 +327,7 @@ class Catalog:
                 f.fingerprint = cached["normal"]
                 continue
             f.rendered = self.render(f)
+            f.per_runs = _PER_RUNS.search(f.body) is not None
             if f.kind == "macro":
                 defined = _MACRO_NAME.findall(f.rendered)
                 if defined != [f.name]:

@@ -582,23 +582,29 @@ def cache_build_command(
     force: Annotated[bool, typer.Option("--force", help="Rebuild entries that are still fresh.")] = False,
     fmt: FormatOption = None,
 ) -> None:
-    """Convert each run's CSVs to Parquet under the cache folder (never inside a run folder).
+    """Convert each run's CSVs and raw logs to Parquet in the cache folder, never in a run.
 
-    Only what is missing, stale or damaged is built; leftovers of a killed build are swept first.
+    The raw logs are those its queries read (a run without the parser's CSVs, or --from-logs). Only
+    what is missing, stale or damaged is built (a log that grew: only its new bytes); leftovers of a
+    killed build are swept first.
     """
     from rlsql.cache import CacheUnavailable
     from rlsql.cachebuild import build_cache
+    from rlsql.logcache import build_log_entries
 
+    runs = _resolve(run)
     try:
-        report = build_cache(_resolve(run), force)
+        report = build_cache(runs, force)
+        rows = report.rows + build_log_entries(runs, force)  # the raw logs the queries read
     except CacheUnavailable as exc:
         raise UsageError(str(exc)) from exc
-    rows = report.rows
     _emit_rows(fmt, ["run", "artifact", "csv", "state", "rows", "parquet_bytes"], rows)
     if report.swept:
         say(f"cache: swept {report.swept} leftover temporary file(s) of an interrupted build")
     changing = sum(1 for r in rows if r[3] == "changing")
-    say(f"cache: {sum(1 for r in rows if r[3] == 'built')} built, {sum(1 for r in rows if r[3] == 'fresh')} "
+    grown = sum(1 for r in rows if r[3] == "grown")
+    say(f"cache: {sum(1 for r in rows if r[3] == 'built')} built, " + (f"{grown} grown logs updated, " if grown else "")
+        + f"{sum(1 for r in rows if r[3] == 'fresh')} "
         f"already fresh" + (f", {changing} changed while read (not cached)" if changing else "")
         + f", in {report.root}")
 

@@ -268,7 +268,9 @@ def _write_items(
     replace_all: bool,
 ) -> list[Written]:
     """export()'s writing half, once every item, parameter and target has been checked."""
-    con = open_connection(runs, [f.name for f in kept], catalog)
+    # run_table's columns are laid out when its view is created: its `keys` parameter picks them then
+    keys = next((values[f.name].get("keys") for f in kept if f.per_runs), None)
+    con = open_connection(runs, [f.name for f in kept], catalog, config_keys=keys)
     # DuckDB spills to `.tmp` in the current folder by default (a run folder, maybe): beside the output instead
     spill = temp_name(out_dir / "duckdb-spill")
     con.execute(f"SET temp_directory = {literal(str(spill))}")

@@ -16,13 +16,15 @@ replaced or rewritten is parsed again from its start.
 A log whose last line has no newline yet (a line being written: block-buffered output ends
 mid-line most of the time) is read from its entry up to its last newline; when that last line
 holds a substring the pipelines look for, the query recomputes the log's rows from the entry's
-kept lines and that line. A log that holds a carriage return is
-never cached (DuckDB's line reader splits at one; the scanner here does not).
+kept lines and that line.
 
-The kept lines are found here, in Python (bytes.find of each substring, then the line around
-it), because a cache update must know byte offsets and read from an offset; the in-place reader
-(sources/_rawlogs.sql.j2 log_lines) keeps the same lines: a line truncated at a NUL byte,
-skipped when it is not UTF-8, ANSI colour codes removed.
+Lines end at every LF and every CR, as DuckDB's line reader (the in-place reader's) ends them. A
+log parsed from its start is read by that reader itself, in parallel (direct_read: several times
+faster than a Python scan), when the lengths it gives add up to the log's size (nothing dropped)
+and the log did not change meanwhile; else, and for the bytes a grown log gained, the kept lines
+are found here, in Python (bytes.find of each substring, then the line around it), which can
+start at an offset. Both keep the same lines with the same byte offsets: a line truncated at a
+NUL byte, skipped when it is not UTF-8, ANSI colour codes removed.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ VLLM_NEEDLES = ("Avg prompt throughput",)
 PROBE_BYTES = 64 * 1024
 LOG_KIND = "log"
 #: the layout of a log entry's parts (sql/sources/_log_cache.sql.j2); an entry of another layout is rebuilt
-LOG_FORMAT = 2
+LOG_FORMAT = 3
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -68,9 +70,11 @@ CHUNK_BYTES = 32 * 2**20
 
 
 def kept_spans(data: bytes) -> list[tuple[int, int]]:
-    """(start, end) of each line of `data` (complete lines) that holds a needle, in file order. Each
-    needle is found with bytes.find (C speed), so the ~95 % of lines that hold none are never
-    looked at one by one."""
+    """(start, end) of each line of `data` that holds a needle, in file order. A line ends at every
+    `\\n` and at every `\\r` (DuckDB's line reader, which the in-place reader uses, does the same; a
+    CRLF gives an empty line between, which holds no needle). Each needle is found with bytes.find
+    (C speed), so the ~95 % of lines that hold none are never looked at one by one; the CR search
+    is bounded by the line's LF, so a log without CR costs nothing more."""
     spans: dict[int, int] = {}
     find, rfind = data.find, data.rfind
     for raw in (*_METRIC_BYTES, *_VLLM_BYTES):
@@ -79,7 +83,14 @@ def kept_spans(data: bytes) -> list[tuple[int, int]]:
             end = find(b"\n", i)
             if end < 0:
                 end = len(data)
-            spans[rfind(b"\n", 0, i) + 1] = end
+            start = rfind(b"\n", 0, i) + 1
+            cr = rfind(b"\r", start, i)
+            if cr >= 0:
+                start = cr + 1
+            cr = find(b"\r", i, end)
+            if cr >= 0:
+                end = cr
+            spans[start] = end
             i = find(raw, end)
     return sorted(spans.items())
 
@@ -220,9 +231,98 @@ def _with_tail(path: Path, entry: cache.Entry, record: dict) -> CachedLog | None
     return CachedLog(str(entry.parquet), tail)
 
 
+def last_line_end(fh, size: int) -> int:
+    """The offset just after the last `\\n` in the first `size` bytes of `fh` (0: none)."""
+    pos = size
+    while pos > 0:
+        step = min(pos, 1 << 16)
+        fh.seek(pos - step)
+        i = fh.read(step).rfind(b"\n")
+        if i >= 0:
+            return pos - step + i + 1
+        pos -= step
+    return 0
+
+
+def expected_line_bytes(size: int, after_cut: bytes) -> int:
+    """What DuckDB's line reader counts over a log of `size` bytes whose bytes after its last LF are
+    `after_cut`, when it reads every byte: each line's length plus one for its terminator, plus one
+    for a last line without any (a line being written)."""
+    return size + (1 if after_cut and not after_cut.endswith(b"\r") else 0)
+
+
+def direct_read(con, path: Path, fh, before: os.stat_result) -> int | None:
+    """Read the kept lines of the whole log with DuckDB's parallel line reader (the in-place reader's
+    own) into the temporary table `direct` on `con`; the entry's cut (the log's last LF), or None
+    when the result cannot be proved to be the log's lines byte for byte: then nothing is kept and
+    the caller scans the log in Python.
+
+    Each line's byte offset is the running sum of the lengths DuckDB gives plus one per terminator;
+    that sum equals the log's size only when DuckDB dropped nothing (a CRLF counted as one
+    terminator, a line cut at a NUL byte or skipped as not UTF-8 or too long all make it smaller),
+    and the log must not change while it is read (a run in progress: the Python scan reads a
+    bounded prefix instead)."""
+    size = before.st_size
+    if size == 0:
+        return None
+    cut = last_line_end(fh, size)
+    fh.seek(cut)
+    after_cut = fh.read(size - cut)
+    sql = load_catalog().env.get_template("sources/_log_direct.sql.j2").render(path=str(path), cut=cut)
+    con.execute(sql)
+    total, at_cut = con.execute("SELECT max(cum), bool_or(cum = ?) FROM direct", [cut]).fetchone()
+    after = os.stat(path)
+    same = (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    exact = same and total == expected_line_bytes(size, after_cut) and (cut == 0 or at_cut)
+    if exact and _spans_end_lines(con, fh, cut):
+        return cut
+    con.execute("DROP TABLE direct")
+    why = "it changed while it was read" if not same else "DuckDB's line lengths do not add up to its size"
+    cachebuild.notice(f"{path}: scanned in Python ({why})")
+    return None
+
+
+def _spans_end_lines(con, fh, cut: int) -> bool:
+    """The first, middle and last kept lines' offsets each lie just after a line end and their ends
+    on one: a spot check that the running sum ran over the lines in file order."""
+    rows = con.execute(
+        "SELECT line_no, cum FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) AND line_no IN ("
+        "SELECT min(line_no) FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) UNION ALL "
+        "SELECT max(line_no) FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) UNION ALL "
+        "SELECT quantile_disc(line_no, 0.5) FROM direct WHERE cum <= ? AND (is_metric OR is_vllm))",
+        [cut] * 4).fetchall()
+    for start, end in rows:
+        fh.seek(max(0, start - 1))
+        before = fh.read(1) if start > 0 else b"\n"
+        fh.seek(end - 1)
+        if before not in (b"\n", b"\r") or fh.read(1) not in (b"\n", b"\r"):
+            return False
+    return True
+
+
+def scan_kept(path: Path, fh, start: int, out) -> tuple[int, int]:
+    """Write the kept lines of the log from byte `start` to its last LF to `out` (write_kept), 32 MiB
+    at a time; (cut, lines written)."""
+    fh.seek(start)
+    cut, carry, kept = start, b"", 0
+    while chunk := fh.read(CHUNK_BYTES):
+        buf = carry + chunk
+        last_newline = buf.rfind(b"\n")
+        if last_newline < 0:
+            carry = buf
+            continue
+        complete, carry = buf[:last_newline + 1], buf[last_newline + 1:]
+        kept += write_kept(complete, cut, out)
+        cut += len(complete)
+    return cut, kept
+
+
 def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> dict | None:
     """Parse the log from the entry's cut (or from its start) to its last newline and write the entry.
 
+    A log parsed from its start is read by DuckDB (direct_read) when that can be proved exact, else
+    by the Python scan; the bytes a grown log gained are always scanned in Python (they are few, and
+    only Python can start at an offset).
     Returns the new record, or None when the log was replaced while it was read (nothing written).
     CacheUnavailable when the cache folder cannot take it; DataError when DuckDB cannot build it.
     """
@@ -233,31 +333,26 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
     tail_file = cache.temp_path(entry.parquet.with_suffix(".lines"))
     con = memory_connection()
     try:
-        with path.open("rb") as fh, tail_file.open("wb") as out:
+        with path.open("rb") as fh:
             before = os.fstat(fh.fileno())
             usable = record and cache.parquet_looks_whole(entry, record) is None
             start = reusable_prefix(record, path, before, fh) if usable else 0
-            fh.seek(start)
-            cut, carry, kept = start, b"", 0
-            while chunk := fh.read(CHUNK_BYTES):
-                buf = carry + chunk
-                last_newline = buf.rfind(b"\n")
-                if last_newline < 0:
-                    carry = buf
-                    continue
-                complete, carry = buf[:last_newline + 1], buf[last_newline + 1:]
-                if b"\r" in complete:
-                    cachebuild.notice(f"{path}: read in place (not cached: it holds carriage returns)")
-                    return None
-                kept += write_kept(complete, cut, out)
-                cut += len(complete)
+            direct = direct_read(con, path, fh, before) if start == 0 else None
+            if direct is not None:
+                cut, how = direct, "DuckDB"
+                kept = con.execute("SELECT count(*) FROM direct WHERE cum <= ?", [cut]).fetchone()[0]
+            else:
+                with tail_file.open("wb") as out:
+                    cut, kept = scan_kept(path, fh, start, out)
+                how = "Python"
             head, tail = _probes(fh, cut)
         after = path.stat()
         if after.st_ino != before.st_ino or after.st_size < cut:
             return None
         sql = load_catalog().env.get_template("sources/_log_cache.sql.j2").render(
-            previous=str(entry.parquet) if start else None, tail=str(tail_file) if kept else None,
-            target=str(tmp), key=entry.key)
+            previous=str(entry.parquet) if start else None,
+            tail=str(tail_file) if kept and direct is None else None,
+            direct_cut=direct, target=str(tmp), key=entry.key)
         rows = con.execute(sql).fetchall()[0][0]
         parquet_bytes = tmp.stat().st_size
         entry.meta.unlink(missing_ok=True)  # the record goes first: no reader pairs it with the new file
@@ -268,7 +363,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
             "source": str(path), "size": after.st_size, "mtime_ns": after.st_mtime_ns,
             "ctime_ns": after.st_ctime_ns, "inode": after.st_ino, "cut": cut,
             "head_sha256": head, "tail_sha256": tail, "rows": rows, "parquet_bytes": parquet_bytes,
-            "parsed_from": start, "parsed_bytes": cut - start,
+            "parsed_from": start, "parsed_bytes": cut - start, "lines_found_by": how,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
         }
         cache.write_json(entry.meta, new)
@@ -280,7 +375,52 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
         con.close()
         tmp.unlink(missing_ok=True)
         tail_file.unlink(missing_ok=True)
-    how = f"parsed bytes {start:,}-{cut:,} (the tail after the cached prefix)" if start else f"parsed {cut:,} bytes"
-    cachebuild.notice(f"{path}: cache entry updated: {how}, {kept:,} kept lines, "
+    what = f"parsed bytes {start:,}-{cut:,} (the tail after the cached prefix)" if start else f"parsed {cut:,} bytes"
+    cachebuild.notice(f"{path}: cache entry updated: {what}, {kept:,} kept lines found by {how}, "
                       f"{new['seconds']:.2f} s")
     return new
+
+
+def build_log_entries(runs, force: bool = False) -> list[tuple]:
+    """`rlsql cache build`'s log part: bring the entry of every log a query of `runs` reads (the runs
+    whose trainer metrics or vLLM stats come from their logs) up to date now, whatever its size.
+
+    Rows as cachebuild.build_cache gives them: (run, "log", log path, state, rows, parquet bytes);
+    state is built (parsed from its start), grown (its new bytes parsed), fresh, changing (replaced
+    while it was read: nothing recorded) or not cached (a path DuckDB cannot name). `force` parses
+    every log from its start. CacheUnavailable when the cache folder cannot be used.
+    """
+    from rlsql.logfiles import find_logs
+
+    root = cache.cache_root()
+    if root is None:
+        raise cache.CacheUnavailable("no cache folder: HOME is not set; set RLSQL_CACHE_DIR")
+    done = []
+    con = memory_connection()
+    try:
+        for run in runs:
+            if run.artifact("logs") is None or all(run.artifact(kind) is not None for kind in ("metrics", "vllm")):
+                continue  # no logs, or both CSVs win over them
+            for path in find_logs(run.path):
+                done.append((run.name, LOG_KIND, str(path), *_build_one(path, root, force, con)))
+    finally:
+        con.close()
+    return done
+
+
+def _build_one(path: Path, root: Path, force: bool, con) -> tuple[str, int | None, int | None]:
+    if why_unnameable(path):
+        return "not cached (DuckDB cannot name its path)", None, None
+    entry = cache.entry_for(path, root)
+    record = entry.read_meta()
+    if (not force and record.get("kind") == LOG_KIND and record.get("log_format") == LOG_FORMAT
+            and cache.full_state(entry, con)[0] == "fresh"):
+        return "fresh", record.get("rows"), record.get("parquet_bytes")
+    try:
+        new = update_entry(path, entry, {} if force else record, root)
+    except DataError as exc:
+        cache.mark_damaged(entry, str(exc))
+        return f"not cached ({exc})", None, None
+    if new is None:
+        return "changing", None, None
+    return ("grown" if new["parsed_from"] else "built"), new["rows"], new["parquet_bytes"]

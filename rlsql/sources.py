@@ -7,7 +7,9 @@ rlsql.connection creates the rendered sources on a connection; this module only 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import json
 import warnings
 from collections.abc import Sequence
@@ -40,8 +42,12 @@ class CsvFile:
 class SourceContext:
     """What the source templates are rendered with; each piece is computed once, when first needed."""
 
-    def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None):
+    def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None,
+                 config_keys: str | None = None):
         self.runs = list(runs)
+        #: run_table's `keys` parameter (comma-separated): the config keys that get a column; None: those
+        #: whose values differ between the runs
+        self.config_keys = config_keys
         #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
         self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
         #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/badcells.py)
@@ -70,20 +76,60 @@ class SourceContext:
         return files
 
     @functools.cached_property
+    def config_leaves(self) -> dict[str, list[dict]]:
+        """run -> its config's flattened leaves (rlsql.config.config_rows), for each run with a config file."""
+        return {
+            run.name: config_rows(run.name, config.path)
+            for run in self.runs
+            if (config := run.artifact("config")) is not None
+        }
+
+    def differing_keys(self) -> list[str]:
+        """The config keys config_diff lists: over the runs with a config file, a key whose JSON values differ
+        (a run lacking it counts as one more value), sorted."""
+        values: dict[str, set[str]] = {}
+        for rows in self.config_leaves.values():
+            for r in rows:
+                values.setdefault(r["key"], set())
+        for rows in self.config_leaves.values():
+            own: dict[str, set[str]] = {}
+            for r in rows:
+                own.setdefault(r["key"], set()).add(r["value_json"])
+            for key, seen in values.items():
+                seen.update(own.get(key, {"\0absent"}))
+        return sorted(key for key, seen in values.items() if len(seen) > 1)
+
+    def config_columns(self, f: SqlFile, keys: str | None = None) -> list[dict]:
+        """run_table's config columns: [{key, column}] for the `keys` given (else this context's), else the
+        differing keys, in key order. A column is named by its key, or `config.KEY` when that name
+        (case-insensitively, as DuckDB compares names) is already one of `f`'s own columns or an earlier key's."""
+        keys_given = self.config_keys if keys is None else keys
+        if keys_given is not None:
+            keys = sorted({k.strip() for k in keys_given.split(",") if k.strip()})
+        else:
+            keys = self.differing_keys()
+        taken = {name.lower() for name in f.column_docs if name != "*"}
+        columns = []
+        for key in keys:
+            column = key if key.lower() not in taken else f"config.{key}"
+            n = 2
+            while column.lower() in taken:
+                column, n = f"config.{key}#{n}", n + 1
+            taken.add(column.lower())
+            columns.append({"key": key, "column": column})
+        return columns
+
+    @functools.cached_property
     def config_docs(self) -> list[dict]:
         """Per run with a config: its flattened leaves as one JSON text of parallel lists (config_src.sql)."""
         docs: list[dict] = []
-        for run in self.runs:
-            config = run.artifact("config")
-            if config is None:
-                continue
-            rows = config_rows(run.name, config.path)
+        for run_name, rows in self.config_leaves.items():
             doc = {
                 "keys": [r["key"] for r in rows],
                 "texts": [r["value"] for r in rows],
                 "jsons": [r["value_json"] for r in rows],
             }
-            docs.append({"run": run.name, "doc": json.dumps(doc, ensure_ascii=False)})
+            docs.append({"run": run_name, "doc": json.dumps(doc, ensure_ascii=False)})
         return docs
 
     def csv_context(self, source: SqlFile) -> dict:
@@ -168,6 +214,24 @@ class SourceContext:
             files.append({"run": run.name, "prefix": prefix, "names": "/".join(names),
                           "reader_prefix": harbor.reader_path(prefix), "read_names": "/".join(read)})
         return {"files": files, "refused": refused}
+
+    def specialised(self, catalog: Catalog, f: SqlFile, keys: str | None = None) -> SqlFile:
+        """`f` as these runs give it (for an engine that compiles `rendered`, such as Spark's): a per-runs view
+        rendered with its config columns, its fingerprint changed with them; any other file as it is."""
+        if not f.per_runs:
+            return f
+        rendered = catalog.render(f, config_columns=self.config_columns(f, keys))
+        fingerprint = hashlib.sha256(f"{f.fingerprint}\0{rendered}".encode()).hexdigest()[:16]
+        return dataclasses.replace(f, rendered=rendered, fingerprint=fingerprint)
+
+    def object_sql(self, catalog: Catalog, f: SqlFile) -> str:
+        """The SQL that defines `f` over these runs: a source rendered with them, a view or query whose
+        columns depend on them (SqlFile.per_runs) rendered with its config columns, anything else as loaded."""
+        if f.kind == "source":
+            return self.render(catalog, f)
+        if f.per_runs:
+            return catalog.render(f, config_columns=self.config_columns(f))
+        return f.rendered
 
     def render(self, catalog: Catalog, source: SqlFile) -> str:
         context: dict = {"runs": self.run_rows}

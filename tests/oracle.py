@@ -1186,8 +1186,8 @@ def q_run_summary(run: str, run_dir: Path, span: int = 5, save_every: int | None
     }]
 
 
-def q_run_table(run: str, run_dir: Path, span: int = 5, save_every: int | None = None, keys: str | None = None,
-                run_dirs: list[Path] | None = None) -> list[Row]:
+def q_run_table_map(run: str, run_dir: Path, span: int = 5, save_every: int | None = None, keys: str | None = None,
+                    run_dirs: list[Path] | None = None) -> list[Row]:
     """run_summary plus `config`: key -> the run's value text (None where it lacks the key) for the
     given comma-separated keys, else for the keys whose values differ between the runs with a config."""
     row = q_run_summary(run, run_dir, span, save_every, run_dirs)[0]
@@ -1199,6 +1199,20 @@ def q_run_table(run: str, run_dir: Path, span: int = 5, save_every: int | None =
         every = sorted({k for c in configs for k in c})
         chosen = [k for k in every if len({c[k][0] if k in c else None for c in configs}) > 1]
     return [{**row, "config": {k: own[k][1] if k in own else None for k in chosen}}]
+
+
+def q_run_table(run: str, run_dir: Path, span: int = 5, save_every: int | None = None, keys: str | None = None,
+                run_dirs: list[Path] | None = None) -> list[Row]:
+    """run_table_map with its `config` spread into one column per key (sorted), named by the key, or
+    `config.KEY` where a headline column (compared case-insensitively) has that name."""
+    row = q_run_table_map(run, run_dir, span, save_every, keys, run_dirs)[0]
+    config = row.pop("config")
+    taken = {c.lower() for c in row}
+    for key, value in sorted(config.items()):
+        column = key if key.lower() not in taken else f"config.{key}"
+        taken.add(column.lower())
+        row[column] = value
+    return [row]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1378,7 +1392,8 @@ COLUMNS: dict[str, list[str]] = {
     "trial_phases": ["run", "phase", "median_s", "mean_s", "total_s", "share_of_trial", "trials"],
     "compare_runs": ["run", "steps", "trials", "success_rate", "mean_reward", "final_ema", "best_ema", "best_ema_step",
                      "mean_step_time_s", "timeout_rate", "context_length_rate", "differing_config"],
-    "run_table": [*RUN_SUMMARY_COLUMNS, "config"],
+    # then one column per config key, which depends on the runs (checked in expected())
+    "run_table": RUN_SUMMARY_COLUMNS,
 }  # fmt: skip
 
 
@@ -1392,6 +1407,7 @@ def expected(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
     out: list[Row] = []
     for run_dir in sorted((Path(d) for d in run_dirs), key=run_name):
         for row in query(run_name(run_dir), run_dir, **params):
-            assert list(row) == COLUMNS[name], (name, list(row))
+            fixed = list(row)[:len(COLUMNS[name])] if name == "run_table" else list(row)
+            assert fixed == COLUMNS[name], (name, list(row))
             out.append(row)
     return out

@@ -134,5 +134,7 @@ def test_user_text_never_reaches_sql_unquoted(tmp_path: Path) -> None:
 
 def test_duckdb_shell_sees_same_views_through_connection(runs_dir: Path) -> None:
     con = rlsql.connect([runs_dir / "tiny"])
-    assert isinstance(con, duckdb.DuckDBPyConnection)
+    # a DuckDB connection in all but name (rlsql.lazyconn): relations, cursors and frames are DuckDB's own
+    assert isinstance(con.sql("SELECT count(*) FROM trials"), duckdb.DuckDBPyRelation)
     assert con.execute("SELECT count(*) FROM trials").fetchone()[0] > 0
+    assert con.cursor().execute("SELECT count(*) FROM steps").fetchone()[0] > 0

@@ -382,3 +382,55 @@ def test_csv_partitions_carry_their_record_in_the_hidden_mark(tmp_path, capsys, 
     assert stamps["tiny"] != stamps["calendar"]
     assert shared["rlsql.exported_at"] == stamps["calendar"]
     assert json.loads(shared["rlsql.columns"])["trial_name"]
+
+
+def test_run_table_exports_one_column_per_differing_config_key(tmp_path, capsys, monkeypatch) -> None:
+    """A two-run sweep over the learning rate: run_table gets that one config column, in Parquet and CSV."""
+    import shutil
+
+    dirs = [tmp_path / "runs" / "lr1", tmp_path / "runs" / "lr3"]
+    for run, lr in zip(dirs, ("1.0e-06", "3.0e-06"), strict=True):
+        shutil.copytree(RUNS / "calendar", run)
+        config = run / "rl_config.yaml"
+        config.write_text(config.read_text(encoding="utf-8").replace("lr: 1.0e-06", f"lr: {lr}"), encoding="utf-8")
+    want = oracle.expected("run_table", dirs)
+    config_columns = [c for c in want[0] if c not in oracle.RUN_SUMMARY_COLUMNS]
+    assert config_columns == ["trainer.policy.optimizer_config.lr"]
+    assert [w["trainer.policy.optimizer_config.lr"] for w in want] == ["1e-06", "3e-06"]
+    for fmt in ("parquet", "csv"):
+        args = ["export", "run_table", "-f", fmt, "-o", str(tmp_path / fmt)]
+        for run in dirs:
+            args += ["-r", str(run)]
+        code, _, err = run_main(args, capsys, monkeypatch)
+        assert code == 0, err
+        path = tmp_path / fmt / f"run_table.{fmt}"
+        if fmt == "parquet":
+            table = pq.read_table(path)
+            assert table.column_names == list(want[0])
+            assert all(table.schema.field(c).type == pa.string() for c in config_columns)
+            got = table.to_pylist()
+            # each config column carries its `-- column: *:` description in the export's record
+            described = json.loads(_metadata(path)["rlsql.columns"])
+            assert all(described[c].startswith("a chosen config key") for c in config_columns)
+        else:
+            with path.open(newline="") as fh:
+                rows = list(csv.DictReader(fh))
+            assert list(rows[0]) == list(want[0])
+            got = [{c: (r[c] or None) for c in config_columns} for r in rows]
+            want = [{c: w[c] for c in config_columns} for w in want]
+        assert_rows_match(got, want, f"run_table as {fmt}")
+
+
+def test_run_table_keys_pick_the_columns_and_a_clashing_name_gets_a_prefix(tmp_path, capsys, monkeypatch) -> None:
+    run = tmp_path / "tiny"
+    import shutil
+
+    shutil.copytree(RUNS / "tiny", run)
+    (run / "rl_config.yaml").write_text("steps: 7\nRun: x\ntrainer:\n  hf_save_interval: 2\n", encoding="utf-8")
+    got = rlsql.query("run_table", [run], keys="steps, Run,trainer.hf_save_interval,,no.such.key")
+    # sorted by key (code points: upper case first); a key named like a headline column (DuckDB compares names
+    # without case) is `config.KEY`
+    assert got.columns[-4:] == ["config.Run", "no.such.key", "config.steps", "trainer.hf_save_interval"]
+    assert got.rows[0][-4:] == ("x", None, "7", "2")
+    assert_rows_match(got.to_dicts(), oracle.expected("run_table", [run], keys="steps, Run,trainer.hf_save_interval,,"
+                                                      "no.such.key"), "run_table keys")

@@ -155,8 +155,7 @@ def eager_connection(specs: list[Path]) -> duckdb.DuckDBPyConnection:
     sources = SourceContext(resolve_runs(specs))
     con = duckdb.connect()
     for f in catalog.order:
-        sql = sources.render(catalog, f) if f.kind == "source" else f.rendered
-        for statement in f.create_statements(sql):
+        for statement in f.create_statements(sources.object_sql(catalog, f)):
             con.execute(statement)
     return con
 
@@ -166,36 +165,56 @@ def rounded(row: tuple) -> str:
     return repr(tuple(format(v, ".12g") if isinstance(v, float) else v for v in row))
 
 
-def test_every_view_answers_as_if_created_eagerly(connected: duckdb.DuckDBPyConnection) -> None:
+def test_every_view_answers_as_if_created_eagerly() -> None:
     dirs = [RUNS / r for r in FIXTURE_RUNS]
-    lazy = connected  # rlsql.connect(dirs), shared with the oracle comparisons below
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        lazy = rlsql.connect(dirs)
         eager = eager_connection(dirs)
     catalog = load_catalog()
     objects = [f.name for f in catalog.order if f.kind != "macro"]
+    # top of the tree first, then down: each statement creates what it names and nothing already there,
+    # the sources an earlier statement created standing in while the new views are created over them
+    for name in reversed(objects):
+        sql = f'SELECT * FROM "{name}"'
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert lazy.execute(f"DESCRIBE {sql}").fetchall() == eager.execute(f"DESCRIBE {sql}").fetchall(), name
+            if name in oracle.QUERIES:
+                # its rows through rlsql.connect(): test_connected_queries_match_the_oracle, against the
+                # oracle (computing them twice more here cost ~5 CPU-s of the suite)
+                continue
+            got, want = lazy.execute(sql).fetchall(), eager.execute(sql).fetchall()
+        assert sorted(map(rounded, got)) == sorted(map(rounded, want)), name
     listed = {r[0] for r in lazy.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     assert set(objects) <= listed
     assert not any(v.startswith("__rlsql") for v in listed)  # no stand-in or waiting name is left
-    def stored_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
-        """Each view's columns and types as DuckDB stored them when it bound the view."""
-        found: dict[str, list[tuple[str, str]]] = {}
-        for view, column, ctype in con.execute("SELECT table_name, column_name, data_type FROM duckdb_columns() "
-                                               "WHERE NOT internal ORDER BY table_name, column_index").fetchall():
-            found.setdefault(view, []).append((column, ctype))
-        return found
-
-    stored = stored_columns(lazy), stored_columns(eager)
-    for name in objects:
-        assert stored[0][name] == stored[1][name], name
-        if name in oracle.QUERIES:
-            continue  # its rows on this connection: test_connected_queries_match_the_oracle, against the oracle
-        # the columns and types from the query's own result too (a DESCRIBE would bind each view once more)
-        got, want = lazy.execute(f'SELECT * FROM "{name}"'), eager.execute(f'SELECT * FROM "{name}"')
-        assert [(d[0], str(d[1])) for d in got.description] == [(d[0], str(d[1])) for d in want.description], name
-        assert sorted(map(rounded, got.fetchall())) == sorted(map(rounded, want.fetchall())), name
     comments = dict(lazy.execute("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall())
     assert all(comments[n] == catalog.files[n].description for n in objects)
+
+
+def test_a_statement_creates_only_what_it_names() -> None:
+    con = rlsql.connect([RUNS / "tiny", RUNS / "calendar"])
+    assert con.created == set()  # connecting found the runs; nothing is created until a statement names it
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == (2,)
+    assert con.created == {"runs"}
+    assert con.execute("SELECT count(DISTINCT run) FROM reward_curve").fetchone() == (2,)
+    assert {"reward_curve", "steps", "metrics_src", "ema_last"} <= con.created
+    assert not con.created & {"trials_src", "harbor_trials_src", "trials", "vllm_src", "config_src"}
+    # a statement that lists DuckDB's catalog sees every view: it gets them all first
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    assert {"trials", "vllm_seconds", "config", "run_table", "turn_stats"} <= views
+    # a word of a statement that names a view counts (a quoted name, another case)
+    other = rlsql.connect([RUNS / "tiny"])
+    assert other.sql('SELECT count(*) FROM "Trials"').fetchall()[0][0] == len(oracle.read_trials(RUNS / "tiny"))
+    assert "trials_src" in other.created and "metrics_src" not in other.created
+    # a cursor shares the database and creates what it names the same way; create_all() makes the rest
+    cursor = other.cursor()
+    assert cursor.execute("SELECT count(*) FROM steps").fetchone() == (len(oracle.dedup_steps(
+        oracle.read_metric_rows(RUNS / "tiny"))),)
+    assert "metrics_src" in other.created
+    other.create_all()
+    assert other.created == set(load_catalog().files)
 
 
 @pytest.fixture(scope="module")
@@ -302,3 +321,42 @@ def test_csvs_of_one_header_are_probed_in_one_scan(tmp_path: Path) -> None:
     assert got is not None and want is not None  # both answered by the grouped scan
     assert [line for _, line, _ in got[1]] == [4] and want[1] == []
     assert got[0]["rows"] == want[0]["rows"] - 1 == len(oracle.read_trials(RUNS / "calendar")) - 1
+
+
+def test_run_table_columns_are_the_keys_config_diff_lists() -> None:
+    """The config keys run_table lays out in Python are those config_diff finds in SQL, on the fixture runs."""
+    dirs = [RUNS / r for r in FIXTURE_RUNS]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        con = rlsql.connect(dirs)
+        listed = [r[0] for r in con.execute("SELECT DISTINCT key FROM config_diff ORDER BY key").fetchall()]
+        columns = [d[0] for d in con.execute("SELECT * FROM run_table").description]
+    assert listed, "the fixture runs' configs differ in some key"
+    assert columns[len(oracle.RUN_SUMMARY_COLUMNS):] == listed
+
+
+def test_a_failed_creation_leaves_no_stand_in_behind(monkeypatch) -> None:
+    """A statement whose objects fail to be created leaves the sources earlier statements created real (not
+    their empty stand-ins) and no waiting name; the next statement creates what is missing."""
+    from rlsql.errors import DataError
+    from rlsql.sources import SourceContext
+
+    con = rlsql.connect([RUNS / "tiny"])
+    rows = len(oracle.read_metric_rows(RUNS / "tiny"))
+    assert con.execute("SELECT count(*) FROM metrics_src").fetchone() == (rows,)
+    real = SourceContext.object_sql
+
+    def failing(self, catalog, f):
+        if f.name == "steps":
+            raise DataError("steps: made to fail here")
+        return real(self, catalog, f)
+
+    monkeypatch.setattr(SourceContext, "object_sql", failing)
+    with pytest.raises(DataError, match="made to fail"):
+        con.execute("SELECT count(*) FROM steps")  # metrics_src stands in while steps is created: then fails
+    monkeypatch.setattr(SourceContext, "object_sql", real)
+    assert con.execute("SELECT count(*) FROM metrics_src").fetchone() == (rows,)
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    assert not any(v.startswith("__rlsql") for v in views)
+    assert con.execute("SELECT count(*) FROM steps").fetchone() == (len(oracle.dedup_steps(
+        oracle.read_metric_rows(RUNS / "tiny"))),)

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("the catalogue", {"rlsql.catalog"}),
     ("sources and the engine", {
         "rlsql.duckdb_errors", "rlsql.probe", "rlsql.sources", "rlsql.cachebuild", "rlsql.connection",
+        "rlsql.lazyconn",
         "rlsql.provenance", "rlsql.inventory", "rlsql.rawlogs", "rlsql.logcache", "rlsql.badcells",
         "rlsql.engines.spark_sources", "rlsql.engines.spark_sql",
     }),

@@ -19,7 +19,9 @@ import pytest
 import rlsql
 from rlsql import cache, cachebuild, logcache, rawlogs
 from rlsql.catalog import load_catalog
+from rlsql.duckconn import memory_connection
 from rlsql.logfiles import find_logs
+from rlsql.runs import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.test_rawlogs import PARAMS, PARSED_AT, QUERIES, RAW, TWIN, copy_run, without
@@ -224,3 +226,130 @@ def test_no_cache_writes_no_entry(tmp_path: Path, cache_dir: Path, rlsql_exe: st
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1].split(",")[1:2] == ["1"]
     assert log_records(cache_dir) == {}
+
+
+def direct_lines(log: Path) -> list[tuple] | None:
+    """The kept lines DuckDB finds in `log` (logcache.direct_read), or None when it cannot prove them exact."""
+    con = memory_connection()
+    with log.open("rb") as fh:
+        cut = logcache.direct_read(con, log, fh, os.fstat(fh.fileno()))
+    if cut is None:
+        return None
+    return con.execute("SELECT line_no, text, is_metric, is_vllm FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) "
+                       "ORDER BY line_no", [cut]).fetchall()
+
+
+def test_duckdb_finds_the_lines_the_python_scan_finds(tmp_path: Path) -> None:
+    log = tmp_path / "a.out"
+    # ANSI codes, an empty line, progress bars ended by lone CRs, a cut last line
+    log.write_bytes(b"noise\n\n\x1b[1mStep 3:\x1b[0m x\r 10%\r 20%\rWANDB_MIRROR y\nAvg prompt throughput: 1\nStep 4")
+    # by hand: the byte offset of each kept line up to the last LF, ANSI removed
+    # (7 + 17 bytes of the Step line with its codes, two bars of 4 bytes each after their CRs)
+    assert direct_lines(log) == [(7, "Step 3: x", True, False), (35, "WANDB_MIRROR y", True, False),
+                                 (50, "Avg prompt throughput: 1", False, True)]  # fmt: skip
+    want = [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(log.read_bytes()[:75])]
+    assert direct_lines(log) == want
+    for fixture_log in find_logs(RAW):
+        data = fixture_log.read_bytes()
+        cut = data.rfind(b"\n") + 1
+        got = direct_lines(fixture_log)
+        assert got == [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(data[:cut])], fixture_log
+
+
+@pytest.mark.parametrize("data", [b"x\na NUL\0byte Step 9:\nStep 1: y\n", b"x\nnot \xff UTF-8 Step 9:\nStep 1: y\n",
+                                  b"x\r\nStep 9: a\r\nStep 1: y\r\n"], ids=["nul", "not_utf8", "crlf"])
+def test_lines_duckdb_cannot_count_are_scanned_in_python(data: bytes, tmp_path: Path) -> None:
+    log = tmp_path / "a.out"
+    log.write_bytes(data)
+    # the lengths DuckDB gives do not add up to the size: a line cut at the NUL, a line skipped, CRLF
+    # read as one terminator (in a log of CRLF lines only; where LF lines come first it reads two)
+    assert direct_lines(log) is None
+
+
+@pytest.mark.parametrize(("crlf_everywhere", "found_by"), [(False, "DuckDB"), (True, "Python")])
+def test_a_log_with_carriage_returns_is_cached(crlf_everywhere: bool, found_by: str, tmp_path: Path,
+                                               cache_dir: Path) -> None:
+    run = tmp_path / "cr"
+    run.mkdir()
+    log = run / "train.out"
+    # tqdm progress bars (lone CRs) around the blocks, one block printed with CRLF line ends; or
+    # every line ended by CRLF, which DuckDB's line reader counts as one terminator (the Python scan then)
+    bars = "".join(f"\r trials {p}%|###" for p in range(0, 100, 10))
+    crlf = block(2, "0.5000").replace("\n", "\r\n")
+    text = NOISE + bars + "\n" + block(1, "0.2500") + bars + crlf + VLLM.format(s=1, g=10) + bars
+    if crlf_everywhere:
+        text = (NOISE + block(1, "0.2500") + block(2, "0.5000") + VLLM.format(s=1, g=10)).replace("\n", "\r\n")
+    log.write_bytes(text.encode())
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    record = log_records(cache_dir)[str(log)]
+    cut = len(text) - (0 if crlf_everywhere else len(bars))  # the bytes after the last LF are not in it
+    assert (record["lines_found_by"], record["cut"]) == (found_by, cut)
+    with log.open("ab") as out:
+        out.write(("\r" + block(3, "0.7500").replace("\n", "\r") + "\n").encode())  # a block whose lines end in CR
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    assert log_records(cache_dir)[str(log)]["parsed_from"] == record["cut"]  # the grown bytes only
+    cached = rlsql.query("vllm_summary", [run]).to_dicts()
+    assert [(r["seconds"], r["max_total_generation_tps"]) for r in cached] == [(1, 10.0)]
+    with cache.disabled():
+        rawlogs._metric_keys.cache_clear()
+        assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+        assert_rows_match(cached, rlsql.query("vllm_summary", [run]).to_dicts(), "vllm_summary cached vs in place")
+
+
+def test_cache_build_builds_the_log_entries(tmp_path: Path, cache_dir: Path, rlsql_exe: str) -> None:
+    run, log = tiny_run(tmp_path)
+    before = digest(run)
+    env = {**os.environ, "RLSQL_CACHE": "auto"}  # the tiny log is far below the threshold: build caches it anyway
+
+    def build(*flags: str) -> list[tuple]:
+        done = subprocess.run([rlsql_exe, "cache", "build", "--run", str(run), "-f", "json", *flags],
+                              capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        return [(r["artifact"], r["csv"], r["state"]) for r in json.loads(done.stdout)]
+
+    assert build() == [("log", str(log), "built")]
+    assert (cache_dir / cache.MARKER).is_file()
+    assert build() == [("log", str(log), "fresh")]
+    size = log.stat().st_size
+    with log.open("a") as writer:
+        writer.write(block(3, "0.7500"))
+    assert build() == [("log", str(log), "grown")]
+    assert log_records(cache_dir)[str(log)]["parsed_from"] == size
+    assert digest(run) == {**before, "train.out": hashlib.sha256(log.read_bytes()).hexdigest()}
+    # a query reads the built entry: nothing is parsed again
+    done = subprocess.run([rlsql_exe, "-v", "query", "reward_curve", "--run", str(run), "-f", "csv"],
+                          capture_output=True, text=True, env=env)
+    assert "read from the cache" in done.stderr and "cache entry updated" not in done.stderr, done.stderr
+    assert [line.split(",")[1] for line in done.stdout.splitlines()[1:]] == ["1", "2", "3"]
+
+
+def test_a_log_grown_in_pieces_gives_the_rows_of_the_whole(tmp_path: Path, cache_dir: Path) -> None:
+    """The entry keeps only the lines from its last block start on and the parts before it: after each
+    piece the log's metric rows (batch_errors/* of steps whose lines straddle the cuts included) and
+    vLLM fields are those of the whole log read in place."""
+    run = copy_run(RAW, tmp_path / "rawlogs")
+    runs = resolve_runs([str(run)])
+    for log in find_logs(run):
+        data = log.read_bytes()
+        data = data[:data.rfind(b"\n") + 1]
+        cuts = [data.find(b"\n", len(data) * k // 3) + 1 for k in (1, 2)] + [len(data)]
+        log.write_bytes(b"")
+        previous = 0
+        for cut in cuts:
+            with log.open("ab") as out:
+                out.write(data[previous:cut])
+            rawlogs._metric_keys.cache_clear()
+            cached = rawlogs.log_files(runs, "metrics")
+            assert all(f.cached for f in cached)
+            in_place = rawlogs.log_files(runs, "metrics", use_cache=False)
+            got, want = (json.loads(rawlogs.metric_keys(files).rows) for files in (cached, in_place))
+            # row_line is a byte offset in an entry, a line number in place: both only order the rows
+            assert {**got, "row_line": None} == {**want, "row_line": None}, (log, cut)
+            record = log_records(cache_dir)[str(log)]
+            assert (record["parsed_from"], record["cut"]) == (previous, cut)
+            previous = cut
+        con = memory_connection()
+        kept = con.execute("SELECT count(*) FILTER (WHERE part = 'line'), count(*) FILTER (WHERE part = 'pair') "
+                           "FROM read_parquet(?)", [str(cache.entry_for(log, cache_dir).parquet)]).fetchone()
+        assert kept[0] < sum(k.is_metric for k in logcache.kept_lines(data)), log  # not every kept line stays
+        assert kept[1] > 0, log

@@ -286,8 +286,10 @@ def check_summary(table: dict, run_dirs: list[Path], label: str) -> int:
 
 
 def expect_run_table(run_dirs: list[Path]) -> list[dict]:
-    """run_table with each config key as its own `config.KEY` column (value text, '' where absent)."""
-    rows = oracle.expected("run_table", run_dirs)
+    """run_table (as run_table_map gives it) with each config key as its own `config.KEY` column (value text,
+    '' where absent)."""
+    dirs = sorted(run_dirs, key=oracle.run_name)
+    rows = [r for d in dirs for r in oracle.q_run_table_map(oracle.run_name(d), d, run_dirs=dirs)]
     return [{**r, **{f"config.{k}": ("" if v is None else v) for k, v in r["config"].items()}} for r in rows]
 
 

@@ -29,7 +29,7 @@ def test_read_csv_is_called_in_one_template() -> None:
     assert callers == []
     users = {p.name for p in TEMPLATES if re.search(r"import read_(csv|lines|kept_lines)\b", p.read_text())}
     assert users == {"_read_csv.sql.j2", "_check_csv.sql.j2", "_cache_csv.sql.j2", "_rawlogs.sql.j2",
-                     "_log_cache.sql.j2"}
+                     "_log_cache.sql.j2", "_log_direct.sql.j2"}
 
 
 def test_every_pasted_type_goes_through_the_allow_list() -> None:

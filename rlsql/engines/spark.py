@@ -178,6 +178,8 @@ class SparkCatalog:
         self.source_warnings: dict[str, list[str]] = {}
 
     def compiled(self, f: SqlFile, values: dict[str, Any]) -> str:
+        # run_table: its config columns depend on the runs and `keys` (SqlFile.per_runs)
+        f = self.sources.context.specialised(self.catalog, f, values.get("keys"))
         sources = [d.name for d in self.catalog.closure([f.name]) if d.kind == "source"]
         return compile_file(f, self.catalog, values, columns_of(self.spark), _schema_key(self.spark, sources),
                             self.cache)

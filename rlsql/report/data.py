@@ -37,7 +37,6 @@ QUERIES = (
     "turns_by_outcome",
     "turn_percentiles",
     "trial_phases",
-    "run_table",
 )
 #: views the report reads beyond the named queries (sql/views/)
 VIEWS = (
@@ -51,9 +50,12 @@ VIEWS = (
     "timing_table",
     "turn_histogram",
     "config_diff",
+    # the cross-run table with its config keys in one MAP (the named query run_table spreads them into
+    # columns fixed when the view is created; the report's `-p keys=` is a variable set afterwards)
+    "run_table_map",
 )
 #: what the comparison layout (many runs, no --per-run) reads: the cross-run table, the caveats and the figures
-COMPARISON_SOURCES = ("run_table", "run_summary", "reward_curve", "best_checkpoint", "step_time_stack",
+COMPARISON_SOURCES = ("run_table_map", "run_summary", "reward_curve", "best_checkpoint", "step_time_stack",
                       "step_signals", "turn_histogram", "turns_by_exception", "config_diff")
 #: the vLLM series the vLLM figure draws (the vllm_series view: at most 2,000 points per log)
 VLLM_SERIES_COLUMNS = (

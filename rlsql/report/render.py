@@ -182,7 +182,7 @@ class Layout:
         At most CONFIG_COLUMNS keys get a column, those most runs have first (then by name); the
         appendix's config_diff table lists every differing key.
         """
-        rows = self.data["run_table"]
+        rows = self.data["run_table_map"]
         present: dict[str, int] = {}
         for r in rows:
             for key, value in (r["config"] or {}).items():

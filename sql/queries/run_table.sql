@@ -1,14 +1,13 @@
 -- name: run_table
--- version: 1
--- description: The cross-run table: one row per run with run_summary's headline figures and `config`, a MAP
---   from rl_config.yaml key (dotted path) to the run's value (text, `null` for a YAML null, NULL where the
---   run has no such key or no config). The keys are those whose values differ between the runs (config_diff),
---   or the `keys` parameter's. A view cannot have one column per key (its columns would depend on the data,
---   DuckDB refuses such a PIVOT in a view): `PIVOT (SELECT run, unnest(map_keys(config)) AS key,
---   unnest(map_values(config)) AS value FROM run_table) ON key USING first(value)` widens it, and `rlsql
---   report` prints it wide.
--- param: keys VARCHAR = NULL: comma-separated config keys to show (default: the keys that differ between the
---   runs)
+-- version: 2
+-- description: The cross-run table: one row per run with run_summary's headline figures, then one column per
+--   rl_config.yaml key (dotted path) whose value differs between the runs (config_diff), or per key of the
+--   `keys` parameter, sorted by key: the run's value as text. The config columns depend on the runs: rlsql
+--   works them out from the configs when it creates the query (`keys` is read then, not at each query), so
+--   a BI tool or notebook can plot success_rate against trainer.policy.optimizer_config.lr directly. The same
+--   table with the keys in one MAP column: the view run_table_map.
+-- param: keys VARCHAR = NULL: comma-separated config keys to give a column each (default: the keys that
+--   differ between the runs)
 -- param: span INTEGER = 5, min 1: EMA span, in deduplicated steps
 -- param: save_every INTEGER = NULL, min 1: checkpoint interval in steps (default: the run's
 --   trainer.hf_save_interval, else 20)
@@ -34,33 +33,37 @@
 --   by name)
 -- column: slowest_span_mean_s: its mean seconds over the rows where it ran
 -- column: slowest_span_share: its mean share of the step (0-1)
--- column: config: MAP from dotted rl_config.yaml key to this run's value as text (the differing keys, or -p
---   keys)
+-- column: *: a chosen config key, named by the dotted key (`config.KEY` if a column before has that name):
+--   the run's value as text (`null` for a YAML null), NULL where the run lacks the key
+{#- config_columns (rlsql/sources.py SourceContext.config_columns): [{key, column}] in key order, worked out
+    in Python from the runs' parsed configs (the keys config_diff finds, or the `keys` parameter's), since a
+    view's columns cannot depend on the data (DuckDB refuses a PIVOT without IN list in a view). The values
+    come from the config view here, as config_diff's do: the first value of a key in document order. -#}
 WITH
-    chosen AS (
-        SELECT DISTINCT trim(k) AS key
-        FROM (SELECT unnest(string_split({{ param('keys') }}, ',')) AS k)
-        WHERE trim(k) <> ''
-        UNION
-        SELECT DISTINCT key FROM config_diff WHERE {{ param('keys') }} IS NULL
-    ),
     first_values AS (
         SELECT run, key, arg_min(coalesce(value, 'null'), ordinal) AS value
         FROM config
+        {%- if config_columns %}
+        WHERE key IN ({% for c in config_columns %}{{ ", " if not loop.first }}{{ c.key | lit }}{% endfor %})
+        {%- else %}
+        WHERE false
+        {%- endif %}
         GROUP BY run, key
     ),
-    grid AS (
-        SELECT s.run, k.key, v.value
-        FROM run_summary AS s
-        CROSS JOIN chosen AS k
-        LEFT JOIN first_values AS v ON v.run = s.run AND v.key = k.key
-    ),
-    maps AS (
-        SELECT run, map_from_entries(list({'key': key, 'value': value} ORDER BY key)) AS config
-        FROM grid
+    wide AS (
+        SELECT
+            run
+            {%- for c in config_columns %},
+            max(value) FILTER (WHERE key = {{ c.key | lit }}) AS {{ c.column | ident }}
+            {%- endfor %}
+        FROM first_values
         GROUP BY run
     )
-SELECT s.*, coalesce(m.config, MAP {}::MAP(VARCHAR, VARCHAR)) AS config
+SELECT
+    s.*
+    {%- for c in config_columns %},
+    w.{{ c.column | ident }}
+    {%- endfor %}
 FROM run_summary AS s
-LEFT JOIN maps AS m ON m.run = s.run
+LEFT JOIN wide AS w ON w.run = s.run
 ORDER BY s.run

@@ -840,6 +840,38 @@ ORDER BY c.run;
 
 COMMENT ON VIEW "run_summary" IS 'One row per run with the headline figures a reader wants first: the figures of compare_runs (steps, trials, success_rate, mean_reward, final_ema, best_ema, best_ema_step, mean_step_time_s, timeout_rate, context_length_rate, rates 0-1 of all trials), trials_with_reward, the best checkpoint''s step and EMA (best_checkpoint: an eligible step), training_time_s (timing/step summed over every metric row: a re-run step took its time twice), mean_staleness (async_health), and the slowest direct child of step by mean seconds (timing_breakdown, unattributed time excluded, ties by name) with its mean seconds and mean share of the step.';
 
+CREATE OR REPLACE VIEW "run_table_map" AS
+WITH
+    chosen AS (
+        SELECT DISTINCT trim(k) AS key
+        FROM (SELECT unnest(string_split(CAST(coalesce(getvariable('keys'), CAST(NULL AS VARCHAR)) AS VARCHAR), ',')) AS k)
+        WHERE trim(k) <> ''
+        UNION
+        SELECT DISTINCT key FROM config_diff WHERE CAST(coalesce(getvariable('keys'), CAST(NULL AS VARCHAR)) AS VARCHAR) IS NULL
+    ),
+    first_values AS (
+        SELECT run, key, arg_min(coalesce(value, 'null'), ordinal) AS value
+        FROM config
+        GROUP BY run, key
+    ),
+    grid AS (
+        SELECT s.run, k.key, v.value
+        FROM run_summary AS s
+        CROSS JOIN chosen AS k
+        LEFT JOIN first_values AS v ON v.run = s.run AND v.key = k.key
+    ),
+    maps AS (
+        SELECT run, map_from_entries(list({'key': key, 'value': value} ORDER BY key)) AS config
+        FROM grid
+        GROUP BY run
+    )
+SELECT s.*, coalesce(m.config, MAP {}::MAP(VARCHAR, VARCHAR)) AS config
+FROM run_summary AS s
+LEFT JOIN maps AS m ON m.run = s.run
+ORDER BY s.run;
+
+COMMENT ON VIEW "run_table_map" IS 'The cross-run table with a fixed set of columns: one row per run with run_summary''s headline figures and `config`, a MAP from rl_config.yaml key (dotted path) to the run''s value (text, `null` for a YAML null, NULL where the run has no such key or no config). The keys are those whose values differ between the runs (config_diff), or the `keys` parameter''s (a variable, so it can change after the view exists). The named query run_table gives the same table with one column per key instead of the MAP.';
+
 CREATE OR REPLACE VIEW "step_signals" AS
 SELECT
     s.run,
@@ -1071,35 +1103,25 @@ COMMENT ON VIEW "run_overview" IS 'One row per run and log: the log''s highest g
 
 CREATE OR REPLACE VIEW "run_table" AS
 WITH
-    chosen AS (
-        SELECT DISTINCT trim(k) AS key
-        FROM (SELECT unnest(string_split(CAST(coalesce(getvariable('keys'), CAST(NULL AS VARCHAR)) AS VARCHAR), ',')) AS k)
-        WHERE trim(k) <> ''
-        UNION
-        SELECT DISTINCT key FROM config_diff WHERE CAST(coalesce(getvariable('keys'), CAST(NULL AS VARCHAR)) AS VARCHAR) IS NULL
-    ),
     first_values AS (
         SELECT run, key, arg_min(coalesce(value, 'null'), ordinal) AS value
         FROM config
+        WHERE false
         GROUP BY run, key
     ),
-    grid AS (
-        SELECT s.run, k.key, v.value
-        FROM run_summary AS s
-        CROSS JOIN chosen AS k
-        LEFT JOIN first_values AS v ON v.run = s.run AND v.key = k.key
-    ),
-    maps AS (
-        SELECT run, map_from_entries(list({'key': key, 'value': value} ORDER BY key)) AS config
-        FROM grid
+    wide AS (
+        SELECT
+            run
+        FROM first_values
         GROUP BY run
     )
-SELECT s.*, coalesce(m.config, MAP {}::MAP(VARCHAR, VARCHAR)) AS config
+SELECT
+    s.*
 FROM run_summary AS s
-LEFT JOIN maps AS m ON m.run = s.run
+LEFT JOIN wide AS w ON w.run = s.run
 ORDER BY s.run;
 
-COMMENT ON VIEW "run_table" IS 'The cross-run table: one row per run with run_summary''s headline figures and `config`, a MAP from rl_config.yaml key (dotted path) to the run''s value (text, `null` for a YAML null, NULL where the run has no such key or no config). The keys are those whose values differ between the runs (config_diff), or the `keys` parameter''s. A view cannot have one column per key (its columns would depend on the data, DuckDB refuses such a PIVOT in a view): `PIVOT (SELECT run, unnest(map_keys(config)) AS key, unnest(map_values(config)) AS value FROM run_table) ON key USING first(value)` widens it, and `rlsql report` prints it wide.';
+COMMENT ON VIEW "run_table" IS 'The cross-run table: one row per run with run_summary''s headline figures, then one column per rl_config.yaml key (dotted path) whose value differs between the runs (config_diff), or per key of the `keys` parameter, sorted by key: the run''s value as text. The config columns depend on the runs: rlsql works them out from the configs when it creates the query (`keys` is read then, not at each query), so a BI tool or notebook can plot success_rate against trainer.policy.optimizer_config.lr directly. The same table with the keys in one MAP column: the view run_table_map.';
 
 CREATE OR REPLACE VIEW "step_timing" AS
 SELECT
@@ -2009,7 +2031,45 @@ COMMENT ON COLUMN "run_table"."slowest_span_mean_s" IS 'its mean seconds over th
 
 COMMENT ON COLUMN "run_table"."slowest_span_share" IS 'its mean share of the step (0-1)';
 
-COMMENT ON COLUMN "run_table"."config" IS 'MAP from dotted rl_config.yaml key to this run''s value as text (the differing keys, or -p keys)';
+COMMENT ON COLUMN "run_table_map"."run" IS 'the run: its folder''s name';
+
+COMMENT ON COLUMN "run_table_map"."steps" IS 'deduplicated training steps';
+
+COMMENT ON COLUMN "run_table_map"."trials" IS 'trials in the run';
+
+COMMENT ON COLUMN "run_table_map"."trials_with_reward" IS 'trials with a reward';
+
+COMMENT ON COLUMN "run_table_map"."success_rate" IS 'share (0-1) of trials with a reward whose reward > 0';
+
+COMMENT ON COLUMN "run_table_map"."mean_reward" IS 'mean reward over trials with a reward';
+
+COMMENT ON COLUMN "run_table_map"."final_ema" IS 'the EMA of the last deduplicated step';
+
+COMMENT ON COLUMN "run_table_map"."best_ema" IS 'the highest EMA over the steps';
+
+COMMENT ON COLUMN "run_table_map"."best_ema_step" IS 'the step of best_ema (ties to the earliest)';
+
+COMMENT ON COLUMN "run_table_map"."best_checkpoint_step" IS 'the step best_checkpoint selects (an eligible step), NULL when none is eligible';
+
+COMMENT ON COLUMN "run_table_map"."best_checkpoint_ema" IS 'the EMA at best_checkpoint_step';
+
+COMMENT ON COLUMN "run_table_map"."mean_step_time_s" IS 'mean of timing/step over deduplicated steps, seconds';
+
+COMMENT ON COLUMN "run_table_map"."training_time_s" IS 'timing/step summed over every metric row, seconds (a re-run step counts twice)';
+
+COMMENT ON COLUMN "run_table_map"."timeout_rate" IS 'share (0-1) of all trials that ended in AgentTimeoutError';
+
+COMMENT ON COLUMN "run_table_map"."context_length_rate" IS 'share (0-1) of all trials that ended in ContextLengthExceededError';
+
+COMMENT ON COLUMN "run_table_map"."mean_staleness" IS 'mean of async/staleness_mean over every metric row (async_health)';
+
+COMMENT ON COLUMN "run_table_map"."slowest_span" IS 'the direct child of step with the highest mean seconds (unattributed left out, ties by name)';
+
+COMMENT ON COLUMN "run_table_map"."slowest_span_mean_s" IS 'its mean seconds over the rows where it ran';
+
+COMMENT ON COLUMN "run_table_map"."slowest_span_share" IS 'its mean share of the step (0-1)';
+
+COMMENT ON COLUMN "run_table_map"."config" IS 'MAP from dotted rl_config.yaml key to this run''s value as text (the differing keys, or -p keys)';
 
 COMMENT ON COLUMN "span_seconds"."run" IS 'the run: its folder''s name';
 
