@@ -638,8 +638,13 @@ def cache_status_command(fmt: FormatOption = None) -> None:
     _emit_rows(fmt, ["csv", "state", "why", "rows", "parquet_bytes", "built_at", "parquet"], rows)
     extra = ""
     if listing is not None and (listing.foreign or listing.leftovers):
+        from rlsql.writes import parse_temp_name, writer_alive
+
+        building = sum(1 for p in listing.leftovers if (t := parse_temp_name(p.name)) and writer_alive(t))
         extra = (f"; {listing.foreign} file(s) rlsql did not write (left alone), "
-                 f"{len(listing.leftovers)} leftover temporary file(s)")
+                 f"{len(listing.leftovers) - building} leftover temporary file(s)")
+        if building:
+            extra += f", {building} being built now (by a running rlsql process)"
     say(f"cache folder: {root} ({len(rows)} entries{extra}); {describe_policy()}")
 
 

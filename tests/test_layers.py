@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("runs, config and params", {"rlsql.runs", "rlsql.artifacts", "rlsql.config", "rlsql.params", "rlsql.cache"}),
     ("the catalogue", {"rlsql.catalog"}),
     ("sources and the engine", {
-        "rlsql.duckdb_errors", "rlsql.probe", "rlsql.sources", "rlsql.cachebuild", "rlsql.connection",
+        "rlsql.duckdb_errors", "rlsql.probe", "rlsql.sources", "rlsql.cachebuild", "rlsql.cachebg", "rlsql.connection",
         "rlsql.provenance", "rlsql.inventory", "rlsql.rawlogs", "rlsql.logcache", "rlsql.badcells",
         "rlsql.engines.spark_sources", "rlsql.engines.spark_sql",
     }),
