@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "rlsql.check", "rlsql.export", "rlsql.dbfile", "rlsql.shellinit", "rlsql.describe", "rlsql.docs",
         "rlsql.report", "rlsql.report.data", "rlsql.report.figures", "rlsql.report.render", "rlsql.report.human",
     }),
-    ("the command line", {"rlsql.cli", "rlsql.__main__"}),
+    ("the command line", {"rlsql.cli", "rlsql.cliout", "rlsql.quickcli", "rlsql.__main__"}),
 ]
 
 
