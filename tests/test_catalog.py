@@ -136,3 +136,38 @@ def test_duckdb_shell_sees_same_views_through_connection(runs_dir: Path) -> None
     con = rlsql.connect([runs_dir / "tiny"])
     assert isinstance(con, duckdb.DuckDBPyConnection)
     assert con.execute("SELECT count(*) FROM trials").fetchone()[0] > 0
+
+
+def test_compiled_templates_are_reused_and_an_edited_template_is_compiled_again(sql_copy: Path, tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    """The template code cache (catalog._CodeCache): a second catalogue renders from the stored code without
+    compiling, to the text a catalogue without the cache renders; an edit of a template compiles it again."""
+    import jinja2
+
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RLSQL_NO_CACHE", "1")
+    plain = Catalog.load(sql_copy)
+    expected = {name: f.rendered for name, f in plain.files.items() if f.kind != "source"}
+    monkeypatch.delenv("RLSQL_NO_CACHE")
+    first = Catalog.load(sql_copy)
+    assert {name: f.rendered for name, f in first.files.items() if f.kind != "source"} == expected
+    stored = list((tmp_path / "cache").glob("sql-analysis-*-jinja/*.code"))
+    assert len(stored) >= len(expected)
+
+    compiled: list[str] = []
+    real_compile = jinja2.Environment.compile
+
+    def counting_compile(self, source, *args, **kwargs):
+        compiled.append(source)
+        return real_compile(self, source, *args, **kwargs)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counting_compile)
+    second = Catalog.load(sql_copy)
+    assert compiled == []  # every template came from the stored code
+    assert {name: f.rendered for name, f in second.files.items() if f.kind != "source"} == expected
+
+    view = sql_copy / "views" / "trials.sql"
+    view.write_text(view.read_text().replace("SELECT", "SELECT /* edited */", 1))
+    third = Catalog.load(sql_copy)
+    assert len(compiled) == 1 and "/* edited */" in compiled[0]
+    assert "/* edited */" in third.files["trials"].rendered
