@@ -175,7 +175,8 @@ def describe_policy() -> str:
     if current == "off":
         return f"the cache is off ({AUTO_ENV}=0 or --no-cache): every CSV is read in place"
     if current == "on":
-        return f"every CSV read is cached on first read ({AUTO_ENV}=1 or --cache); {AUTO_ENV}=0 turns the cache off"
+        return (f"every CSV read is cached before it is read, whatever its size ({AUTO_ENV}=1 or --cache); "
+                f"{AUTO_ENV}=0 turns the cache off")
     return (f"CSVs of {min_bytes() / 2**20:g} MiB or more are cached after their first read, in the background "
             f"({MIN_BYTES_ENV}); {AUTO_ENV}=1 or --cache caches every CSV before it is read, "
             f"{AUTO_ENV}=0 or --no-cache turns the cache off")

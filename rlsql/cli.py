@@ -626,7 +626,7 @@ def main_options(
 ) -> None:
     """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml.
 
-    CSVs of 32 MiB or more are cached as Parquet on first read (README: the Parquet cache).
+    CSVs of 32 MiB or more are cached as Parquet after their first read (README: the Parquet cache).
     """
     if use_cache and no_cache:
         raise UsageError("--cache and --no-cache contradict each other; give one")

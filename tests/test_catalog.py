@@ -171,3 +171,61 @@ def test_compiled_templates_are_reused_and_an_edited_template_is_compiled_again(
     third = Catalog.load(sql_copy)
     assert len(compiled) == 1 and "/* edited */" in compiled[0]
     assert "/* edited */" in third.files["trials"].rendered
+
+
+def _renders(catalog: Catalog, runs) -> dict[str, str]:
+    from rlsql.sources import SourceContext
+
+    context = SourceContext(runs)
+    texts = {name: f.rendered for name, f in catalog.files.items() if f.kind != "source"}
+    for name in ("trials_src", "run_files", "harbor_trials_src", "metrics_src", "vllm_src"):
+        texts[name] = context.render(catalog, catalog.files[name])
+    return texts
+
+
+def test_rendered_sql_comes_back_from_the_cache_and_follows_the_files_and_templates(sql_copy: Path, tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    """The rendered cache (catalog._RenderedCache): a warm catalogue gives the texts a catalogue without caches
+    renders, without running Jinja; a changed CSV header or an edited imported template renders again."""
+    import warnings
+
+    from rlsql.runs import resolve_runs
+
+    run = tmp_path / "tiny"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "tiny", run)
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    warnings.simplefilter("ignore")
+
+    def fresh(cached: bool) -> dict[str, str]:
+        if cached:
+            monkeypatch.delenv("RLSQL_NO_CACHE", raising=False)
+        else:
+            monkeypatch.setenv("RLSQL_NO_CACHE", "1")
+        return _renders(Catalog.load(sql_copy), resolve_runs([run]))
+
+    expected = fresh(cached=False)
+    assert fresh(cached=True) == expected  # the first: rendered by Jinja, stored
+    with monkeypatch.context() as m:
+        m.setattr(Catalog, "_template", lambda self, f: pytest.fail(f"{f.name} was rendered by Jinja"))
+        assert fresh(cached=True) == expected  # the second: every text from the cache
+
+    trials = next(run.glob("*_trial_results.csv"))
+    lines = trials.read_text().splitlines()
+    trials.write_text("\n".join([lines[0] + ",extra_column", *(line + ",1" for line in lines[1:])]) + "\n")
+    changed = fresh(cached=False)
+    assert "extra_column" in changed["trials_src"]
+    assert fresh(cached=True) == changed
+
+    reader = sql_copy / "sources" / "_csv_reader.sql.j2"
+    reader.write_text(reader.read_text().replace("header = true,", "header = TRUE,", 1))
+    edited = fresh(cached=False)
+    assert edited["trials_src"] != changed["trials_src"]
+    assert fresh(cached=True) == edited
+
+
+def test_a_context_value_the_rendered_cache_cannot_name_is_rendered_every_time() -> None:
+    from rlsql.catalog import _canonical, _Uncacheable
+
+    assert _canonical({"a": [1, 2.0, None, True, Path("/x")]}) != _canonical({"a": [1, 2, None, True, "/x"]})
+    with pytest.raises(_Uncacheable):
+        _canonical({"f": object()})

@@ -82,3 +82,20 @@ def test_the_console_script_takes_the_fast_path_without_importing_typer() -> Non
     done = subprocess.run([sys.executable, "-c", code, TINY], capture_output=True, text=True, check=True)
     assert done.stderr.strip().splitlines()[-1] == "False"
     assert done.stdout.startswith("run,trials,mean,median,std,min,max\n")
+
+
+def test_a_warm_start_imports_neither_typer_nor_jinja2_nor_sqlglot(tmp_path) -> None:
+    import os
+
+    code = ("import sys; sys.argv = ['rlsql', 'query', 'turn_stats', '-r', sys.argv[1], '-f', 'csv']\n"
+            "from rlsql import quickcli\n"
+            "try:\n    quickcli.main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+            "print(sorted(m for m in ('typer', 'jinja2', 'sqlglot', 'yaml') if m in sys.modules), file=sys.stderr)")
+    env = {k: v for k, v in os.environ.items() if k != "RLSQL_NO_CACHE"}
+    env["RLSQL_CACHE_DIR"] = str(tmp_path / "cache")
+    said = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code, TINY], capture_output=True, text=True, check=True, env=env)
+        said.append(done.stderr.strip().splitlines()[-1])
+        assert done.stdout.startswith("run,trials,mean,median,std,min,max\n")
+    assert said == ["['jinja2', 'sqlglot']", "[]"]  # the first start fills the caches, the second needs neither
