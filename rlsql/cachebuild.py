@@ -41,6 +41,9 @@ _handed_out: list[cache.Entry] = []
 
 #: CSVs read in place that the default policy caches after the answer: path -> the source reading it
 _deferred: dict[str, str] = {}
+#: the default policy builds after the answer where a detached process can be started (POSIX); elsewhere
+#: it builds before the read, as `--cache` does
+CAN_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "POSIX_SPAWN_OPEN")
 #: the builders this process started and has not reaped (tests wait on them; the CLI exits without
 #: waiting, and the builder carries on)
 builders: list[int] = []
@@ -61,7 +64,7 @@ def start_deferred() -> int | None:
         # whose finalizer would warn at exit about a child still running
         pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "rlsql.cachebg", str(root), *pairs],
                              os.environ, file_actions=devnull, setsid=True)
-    except OSError:
+    except (OSError, NotImplementedError):  # NotImplementedError: a libc without POSIX_SPAWN_SETSID
         return None
     builders.append(pid)
     notice(f"building the cached copies of {len(pairs)} CSV(s) in process {pid}")
@@ -118,7 +121,7 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
         if builder is not None:
             notice(f"{path}: read in place (process {builder} is building its cached copy)")
             return None
-        if cache.mode() == "auto":
+        if cache.mode() == "auto" and CAN_SPAWN:
             # answered in place now, at the speed of a bare read; the copy is built after the answer
             try:
                 cache.ensure_root(root)
