@@ -509,11 +509,14 @@ class _RenderedCache:
     everything the sources computed from the files as they are now), so an entry is keyed by a digest
     of all of them and is never stale; a context value it cannot name exactly (_canonical) is rendered
     every time. One file per entry in `sql-analysis-<key>-rendered/` beside the SQL analysis cache,
-    written through rlsql/writes.py; beyond LIMIT entries the oldest half is deleted. Off with
+    written through rlsql/writes.py; beyond LIMIT entries the oldest half is deleted, and a text over
+    MAX_CHARS is not kept (at most ~128 MB). Off with
     RLSQL_NO_CACHE; any failure only means rendering again.
     """
 
-    LIMIT = 2000
+    LIMIT = 500
+    #: a longer text (a fleet's source: its file lists) is not kept: its render is cheap beside its query
+    MAX_CHARS = 256 * 1024
     _NAME = re.compile(r"^[0-9a-f]{64}\.sql$")
 
     def __init__(self, root: Path):
@@ -544,6 +547,8 @@ class _RenderedCache:
             return None
 
     def put(self, key: str, text: str) -> None:
+        if len(text) > self.MAX_CHARS:
+            return
         folder = self._folder(for_writing=True)
         if folder is None:
             return
