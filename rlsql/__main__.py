@@ -1,5 +1,5 @@
-"""`python -m rlsql` runs the CLI."""
+"""`python -m rlsql` runs the CLI (its fast path for a plain `query` first, as the console script does)."""
 
-from rlsql.cli import main
+from rlsql.quickcli import main
 
 main()

@@ -1,10 +1,10 @@
 """Whole-number cells (turns, tokens, steps) that read as empty, named in a query's warnings.
 
 The CSV sources read such a column as DOUBLE and keep only whole values up to 2**53. In a query
-connection a finite cell outside that calls `error('rlsql-bad-cell')` (DuckDB evaluates that
+connection a finite cell outside that calls `error(BAD_CELL_MARK)` (DuckDB evaluates that
 branch only for the cells that reach it: none in an undamaged file, so its scan costs nothing
-more). A query stopped so runs again (`answering`) with `rlsql_bad_cell(file, row_no, column,
-value)` in that branch, a Python function that records the cell and returns NULL (registering
+more). A query stopped so runs again (`answering`) with FUNCTION(file, row_no, column, value) in
+that branch, a Python function that records the cell and returns NULL (registering
 one costs ~50 ms, numpy's import: paid only by damaged runs). One warning per file then names the
 cells; the lines come from the csv module (csvread.scan_records) for files up to
 LINE_SCAN_BYTES, else `rlsql check` gives them.
@@ -22,9 +22,9 @@ from typing import TypeVar
 import duckdb
 
 from rlsql import csvread
-from rlsql.errors import BAD_CELL_MARK, RlsqlWarning
+from rlsql.errors import BAD_CELL_FUNCTION, BAD_CELL_MARK, RlsqlWarning
 
-FUNCTION = "rlsql_bad_cell"
+FUNCTION = BAD_CELL_FUNCTION
 #: the text of the error a bad cell raises in a first attempt
 FOUND = BAD_CELL_MARK
 #: a file with bad cells up to this size is read again by the csv module to name their lines (~0.5 s)
@@ -82,7 +82,7 @@ def _lines(path: str, columns: list[str]) -> str | None:
 
 
 def register(con: duckdb.DuckDBPyConnection, bad: BadCells) -> None:
-    """Create rlsql_bad_cell on `con`, recording into `bad`."""
+    """Create FUNCTION on `con`, recording into `bad`."""
     con.create_function(FUNCTION, bad.record, ["VARCHAR", "BIGINT", "VARCHAR", "DOUBLE"], "DOUBLE",
                         type="arrow", null_handling="special", side_effects=True)
 

@@ -37,11 +37,12 @@ from rlsql import writes
 from rlsql.sqltext import glob_escaped
 
 CACHE_ENV = "RLSQL_CACHE_DIR"
-#: `0` / `off`: never read or build entries; `1` / `on`: build an entry for every CSV read; unset or
-#: `auto`: build entries for CSVs of at least RLSQL_CACHE_MIN_BYTES, read any fresh entry
+#: `0` / `off`: never read or build entries; `1` / `on`: build an entry for every CSV before it is read;
+#: unset or `auto`: read any fresh entry, and a CSV of at least RLSQL_CACHE_MIN_BYTES without one is
+#: read in place and cached afterwards by a detached process (rlsql/cachebg.py)
 AUTO_ENV = "RLSQL_CACHE"
 MIN_BYTES_ENV = "RLSQL_CACHE_MIN_BYTES"
-#: a CSV this big is cached on first read by default (bench/RESULTS.md, "Parquet cache by default")
+#: a CSV this big is cached after its first read by default (bench/RESULTS.md, issue 15)
 DEFAULT_MIN_BYTES = 32 * 2**20
 
 MARKER = "rlsql-cache.json"
@@ -174,9 +175,11 @@ def describe_policy() -> str:
     if current == "off":
         return f"the cache is off ({AUTO_ENV}=0 or --no-cache): every CSV is read in place"
     if current == "on":
-        return f"every CSV read is cached on first read ({AUTO_ENV}=1 or --cache); {AUTO_ENV}=0 turns the cache off"
-    return (f"CSVs of {min_bytes() / 2**20:g} MiB or more are cached on first read ({MIN_BYTES_ENV}); "
-            f"{AUTO_ENV}=1 caches every CSV, {AUTO_ENV}=0 or --no-cache turns the cache off")
+        return (f"every CSV read is cached before it is read, whatever its size ({AUTO_ENV}=1 or --cache); "
+                f"{AUTO_ENV}=0 turns the cache off")
+    return (f"CSVs of {min_bytes() / 2**20:g} MiB or more are cached after their first read, in the background "
+            f"({MIN_BYTES_ENV}); {AUTO_ENV}=1 or --cache caches every CSV before it is read, "
+            f"{AUTO_ENV}=0 or --no-cache turns the cache off")
 
 
 # --- the root and its marker -----------------------------------------------------------------
@@ -409,6 +412,20 @@ def full_state(entry: Entry, con) -> tuple[str, str]:
         if problem:
             return "damaged", problem
     return state, why
+
+
+def builder_of(entry: Entry) -> int | None:
+    """The pid of a live process on this host building `entry`'s Parquet file (its claim: the file's
+    temporary name, rlsql/writes.py), if any."""
+    try:
+        names = [p.name for p in entry.parquet.parent.iterdir()]
+    except OSError:
+        return None
+    for name in names:
+        parts = writes.parse_temp_name(name)
+        if parts is not None and parts.final == entry.parquet.name and not parts.old and writes.writer_alive(parts):
+            return parts.pid
+    return None
 
 
 def mark_damaged(entry: Entry, reason: str) -> None:

@@ -23,9 +23,9 @@ import duckdb
 from rlsql import cache, csvread
 from rlsql.catalog import SqlFile, load_catalog
 from rlsql.duckconn import memory_connection
-from rlsql.duckdb_errors import REJECT_EXAMPLES, UnparsableCsv, has_reject_tables, one_line, rejected_lines
+from rlsql.duckdb_errors import REJECT_EXAMPLES, has_reject_tables, rejected_lines
 from rlsql.duckpaths import why_unnameable
-from rlsql.errors import DataError, RlsqlError, RlsqlWarning
+from rlsql.errors import DataError, RlsqlError, RlsqlWarning, UnparsableCsv, one_line
 from rlsql.runs import CSV_ARTIFACTS, Run, read_header
 from rlsql.writes import WriteError
 
@@ -37,6 +37,49 @@ VERBOSE = False
 _warned: set[str] = set()
 #: the entries handed out to the statement being answered (with_cache_fallback's retry list)
 _handed_out: list[cache.Entry] = []
+
+
+#: CSVs read in place that the default policy caches after the answer: path -> the source reading it
+_deferred: dict[str, str] = {}
+#: the default policy builds after the answer where a detached process can be started (POSIX); elsewhere
+#: it builds before the read, as `--cache` does
+CAN_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "POSIX_SPAWN_OPEN")
+#: the builders this process started and has not reaped (tests wait on them; the CLI exits without
+#: waiting, and the builder carries on)
+builders: list[int] = []
+
+
+def start_deferred() -> int | None:
+    """Start one detached builder (rlsql/cachebg.py) for the CSVs deferred so far and return its pid;
+    None: nothing to build, or it could not start (the next read defers them again)."""
+    reap_builders(wait=False)
+    root = cache.cache_root()
+    pairs = [f"{name}={path}" for path, name in _deferred.items()]
+    _deferred.clear()
+    if not pairs or root is None or not sys.executable:
+        return None
+    devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    try:
+        # its own session: neither the terminal's Ctrl-C nor its hang-up stops it; no Popen object,
+        # whose finalizer would warn at exit about a child still running
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "rlsql.cachebg", str(root), *pairs],
+                             os.environ, file_actions=devnull, setsid=True)
+    except (OSError, NotImplementedError):  # NotImplementedError: a libc without POSIX_SPAWN_SETSID
+        return None
+    builders.append(pid)
+    notice(f"building the cached copies of {len(pairs)} CSV(s) in process {pid}")
+    return pid
+
+
+def reap_builders(wait: bool) -> None:
+    """Collect the builders that ended (all of them, waiting, with `wait`), so none is left a zombie."""
+    for pid in list(builders):
+        try:
+            done, _ = os.waitpid(pid, 0 if wait else os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            builders.remove(pid)
 
 
 def notice(message: str) -> None:
@@ -73,6 +116,21 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
                 why = (f"not cached: CSVs under {cache.min_bytes() / 2**20:g} MiB are cached by "
                        "`rlsql cache build` or --cache")
             notice(f"{path}: read in place ({why})")
+            return None
+        builder = cache.builder_of(entry)
+        if builder is not None:
+            notice(f"{path}: read in place (process {builder} is building its cached copy)")
+            return None
+        if cache.mode() == "auto" and CAN_SPAWN:
+            # answered in place now, at the speed of a bare read; the copy is built after the answer
+            try:
+                cache.ensure_root(root)
+            except cache.CacheUnavailable as exc:
+                _warn_once(f"{exc}; reading the CSVs in place")
+                return None
+            _deferred[str(path)] = source.name
+            notice(f"{path}: read in place ({why}); its cached copy is built in the background after this "
+                   "answer, for the next read")
             return None
         try:
             built = build_cache_entry(source, path, header, types, root)
@@ -143,11 +201,12 @@ def build_cache_entry(
     entry = cache.entry_for(path, root)
     started = time.perf_counter()
     before = cache.Stat.of(path)
-    digest = cache.sha256_of(path)
     template = load_catalog().env.get_template("sources/_cache_csv.sql.j2")
     tmp = cache.temp_path(entry.parquet)
     try:
         entry.parquet.parent.mkdir(exist_ok=True)
+        tmp.touch()  # the claim (rlsql/cachebg.py): a reader that sees it neither builds nor starts a builder
+        digest = cache.sha256_of(path)
         buffer = csvread.buffer_size([path])
         scans_before = _last_scan(con)
         sql = template.render(path=str(path), header=header, types=types, target=str(tmp), key=entry.key,
@@ -224,8 +283,9 @@ def with_cache_fallback(work: Callable[[], T]) -> T:
     A failure that the CSVs repeat is the CSVs' own, and that error is raised.
     """
     _handed_out.clear()
+    _deferred.clear()  # what an earlier command that failed deferred is not built on this one's behalf
     try:
-        return skipping_unparsable(work)
+        result = skipping_unparsable(work)
     except (duckdb.Error, RlsqlError) as exc:
         cause = exc if isinstance(exc, duckdb.Error) else exc.__cause__
         used = list(_handed_out)
@@ -243,6 +303,8 @@ def with_cache_fallback(work: Callable[[], T]) -> T:
                        f"({reason}); answered from the CSV, and the entry is marked damaged "
                        "(`rlsql cache build` rebuilds it)")
         return result
+    start_deferred()  # the CSVs this answer read in place get their copies now, in a process of their own
+    return result
 
 
 @dataclass(frozen=True)

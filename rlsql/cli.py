@@ -8,16 +8,26 @@ below, and the output formats are one Enum (rlsql/formats.py).
 from __future__ import annotations
 
 import sys
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 import typer
 
-from rlsql.errors import DataError, ExitCode, RlsqlError, UsageError
-from rlsql.formats import FORMATS, ExportFormat, OutputFormat, Partition, ReportFormat, render
+from rlsql.cliout import (  # shared with rlsql/quickcli.py, which answers `rlsql query` without typer
+    _emit,
+    _emit_rows,
+    _parse_format,
+    _parse_params,
+    _resolve,
+    _set_verbose,
+    run_main,
+    run_named_query,
+    say,
+)
+from rlsql.errors import DataError, UsageError
+from rlsql.formats import FORMATS, ExportFormat, OutputFormat, Partition, ReportFormat
 from rlsql.version import __version__
 
 E = TypeVar("E", bound=StrEnum)
@@ -37,15 +47,6 @@ app = typer.Typer(
 )
 
 
-def say(message: str) -> None:
-    """A notice on stderr (never stdout, which carries data only)."""
-    print(f"rlsql: {message}", file=sys.stderr)
-
-
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    say(f"warning: {message}")
-
-
 def _selectable_names(incomplete: str) -> list[str]:
     """Shell completion: the named queries and views, read from the SQL folder without loading the catalog."""
     from rlsql.catalog import sql_root
@@ -53,16 +54,6 @@ def _selectable_names(incomplete: str) -> list[str]:
     root = sql_root()
     names = {p.stem for folder in ("queries", "views") for p in (root / folder).glob("*.sql")}
     return sorted(n for n in names if n.startswith(incomplete))
-
-
-def _parse_format(value: str | OutputFormat | None) -> OutputFormat | None:
-    """-f for rows; a bad name is rlsql's one-line usage error (exit 2), not click's boxed one."""
-    if value is None or isinstance(value, OutputFormat):
-        return value
-    try:
-        return OutputFormat.parse(value)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _choice(enum: type[E], option: str) -> Callable[[str | E], E]:
@@ -134,83 +125,6 @@ NameArgument = Annotated[
 ]
 
 
-def _suggest_run(spec: str) -> None:
-    """A run path that does not exist: fail with the closest sibling folder names, if any."""
-    import difflib
-
-    path = Path(spec).expanduser()
-    if any(ch in spec for ch in "*?[") or path.exists():
-        return  # a glob, or there: rlsql.runs takes it from here
-    parent = path.parent
-    try:
-        siblings = sorted(p.name for p in parent.iterdir() if p.is_dir())
-    except OSError:
-        siblings = []
-    close = difflib.get_close_matches(path.name, siblings, n=3, cutoff=0.6)
-    if close:
-        hint = " or ".join(str(parent / name) for name in close)
-        raise DataError(f"{path}: run folder not found; did you mean {hint}?")
-
-
-def _resolve(run: list[str] | None):
-    from rlsql.runs import resolve_runs, sample_run_path
-
-    if not run:
-        say(f"no --run given: using the bundled sample run at {sample_run_path()}")
-    for spec in run or []:
-        _suggest_run(spec)
-    return resolve_runs(run or None)
-
-
-def _emit(text: str, output: Path | None, runs) -> None:
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    from rlsql.writes import refuse_run_folders, write_text
-
-    refuse_run_folders(output, runs)
-    write_text(output, text)
-    say(f"wrote {output}")
-
-
-def _terminal_width(output: Path | None) -> int | None:
-    """The terminal's width when rows go to one; None (print every cell whole) for files and pipes."""
-    import shutil
-
-    if output is not None or not sys.stdout.isatty():
-        return None
-    return shutil.get_terminal_size().columns
-
-
-def _emit_rows(
-    fmt: OutputFormat | None,
-    columns: Sequence[str],
-    rows: Sequence[Sequence[Any]],
-    output: Path | None = None,
-    runs: Sequence = (),
-    limit: int | None = None,
-) -> None:
-    """Rows in `fmt` (else the one -o's extension names) to stdout or -o; --limit says what it left out."""
-    fmt = fmt or OutputFormat.for_output(output)
-    shown = rows if limit is None else rows[:limit]
-    width = _terminal_width(output) if fmt is OutputFormat.TABLE else None
-    _emit(render(fmt, columns, shown, width), output, runs)
-    hidden = len(rows) - len(shown)
-    if hidden:
-        say(f"{hidden} more row{'s' if hidden != 1 else ''} (--limit {limit} of {len(rows)})")
-
-
-def _parse_params(pairs: list[str] | None) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"-p {pair!r}: write parameters as key=value (e.g. -p span=10)")
-        params[key.strip()] = value
-    return params
-
-
 @app.command("query")
 def query_command(
     name: NameArgument,
@@ -229,22 +143,9 @@ def query_command(
     ] = False,
 ) -> None:
     """Run a named query (or a view) over one or more runs and print its rows."""
-    from rlsql.api import bind_params, run_query
-    from rlsql.engines import resolve_engine
-
     if verbose:  # `rlsql -v query` set it already
         _set_verbose(True)
-    chosen = resolve_engine(engine)
-    params = _parse_params(param)
-    bind_params(name, params)  # a bad name or parameter fails before any file is read
-    runs = _resolve(run)
-    if chosen == "spark":
-        from rlsql.engines.spark import run_query_spark
-
-        result = run_query_spark(name, runs, params)
-    else:
-        result = run_query(name, runs, params)
-    _emit_rows(fmt, result.columns, result.rows, output, runs, limit)
+    run_named_query(name, run, param, fmt, output, limit, engine)
 
 
 def _read_sql(text: str | None, file: Path | None) -> str:
@@ -644,8 +545,13 @@ def cache_status_command(fmt: FormatOption = None) -> None:
     _emit_rows(fmt, ["csv", "state", "why", "rows", "parquet_bytes", "built_at", "parquet"], rows)
     extra = ""
     if listing is not None and (listing.foreign or listing.leftovers):
+        from rlsql.writes import parse_temp_name, writer_alive
+
+        building = sum(1 for p in listing.leftovers if (t := parse_temp_name(p.name)) and writer_alive(t))
         extra = (f"; {listing.foreign} file(s) rlsql did not write (left alone), "
-                 f"{len(listing.leftovers)} leftover temporary file(s)")
+                 f"{len(listing.leftovers) - building} leftover temporary file(s)")
+        if building:
+            extra += f", {building} being built now (by a running rlsql process)"
     say(f"cache folder: {root} ({len(rows)} entries{extra}); {describe_policy()}")
 
 
@@ -726,7 +632,7 @@ def main_options(
 ) -> None:
     """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml.
 
-    CSVs of 32 MiB or more are cached as Parquet on first read (README: the Parquet cache).
+    CSVs of 32 MiB or more are cached as Parquet after their first read (README: the Parquet cache).
     """
     if use_cache and no_cache:
         raise UsageError("--cache and --no-cache contradict each other; give one")
@@ -743,42 +649,12 @@ def main_options(
     _set_verbose(verbose)
 
 
-def _set_verbose(verbose: bool) -> None:
-    if verbose or "rlsql.cachebuild" in sys.modules:  # not imported only to be told to stay quiet
-        from rlsql import cachebuild
-
-        cachebuild.VERBOSE = verbose
-
-
 def main() -> None:
     """Console entry point: expected errors become one stderr line and a documented exit code.
 
     Typer (click) handles its own usage errors (exit 2) in standalone mode; ours arrive here.
     """
-    warnings.showwarning = _show_warning
-    warnings.simplefilter("always")
-    try:
-        app()
-    except RlsqlError as exc:
-        say(f"error: {exc}")
-        sys.exit(int(exc.exit_code))
-    except OSError as exc:
-        # a write path that did not name its failure (each should): still one line with the path
-        if isinstance(exc, BrokenPipeError):
-            sys.stderr.close()
-            sys.exit(int(ExitCode.OK))
-        from rlsql.writes import write_failure
-
-        failure = write_failure(exc.filename or "?", exc)
-        say(f"error: {failure}")
-        sys.exit(int(failure.exit_code))
-    except KeyboardInterrupt:
-        say("interrupted")
-        sys.exit(130)
-    except BrokenPipeError:
-        # the reader (head, less) went away: not an error of ours
-        sys.stderr.close()
-        sys.exit(int(ExitCode.OK))
+    run_main(app)
 
 
 if __name__ == "__main__":

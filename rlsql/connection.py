@@ -21,7 +21,7 @@ from rlsql.duckdb_errors import data_error
 from rlsql.errors import DataError, one_line
 from rlsql.runs import Run
 from rlsql.sources import SourceContext
-from rlsql.sqltext import identifier, literal
+from rlsql.sqltext import identifier, literal, reported_type
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -85,7 +85,7 @@ _WAITING = "__rlsql_source_{}"
 
 def stub_select(columns: Sequence[tuple[str, str]]) -> str:
     """An empty SELECT with `columns` (name, DuckDB type): a source's stand-in while the views above it are created."""
-    cells = ", ".join(f"CAST(NULL AS {ctype}) AS {identifier(name)}" for name, ctype in columns)
+    cells = ", ".join(f"CAST(NULL AS {reported_type(ctype)}) AS {identifier(name)}" for name, ctype in columns)
     return f"SELECT {cells} WHERE false"
 
 

@@ -66,6 +66,9 @@ DATA_ERROR_MARK = "rlsql-data: "
 #: the error a whole-number cell that reads as empty raises in a query's first attempt (rlsql/badcells.py;
 #: the templates get it as the Jinja global BAD_CELL_MARK)
 BAD_CELL_MARK = "rlsql-bad-cell"
+#: the Python function a query's second attempt calls on such a cell to record it (rlsql/badcells.py registers
+#: it; the templates get its name as the Jinja global BAD_CELL_FUNCTION)
+BAD_CELL_FUNCTION = "rlsql_bad_cell"
 
 
 def one_line(exc: BaseException) -> str:

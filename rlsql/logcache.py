@@ -41,9 +41,8 @@ import duckdb
 from rlsql import cache, cachebuild
 from rlsql.catalog import load_catalog
 from rlsql.duckconn import memory_connection
-from rlsql.duckdb_errors import one_line
 from rlsql.duckpaths import why_unnameable
-from rlsql.errors import DataError
+from rlsql.errors import DataError, one_line
 
 #: the substrings that keep a line for each pipeline: those of sources/_rawlogs.sql.j2
 METRIC_NEEDLES = ("': ", "}", "Step ", "WANDB_MIRROR", "Batch generation complete", "Exception breakdown")

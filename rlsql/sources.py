@@ -19,7 +19,6 @@ from rlsql import csvread, harbor
 from rlsql.artifacts import INTEGER_COLUMNS
 from rlsql.cachebuild import cached_copy
 from rlsql.catalog import Catalog, Column, SqlFile
-from rlsql.config import config_rows
 from rlsql.duckpaths import why_unnameable
 from rlsql.errors import DataError, RlsqlWarning
 from rlsql.rawlogs import LOG_SOURCES, log_context, reads_logs
@@ -78,6 +77,8 @@ class SourceContext:
     @functools.cached_property
     def config_leaves(self) -> dict[str, list[dict]]:
         """run -> its config's flattened leaves (rlsql.config.config_rows), for each run with a config file."""
+        from rlsql.config import config_rows  # late: yaml costs ~15 ms of a start that reads no config
+
         return {
             run.name: config_rows(run.name, config.path)
             for run in self.runs
@@ -241,7 +242,7 @@ class SourceContext:
             context["config_function"] = self.config_function
             context["config_docs"] = [] if self.config_function else self.config_docs
         elif source.artifact == "harbor":
-            context.update(self.harbor_context())
+            context.update(self.harbor_context(), columns=source.columns)
         elif source.artifact:
             context.update(self.csv_context(source))
             # runs without the CSV read their raw training logs (rlsql/rawlogs.py)

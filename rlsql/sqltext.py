@@ -71,6 +71,28 @@ def sql_type(name: str) -> str:
     return upper
 
 
+#: the types DuckDB may report for a column of rlsql's own sources (DESCRIBE, duckdb_columns()), which
+#: rlsql pastes back into a source's empty stand-in (rlsql.connection.stub_select): SQL_TYPES and the
+#: few others its SQL computes (a DATE from a timestamp's day, ...), each also as a list (`VARCHAR[]`);
+#: `"NULL"` is the type of a VALUES column that holds only NULLs (run_files.prefix when no file name has one)
+REPORTED_TYPES = SQL_TYPES | frozenset({"DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "FLOAT", "SMALLINT",
+                                        "TINYINT", "UBIGINT", "HUGEINT", "JSON", "BLOB", "INTERVAL", "TIME",
+                                        '"NULL"'})
+
+
+def reported_type(name: str) -> str:
+    """`name`, a type DuckDB reported, when it is one of REPORTED_TYPES or a list of one; anything else
+    (a STRUCT, a DECIMAL, text that is no type) is refused rather than pasted into SQL."""
+    text = str(name).strip().upper()
+    base = text
+    while base.endswith("[]"):
+        base = base.removesuffix("[]")
+    if base not in REPORTED_TYPES:
+        raise ValueError(f"{name!r} is not a column type rlsql's sources produce "
+                         f"(one of {', '.join(sorted(REPORTED_TYPES))}, or a list of one)")
+    return text
+
+
 def identifier(name: str) -> str:
     """A double-quoted identifier (column names such as `reward/avg_raw_reward` need quoting)."""
     if "\x00" in name:

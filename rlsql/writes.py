@@ -148,6 +148,11 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def writer_alive(parts: TempName) -> bool:
+    """Whether the process on this host that made a temporary name is still running (another host's: False)."""
+    return parts.host == _host() and (parts.pid == os.getpid() or _pid_alive(parts.pid))
+
+
 def _abandoned(entry: Path, parts: TempName) -> bool:
     if parts.host == _host():
         return parts.pid != os.getpid() and not _pid_alive(parts.pid)

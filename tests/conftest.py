@@ -22,6 +22,13 @@ os.environ["RLSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlsql-test-cache-")
 # cached on first read, and a test that changes rlsql's limits between reads would get the earlier copy
 os.environ["RLSQL_CACHE"] = "0"
 
+# hypothesis keeps no example database (it would write .hypothesis/ into the checkout, from every
+# xdist worker at once); the property tests' seeds and example counts are their own
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("rlsql", database=None)
+_hypothesis_settings.load_profile("rlsql")
+
 
 class FixtureConnections:
     """One rlsql connection (rlsql.connection.open_connection: every view and macro, the small sources
@@ -115,6 +122,35 @@ def rlsql_exe() -> str:
     if not found:
         pytest.fail("the rlsql console script is not installed: pip install . first (see README)")
     return found
+
+
+#: the test files that take longest (CPU seconds of a whole-suite run, bench/RESULTS.md), longest first.
+#: `pytest -n auto --dist loadfile` (README) hands whole files to the workers in the collection's order,
+#: so these start first and no worker begins a long file while the other is finishing. test_spark.py
+#: (minutes where pyspark and Java are installed, an instant skip where not) leads; the Spark Connect
+#: test comes last of all (LAST), so that its JVM starts after the other worker's files, not beside
+#: test_spark.py's from the start.
+LONGEST_FIRST = [
+    "test_spark.py", "test_report.py", "test_fleet.py", "test_rawlogs.py", "test_logcache.py", "test_writes.py",
+    "test_cache.py", "test_many_runs.py", "test_kill9.py", "test_shell.py", "test_column_docs.py", "test_queries.py",
+    "test_harbor_damage.py", "test_damaged.py", "test_adversarial.py", "test_grain.py",
+]
+LAST = ["test_spark_connect.py"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist queues the files in the collection's order (below) when told not to sort them by their
+    # number of tests, which says little about their time
+    if getattr(config.option, "dist", "no") in ("loadfile", "loadscope"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files of LONGEST_FIRST first, in that order, then the others as collected, then LAST."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    rank.update({name: len(LONGEST_FIRST) + 1 + i for i, name in enumerate(LAST)})
+    position = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (rank.get(item.path.name, len(LONGEST_FIRST)), position[id(item)]))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

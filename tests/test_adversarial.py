@@ -10,7 +10,6 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import warnings
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from rlsql.runs import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
+from tests.test_cli import run_main
 
 TRIALS = "20260301_000000_trial_results.csv"
 METRICS = "20260301_000000_metrics_table.csv"
@@ -209,11 +209,10 @@ def test_unlistable_sub_folder_is_skipped_with_a_warning_as_any_user(tmp_path: P
 # -- item 15: parameters out of range, stray CR -----------------------------------------------------------
 
 
-def test_integer_parameter_out_of_range_is_a_usage_error(rlsql_exe: str) -> None:
-    done = subprocess.run([rlsql_exe, "query", "reward_curve", "-p", "span=2147483648"],
-                          capture_output=True, text=True)
-    assert done.returncode == 2, done.stderr
-    assert "span: 2147483648 is out of range (1 to 2147483647)" in done.stderr
+def test_integer_parameter_out_of_range_is_a_usage_error(capsys, monkeypatch) -> None:
+    code, _, err = run_main(["query", "reward_curve", "-p", "span=2147483648"], capsys, monkeypatch)
+    assert code == 2, err
+    assert "span: 2147483648 is out of range (1 to 2147483647)" in err
 
 
 def test_stray_cr_skips_its_file_with_file_and_line_and_the_other_runs_answer(tmp_path: Path) -> None:
@@ -232,18 +231,19 @@ def test_stray_cr_skips_its_file_with_file_and_line_and_the_other_runs_answer(tm
     assert "carriage return" not in said
 
 
-def test_stray_cr_through_the_cli_exits_0_with_one_warning(tmp_path: Path, rlsql_exe: str) -> None:
+def test_stray_cr_through_the_cli_exits_0_with_one_warning(tmp_path: Path, capsys, monkeypatch) -> None:
     write(tmp_path / "a", TRIALS, trials(2))
     bad = write(tmp_path / "b", TRIALS, HEADER + "t,t__1,2,,1.0\nt,t__2,3\r,,1.0\n")
     before = bad.read_bytes()
-    done = subprocess.run([rlsql_exe, "query", "turn_stats", "-r", str(tmp_path / "a"), "-r", str(tmp_path / "b"),
-                           "-f", "csv"], capture_output=True, text=True, env={**os.environ, "RLSQL_CACHE": "0"})
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[1].startswith("a,2,2.0"), done.stdout
-    assert [line for line in done.stderr.splitlines() if "carriage return" in line] == [
+    monkeypatch.setenv("RLSQL_CACHE", "0")
+    args = ["query", "turn_stats", "-r", str(tmp_path / "a"), "-r", str(tmp_path / "b"), "-f", "csv"]
+    code, out, err = run_main(args, capsys, monkeypatch)
+    assert code == 0, err
+    assert out.splitlines()[1].startswith("a,2,2.0"), out
+    assert [line for line in err.splitlines() if "carriage return" in line] == [
         f"rlsql: warning: {bad}:3: a carriage return (CR) inside a line: DuckDB cannot parse the file; "
         "file skipped, no rows read"]
-    assert "Traceback" not in done.stderr and bad.read_bytes() == before
+    assert "Traceback" not in err and bad.read_bytes() == before
 
 
 # -- item 6: integer cells out of range or fractional ------------------------------------------------------

@@ -402,8 +402,16 @@ def test_verbose_says_whether_each_source_read_used_the_cache(cache_dir, tmp_pat
 # --- caching without asking (issue 15 item 2) ------------------------------------------------------
 
 
-def test_a_large_csv_is_cached_on_first_read_and_the_opt_out_is_honoured(cache_dir, tmp_path, capsys,
-                                                                         monkeypatch) -> None:
+def wait_for_builders() -> None:
+    from rlsql import cachebuild
+
+    cachebuild.reap_builders(wait=True)
+
+
+def test_a_large_csv_is_answered_in_place_then_cached_in_the_background_and_the_opt_out_is_honoured(
+        cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    from rlsql import cachebuild
+
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)
     trials = next(run.glob("*_trial_results.csv"))
@@ -413,17 +421,69 @@ def test_a_large_csv_is_cached_on_first_read_and_the_opt_out_is_honoured(cache_d
         if not opt_out:
             monkeypatch.setenv("RLSQL_CACHE", "0")
         code, out, _ = cli_run([*opt_out, "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
-        assert code == 0 and not list(cache_dir.rglob("*.parquet"))
+        assert code == 0 and not list(cache_dir.rglob("*.parquet")) and not cachebuild.builders
     monkeypatch.setenv("RLSQL_CACHE", "")
-    code, out, _ = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    code, out, err = cli_run(["-v", "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
     assert code == 0
     assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "first read")
-    assert set(cache_states(capsys, monkeypatch)) == {trials.name}
+    # the first read answered from the CSV itself; one detached builder was started for the large file only
+    assert [line for line in err.splitlines() if str(trials) in line and "read in place" in line]
+    assert len(cachebuild.builders) == 1
+    wait_for_builders()
+    assert cache_states(capsys, monkeypatch) == {trials.name: "fresh"}
     assert "read_parquet" in source_sql([run], "trials_src")
+    code, out, err = cli_run(["-v", "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0 and [line for line in err.splitlines() if str(trials) in line and "from the cache" in line]
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "second read")
+    assert not cachebuild.builders  # a fresh entry starts no builder
     code, _, err = cli_run(["--no-cache", "query", "turn_stats", "-r", str(run), "-v"], capsys, monkeypatch)
     assert code == 0 and [line for line in err.splitlines() if str(trials) in line and "read in place" in line]
     monkeypatch.setenv("RLSQL_CACHE", "0")
     assert "read_parquet" not in source_sql([run], "trials_src")  # an opt-out also skips existing entries
+
+
+def test_a_changed_large_csv_is_answered_from_the_csv_and_cached_again(cache_dir, tmp_path, capsys,
+                                                                         monkeypatch) -> None:
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    trials = next(run.glob("*_trial_results.csv"))
+    monkeypatch.setenv("RLSQL_CACHE_MIN_BYTES", "1")
+    code, _, _ = cli_run(["query", "turn_stats", "-r", str(run)], capsys, monkeypatch)
+    wait_for_builders()
+    old_rows = {e["csv"]: e["rows"] for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys,
+                                                                   monkeypatch)[1])}
+    lines = trials.read_text().splitlines()
+    trials.write_text("\n".join([*lines, lines[1].replace(lines[1].split(",")[1], "added-trial", 1)]) + "\n")
+    assert cache_states(capsys, monkeypatch)[trials.name] == "stale"
+    code, out, err = cli_run(["-v", "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0 and [line for line in err.splitlines() if str(trials) in line and "read in place" in line]
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "after the edit")
+    wait_for_builders()
+    status = {e["csv"]: e for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)[1])}
+    assert status[str(trials)]["state"] == "fresh" and status[str(trials)]["rows"] == old_rows[str(trials)] + 1
+
+
+def test_a_csv_another_process_is_caching_is_read_in_place_without_a_second_builder(cache_dir, tmp_path, capsys,
+                                                                                    monkeypatch) -> None:
+    from rlsql import cache, cachebuild, writes
+
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    trials = next(run.glob("*_trial_results.csv"))
+    monkeypatch.setenv("RLSQL_CACHE_MIN_BYTES", str(trials.stat().st_size))
+    cache.ensure_root(cache_dir)
+    entry = cache.entry_for(trials, cache_dir)
+    entry.parquet.parent.mkdir(parents=True)
+    claim = writes.temp_name(entry.parquet)  # what a builder creates first; this process is alive
+    claim.touch()
+    assert cache.builder_of(entry) == os.getpid()
+    code, out, err = cli_run(["-v", "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0 and f"process {os.getpid()} is building its cached copy" in err
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "read while being cached")
+    assert not cachebuild.builders
+    code, _, err = cli_run(["cache", "status"], capsys, monkeypatch)
+    assert "1 being built now" in err and "0 leftover" in err
+    claim.unlink()
 
 
 def test_cache_status_says_the_policy(cache_dir, capsys, monkeypatch) -> None:

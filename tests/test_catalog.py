@@ -138,3 +138,96 @@ def test_duckdb_shell_sees_same_views_through_connection(runs_dir: Path) -> None
     assert isinstance(con.sql("SELECT count(*) FROM trials"), duckdb.DuckDBPyRelation)
     assert con.execute("SELECT count(*) FROM trials").fetchone()[0] > 0
     assert con.cursor().execute("SELECT count(*) FROM steps").fetchone()[0] > 0
+
+
+def test_compiled_templates_are_reused_and_an_edited_template_is_compiled_again(sql_copy: Path, tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    """The template code cache (catalog._CodeCache): a second catalogue renders from the stored code without
+    compiling, to the text a catalogue without the cache renders; an edit of a template compiles it again."""
+    import jinja2
+
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RLSQL_NO_CACHE", "1")
+    plain = Catalog.load(sql_copy)
+    expected = {name: f.rendered for name, f in plain.files.items() if f.kind != "source"}
+    monkeypatch.delenv("RLSQL_NO_CACHE")
+    first = Catalog.load(sql_copy)
+    assert {name: f.rendered for name, f in first.files.items() if f.kind != "source"} == expected
+    stored = list((tmp_path / "cache").glob("sql-analysis-*-jinja/*.code"))
+    assert len(stored) >= len(expected)
+
+    compiled: list[str] = []
+    real_compile = jinja2.Environment.compile
+
+    def counting_compile(self, source, *args, **kwargs):
+        compiled.append(source)
+        return real_compile(self, source, *args, **kwargs)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counting_compile)
+    second = Catalog.load(sql_copy)
+    assert compiled == []  # every template came from the stored code
+    assert {name: f.rendered for name, f in second.files.items() if f.kind != "source"} == expected
+
+    view = sql_copy / "views" / "trials.sql"
+    view.write_text(view.read_text().replace("SELECT", "SELECT /* edited */", 1))
+    third = Catalog.load(sql_copy)
+    assert len(compiled) == 1 and "/* edited */" in compiled[0]
+    assert "/* edited */" in third.files["trials"].rendered
+
+
+def _renders(catalog: Catalog, runs) -> dict[str, str]:
+    from rlsql.sources import SourceContext
+
+    context = SourceContext(runs)
+    texts = {name: f.rendered for name, f in catalog.files.items() if f.kind != "source"}
+    for name in ("trials_src", "run_files", "harbor_trials_src", "metrics_src", "vllm_src"):
+        texts[name] = context.render(catalog, catalog.files[name])
+    return texts
+
+
+def test_rendered_sql_comes_back_from_the_cache_and_follows_the_files_and_templates(sql_copy: Path, tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    """The rendered cache (catalog._RenderedCache): a warm catalogue gives the texts a catalogue without caches
+    renders, without running Jinja; a changed CSV header or an edited imported template renders again."""
+    import warnings
+
+    from rlsql.runs import resolve_runs
+
+    run = tmp_path / "tiny"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "tiny", run)
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    warnings.simplefilter("ignore")
+
+    def fresh(cached: bool) -> dict[str, str]:
+        if cached:
+            monkeypatch.delenv("RLSQL_NO_CACHE", raising=False)
+        else:
+            monkeypatch.setenv("RLSQL_NO_CACHE", "1")
+        return _renders(Catalog.load(sql_copy), resolve_runs([run]))
+
+    expected = fresh(cached=False)
+    assert fresh(cached=True) == expected  # the first: rendered by Jinja, stored
+    with monkeypatch.context() as m:
+        m.setattr(Catalog, "_template", lambda self, f: pytest.fail(f"{f.name} was rendered by Jinja"))
+        assert fresh(cached=True) == expected  # the second: every text from the cache
+
+    trials = next(run.glob("*_trial_results.csv"))
+    lines = trials.read_text().splitlines()
+    trials.write_text("\n".join([lines[0] + ",extra_column", *(line + ",1" for line in lines[1:])]) + "\n")
+    changed = fresh(cached=False)
+    assert "extra_column" in changed["trials_src"]
+    assert fresh(cached=True) == changed
+
+    reader = sql_copy / "sources" / "_csv_reader.sql.j2"
+    reader.write_text(reader.read_text().replace("header = true,", "header = TRUE,", 1))
+    edited = fresh(cached=False)
+    assert edited["trials_src"] != changed["trials_src"]
+    assert fresh(cached=True) == edited
+
+
+def test_a_context_value_the_rendered_cache_cannot_name_is_rendered_every_time() -> None:
+    from rlsql.catalog import _canonical, _Uncacheable
+
+    assert _canonical({"a": [1, 2.0, None, True, Path("/x")]}) != _canonical({"a": [1, 2, None, True, "/x"]})
+    with pytest.raises(_Uncacheable):
+        _canonical({"f": object()})

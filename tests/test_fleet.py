@@ -180,6 +180,10 @@ def test_every_view_answers_as_if_created_eagerly() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert lazy.execute(f"DESCRIBE {sql}").fetchall() == eager.execute(f"DESCRIBE {sql}").fetchall(), name
+            if name in oracle.QUERIES:
+                # its rows through rlsql.connect(): test_connected_queries_match_the_oracle, against the
+                # oracle (computing them twice more here cost ~5 CPU-s of the suite)
+                continue
             got, want = lazy.execute(sql).fetchall(), eager.execute(sql).fetchall()
         assert sorted(map(rounded, got)) == sorted(map(rounded, want)), name
     listed = {r[0] for r in lazy.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("runs, config and params", {"rlsql.runs", "rlsql.artifacts", "rlsql.config", "rlsql.params", "rlsql.cache"}),
     ("the catalogue", {"rlsql.catalog"}),
     ("sources and the engine", {
-        "rlsql.duckdb_errors", "rlsql.probe", "rlsql.sources", "rlsql.cachebuild", "rlsql.connection",
+        "rlsql.duckdb_errors", "rlsql.probe", "rlsql.sources", "rlsql.cachebuild", "rlsql.cachebg", "rlsql.connection",
         "rlsql.lazyconn",
         "rlsql.provenance", "rlsql.inventory", "rlsql.rawlogs", "rlsql.logcache", "rlsql.badcells",
         "rlsql.engines.spark_sources", "rlsql.engines.spark_sql",
@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "rlsql.check", "rlsql.export", "rlsql.dbfile", "rlsql.shellinit", "rlsql.describe", "rlsql.docs",
         "rlsql.report", "rlsql.report.data", "rlsql.report.figures", "rlsql.report.render", "rlsql.report.human",
     }),
-    ("the command line", {"rlsql.cli", "rlsql.__main__"}),
+    ("the command line", {"rlsql.cli", "rlsql.cliout", "rlsql.quickcli", "rlsql.__main__"}),
 ]
 
 

@@ -28,6 +28,7 @@ from rlsql.runs import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match, same_value
 from tests.conftest import RUNS
+from tests.test_cli import run_main
 
 RAW, TWIN = RUNS / "rawlogs", RUNS / "rawlogs_csv"
 QUERIES = [q.name for q in load_catalog().queries()]
@@ -141,21 +142,20 @@ def test_named_query_on_raw_logs_matches_the_oracle_on_the_twin(raw: Path, name:
 
 
 @pytest.mark.slow
-def test_cli_query_and_report_on_a_folder_of_raw_logs_only(raw: Path, rlsql_exe: str, tmp_path: Path) -> None:
+def test_cli_query_and_report_on_a_folder_of_raw_logs_only(raw: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     assert not list(raw.glob("*.csv"))
-    done = subprocess.run([rlsql_exe, "query", "reward_curve", "--run", str(raw), "--format", "csv"],
-                          capture_output=True, text=True)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
-    lines = done.stdout.splitlines()
+    code, stdout, stderr = run_main(["query", "reward_curve", "--run", str(raw), "--format", "csv"],
+                                    capsys, monkeypatch)
+    assert code == 0, stderr
+    assert stderr == ""
+    lines = stdout.splitlines()
     assert len(lines) == 10 and lines[-1].startswith("rawlogs,9,calendar_z_554410,")
-    twin = subprocess.run([rlsql_exe, "query", "reward_curve", "--run", str(TWIN), "--format", "csv"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
-    assert [line.split(",", 1)[1] for line in lines] == [line.split(",", 1)[1] for line in twin.stdout.splitlines()]
+    code, twin, stderr = run_main(["query", "reward_curve", "--run", str(TWIN), "--format", "csv"], capsys, monkeypatch)
+    assert code == 0, stderr
+    assert [line.split(",", 1)[1] for line in lines] == [line.split(",", 1)[1] for line in twin.splitlines()]
     for run, out in ((raw, tmp_path / "raw"), (TWIN, tmp_path / "twin")):
-        report = subprocess.run([rlsql_exe, "report", "--run", str(run), "--output", str(out)],
-                                capture_output=True, text=True)  # fmt: skip
-        assert report.returncode == 0, report.stderr
+        code, _, stderr = run_main(["report", "--run", str(run), "--output", str(out)], capsys, monkeypatch)
+        assert code == 0, stderr
     got, want = (tmp_path / "raw" / "report.md").read_text(), (tmp_path / "twin" / "report.md").read_text()
     # the same report, but for the line that names the run's files and rlsql check's notes (which
     # describe the files read: logs in one run, CSVs in the other)
@@ -195,15 +195,16 @@ def test_discovery_reads_the_folder_and_its_logs_folder(tmp_path: Path) -> None:
     assert [p.relative_to(run).as_posix() for p in find_logs(run)] == ["a.log", "b.out", "logs/c.out"]
 
 
-def test_csvs_win_unless_from_logs(raw: Path, tmp_path: Path, rlsql_exe: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_csvs_win_unless_from_logs(raw: Path, tmp_path: Path, rlsql_exe: str, monkeypatch: pytest.MonkeyPatch,
+                                   capsys) -> None:
     both = tmp_path / "both"
     copy_run(raw, both)
     for table in TWIN.glob("*.csv"):
         shutil.copy(table, both / table.name)
     sql = "SELECT DISTINCT source_file FROM metric_rows"
     assert [r["source_file"] for r in rows(both, sql)] == [str(both / "20260603_040000_metrics_table.csv")]
-    listing = subprocess.run([rlsql_exe, "runs", "--run", str(both), "--format", "csv"],
-                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+    code, listing, stderr = run_main(["runs", "--run", str(both), "--format", "csv"], capsys, monkeypatch)
+    assert code == 0, stderr
     assert "20260603_040000_metrics_table.csv" in listing
     monkeypatch.setenv(FROM_LOGS_ENV, "1")
     assert sorted(r["source_file"].rsplit("/", 1)[-1] for r in rows(both, sql)) == [p.name for p in find_logs(both)]
@@ -215,9 +216,9 @@ def test_csvs_win_unless_from_logs(raw: Path, tmp_path: Path, rlsql_exe: str, mo
     assert "vLLM stat lines" in flagged
 
 
-def test_runs_says_where_the_metrics_come_from(raw: Path, rlsql_exe: str) -> None:
-    listing = subprocess.run([rlsql_exe, "runs", "--run", str(raw), "--format", "csv"],
-                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+def test_runs_says_where_the_metrics_come_from(raw: Path, capsys, monkeypatch) -> None:
+    code, listing, stderr = run_main(["runs", "--run", str(raw), "--format", "csv"], capsys, monkeypatch)
+    assert code == 0, stderr
     assert "logs/*.out|*.log: 3 logs (1 console, 2 WANDB_MIRROR)" in listing
 
 
@@ -263,20 +264,23 @@ def test_partial_console_block_is_ignored(tmp_path: Path) -> None:
         {"step": 1, "r": 0.25}, {"step": 2, "r": 0.5}]  # fmt: skip
 
 
-def test_check_says_where_each_artifact_came_from(raw: Path, tmp_path: Path, rlsql_exe: str) -> None:
-    done = subprocess.run([rlsql_exe, "check", "--run", str(raw), "--format", "csv"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+def test_check_says_where_each_artifact_came_from(raw: Path, tmp_path: Path, rlsql_exe: str, capsys,
+                                                  monkeypatch) -> None:
+    code, stdout, stderr = run_main(["check", "--run", str(raw), "--format", "csv"], capsys, monkeypatch)
+    assert code == 0, stderr
     assert "trainer metrics read from the training logs: logs/*.out|*.log: 3 logs (1 console, 2 WANDB_MIRROR); " \
-           "11 row(s)" in done.stdout
-    assert "vLLM engine stats read from the training logs" in done.stdout and "54 row(s)" in done.stdout
-    assert "step 3 logged 2 times" in done.stdout
+           "11 row(s)" in stdout
+    assert "vLLM engine stats read from the training logs" in stdout and "54 row(s)" in stdout
+    assert "step 3 logged 2 times" in stdout
     # the cut last line of job_554409 is the only stat-looking line not read
-    assert "part2_554409.out,,\"1 line(s) mention 'Avg prompt throughput'" in done.stdout
+    assert "part2_554409.out,,\"1 line(s) mention 'Avg prompt throughput'" in stdout
     both = copy_run(raw, tmp_path / "both")
     for table in TWIN.glob("*.csv"):
         shutil.copy(table, both / table.name)
-    default = subprocess.run([rlsql_exe, "check", "--run", str(both)], capture_output=True, text=True, check=True)
-    assert "trainer metrics not read from the training logs: the run's CSV is used" in default.stdout
+    code, stdout, stderr = run_main(["check", "--run", str(both)], capsys, monkeypatch)
+    assert code == 0, stderr
+    assert "trainer metrics not read from the training logs: the run's CSV is used" in stdout
+    # --from-logs in a process of its own: the flag holds for the process that was given it
     flagged = subprocess.run([rlsql_exe, "--from-logs", "check", "--run", str(both)],
                              capture_output=True, text=True, check=True)  # fmt: skip
     assert "not read: --from-logs reads the run's training logs instead" in flagged.stdout
@@ -312,10 +316,11 @@ def test_a_result_json_being_written_is_left_out(raw: Path, tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-def test_export_of_a_raw_log_run_records_the_logs(raw: Path, tmp_path: Path, rlsql_exe: str) -> None:
+def test_export_of_a_raw_log_run_records_the_logs(raw: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     for run, out in ((raw, tmp_path / "raw"), (TWIN, tmp_path / "twin")):
-        subprocess.run([rlsql_exe, "export", "--all", "--views", "-r", str(run), "-o", str(out), "-f", "csv"],
-                       capture_output=True, text=True, check=True)  # fmt: skip
+        code, _, stderr = run_main(["export", "--all", "--views", "-r", str(run), "-o", str(out), "-f", "csv"],
+                                   capsys, monkeypatch)
+        assert code == 0, stderr
     for name in ("reward_curve", "vllm_summary", "timing_breakdown", "steps"):
         got, want = (list(csv.DictReader((tmp_path / side / f"{name}.csv").open())) for side in ("raw", "twin"))
         assert len(got) == len(want) > 0, name

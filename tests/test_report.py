@@ -358,15 +358,33 @@ def make_report(out: Path, names: list[str], fmt_: str = "md") -> Path:
     return out
 
 
+def mtimes() -> dict[Path, int]:
+    """Every file and folder of the fixture runs, with its modification time (ns)."""
+    return {p: p.stat().st_mtime_ns for p in RUNS.rglob("*")}
+
+
+#: the fixture runs' mtimes before and after `reports` wrote its reports (test_report_never_touches_run_folders)
+RUN_MTIMES: dict[str, dict[Path, int]] = {}
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory, tiny_report: Path) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("reports")
-    return {
+    RUN_MTIMES["before"] = mtimes()
+    built = {
         "tiny": tiny_report,  # conftest: written once per session (test_golden compares it too)
         "calendar": make_report(base / "calendar", ["calendar"]),
         "tiny+calendar": make_report(base / "two", ["tiny", "calendar"]),
         "all": make_report(base / "all", ["tiny", "calendar", "newest"]),
     }
+    RUN_MTIMES["after"] = mtimes()
+    return built
+
+
+@pytest.fixture(scope="module")
+def html_all(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The HTML report of the "all" case, written once (the browser test and the HTML-equals-markdown test read it)."""
+    return make_report(tmp_path_factory.mktemp("html") / "html", ["tiny", "calendar", "newest"], "html") / "report.html"
 
 
 CASES = {"tiny": ["tiny"], "calendar": ["calendar"], "tiny+calendar": ["tiny", "calendar"],
@@ -643,9 +661,8 @@ def console_lines(stderr: str) -> list[str]:
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_html_report_opens_in_chromium_without_errors(tmp_path: Path) -> None:
-    make_report(tmp_path / "html", ["tiny", "calendar", "newest"], "html")
-    page = tmp_path / "html" / "report.html"
+def test_html_report_opens_in_chromium_without_errors(tmp_path: Path, html_all: Path) -> None:
+    page = html_all
     html = page.read_text(encoding="utf-8")
     assert "<script" not in html.lower()
     assert len(re.findall(r'<img src="data:image/png;base64,', html)) == len(FIGURES)
@@ -692,10 +709,9 @@ def test_ci_requires_the_browser() -> None:
     assert f"export {REQUIRE_BROWSER_ENV}=1" in ci
 
 
-def test_every_number_in_html_equals_markdown(tmp_path: Path, reports: dict[str, Path]) -> None:
+def test_every_number_in_html_equals_markdown(html_all: Path, reports: dict[str, Path]) -> None:
     """The two formats render the same Layout: the HTML cells equal the markdown cells, table by table."""
-    make_report(tmp_path / "h", ["tiny", "calendar", "newest"], "html")
-    html = (tmp_path / "h" / "report.html").read_text(encoding="utf-8")
+    html = html_all.read_text(encoding="utf-8")
     html_tables = re.findall(r'<table data-source="([^"]+)">(.*?)</table>', html, re.S)
     md_tables = [t for t in parse_tables((reports["all"] / "report.md").read_text(encoding="utf-8")) if t["rows"]]
     assert len(html_tables) == len(md_tables)
@@ -708,10 +724,9 @@ def test_every_number_in_html_equals_markdown(tmp_path: Path, reports: dict[str,
         assert cells == md["rows"], marker
 
 
-def test_report_never_touches_run_folders(tmp_path: Path) -> None:
-    before = {p: p.stat().st_mtime_ns for p in RUNS.rglob("*")}
-    make_report(tmp_path / "r", ["calendar"])
-    assert {p: p.stat().st_mtime_ns for p in RUNS.rglob("*")} == before
+def test_report_never_touches_run_folders(reports: dict[str, Path]) -> None:
+    # around the three reports `reports` wrote over the tiny, calendar and newest runs
+    assert RUN_MTIMES["before"] and RUN_MTIMES["after"] == RUN_MTIMES["before"]
 
 
 # -- the report's views, straight against the oracle ------------------------------------------------------

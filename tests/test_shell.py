@@ -112,11 +112,11 @@ def _metadata(exe: str, db: Path, cwd: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_db_build_opens_in_the_duckdb_shell(rlsql_exe, duckdb_exe, tmp_path) -> None:
+def test_db_build_opens_in_the_duckdb_shell(duckdb_exe, tmp_path, capsys, monkeypatch) -> None:
     db = tmp_path / "out" / "runs.duckdb"
-    for _ in range(2):  # the second build replaces the first
-        proc = run_exe(rlsql_exe, ["db", "build", str(db), *run_flags(TWO_RUNS)], tmp_path)
-        assert proc.returncode == 0, proc.stderr
+    for _ in range(2):  # the second build replaces the first (in-process: the shell is the other side here)
+        code, _, err = run_main(["db", "build", str(db), *run_flags(TWO_RUNS)], capsys, monkeypatch)
+        assert code == 0, err
     assert [p.name for p in db.parent.iterdir()] == ["runs.duckdb"]
     rows = run_duckdb(duckdb_exe, ["-readonly", str(db), "-c", "FROM turn_stats"], tmp_path)
     assert_rows_match(rows, oracle.expected("turn_stats", TWO_RUNS), "db file in the duckdb shell")
@@ -138,15 +138,15 @@ def test_db_build_opens_in_the_duckdb_shell(rlsql_exe, duckdb_exe, tmp_path) -> 
         "VIEW": sum(1 for f in load_catalog().order if f.kind != "macro"), "BASE TABLE": 1}
 
 
-def test_db_build_materialized_needs_no_csv(rlsql_exe, duckdb_exe, tmp_path) -> None:
+def test_db_build_materialized_needs_no_csv(duckdb_exe, tmp_path, capsys, monkeypatch) -> None:
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)
     want_trials = len(oracle.read_trials(run))
     want_stats = oracle.expected("turn_stats", [run])
     want_curve = oracle.expected("reward_curve", [run], span=2)
     db = tmp_path / "tiny.duckdb"
-    proc = run_exe(rlsql_exe, ["db", "build", str(db), "-r", str(run), "--materialize"], tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    code, _, err = run_main(["db", "build", str(db), "-r", str(run), "--materialize"], capsys, monkeypatch)
+    assert code == 0, err
     shutil.rmtree(run)  # the tables hold the data now
     rows = run_duckdb(duckdb_exe, ["-readonly", str(db), "-c", "SELECT count(*) AS n FROM trials"], tmp_path)
     assert rows == [{"n": want_trials}]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlsql.catalog import Catalog, jinja_env, sql_root
-from rlsql.errors import BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError
+from rlsql.errors import BAD_CELL_FUNCTION, BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError
 from rlsql.sqltext import SQL_TYPES, sql_type
 
 SQL = Path(__file__).resolve().parent.parent / "sql"
@@ -39,9 +39,15 @@ def test_every_pasted_type_goes_through_the_allow_list() -> None:
 
 
 def test_the_data_error_marker_is_spelled_in_python_only() -> None:
-    spelled = [p.relative_to(SQL).as_posix() for p in TEMPLATES
-               if DATA_ERROR_MARK.strip() in p.read_text() or BAD_CELL_MARK in p.read_text()]
+    marks = (DATA_ERROR_MARK.strip(), BAD_CELL_MARK, BAD_CELL_FUNCTION)
+    spelled = [p.relative_to(SQL).as_posix() for p in TEMPLATES if any(m in p.read_text() for m in marks)]
     assert spelled == []
+    # ...and once in Python: rlsql/errors.py, which every other module imports them from
+    package = Path(__file__).resolve().parent.parent / "rlsql"
+    spelled = [p.relative_to(package).as_posix() for p in sorted(package.rglob("*.py"))
+               if p.name != "errors.py" and any(m in p.read_text() for m in marks)]
+    assert spelled == []
+    assert "BAD_CELL_FUNCTION | ident" in (SQL / "sources" / "_read_csv.sql.j2").read_text()
     users = [p.name for p in TEMPLATES if "DATA_ERROR_MARK | lit" in p.read_text()]
     assert sorted(users) == ["_read_csv.sql.j2", "harbor_trials_src.sql"]
 
@@ -81,3 +87,42 @@ def test_a_source_declaring_an_unknown_type_fails_at_load(tmp_path: Path) -> Non
     assert "other_columns: DOUBLE)" in source.read_text()
     with pytest.raises(CatalogError, match="other_columns"):
         Catalog.load(root)
+
+
+def test_reported_types_allow_list() -> None:
+    from rlsql.connection import stub_select
+    from rlsql.sqltext import reported_type
+
+    assert reported_type("timestamp with time zone") == "TIMESTAMP WITH TIME ZONE"
+    assert reported_type("VARCHAR[][]") == "VARCHAR[][]"
+    assert stub_select([("d", "DATE"), ("x'y", "DOUBLE")]) == \
+        """SELECT CAST(NULL AS DATE) AS "d", CAST(NULL AS DOUBLE) AS "x'y" WHERE false"""
+    for bad in ("STRUCT(a VARCHAR)", "DOUBLE) AS x, (SELECT 1", "VARCHAR []", "[]", "DECIMAL(18,3)"):
+        with pytest.raises(ValueError, match="not a column type"):
+            reported_type(bad)
+        with pytest.raises(ValueError):
+            stub_select([("c", bad)])
+
+
+#: the bare names a template may paste: SQL text a macro or a `set` in the same template built from
+#: filtered values (a macro's arguments, a `set` of filtered identifiers), never a value from outside
+_BUILT_SQL = {"started", "finished", "json", "number", "part", "lines_sql", "read_names", "source_file_sql"}
+
+
+def test_every_pasted_value_goes_through_a_filter() -> None:
+    """Each `{{ ... }}` in sql/ is a filtered value (lit, ident, sqltype, file_lit, lit_date), a macro call,
+    a loop's separator, a constant the template spells, or SQL text it built (_BUILT_SQL): no value is
+    pasted as it is."""
+    unfiltered = []
+    for p in TEMPLATES:
+        for m in re.finditer(r"\{\{-?\s*(.*?)\s*-?\}\}", p.read_text(), flags=re.S):
+            expr = m.group(1)
+            if (re.search(r"\|\s*(lit|ident|sqltype|file_lit|lit_date)\s*$", expr)
+                    or re.fullmatch(r"[a-z_]+\(.*\)", expr, flags=re.S)
+                    or re.fullmatch(r"""(".*?"|'.*?') if (not )?loop\.(first|last)( else (".*?"|'.*?'))?""", expr)
+                    or expr in _BUILT_SQL
+                    # a constant the template spells (string literals joined by ~): a macro's text, filtered where used
+                    or re.fullmatch(r"'(?:[^'\\]|\\.)*'(?:\s*~\s*'(?:[^'\\]|\\.)*')*", expr)):
+                continue
+            unfiltered.append(f"{p.relative_to(SQL)}: {{{{ {expr} }}}}")
+    assert unfiltered == []

@@ -323,12 +323,13 @@ def _big_run(folder: Path, copies: int, name: str = "bigrun") -> Path:
 
 
 def _kill_when(args: list[str], cwd: Path, ready) -> None:
+    """Start `rlsql args` and SIGKILL it once `ready(its pid)` is true."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.Popen([sys.executable, "-m", "rlsql", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 90
     try:
-        while not ready():
+        while not ready(proc.pid):
             assert proc.poll() is None, f"ended before it was killed: {proc.communicate()}"
             assert time.monotonic() < deadline, "the write never started"
             time.sleep(0.002)
@@ -339,11 +340,13 @@ def _kill_when(args: list[str], cwd: Path, ready) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
-def _has_temp(folder: Path) -> bool:
+def _has_temp(folder: Path, pid: int | None = None) -> bool:
+    """Whether `folder` holds one of rlsql's temporary names (of process `pid`, when given)."""
     try:
-        return any(writes.parse_temp_name(p.name) for p in folder.iterdir())
+        parts = [writes.parse_temp_name(p.name) for p in folder.iterdir()]
     except FileNotFoundError:
         return False
+    return any(part is not None and pid in (None, part.pid) for part in parts)
 
 
 def test_kill_9_db_build_then_the_next_build_sweeps(tmp_path, capsys, monkeypatch) -> None:
@@ -353,7 +356,7 @@ def test_kill_9_db_build_then_the_next_build_sweeps(tmp_path, capsys, monkeypatc
     before = target.read_bytes()
     big = _big_run(tmp_path, 300)
     inputs = tree_hash(big)
-    _kill_when(["db", "build", str(target), "-r", str(big), "--materialize"], tmp_path, lambda: _has_temp(tmp_path))
+    _kill_when(["db", "build", str(target), "-r", str(big), "--materialize"], tmp_path, lambda pid: _has_temp(tmp_path))
     assert target.read_bytes() == before  # the old file, whole
     assert _has_temp(tmp_path)
     code, _, err = run_main(["db", "build", str(target), "-r", str(RUNS / "newest")], capsys, monkeypatch)
@@ -374,7 +377,7 @@ def test_kill_9_partitioned_export_leaves_each_partition_old_or_new(how, tmp_pat
     big = _big_run(tmp_path, 300)
     inputs = tree_hash(big)
     _kill_when(["export", "metric_rows", "-r", str(big), "-r", str(small), "-o", str(out), "--partition-by", "run",
-                *how], tmp_path, lambda: _has_temp(out))
+                *how], tmp_path, lambda pid: _has_temp(out))
     assert part.read_bytes() == before
     code, _, err = run_main(args, capsys, monkeypatch)
     assert code == 0, err
@@ -474,24 +477,39 @@ def test_kill_9_at_random_points_never_leaves_half_a_partition(tmp_path, capsys,
     rng = random.Random(9)
     runs = tmp_path / "runs"
     runs.mkdir()
-    big = _big_run(runs, 200, "big")
+    copies = 40
+    _big_run(runs, copies, "big")
     small = copy_run("tiny", runs / "small")
-    want = {"big": sum(1 for _ in oracle.read_trials(big)), "small": len(oracle.read_trials(small))}
+    # the big trials file is the calendar run's rows `copies` times over (_big_run)
+    want = {"big": copies * len(oracle.read_trials(RUNS / "calendar")), "small": len(oracle.read_trials(small))}
     out = tmp_path / "out"
     args = ["export", "trials", "-r", str(runs), "-o", str(out), "--partition-by", "run"]
     code, _, err = run_main(args, capsys, monkeypatch)
     assert code == 0, err
     inputs = tree_hash(runs)
-    # the moments are drawn within how long one whole export takes here and now (a fixed range of
-    # seconds let a fast machine finish before the kill, and a loaded one be killed before it started)
+    # the moments are drawn within the writing of one whole export here and now: from its first
+    # temporary name to its end (a fixed range of seconds let a fast machine finish before the kill,
+    # and a loaded one be killed before it started; time before the first write kills nothing worth it)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "rlsql", *args], cwd=tmp_path, env=env, check=True, capture_output=True)
-    whole = time.monotonic() - started
+    proc = subprocess.Popen([sys.executable, "-m", "rlsql", *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first_write = None
+    while proc.poll() is None:
+        if first_write is None and (_has_temp(out) or _has_temp(out / "trials")):
+            first_write = time.monotonic()
+        time.sleep(0.002)
+    assert proc.returncode == 0 and first_write is not None, "no temporary name seen: the export never wrote"
+    writing = time.monotonic() - first_write
     for _ in range(3):
-        started = time.monotonic()
-        delay = rng.uniform(0.1, 0.8) * whole
-        _kill_when(args, tmp_path, lambda d=delay, s=started: time.monotonic() - s > d)
+        delay, seen = rng.uniform(0.0, 0.8) * writing, []
+
+        def ready(pid: int, delay=delay, seen=seen) -> bool:
+            """`delay` seconds after this export's first temporary name appeared (not a killed one's)."""
+            if not seen and (_has_temp(out, pid) or _has_temp(out / "trials", pid)):
+                seen.append(time.monotonic())
+            return bool(seen) and time.monotonic() - seen[0] >= delay
+
+        _kill_when(args, tmp_path, ready)
         for part in (out / "trials").glob("run=*"):
             if writes.parse_temp_name(part.name) is None:
                 run = part.name.removeprefix("run=")

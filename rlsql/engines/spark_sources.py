@@ -26,7 +26,7 @@ from typing import Any
 from rlsql.catalog import Catalog, Column, SqlFile
 from rlsql.config import config_rows
 from rlsql.duckconn import memory_connection
-from rlsql.errors import DataError, RlsqlWarning
+from rlsql.errors import DataError, RlsqlWarning, one_line
 from rlsql.sources import SourceContext
 
 _SPARK_TYPE = {"VARCHAR": "STRING", "DOUBLE": "DOUBLE", "BIGINT": "BIGINT", "INTEGER": "INT", "BOOLEAN": "BOOLEAN"}
@@ -207,7 +207,7 @@ class SparkSources:
         """
         import duckdb
 
-        from rlsql.duckdb_errors import data_error, one_line
+        from rlsql.duckdb_errors import data_error
 
         columns = [("run", "STRING"), ("source_file", "STRING"), ("row_no", "BIGINT")]
         columns += [(c.name, spark_type(c.type)) for c in source.columns]

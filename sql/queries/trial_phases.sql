@@ -36,11 +36,11 @@ WITH
             run,
             sum(trial_duration) AS total_trial_s
             {%- for p in phases %},
-            quantile_cont({{ p }}, 0.5) AS {{ p }}_median,
-            avg({{ p }}) AS {{ p }}_mean,
-            sum({{ p }}) AS {{ p }}_total,
-            sum({{ p }}) FILTER (WHERE trial_duration IS NOT NULL) AS {{ p }}_timed,
-            count({{ p }}) AS {{ p }}_trials
+            quantile_cont({{ p | ident }}, 0.5) AS {{ (p ~ "_median") | ident }},
+            avg({{ p | ident }}) AS {{ (p ~ "_mean") | ident }},
+            sum({{ p | ident }}) AS {{ (p ~ "_total") | ident }},
+            sum({{ p | ident }}) FILTER (WHERE trial_duration IS NOT NULL) AS {{ (p ~ "_timed") | ident }},
+            count({{ p | ident }}) AS {{ (p ~ "_trials") | ident }}
             {%- endfor %},
             quantile_cont(residual, 0.5) AS residual_median,
             sum(residual) AS residual_total,
@@ -51,10 +51,11 @@ WITH
 SELECT run, phase, median_s, mean_s, total_s, share_of_trial, trials
 FROM (
     {%- for p in phases %}
-    SELECT run, {{ p | lit }} AS phase, {{ p }}_median AS median_s, {{ p }}_mean AS mean_s, {{ p }}_total AS total_s,
-        {{ p }}_timed / total_trial_s AS share_of_trial, {{ p }}_trials AS trials, {{ loop.index }} AS position
+    SELECT run, {{ p | lit }} AS phase, {{ (p ~ "_median") | ident }} AS median_s, {{ (p ~ "_mean") | ident }} AS mean_s,
+        {{ (p ~ "_total") | ident }} AS total_s, {{ (p ~ "_timed") | ident }} / total_trial_s AS share_of_trial,
+        {{ (p ~ "_trials") | ident }} AS trials, {{ loop.index | lit }} AS position
     FROM totals
-    WHERE {{ p }}_trials > 0
+    WHERE {{ (p ~ "_trials") | ident }} > 0
     UNION ALL
     {%- endfor %}
     SELECT

@@ -1160,26 +1160,26 @@ WITH
         SELECT
             run,
             sum(trial_duration) AS total_trial_s,
-            quantile_cont(environment_setup, 0.5) AS environment_setup_median,
-            avg(environment_setup) AS environment_setup_mean,
-            sum(environment_setup) AS environment_setup_total,
-            sum(environment_setup) FILTER (WHERE trial_duration IS NOT NULL) AS environment_setup_timed,
-            count(environment_setup) AS environment_setup_trials,
-            quantile_cont(agent_setup, 0.5) AS agent_setup_median,
-            avg(agent_setup) AS agent_setup_mean,
-            sum(agent_setup) AS agent_setup_total,
-            sum(agent_setup) FILTER (WHERE trial_duration IS NOT NULL) AS agent_setup_timed,
-            count(agent_setup) AS agent_setup_trials,
-            quantile_cont(agent_execution, 0.5) AS agent_execution_median,
-            avg(agent_execution) AS agent_execution_mean,
-            sum(agent_execution) AS agent_execution_total,
-            sum(agent_execution) FILTER (WHERE trial_duration IS NOT NULL) AS agent_execution_timed,
-            count(agent_execution) AS agent_execution_trials,
-            quantile_cont(verifier, 0.5) AS verifier_median,
-            avg(verifier) AS verifier_mean,
-            sum(verifier) AS verifier_total,
-            sum(verifier) FILTER (WHERE trial_duration IS NOT NULL) AS verifier_timed,
-            count(verifier) AS verifier_trials,
+            quantile_cont("environment_setup", 0.5) AS "environment_setup_median",
+            avg("environment_setup") AS "environment_setup_mean",
+            sum("environment_setup") AS "environment_setup_total",
+            sum("environment_setup") FILTER (WHERE trial_duration IS NOT NULL) AS "environment_setup_timed",
+            count("environment_setup") AS "environment_setup_trials",
+            quantile_cont("agent_setup", 0.5) AS "agent_setup_median",
+            avg("agent_setup") AS "agent_setup_mean",
+            sum("agent_setup") AS "agent_setup_total",
+            sum("agent_setup") FILTER (WHERE trial_duration IS NOT NULL) AS "agent_setup_timed",
+            count("agent_setup") AS "agent_setup_trials",
+            quantile_cont("agent_execution", 0.5) AS "agent_execution_median",
+            avg("agent_execution") AS "agent_execution_mean",
+            sum("agent_execution") AS "agent_execution_total",
+            sum("agent_execution") FILTER (WHERE trial_duration IS NOT NULL) AS "agent_execution_timed",
+            count("agent_execution") AS "agent_execution_trials",
+            quantile_cont("verifier", 0.5) AS "verifier_median",
+            avg("verifier") AS "verifier_mean",
+            sum("verifier") AS "verifier_total",
+            sum("verifier") FILTER (WHERE trial_duration IS NOT NULL) AS "verifier_timed",
+            count("verifier") AS "verifier_trials",
             quantile_cont(residual, 0.5) AS residual_median,
             sum(residual) AS residual_total,
             count(residual) AS residual_trials
@@ -1188,25 +1188,29 @@ WITH
     )
 SELECT run, phase, median_s, mean_s, total_s, share_of_trial, trials
 FROM (
-    SELECT run, 'environment_setup' AS phase, environment_setup_median AS median_s, environment_setup_mean AS mean_s, environment_setup_total AS total_s,
-        environment_setup_timed / total_trial_s AS share_of_trial, environment_setup_trials AS trials, 1 AS position
+    SELECT run, 'environment_setup' AS phase, "environment_setup_median" AS median_s, "environment_setup_mean" AS mean_s,
+        "environment_setup_total" AS total_s, "environment_setup_timed" / total_trial_s AS share_of_trial,
+        "environment_setup_trials" AS trials, 1 AS position
     FROM totals
-    WHERE environment_setup_trials > 0
+    WHERE "environment_setup_trials" > 0
     UNION ALL
-    SELECT run, 'agent_setup' AS phase, agent_setup_median AS median_s, agent_setup_mean AS mean_s, agent_setup_total AS total_s,
-        agent_setup_timed / total_trial_s AS share_of_trial, agent_setup_trials AS trials, 2 AS position
+    SELECT run, 'agent_setup' AS phase, "agent_setup_median" AS median_s, "agent_setup_mean" AS mean_s,
+        "agent_setup_total" AS total_s, "agent_setup_timed" / total_trial_s AS share_of_trial,
+        "agent_setup_trials" AS trials, 2 AS position
     FROM totals
-    WHERE agent_setup_trials > 0
+    WHERE "agent_setup_trials" > 0
     UNION ALL
-    SELECT run, 'agent_execution' AS phase, agent_execution_median AS median_s, agent_execution_mean AS mean_s, agent_execution_total AS total_s,
-        agent_execution_timed / total_trial_s AS share_of_trial, agent_execution_trials AS trials, 3 AS position
+    SELECT run, 'agent_execution' AS phase, "agent_execution_median" AS median_s, "agent_execution_mean" AS mean_s,
+        "agent_execution_total" AS total_s, "agent_execution_timed" / total_trial_s AS share_of_trial,
+        "agent_execution_trials" AS trials, 3 AS position
     FROM totals
-    WHERE agent_execution_trials > 0
+    WHERE "agent_execution_trials" > 0
     UNION ALL
-    SELECT run, 'verifier' AS phase, verifier_median AS median_s, verifier_mean AS mean_s, verifier_total AS total_s,
-        verifier_timed / total_trial_s AS share_of_trial, verifier_trials AS trials, 4 AS position
+    SELECT run, 'verifier' AS phase, "verifier_median" AS median_s, "verifier_mean" AS mean_s,
+        "verifier_total" AS total_s, "verifier_timed" / total_trial_s AS share_of_trial,
+        "verifier_trials" AS trials, 4 AS position
     FROM totals
-    WHERE verifier_trials > 0
+    WHERE "verifier_trials" > 0
     UNION ALL
     SELECT
         run,
@@ -1353,193 +1357,32 @@ FROM (
 COMMENT ON VIEW "config_src" IS 'Each run''s rl_config.yaml flattened to one row per leaf: run, ordinal (document order), key (dotted path), value (text), value_json (the YAML value as JSON, lists stay whole).';
 
 CREATE OR REPLACE VIEW "harbor_trials_src" AS
-WITH listed AS (
-    -- every trial folder's result.json as rlsql/harbor.py listed it, sorted by folder name: a run's
-    -- names come '/'-joined in one literal (no folder name holds a '/'), which DuckDB parses at once
-    -- where a VALUES row or list element per file costs seconds over 20,000 files, the runs come as
-    -- three lists unnested side by side, one branch for all runs (a UNION ALL branch per run took
-    -- ~0.3 s to plan over 200 Harbor runs)
-    SELECT run, i AS row_no, prefix || '/' || names[i] || '/result.json' AS path
-    FROM (
-        SELECT
-            unnest(CAST([] AS VARCHAR[])) AS run,
-            unnest(CAST([] AS VARCHAR[])) AS prefix,
-            string_split(unnest(CAST([] AS VARCHAR[])), '/') AS names
-    ), range(1, len(names) + 1) AS r(i)
-),
-refused AS (
-    -- the listed files rlsql does not hand DuckDB, and why (a FIFO, a dangling link, ...)
-    SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS path, CAST(NULL AS VARCHAR) AS problem WHERE false
-),
-scanned AS (
-    SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS filename, CAST(NULL AS BLOB) AS content
-    WHERE false
-),
-checked AS (
-    SELECT
-        coalesce(l.run, s.run) AS run,
-        l.row_no,
-        coalesce(l.path, s.filename) AS path,
-        -- one parse per file: try() turns a file that is not JSON into NULL, classified below
-        CASE WHEN x.problem IS NULL AND s.text IS NOT NULL AND regexp_matches(s.text, '^[ \t\n\r]*\{')
-            THEN try(from_json(s.text, '{"task_name": "VARCHAR", "trial_name": "VARCHAR", "agent_result": {"n_input_tokens": "JSON", "n_output_tokens": "JSON", "metadata": {"n_episodes": "JSON"}}, "verifier_result": {"rewards": {"reward": "JSON"}}, "exception_info": {"exception_type": "VARCHAR", "exception_message": "VARCHAR"}, "started_at": "VARCHAR", "finished_at": "VARCHAR", "environment_setup": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}, "agent_setup": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}, "agent_execution": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}, "verifier": {"started_at": "VARCHAR", "finished_at": "VARCHAR"}}')) END AS j,
-        x.problem AS refused,
-        s.filename,
-        s.text,
-        l.path AS listed_path
-    FROM listed AS l
-    LEFT JOIN refused AS x ON x.run = l.run AND x.path = l.path
-    FULL OUTER JOIN (SELECT run, filename, try(decode(content)) AS text FROM scanned) AS s
-        ON s.run = l.run AND s.filename = l.path
-),
-parsed AS (
-    SELECT
-        run, row_no, path, j,
-        CASE
-            WHEN listed_path IS NULL THEN error('rlsql-data: ' || filename
-                || ': DuckDB read a file that is not one rlsql listed (a path taken as a glob pattern?)')
-            WHEN refused IS NOT NULL THEN refused
-            WHEN filename IS NULL THEN 'vanished before it could be read'
-            WHEN text IS NULL THEN 'not UTF-8 text'
-            WHEN j IS NOT NULL THEN NULL
-            WHEN NOT json_valid(text) THEN 'not valid JSON (cut off mid-write, or not JSON at all)'
-            WHEN json_type(text) = 'OBJECT' THEN 'a JSON object DuckDB cannot read as a trial result'
-            -- valid JSON whose first character is not `{` is no object
-            ELSE 'not a JSON object (' || lower(json_type(text)) || '): a trial result is one'
-        END AS problem
-    FROM checked
-),
-numbers AS (
-    SELECT
-        run, row_no, path, problem, j,
-        j.agent_result.metadata.n_episodes AS n_episodes_json,
-        CASE WHEN json_type(j.agent_result.metadata.n_episodes) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.metadata.n_episodes AS DOUBLE) END AS n_episodes_number,
-        j.agent_result.n_input_tokens AS n_input_tokens_json,
-        CASE WHEN json_type(j.agent_result.n_input_tokens) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.n_input_tokens AS DOUBLE) END AS n_input_tokens_number,
-        j.agent_result.n_output_tokens AS n_output_tokens_json,
-        CASE WHEN json_type(j.agent_result.n_output_tokens) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.agent_result.n_output_tokens AS DOUBLE) END AS n_output_tokens_number,
-        j.verifier_result.rewards.reward AS reward_json,
-        CASE WHEN json_type(j.verifier_result.rewards.reward) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j.verifier_result.rewards.reward AS DOUBLE) END AS reward_number
-    FROM parsed
-),
-typed AS (
-    SELECT
-        run, row_no, path, problem, j,
-        CASE WHEN isfinite(n_episodes_number) AND n_episodes_number = trunc(n_episodes_number) AND abs(n_episodes_number) <= 9007199254740992
-            THEN n_episodes_number END AS n_episodes,
-        CASE WHEN isfinite(n_input_tokens_number) AND n_input_tokens_number = trunc(n_input_tokens_number) AND abs(n_input_tokens_number) <= 9007199254740992
-            THEN n_input_tokens_number END AS n_input_tokens,
-        CASE WHEN isfinite(n_output_tokens_number) AND n_output_tokens_number = trunc(n_output_tokens_number) AND abs(n_output_tokens_number) <= 9007199254740992
-            THEN n_output_tokens_number END AS n_output_tokens,
-        CASE WHEN isfinite(reward_number)
-            THEN reward_number END AS reward,
-        -- the values read as NULL because they are no number of the right kind (docs/semantics.md)
-        list_filter([
-            CASE
-                WHEN n_episodes_json IS NULL OR json_type(n_episodes_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(n_episodes_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'agent_result.metadata.n_episodes: ' || left(CAST(n_episodes_json AS VARCHAR), 40) || ' is not a number'
-                WHEN isfinite(n_episodes_number) AND n_episodes_number <> trunc(n_episodes_number)
-                    THEN 'agent_result.metadata.n_episodes: ' || CAST(n_episodes_json AS VARCHAR) || ' is not a whole number'
-                WHEN isfinite(n_episodes_number) AND abs(n_episodes_number) > 9007199254740992
-                    THEN 'agent_result.metadata.n_episodes: ' || CAST(n_episodes_json AS VARCHAR) || ' is out of range'
-            END,
-            CASE
-                WHEN n_input_tokens_json IS NULL OR json_type(n_input_tokens_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(n_input_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'agent_result.n_input_tokens: ' || left(CAST(n_input_tokens_json AS VARCHAR), 40) || ' is not a number'
-                WHEN isfinite(n_input_tokens_number) AND n_input_tokens_number <> trunc(n_input_tokens_number)
-                    THEN 'agent_result.n_input_tokens: ' || CAST(n_input_tokens_json AS VARCHAR) || ' is not a whole number'
-                WHEN isfinite(n_input_tokens_number) AND abs(n_input_tokens_number) > 9007199254740992
-                    THEN 'agent_result.n_input_tokens: ' || CAST(n_input_tokens_json AS VARCHAR) || ' is out of range'
-            END,
-            CASE
-                WHEN n_output_tokens_json IS NULL OR json_type(n_output_tokens_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(n_output_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'agent_result.n_output_tokens: ' || left(CAST(n_output_tokens_json AS VARCHAR), 40) || ' is not a number'
-                WHEN isfinite(n_output_tokens_number) AND n_output_tokens_number <> trunc(n_output_tokens_number)
-                    THEN 'agent_result.n_output_tokens: ' || CAST(n_output_tokens_json AS VARCHAR) || ' is not a whole number'
-                WHEN isfinite(n_output_tokens_number) AND abs(n_output_tokens_number) > 9007199254740992
-                    THEN 'agent_result.n_output_tokens: ' || CAST(n_output_tokens_json AS VARCHAR) || ' is out of range'
-            END,
-            CASE
-                WHEN reward_json IS NULL OR json_type(reward_json) = 'NULL' THEN NULL
-                WHEN NOT json_type(reward_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
-                    THEN 'verifier_result.rewards.reward: ' || left(CAST(reward_json AS VARCHAR), 40) || ' is not a number'
-            END
-        ], lambda x: x IS NOT NULL) AS bad_values,
-        list_filter([
-            CASE WHEN json_type(n_episodes_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_episodes_number), false)
-                THEN 'agent_result.metadata.n_episodes' END,
-            CASE WHEN json_type(n_input_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_input_tokens_number), false)
-                THEN 'agent_result.n_input_tokens' END,
-            CASE WHEN json_type(n_output_tokens_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(n_output_tokens_number), false)
-                THEN 'agent_result.n_output_tokens' END,
-            CASE WHEN json_type(reward_json) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND NOT coalesce(isfinite(reward_number), false)
-                THEN 'verifier_result.rewards.reward' END
-        ], lambda x: x IS NOT NULL) AS nonfinite
-    FROM numbers
-)
+-- no run reads Harbor trials: the same columns and no rows (binding the reader below cost ~30 ms of
+-- every trial query's start on a run with a trials CSV)
 SELECT
-    run,
-    path AS source_file,
-    row_no,
-    j.task_name AS task_name,
-    j.trial_name AS trial_name,
-    n_episodes,
-    n_input_tokens,
-    n_output_tokens,
-    j.exception_info.exception_type AS exception_type,
-    reward,
-    -- the older parsers' agent_duration_sec, the current one writes agent_execution_duration instead
-    CAST(NULL AS DOUBLE) AS agent_duration_sec,
-    CASE
-        WHEN regexp_matches(j.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND regexp_matches(j.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.started_at AS TIMESTAMPTZ), try_cast(j.finished_at AS TIMESTAMPTZ)) / 1e6
-        WHEN NOT regexp_matches(j.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND NOT regexp_matches(j.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.started_at AS TIMESTAMP), try_cast(j.finished_at AS TIMESTAMP)) / 1e6
-    END AS trial_duration,
-    CASE
-        WHEN regexp_matches(j.environment_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND regexp_matches(j.environment_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.environment_setup.started_at AS TIMESTAMPTZ), try_cast(j.environment_setup.finished_at AS TIMESTAMPTZ)) / 1e6
-        WHEN NOT regexp_matches(j.environment_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND NOT regexp_matches(j.environment_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.environment_setup.started_at AS TIMESTAMP), try_cast(j.environment_setup.finished_at AS TIMESTAMP)) / 1e6
-    END AS environment_setup_duration,
-    CASE
-        WHEN regexp_matches(j.agent_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND regexp_matches(j.agent_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.agent_setup.started_at AS TIMESTAMPTZ), try_cast(j.agent_setup.finished_at AS TIMESTAMPTZ)) / 1e6
-        WHEN NOT regexp_matches(j.agent_setup.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND NOT regexp_matches(j.agent_setup.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.agent_setup.started_at AS TIMESTAMP), try_cast(j.agent_setup.finished_at AS TIMESTAMP)) / 1e6
-    END AS agent_setup_duration,
-    CASE
-        WHEN regexp_matches(j.agent_execution.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND regexp_matches(j.agent_execution.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.agent_execution.started_at AS TIMESTAMPTZ), try_cast(j.agent_execution.finished_at AS TIMESTAMPTZ)) / 1e6
-        WHEN NOT regexp_matches(j.agent_execution.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND NOT regexp_matches(j.agent_execution.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.agent_execution.started_at AS TIMESTAMP), try_cast(j.agent_execution.finished_at AS TIMESTAMP)) / 1e6
-    END AS agent_execution_duration,
-    CASE
-        WHEN regexp_matches(j.verifier.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND regexp_matches(j.verifier.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.verifier.started_at AS TIMESTAMPTZ), try_cast(j.verifier.finished_at AS TIMESTAMPTZ)) / 1e6
-        WHEN NOT regexp_matches(j.verifier.started_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            AND NOT regexp_matches(j.verifier.finished_at, '[T ][0-9:.]+([Zz]|[+-][0-9:]+)$')
-            THEN date_diff('microsecond', try_cast(j.verifier.started_at AS TIMESTAMP), try_cast(j.verifier.finished_at AS TIMESTAMP)) / 1e6
-    END AS verifier_duration,
-    j.exception_info.exception_message AS exception_message,
-    j.started_at AS started_at,
-    j.finished_at AS finished_at,
-    problem,
-    CASE WHEN len(bad_values) > 0 THEN array_to_string(bad_values, ('' || chr(59) || ' ')) END AS bad_values,
-    CASE WHEN len(nonfinite) > 0 THEN array_to_string(nonfinite, ', ') END AS nonfinite
-FROM typed;
+    CAST(NULL AS VARCHAR) AS run,
+    CAST(NULL AS VARCHAR) AS source_file,
+    CAST(NULL AS BIGINT) AS row_no,
+    CAST(NULL AS VARCHAR) AS "task_name",
+    CAST(NULL AS VARCHAR) AS "trial_name",
+    CAST(NULL AS DOUBLE) AS "n_episodes",
+    CAST(NULL AS DOUBLE) AS "n_input_tokens",
+    CAST(NULL AS DOUBLE) AS "n_output_tokens",
+    CAST(NULL AS VARCHAR) AS "exception_type",
+    CAST(NULL AS DOUBLE) AS "reward",
+    CAST(NULL AS DOUBLE) AS "agent_duration_sec",
+    CAST(NULL AS DOUBLE) AS "trial_duration",
+    CAST(NULL AS DOUBLE) AS "environment_setup_duration",
+    CAST(NULL AS DOUBLE) AS "agent_setup_duration",
+    CAST(NULL AS DOUBLE) AS "agent_execution_duration",
+    CAST(NULL AS DOUBLE) AS "verifier_duration",
+    CAST(NULL AS VARCHAR) AS "exception_message",
+    CAST(NULL AS VARCHAR) AS "started_at",
+    CAST(NULL AS VARCHAR) AS "finished_at",
+    CAST(NULL AS VARCHAR) AS "problem",
+    CAST(NULL AS VARCHAR) AS "bad_values",
+    CAST(NULL AS VARCHAR) AS "nonfinite"
+WHERE false;
 
 COMMENT ON VIEW "harbor_trials_src" IS 'Harbor''s own trial results read in place, for runs without a `*_trial_results.csv`: one row per `trace_jobs/<trial>/result.json`, mapped to the CSV''s columns as the log parser maps them (n_episodes from agent_result.metadata, reward from verifier_result.rewards.reward, each duration = finished_at - started_at of its timing block), plus exception_message, started_at and finished_at. row_no follows the trial folder names, sorted. A file that is no trial (not a regular file, not UTF-8, not a JSON object, ...) has a row with `problem` saying why and every trial column NULL: read trials with `WHERE problem IS NULL` (trial_rows does). `bad_values` lists (joined with `, `) the numbers of the wrong type read as NULL (`verifier_result.rewards.reward: true is not a number`), `nonfinite` (joined with `, `) the fields holding NaN or Infinity, read as NULL, both NULL when there are none.';
 
