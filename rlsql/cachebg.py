@@ -1,5 +1,8 @@
 """The detached process that builds cache entries after an answer: `python -m rlsql.cachebg ROOT NAME=PATH...`.
 
+NAME is the source that read the CSV at PATH, or `log` for a raw training log (rlsql/logcache.py: the
+first read of a run's large logs is answered in place, and their entries are built here).
+
 Under the default policy (cache.mode() "auto") the first read of a large CSV is answered from the
 CSV in place, at the speed of a bare DuckDB read, and the command then starts this process
 (cachebuild.start_deferred) at low CPU priority to build the Parquet copies of the CSVs it read so;
@@ -22,7 +25,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from rlsql import cache
+from rlsql import cache, logcache
 from rlsql.cachebuild import build_cache_entry
 from rlsql.catalog import load_catalog
 from rlsql.duckconn import memory_connection
@@ -34,10 +37,11 @@ NICE = 10
 
 
 def build(root: Path, pairs: list[str]) -> list[Path]:
-    """Build the entries of `pairs` (SOURCE=CSV) under `root` that are not fresh and no one else builds.
+    """Build the entries of `pairs` (SOURCE=CSV, or log=LOG for a raw training log) under `root` that are
+    not fresh and no one else builds.
 
-    Returns the CSVs cached. Anything that stops one CSV (changed while read, not convertible, the
-    folder unusable) leaves it uncached.
+    Returns the files cached. Anything that stops one file (a CSV changed while read, a log replaced
+    while read, not convertible, the folder unusable) leaves it uncached.
     """
     try:
         cache.ensure_root(root)
@@ -49,6 +53,10 @@ def build(root: Path, pairs: list[str]) -> list[Path]:
     for pair in pairs:
         name, _, text = pair.partition("=")
         path = Path(text)
+        if name == logcache.LOG_KIND:
+            if path.is_absolute() and logcache.build_in_background(path, root):
+                done.append(path)
+            continue
         source = catalog.files.get(name)
         if source is None or source.kind != "source" or not path.is_absolute():
             continue
@@ -68,7 +76,7 @@ def build(root: Path, pairs: list[str]) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 2:
-        print("usage: python -m rlsql.cachebg CACHE_ROOT SOURCE=CSV...", file=sys.stderr)
+        print("usage: python -m rlsql.cachebg CACHE_ROOT SOURCE=CSV|log=LOG...", file=sys.stderr)
         return 2
     with contextlib.suppress(OSError):
         os.nice(NICE)

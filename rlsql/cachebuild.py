@@ -49,12 +49,26 @@ CAN_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "POSIX_SPAWN_OPEN")
 builders: list[int] = []
 
 
+#: path -> the pid of the builder this process started for it: a later read in this process (the next
+#: query of a report) while that builder runs, perhaps before it has claimed the entry, defers nothing
+_started_for: dict[str, int] = {}
+
+
+def defer(path: Path, name: str) -> None:
+    """Have the file at `path` (a CSV read by source `name`, or a raw log: name "log") cached after this
+    command's answer, unless a builder this process started for it is still running."""
+    reap_builders(wait=False)
+    if _started_for.get(str(path)) not in builders:
+        _deferred[str(path)] = name
+
+
 def start_deferred() -> int | None:
-    """Start one detached builder (rlsql/cachebg.py) for the CSVs deferred so far and return its pid;
+    """Start one detached builder (rlsql/cachebg.py) for the files deferred so far and return its pid;
     None: nothing to build, or it could not start (the next read defers them again)."""
     reap_builders(wait=False)
     root = cache.cache_root()
     pairs = [f"{name}={path}" for path, name in _deferred.items()]
+    paths = list(_deferred)
     _deferred.clear()
     if not pairs or root is None or not sys.executable:
         return None
@@ -67,7 +81,8 @@ def start_deferred() -> int | None:
     except (OSError, NotImplementedError):  # NotImplementedError: a libc without POSIX_SPAWN_SETSID
         return None
     builders.append(pid)
-    notice(f"building the cached copies of {len(pairs)} CSV(s) in process {pid}")
+    _started_for.update(dict.fromkeys(paths, pid))
+    notice(f"building the cache entries of {len(pairs)} file(s) in process {pid}")
     return pid
 
 
@@ -128,7 +143,7 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
             except cache.CacheUnavailable as exc:
                 _warn_once(f"{exc}; reading the CSVs in place")
                 return None
-            _deferred[str(path)] = source.name
+            defer(path, source.name)
             notice(f"{path}: read in place ({why}); its cached copy is built in the background after this "
                    "answer, for the next read")
             return None

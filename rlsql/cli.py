@@ -521,7 +521,8 @@ def _cache_root_or_none():
 
 @cache_app.command("status")
 def cache_status_command(fmt: FormatOption = None) -> None:
-    """List the cache entries: the CSV each was built from, fresh / stale / orphaned / damaged, rows and size."""
+    """List the cache entries: the CSV or log each was built from, its state (fresh, stale, grown, orphaned,
+    damaged), rows and size."""
     from rlsql.cache import CacheUnavailable, check_root, describe_policy, full_state, list_root
 
     root = _cache_root_or_none()
@@ -592,7 +593,8 @@ def cache_clear_command(
     from rlsql.duckconn import memory_connection
 
     con = memory_connection()
-    entries = [e for e in listing.entries if not stale_only or full_state(e, con)[0] != "fresh"]
+    # a grown log's entry is kept: the next read extends it by the log's new bytes
+    entries = [e for e in listing.entries if not stale_only or full_state(e, con)[0] not in ("fresh", "grown")]
     removed, freed = delete_entries(root, entries)
     removed += sweep_leftovers(root)
     kept = f"; left {listing.foreign} file(s) rlsql did not write" if listing.foreign else ""
