@@ -11,7 +11,9 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -353,3 +355,163 @@ def test_a_log_grown_in_pieces_gives_the_rows_of_the_whole(tmp_path: Path, cache
                            "FROM read_parquet(?)", [str(cache.entry_for(log, cache_dir).parquet)]).fetchone()
         assert kept[0] < sum(k.is_metric for k in logcache.kept_lines(data)), log  # not every kept line stays
         assert kept[1] > 0, log
+
+
+# --- the first read answered in place, the entry built in the background (issue 14, round 3) -------
+
+
+@pytest.fixture
+def auto_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The default policy (RLSQL_CACHE unset) with the threshold at one byte: the fixture logs count as large."""
+    monkeypatch.setenv("RLSQL_CACHE", "")
+    monkeypatch.setenv("RLSQL_CACHE_MIN_BYTES", "1")
+    cachebuild.reap_builders(wait=True)
+    yield cache_dir
+    cachebuild.reap_builders(wait=True)  # no builder outlives its test
+
+
+def answers(names: list[str], run: Path) -> dict[str, list[dict]]:
+    rawlogs._metric_keys.cache_clear()  # as a new process would
+    return {name: rlsql.query(name, [run], **PARAMS.get(name, {})).to_dicts() for name in names}
+
+
+def assert_oracle(got: dict[str, list[dict]], what: str) -> None:
+    for name, rows in got.items():
+        want = oracle.expected(name, [TWIN], **PARAMS.get(name, {}))
+        assert_rows_match(without(rows, "run"), without(want, "run"), f"{name}: {what} vs the oracle on the twin")
+
+
+def test_the_first_query_answers_in_place_and_the_entries_are_built_in_the_background(
+        tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture) -> None:
+    run = copy_run(RAW, tmp_path / "rawlogs")
+    logs = [str(p) for p in find_logs(run)]
+    before = digest(run)
+    names = ["reward_curve", "vllm_summary", "turns_by_exception"]
+    first = answers(names, run)
+    err = capsys.readouterr().err
+    assert_oracle(first, "first query")
+    # the first query read every log in place and started one detached builder for all of them
+    for log in logs:
+        assert f"{log}: read in place (no cache entry); its cache entry is built in the background" in err, err
+    assert err.count("building the cache entries of 3 file(s) in process") == 1, err
+    assert len(cachebuild.builders) == 1
+    cachebuild.reap_builders(wait=True)
+    records = log_records(auto_cache)
+    assert sorted(records) == sorted(logs)
+    assert all(r["in_background"] and r["parsed_from"] == 0 for r in records.values())
+    second = answers(names, run)
+    err = capsys.readouterr().err
+    assert_oracle(second, "query after the background build")
+    for log in logs:
+        assert f"{log}: read from the cache" in err, err
+    assert "building the cache entries" not in err and not cachebuild.builders  # fresh entries start none
+    assert digest(run) == before
+
+
+def test_a_log_grown_while_the_builder_reads_it_gives_no_stale_entry(
+        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    run, log = tiny_run(tmp_path)
+    size = log.stat().st_size
+    real_direct_read = logcache.direct_read
+
+    def run_writes_meanwhile(con, path, fh, before):
+        with log.open("a") as writer:  # the trainer prints step 3 while the builder reads the log
+            writer.write(NOISE + block(3, "0.7500"))
+        return real_direct_read(con, path, fh, before)
+
+    monkeypatch.setattr(logcache, "direct_read", run_writes_meanwhile)
+    assert logcache.build_in_background(log, auto_cache)  # what rlsql/cachebg.py runs for a log
+    monkeypatch.setattr(logcache, "direct_read", real_direct_read)
+    record = log_records(auto_cache)[str(log)]
+    # the entry covers the log as it was when the build began, and its record says so
+    assert (record["cut"], record["size"], record["lines_found_by"]) == (size, size, "Python")
+    assert capsys.readouterr().err.count("scanned in Python (it changed while it was read)") == 1
+    state = {r["csv"]: (r["state"], r["why"]) for r in json.loads(
+        subprocess.run([sys.executable, "-m", "rlsql", "cache", "status", "-f", "json"], capture_output=True,
+                       text=True, check=True).stdout)}
+    grown = log.stat().st_size - size
+    assert state[str(log)] == ("grown", f"grown: {grown:,} new bytes, parsed on the next read "
+                                        "(the entry is extended, not rebuilt)")
+    # the next read sees the step the run wrote meanwhile: a small growth is parsed before the answer
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    err = capsys.readouterr().err
+    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err and "building the cache entries" not in err
+    assert not cachebuild.builders
+    record = log_records(auto_cache)[str(log)]
+    assert (record["parsed_from"], record["cut"], record["in_background"]) == (size, log.stat().st_size, False)
+
+
+def test_a_large_growth_is_read_in_place_and_extended_in_the_background(
+        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    run, log = tiny_run(tmp_path)
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    cachebuild.reap_builders(wait=True)
+    size = log.stat().st_size
+    with log.open("a") as writer:
+        writer.write(NOISE + block(3, "0.7500"))
+    monkeypatch.setattr(logcache, "FOREGROUND_GROWTH_BYTES", 10)  # the growth counts as large
+    capsys.readouterr()
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    grown = log.stat().st_size - size
+    err = capsys.readouterr().err
+    assert f"read in place (it grew by {grown:,} bytes since its cache entry)" in err, err
+    assert len(cachebuild.builders) == 1
+    cachebuild.reap_builders(wait=True)
+    record = log_records(auto_cache)[str(log)]
+    assert (record["parsed_from"], record["cut"], record["in_background"]) == (size, log.stat().st_size, True)
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    assert "read from the cache" in capsys.readouterr().err
+
+
+def test_no_second_builder_while_one_holds_the_claim(tmp_path: Path, auto_cache: Path,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    from rlsql import writes
+
+    run, log = tiny_run(tmp_path)
+    cache.ensure_root(auto_cache)
+    entry = cache.entry_for(log, auto_cache)
+    entry.parquet.parent.mkdir(parents=True)
+    claim = writes.temp_name(entry.parquet)  # what a builder creates first; this process is alive
+    claim.touch()
+    try:
+        assert steps(run) == [(1, 0.25), (2, 0.5)]
+        err = capsys.readouterr().err
+        assert f"{log}: read in place (process {os.getpid()} is building its cache entry)" in err, err
+        assert not cachebuild.builders and log_records(auto_cache) == {}
+        assert not logcache.build_in_background(log, auto_cache)  # a builder started meanwhile gives way
+        assert log_records(auto_cache) == {}
+    finally:
+        claim.unlink()
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    assert len(cachebuild.builders) == 1  # the claim gone, the next read defers the log again
+
+
+def test_a_report_of_several_queries_starts_one_builder(tmp_path: Path, auto_cache: Path,
+                                                        capsys: pytest.CaptureFixture) -> None:
+    run, _ = tiny_run(tmp_path)
+    for name in ("reward_curve", "vllm_summary", "reward_curve"):
+        # the first starts a builder; the next ones, while it runs (perhaps before it has claimed the
+        # entry), read in place and start none; once it is done they read its entry
+        rlsql.query(name, [run])
+    assert capsys.readouterr().err.count("building the cache entries") == 1
+
+
+def test_cache_status_says_a_log_grew_or_was_rewritten(tmp_path: Path, cache_dir: Path, rlsql_exe: str) -> None:
+    run, log = tiny_run(tmp_path)
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+
+    def status() -> tuple[str, str]:
+        done = subprocess.run([rlsql_exe, "cache", "status", "-f", "json"], capture_output=True, text=True, check=True)
+        (row,) = json.loads(done.stdout)
+        return row["state"], row["why"]
+
+    size = log.stat().st_size
+    with log.open("a") as writer:
+        writer.write(block(3, "0.7500"))
+    state, why = status()
+    assert (state, why) == ("grown", f"grown: {log.stat().st_size - size:,} new bytes, parsed on the next read "
+                                     "(the entry is extended, not rebuilt)")
+    subprocess.run([rlsql_exe, "cache", "clear", "--stale"], check=True, capture_output=True)
+    assert status()[0] == "grown"  # kept: the next read extends it
+    log.write_text(block(1, "0.9000"))  # truncated and rewritten
+    assert status()[0] == "stale" and "parsed again" in status()[1]
