@@ -62,6 +62,21 @@ def defer(path: Path, name: str) -> None:
         _deferred[str(path)] = name
 
 
+#: the raw logs this command has read in place so far (rlsql/logcache.py: a second read of one, by the
+#: next query of a report, builds its entry first instead)
+_read_in_place: set[str] = set()
+
+
+def first_read_in_place(path: Path) -> bool:
+    """True the first time this command reads `path` in place (remembered); False after that, and the file
+    is then no longer deferred: the caller builds its entry now."""
+    if str(path) in _read_in_place:
+        _deferred.pop(str(path), None)
+        return False
+    _read_in_place.add(str(path))
+    return True
+
+
 def start_deferred() -> int | None:
     """Start one detached builder (rlsql/cachebg.py) for the files deferred so far and return its pid;
     None: nothing to build, or it could not start (the next read defers them again)."""
@@ -299,6 +314,7 @@ def with_cache_fallback(work: Callable[[], T]) -> T:
     """
     _handed_out.clear()
     _deferred.clear()  # what an earlier command that failed deferred is not built on this one's behalf
+    _read_in_place.clear()
     try:
         result = skipping_unparsable(work)
     except (duckdb.Error, RlsqlError) as exc:

@@ -207,7 +207,10 @@ def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
         return None
     if cache.mode() == "auto" and cachebuild.CAN_SPAWN:
         grown = _growth(path, entry, record, st)
-        if grown is None or grown > FOREGROUND_GROWTH_BYTES:
+        # a log this command reads a second time (the next query of a report) is cached before that
+        # read: a report over the 10x bench's logs cost 9.5 CPU-s reading them in place five times,
+        # 6.6 building the entries first (bench/RESULTS.md)
+        if (grown is None or grown > FOREGROUND_GROWTH_BYTES) and cachebuild.first_read_in_place(path):
             # answered in place now; the entry is built after the answer, by a detached process
             try:
                 cache.ensure_root(root)

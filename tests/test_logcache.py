@@ -515,3 +515,25 @@ def test_cache_status_says_a_log_grew_or_was_rewritten(tmp_path: Path, cache_dir
     assert status()[0] == "grown"  # kept: the next read extends it
     log.write_text(block(1, "0.9000"))  # truncated and rewritten
     assert status()[0] == "stale" and "parsed again" in status()[1]
+
+
+def test_a_report_reads_a_log_in_place_once_then_builds_its_entry_before_the_next_read(
+        tmp_path: Path, auto_cache: Path, rlsql_exe: str) -> None:
+    run = copy_run(RAW, tmp_path / "rawlogs")
+    logs = [str(p) for p in find_logs(run)]
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(auto_cache), "RLSQL_CACHE": "", "RLSQL_CACHE_MIN_BYTES": "1"}
+    reports = {}
+    for how in ("--no-cache", "-v"):
+        out = tmp_path / how.strip("-")
+        done = subprocess.run([rlsql_exe, how, "report", "--run", str(run), "-o", str(out)], capture_output=True,
+                              text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        reports[how] = (out / "report.md").read_text()
+    err = done.stderr
+    for log in logs:
+        # the report's first read of each log is in place; its second read builds the entry first
+        assert err.count(f"{log}: read in place (no cache entry)") == 1, err
+        assert err.count(f"{log}: cache entry updated: parsed ") == 1, err
+    assert "building the cache entries" not in err  # nothing left for a builder
+    assert sorted(log_records(auto_cache)) == sorted(logs)
+    assert reports["-v"] == reports["--no-cache"]
