@@ -366,24 +366,19 @@ def parquet_looks_whole(entry: Entry, record: dict) -> str | None:
 def quick_state(entry: Entry, csv: Path) -> tuple[str, str]:
     """(state, why) from the record, the CSV's stat and the Parquet file's size and magic (no reading).
 
-    state: missing, fresh, stale (the CSV changed), orphaned (it is gone) or damaged; for a raw log's
-    entry also grown (the log only grew: the entry is extended by the next read, not rebuilt).
+    state: missing, fresh, stale (the CSV changed), orphaned (it is gone) or damaged (a raw log's entry:
+    rlsql/logcache.py entry_state words these for a log).
     """
     record = entry.read_meta()
     if not record:
         return "missing", "no cache entry"
     if record.get("source") != str(csv):
         return "damaged", "its record names another file"
-    is_log = record.get("kind") == "log"  # a raw training log's entry (rlsql/logcache.py)
     try:
         current = Stat.of(csv)
     except OSError:
-        return "orphaned", "the log is gone" if is_log else "the CSV is gone"
+        return "orphaned", "the CSV is gone"
     if not current.matches(record):
-        if is_log:
-            from rlsql.logcache import change_since
-
-            return change_since(entry, record, csv)
         return "stale", "the CSV changed since its cache entry was built"
     if record.get("damaged"):
         return "damaged", f"its cache entry failed a read ({record['damaged']})"

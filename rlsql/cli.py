@@ -521,9 +521,9 @@ def _cache_root_or_none():
 
 @cache_app.command("status")
 def cache_status_command(fmt: FormatOption = None) -> None:
-    """List the cache entries: the CSV or log each was built from, its state (fresh, stale, grown, orphaned,
-    damaged), rows and size."""
-    from rlsql.cache import CacheUnavailable, check_root, describe_policy, full_state, list_root
+    """List the cache entries (CSVs and logs): fresh, stale, grown, orphaned or damaged, rows and size."""
+    from rlsql.cache import CacheUnavailable, check_root, describe_policy, list_root
+    from rlsql.logcache import entry_state
 
     root = _cache_root_or_none()
     rows = []
@@ -540,7 +540,7 @@ def cache_status_command(fmt: FormatOption = None) -> None:
         con = memory_connection()
         for entry in listing.entries:
             meta = entry.read_meta()
-            state, why = full_state(entry, con)
+            state, why = entry_state(entry, con)  # a log's entry in its own words (grown, ...)
             rows.append((meta.get("source"), state, None if state == "fresh" else why, meta.get("rows"),
                          meta.get("parquet_bytes"), meta.get("built_at"), str(entry.parquet)))
     _emit_rows(fmt, ["csv", "state", "why", "rows", "parquet_bytes", "built_at", "parquet"], rows)
@@ -570,11 +570,11 @@ def cache_clear_command(
         CacheUnavailable,
         check_root,
         delete_entries,
-        full_state,
         has_marker,
         list_root,
         sweep_leftovers,
     )
+    from rlsql.logcache import entry_state
 
     root = _cache_root_or_none()
     if root is None:
@@ -594,7 +594,7 @@ def cache_clear_command(
 
     con = memory_connection()
     # a grown log's entry is kept: the next read extends it by the log's new bytes
-    entries = [e for e in listing.entries if not stale_only or full_state(e, con)[0] not in ("fresh", "grown")]
+    entries = [e for e in listing.entries if not stale_only or entry_state(e, con)[0] not in ("fresh", "grown")]
     removed, freed = delete_entries(root, entries)
     removed += sweep_leftovers(root)
     kept = f"; left {listing.foreign} file(s) rlsql did not write" if listing.foreign else ""

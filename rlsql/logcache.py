@@ -269,9 +269,15 @@ def build_in_background(path: Path, root: Path) -> bool:
         return False
 
 
-def change_since(entry: cache.Entry, record: dict, path: Path) -> tuple[str, str]:
-    """`cache status`'s (state, why) for a log whose stat is no longer the recorded one: grown (the entry
-    is extended from its cut by the next read) or stale (parsed again from the start)."""
+def entry_state(entry: cache.Entry, con) -> tuple[str, str]:
+    """cache.full_state in a log's words, for `cache status` and `cache clear --stale`: a log whose stat
+    changed is grown (it only grew: the entry is extended from its cut by the next read) or stale
+    (replaced, truncated or rewritten: parsed again from its start); a CSV entry's state is full_state's."""
+    state, why = cache.full_state(entry, con)
+    record = entry.read_meta()
+    if record.get("kind") != LOG_KIND or state not in ("stale", "orphaned"):
+        return state, why
+    path = Path(record["source"])
     try:
         st = path.stat()
     except OSError:

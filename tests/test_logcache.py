@@ -479,6 +479,8 @@ def test_no_second_builder_while_one_holds_the_claim(tmp_path: Path, auto_cache:
         assert f"{log}: read in place (process {os.getpid()} is building its cache entry)" in err, err
         assert not cachebuild.builders and log_records(auto_cache) == {}
         assert not logcache.build_in_background(log, auto_cache)  # a builder started meanwhile gives way
+        (row,) = logcache.build_log_entries(resolve_runs([str(run)]))  # and so does `cache build`
+        assert row[3] == f"being built (by process {os.getpid()})"
         assert log_records(auto_cache) == {}
     finally:
         claim.unlink()
