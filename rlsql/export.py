@@ -42,9 +42,10 @@ from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import open_connection
 from rlsql.duckdb_errors import query_failure
 from rlsql.errors import DataError, RlsqlWarning, UsageError
-from rlsql.exportmerge import merge, merged_by_run, sidecar
+from rlsql.exportmerge import carried_config_keys, merge, merged_by_run, sidecar
 from rlsql.provenance import SourceFingerprints
 from rlsql.runs import Run
+from rlsql.sources import SourceContext
 from rlsql.sqltext import identifier, literal
 from rlsql.version import __version__
 from rlsql.writes import (
@@ -312,6 +313,8 @@ def _write_items(
     trees = {name for name, path in targets.items() if path.name == name}
     # run_table's columns are laid out when its view is created: its `keys` parameter picks them then
     keys = next((values[f.name].get("keys") for f in kept if f.per_runs), None)
+    if keys is None and partition_by and not replace_all:
+        keys = _merged_config_keys(runs, kept, targets, trees, fmt)
     con = open_connection(runs, [f.name for f in kept], catalog, config_keys=keys)
     # DuckDB spills to `.tmp` in the current folder by default (a run folder, maybe): beside the output instead
     spill = temp_name(out_dir / "duckdb-spill")
@@ -353,6 +356,19 @@ def _write_items(
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     return written
+
+
+def _merged_config_keys(
+    runs: Sequence[Run], kept: Sequence[SqlFile], targets: dict[str, Path], trees: Collection[str], fmt: str,
+) -> str | None:
+    """run_table merged into an earlier file without a `keys` parameter: its columns are the file's config
+    keys and the keys that differ between the runs exported now (None: no such file, the usual layout)."""
+    carried = [key for f in kept if f.per_runs and f.name not in trees and targets[f.name].exists()
+               for key in carried_config_keys(f, targets[f.name], fmt)]
+    if not carried:
+        return None
+    keys = {*carried, *SourceContext(runs).differing_keys()}
+    return ",".join(sorted(k for k in keys if "," not in k))  # `keys` is comma-separated: such a key cannot go
 
 
 def _metadata(

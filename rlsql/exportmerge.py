@@ -109,6 +109,34 @@ def _old_rows(con: duckdb.DuckDBPyConnection, target: Path, fmt: str, types: dic
     return f"SELECT {', '.join(cast)} FROM {source}"
 
 
+def old_columns(target: Path, fmt: str) -> list[str]:
+    """The column names of a file an earlier export wrote ([] when it cannot be read)."""
+    path = literal(str(target))
+    source = {"parquet": f"read_parquet({path})", "csv": f"read_csv({path}, header = true, all_varchar = true)",
+              "json": f"read_json({path}, format = 'array')"}[fmt]
+    try:
+        return [c[0] for c in duckdb.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+    except duckdb.Error:
+        return []
+
+
+def carried_config_keys(item: SqlFile, target: Path, fmt: str) -> list[str]:
+    """The config keys of the config columns in `target`, an earlier export of `item` (run_table).
+
+    A run_table exported over some runs has a column per key differing between *those* runs, so a run
+    exported on its own would have none: merged into a file with columns, its row would read NULL
+    where it has a value. Its export lays out the file's keys too (export.py). A column is named by its
+    key, or `config.KEY` when KEY is one of the item's own columns (SourceContext.config_columns)."""
+    own = {name.lower() for name in item.column_docs if name != "*"}
+    keys = []
+    for column in old_columns(target, fmt):
+        if column.lower() in own:
+            continue
+        rest = column.removeprefix("config.")
+        keys.append(rest if rest != column and rest.lower() in own else column)
+    return keys
+
+
 Copy = Callable[[str, dict[str, str], list[str]], int]
 
 

@@ -323,3 +323,26 @@ def test_an_older_tree_of_a_merged_item(tmp_path, capsys, monkeypatch) -> None:
     code, err = _export(out, capsys, monkeypatch, "turn_stats", "-r", str(RUNS / "calendar"), "--replace-all")
     assert code == 2
     assert (out / "turn_stats" / "notes.txt").read_text() == "mine"
+
+
+def test_run_table_merged_keeps_the_file_config_columns(tmp_path, capsys, monkeypatch) -> None:
+    """A learning-rate sweep exported whole, then one run re-exported alone (where no key differs): its row
+    still has its learning rate in the file's column, not NULL."""
+    dirs = [tmp_path / "runs" / "lr1", tmp_path / "runs" / "lr3"]
+    for run, lr in zip(dirs, ("1.0e-06", "3.0e-06"), strict=True):
+        _copy_run("calendar", run)
+        config = run / "rl_config.yaml"
+        config.write_text(config.read_text(encoding="utf-8").replace("lr: 1.0e-06", f"lr: {lr}"), encoding="utf-8")
+    out = tmp_path / "bi"
+    code, err = _export(out, capsys, monkeypatch, "run_table", "-r", str(dirs[0]), "-r", str(dirs[1]))
+    assert code == 0, err
+    config = dirs[0] / "rl_config.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace("lr: 1.0e-06", "lr: 5.0e-06"), encoding="utf-8")
+    _drop_trials(dirs[0], 10)
+    code, err = _export(out, capsys, monkeypatch, "run_table", "-r", str(dirs[0]))
+    assert code == 0, err
+    want = oracle.expected("run_table", dirs)
+    assert [w["trainer.policy.optimizer_config.lr"] for w in want] == ["5e-06", "3e-06"]
+    table = pq.read_table(out / "run_table.parquet")
+    assert table.column_names == list(want[0])
+    assert_rows_match(table.to_pylist(), want, "run_table merged")
