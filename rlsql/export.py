@@ -8,10 +8,13 @@ An export replaces only what an earlier export wrote: the output folder's mark (
 records each file it wrote (inode, size, mtime), a partition tree and each of its partitions carry a
 mark of their own. Anything else in the way, and any target that is or holds a run folder, is refused.
 
-`--partition-by run` writes one partition per run (`NAME/run=RUN/data_0.parquet`), each carrying its
-own run's provenance (PARTITION_KEYS; the parts shared by every partition, TREE_KEYS, once in the
-tree's mark), and by default replaces only the partitions of the runs exported, leaving the
-others; `replace_all` swaps in the whole tree instead.
+`--partition-by run` writes an item with many rows per run as one partition per run
+(`NAME/run=RUN/data_0.parquet`), each carrying its own run's provenance (PARTITION_KEYS; the parts
+shared by every partition, TREE_KEYS, once in the tree's mark), and an item with about one row per
+run (rlsql.exportmerge.merged_by_run: its grain) as one file `NAME.parquet` merged run by run. By
+default only the exported runs' partitions or rows are replaced, the others stay; `replace_all`
+swaps in each whole tree or file instead. An export holds its folder's lock (writes.folder_lock)
+from its second check of the targets to its last rename.
 
 Parquet files carry key-value metadata (METADATA_KEYS): what was exported, its version and
 fingerprint, the parameters, rlsql's and DuckDB's versions, every source file read (path, size,
