@@ -272,7 +272,8 @@ def export(
         check()  # again, now that no other export can change the folder
         # a cached copy that fails to read costs a second export from the CSVs, never a failed export
         return with_cache_fallback(functools.partial(
-            _write_items, runs, kept, out_dir, fmt, partition_by, values, targets, progress, catalog, replace_all))
+            _write_items, runs, kept, out_dir, fmt, partition_by, values, targets, trees, progress, catalog,
+            replace_all))
 
 
 def _check_targets(
@@ -309,11 +310,11 @@ def _check_old_tree(tree: Path, name: str, replace_all: bool) -> None:
 
 def _write_items(
     runs: Sequence[Run], kept: Sequence[SqlFile], out_dir: Path, fmt: str, partition_by: str | None,
-    values: dict[str, dict[str, Any]], targets: dict[str, Path], progress: Progress, catalog: Catalog,
-    replace_all: bool,
+    values: dict[str, dict[str, Any]], targets: dict[str, Path], trees: Collection[str], progress: Progress,
+    catalog: Catalog, replace_all: bool,
 ) -> list[Written]:
-    """export()'s writing half, once every item, parameter and target has been checked."""
-    trees = {name for name, path in targets.items() if path.name == name}
+    """export()'s writing half, once every item, parameter and target has been checked. `trees`: the items
+    written as partition trees (the others with `partition_by` are merged files)."""
     # run_table's columns are laid out when its view is created: its `keys` parameter picks them then
     keys = next((values[f.name].get("keys") for f in kept if f.per_runs), None)
     if keys is None and partition_by and not replace_all:

@@ -99,14 +99,16 @@ def _old_rows(con: duckdb.DuckDBPyConnection, target: Path, fmt: str, types: dic
     path = literal(str(target))
     if fmt == "parquet":
         return f"SELECT * FROM read_parquet({path})"
-    if fmt == "csv":
-        source = f"read_csv({path}, header = true, all_varchar = true, auto_detect = true)"
-    else:
-        source = f"read_json({path}, format = 'array')"
-    columns = [c[0] for c in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
-    cast = [f"CAST({identifier(c)} AS {types[c]}) AS {identifier(c)}" if c in types else identifier(c)
-            for c in columns]
-    return f"SELECT {', '.join(cast)} FROM {source}"
+    if fmt == "csv":  # every cell as text, then cast: no guess of DuckDB's sniffer reaches the rows
+        source = f"read_csv({path}, header = true, all_varchar = true)"
+        columns = [c[0] for c in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+        cast = [f"CAST({identifier(c)} AS {types[c]}) AS {identifier(c)}" if c in types else identifier(c)
+                for c in columns]
+        return f"SELECT {', '.join(cast)} FROM {source}"
+    # JSON: read with this export's types, so a text that looks like a time stays the text it was
+    detected = con.execute(f"DESCRIBE SELECT * FROM read_json({path}, format = 'array')").fetchall()
+    spec = ", ".join(f"{literal(c)}: {literal(types.get(c, str(t)))}" for c, t, *_ in detected)
+    return f"SELECT * FROM read_json({path}, format = 'array', columns = {{{spec}}})"
 
 
 def old_columns(target: Path, fmt: str) -> list[str]:
