@@ -129,6 +129,8 @@ class Written:
     rows: int
     bytes: int
     files: int
+    #: a merged file: all the rows it holds now (`rows`: the exported runs' only)
+    file_rows: int | None = None
 
 
 def select_items(
@@ -356,6 +358,8 @@ def _write_items(
                 raise query_failure(exc, item.name, runs, catalog.closure([item.name])) from exc
             written.append(done)
             rows = f"{done.rows:,} row{'' if done.rows == 1 else 's'}"
+            if done.file_rows is not None and done.file_rows != done.rows:
+                rows += f" ({done.file_rows:,} in the file)"
             progress(f"[{number}/{len(kept)}] {item.name}: {rows}, {_human(done.bytes)} -> {done.path}")
     finally:
         shutil.rmtree(spill, ignore_errors=True)
@@ -463,8 +467,8 @@ def _write_merged(
             write_text(sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
         return rows
 
-    rows = merge(con, select, fmt, target, runs, record, replace_all, copy, _null_row)
-    return Written(item.name, target, rows, target.stat().st_size, 1)
+    rows, file_rows = merge(con, select, fmt, target, runs, record, replace_all, copy, _null_row)
+    return Written(item.name, target, rows, target.stat().st_size, 1, file_rows)
 
 
 def _write_file(con: duckdb.DuckDBPyConnection, select: str, options: str, target: Path, name: str) -> Written:

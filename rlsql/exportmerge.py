@@ -145,9 +145,9 @@ Copy = Callable[[str, dict[str, str], list[str]], int]
 def merge(
     con: duckdb.DuckDBPyConnection, select: str, fmt: str, target: Path, runs: Sequence[Run],
     metadata: dict[str, str], replace_all: bool, copy: Copy, nullable: Callable[[Sequence[tuple]], str],
-) -> int:
+) -> tuple[int, int]:
     """Write `target` holding the exported runs' rows (`select`) and, unless `replace_all`, the old
-    file's rows of every other run it holds; returns the rows written.
+    file's rows of every other run it holds; returns (the exported runs' rows, all the file's rows).
 
     `metadata` is this export's record over `runs`; its runs and sources are extended by the kept
     runs' records. `copy(sql, metadata, columns)` writes the SELECT to `target` through the one write
@@ -181,6 +181,7 @@ def merge(
         record["rlsql.runs"] = json.dumps(sorted([*kept_runs, *new_runs], key=lambda r: str(r.get("name"))))
         record["rlsql.sources"] = json.dumps(
             sorted([*kept_sources, *json.loads(metadata["rlsql.sources"])], key=lambda s: str(s.get("run"))))
-        return copy(sql, record, columns)
+        new_rows = con.execute(f"SELECT count(*) FROM {_NEW}").fetchone()
+        return (int(new_rows[0]) if new_rows else 0), copy(sql, record, columns)
     finally:
         con.execute(f"DROP TABLE IF EXISTS {_NEW}")
