@@ -409,3 +409,50 @@ def test_a_merge_into_an_unpartitioned_file(tmp_path, capsys, monkeypatch) -> No
     three = [RUNS / "calendar", RUNS / "newest", RUNS / "tiny"]
     assert_rows_match(pq.read_table(out / "turn_stats.parquet").to_pylist(), oracle.expected("turn_stats", three),
                       "flat then merged")
+
+
+@pytest.mark.slow
+def test_kill_9_during_a_merge_leaves_the_old_file_or_the_new(tmp_path, capsys, monkeypatch) -> None:
+    """SIGKILL an export of a big run into a folder holding a small run's merged files, at seeded moments
+    over the export's whole run: the file is always whole, holds the small run's row, and the big run's
+    row either not at all or complete; the next export sweeps what the killed ones left."""
+    import random
+
+    from tests.test_writes import _big_run, _kill_when
+
+    rng = random.Random(11)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    big = _big_run(runs, 40, "big")
+    small = _copy_run("tiny", runs / "small")
+    out = tmp_path / "out"
+    code, err = _export(out, capsys, monkeypatch, "turn_stats", "trials", "-r", str(small))
+    assert code == 0, err
+    want = {"small": oracle.expected("turn_stats", [small]), "big": oracle.expected("turn_stats", [big])}
+    args = ["export", "turn_stats", "trials", "--partition-by", "run", "-r", str(big), "-o", str(out)]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "rlsql", *args[:-2], "-o", str(tmp_path / "timing")], cwd=tmp_path,
+                   env=env, check=True, capture_output=True)
+    whole = time.monotonic() - started
+    for _ in range(4):
+        delay, begun = rng.uniform(0.2, 1.0) * whole, []
+
+        def ready(pid: int, delay=delay, begun=begun) -> bool:
+            begun.append(begun[0] if begun else time.monotonic())
+            return time.monotonic() - begun[0] >= delay
+
+        try:
+            _kill_when(args, tmp_path, ready)
+        except AssertionError as exc:  # finished before the moment drawn: a whole export, checked below too
+            assert "ended before it was killed" in str(exc)
+        table = pq.read_table(out / "turn_stats.parquet")
+        rows = {r["run"]: r for r in table.to_pylist()}
+        assert_rows_match([rows["small"]], want["small"], "small after a kill")
+        if "big" in rows:
+            assert_rows_match([rows["big"]], want["big"], "big after a kill")
+        assert [r["name"] for r in json.loads(_kv(out / "turn_stats.parquet")["rlsql.runs"])] == sorted(rows)
+    code, err = _export(out, capsys, monkeypatch, "turn_stats", "trials", "-r", str(big))
+    assert code == 0, err
+    assert pq.read_table(out / "turn_stats.parquet").column("run").to_pylist() == ["big", "small"]
+    assert not [p for p in out.rglob("*") if ".rlsql-tmp" in p.name]
