@@ -294,10 +294,10 @@ def _check_targets(
             if fmt != "parquet":
                 _check_file_replaceable(sidecar(target))
             if partitioned:
-                _check_old_tree(out_dir / item.name, item.name, replace_all)
+                _check_old_tree(out_dir / item.name, item.name, fmt, replace_all)
 
 
-def _check_old_tree(tree: Path, name: str, replace_all: bool) -> None:
+def _check_old_tree(tree: Path, name: str, fmt: str, replace_all: bool) -> None:
     """A merged item's partition tree from an older rlsql (which split it by run) goes with --replace-all."""
     if not (tree.exists() or tree.is_symlink()):
         return
@@ -306,8 +306,11 @@ def _check_old_tree(tree: Path, name: str, replace_all: bool) -> None:
         if mark is not None and mark.get("name") == name:
             _check_tree_replaceable(tree, name, [], replace_all=True)
             return
-    raise _not_ours(tree, f"is in the way of {name}'s one merged file (an older rlsql partitioned it by run); "
-                          "export every run again with --replace-all (it replaces that tree),")
+    if read_mark(tree) is not None and not tree.is_symlink():
+        raise UsageError(f"{tree}: a partition tree an older rlsql wrote; {name} is now one merged file "
+                         f"{name}{EXPORT_FORMATS[fmt]}: export every run again with --replace-all (it removes "
+                         "the tree)")
+    raise _not_ours(tree, f"is in the way of {name}'s merged file (a folder rlsql did not write)")
 
 
 def _write_items(
