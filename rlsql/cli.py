@@ -572,6 +572,7 @@ def cache_clear_command(
         full_state,
         has_marker,
         list_root,
+        note_cleared,
         sweep_leftovers,
     )
 
@@ -593,6 +594,8 @@ def cache_clear_command(
 
     con = memory_connection()
     entries = [e for e in listing.entries if not stale_only or full_state(e, con)[0] != "fresh"]
+    if not stale_only:
+        note_cleared(root)  # a builder running now puts nothing in place after this
     removed, freed = delete_entries(root, entries)
     removed += sweep_leftovers(root)
     kept = f"; left {listing.foreign} file(s) rlsql did not write" if listing.foreign else ""
