@@ -48,7 +48,8 @@ DEFAULT_MIN_BYTES = 32 * 2**20
 MARKER = "rlsql-cache.json"
 MARKER_FORMAT = "rlsql-parquet-cache"
 ENTRY_FORMAT = "rlsql-parquet-cache-entry"
-ENTRY_VERSION = 2
+#: 3: whole-number columns stored checked, as BIGINT beside their bad cells (sources/_cache_csv.sql.j2)
+ENTRY_VERSION = 3
 #: the footer key-value pair that names the entry a Parquet file belongs to
 FOOTER_KEY = "rlsql_cache_key"
 PARQUET_MAGIC = b"PAR1"

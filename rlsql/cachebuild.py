@@ -21,6 +21,7 @@ from typing import TypeVar
 import duckdb
 
 from rlsql import cache, csvread
+from rlsql.artifacts import INTEGER_COLUMNS
 from rlsql.catalog import SqlFile, load_catalog
 from rlsql.duckconn import memory_connection
 from rlsql.duckdb_errors import REJECT_EXAMPLES, has_reject_tables, rejected_lines
@@ -219,7 +220,7 @@ def build_cache_entry(
         buffer = csvread.buffer_size([path])
         scans_before = _last_scan(con)
         sql = template.render(path=str(path), header=header, types=types, target=str(tmp), key=entry.key,
-                              buffer=buffer)
+                              buffer=buffer, integers=INTEGER_COLUMNS.get(source.artifact or "", ()))
         rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
         rejects = [[line, why] for _, line, why in rejected_lines(con, scans_before)]
         if cache.Stat.of(path) != before or cache.cleared_since(root, started_ns):

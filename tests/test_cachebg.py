@@ -163,3 +163,26 @@ def test_cache_clear_during_a_build_leaves_no_entry_behind(cache_dir, run, capsy
     # a build that starts after the clear is not affected by it
     assert cachebg.build(cache_dir, [f"trials_src={trials}"]) == [trials]
     assert cache_states(capsys, monkeypatch)[trials.name] == "fresh"
+
+
+def test_bad_whole_number_cells_read_from_a_cache_entry_as_in_place(cache_dir, tmp_path, monkeypatch) -> None:
+    """A cache entry stores whole-number columns checked (BIGINT beside their bad cells): the same rows and
+    the same warning, naming the same lines, as the CSV read in place (tests/test_adversarial.py, by hand)."""
+    from tests.test_adversarial import HEADER, TRIALS, caught_query, write
+
+    path = write(tmp_path / "r", TRIALS, HEADER + "t,t__1,99999999999999999999,,1.0\nt,t__2,4,,0.0\n"
+                 "t,t__3,2.5,,1.0\nt,t__4,3.0,,1.0\nt,t__5,nan,,1.0\nt,t__6,-9007199254740992,,1.0\n"
+                 "t,t__7,9007199254740994,,0.0\nt,t__8,inf,,1.0\n")
+    expected = (f"{path}: 3 cells not a whole number up to 2**53, read as empty (line 2: column n_episodes: "
+                "'99999999999999999999'; line 4: column n_episodes: '2.5'; line 8: column n_episodes: "
+                "'9007199254740994')")
+    answers = {}
+    for policy in ("off", "on"):
+        monkeypatch.setenv("RLSQL_CACHE", policy)
+        rows, said = caught_query("turn_stats", [path.parent])
+        assert expected in said and said.count("whole number") == 1, (policy, said)
+        answers[policy] = rows
+    assert list(cache_dir.glob("*/*.parquet")), "the second answer did not read a cache entry"
+    # by hand: 4, 3.0 and -2**53 are whole numbers in range; nan and inf are empty
+    assert [(r["trials"], r["min"], r["max"]) for r in answers["on"]] == [(3, -2**53, 4)]
+    assert answers["on"] == answers["off"]
