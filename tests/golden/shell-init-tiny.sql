@@ -1319,7 +1319,9 @@ WITH
         SELECT run, turns, n,
             sum(n) OVER (PARTITION BY run ORDER BY turns ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
             CAST(sum(n) OVER (PARTITION BY run) AS BIGINT) AS trials,
-            sum(CAST(turns AS DOUBLE) * n) OVER (PARTITION BY run) / sum(n) OVER (PARTITION BY run) AS mean
+            -- the sum exact (DECIMAL), as avg's over whole numbers: a DOUBLE sum of large values depends on their order
+            CAST(sum(CAST(turns AS DECIMAL(38, 0)) * n) OVER (PARTITION BY run) AS DOUBLE)
+                / sum(n) OVER (PARTITION BY run) AS mean
         FROM counts
     ),
     t AS (
@@ -1376,7 +1378,8 @@ WITH
             run,
             exception_type,
             any_value(trials) AS trials,
-            sum(CAST(turns AS DOUBLE) * n) / any_value(trials) AS mean_turns,
+            -- the sum exact (DECIMAL), as avg's over whole numbers: a DOUBLE sum of large values depends on their order
+            CAST(sum(CAST(turns AS DECIMAL(38, 0)) * n) AS DOUBLE) / any_value(trials) AS mean_turns,
             min(turns) FILTER (WHERE upto > floor(CAST(trials - 1 AS DOUBLE) * 0.5)) AS lo,
             min(turns) FILTER (WHERE upto > ceil(CAST(trials - 1 AS DOUBLE) * 0.5)) AS hi
         FROM ranked
@@ -1416,7 +1419,8 @@ WITH
             run,
             outcome,
             any_value(trials) AS trials,
-            sum(CAST(turns AS DOUBLE) * n) / any_value(trials) AS mean_turns,
+            -- the sum exact (DECIMAL), as avg's over whole numbers: a DOUBLE sum of large values depends on their order
+            CAST(sum(CAST(turns AS DECIMAL(38, 0)) * n) AS DOUBLE) / any_value(trials) AS mean_turns,
             min(turns) FILTER (WHERE upto > floor(CAST(trials - 1 AS DOUBLE) * 0.5)) AS lo,
             min(turns) FILTER (WHERE upto > ceil(CAST(trials - 1 AS DOUBLE) * 0.5)) AS hi
         FROM ranked
