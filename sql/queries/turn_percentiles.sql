@@ -45,9 +45,9 @@ WITH
             every,
             CAST(any_value(last) AS BIGINT) + 1 AS trials
             {%- for name, q in quantiles %},
-            min(turns) FILTER (WHERE upto > floor(last * CAST({{ q }} AS DOUBLE))) AS {{ (name ~ "_lo") | ident }},
-            min(turns) FILTER (WHERE upto > ceil(last * CAST({{ q }} AS DOUBLE))) AS {{ (name ~ "_hi") | ident }},
-            any_value(last * CAST({{ q }} AS DOUBLE) - floor(last * CAST({{ q }} AS DOUBLE))) AS {{ (name ~ "_frac") | ident }}
+            min(turns) FILTER (WHERE upto > floor(last * CAST({{ q | lit }} AS DOUBLE))) AS {{ (name ~ "_lo") | ident }},
+            min(turns) FILTER (WHERE upto > ceil(last * CAST({{ q | lit }} AS DOUBLE))) AS {{ (name ~ "_hi") | ident }},
+            any_value(last * CAST({{ q | lit }} AS DOUBLE) - floor(last * CAST({{ q | lit }} AS DOUBLE))) AS {{ (name ~ "_frac") | ident }}
             {%- endfor %},
             max(turns) AS max
         FROM ranked
