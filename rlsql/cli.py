@@ -521,7 +521,7 @@ def _cache_root_or_none():
 
 @cache_app.command("status")
 def cache_status_command(fmt: FormatOption = None) -> None:
-    """List the cache entries: the CSV each was built from, fresh / stale / orphaned / damaged, rows and size."""
+    """List the cache entries: the CSV each was built from, fresh / stale / orphaned / damaged / unbuilt, rows, size."""
     from rlsql.cache import CacheUnavailable, check_root, describe_policy, full_state, list_root
 
     root = _cache_root_or_none()
