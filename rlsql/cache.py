@@ -442,6 +442,9 @@ def claim_for(entry: Entry, pid: int) -> None:
     starts it, so that a second read in the ~0.3 s before the builder's own claim starts no other one."""
     with contextlib.suppress(OSError):
         entry.parquet.parent.mkdir(exist_ok=True)
+        for path, parts in _claims(entry):  # a builder that died before removing its claim: gone for good
+            if parts.host == writes.host_id() and not writes.writer_alive(parts):
+                path.unlink(missing_ok=True)
         writes.temp_name(entry.parquet, pid=pid).touch()
 
 

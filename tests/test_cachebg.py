@@ -94,6 +94,14 @@ def test_a_csv_that_changes_while_it_is_cached_is_marked_and_no_builder_is_respa
                                           if "building the cached copies" in line)
     cachebuild.reap_builders(wait=True)  # the other, stable CSVs of the run may have been deferred
     assert cache_states(capsys, monkeypatch)[trials.name] == "unbuilt"
+    # `cache build` does not wait for the CSV to settle: asked, it builds (here from a copy of the mark)
+    saved = entry.meta.read_bytes()
+    code, out, _ = cli_run(["cache", "build", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0 and {b["artifact"]: b["state"] for b in json.loads(out)}["trials"] == "built"
+    assert cache_states(capsys, monkeypatch)[trials.name] == "fresh"
+    entry.parquet.unlink()
+    entry.meta.write_bytes(saved)
+    assert cache_states(capsys, monkeypatch)[trials.name] == "unbuilt"
     # once nobody has written the CSV for longer than a build takes, a read caches it again
     age(trials, 3600)
     err = query_verbose(run, capsys, monkeypatch)
@@ -142,6 +150,23 @@ def test_a_second_read_right_after_the_first_starts_no_second_builder(cache_dir,
     assert cache_states(capsys, monkeypatch)[trials.name] == "fresh"
     code, _, err = cli_run(["cache", "status"], capsys, monkeypatch)
     assert code == 0 and "leftover" not in err  # the builder removed the claim it was started with
+
+
+def test_a_claim_left_by_a_builder_that_died_is_replaced_not_piled_up(cache_dir, run, capsys, monkeypatch) -> None:
+    from rlsql import writes
+
+    trials = trials_of(run)
+    cache.ensure_root(cache_dir)
+    entry = cache.entry_for(trials, cache_dir)
+    entry.parquet.parent.mkdir(parents=True)
+    dead = writes.temp_name(entry.parquet, pid=2**22 + 12345)  # above any pid_max: no such process
+    dead.touch()
+    assert cache.builder_of(entry) is None  # a dead claim claims nothing
+    err = query_verbose(run, capsys, monkeypatch)
+    assert started_builder_for(err, trials)
+    assert not dead.exists()
+    cachebuild.reap_builders(wait=True)
+    assert cache_states(capsys, monkeypatch)[trials.name] == "fresh"
 
 
 def test_cache_clear_during_a_build_leaves_no_entry_behind(cache_dir, run, capsys, monkeypatch) -> None:
