@@ -136,7 +136,7 @@ def log_records(cache_dir: Path) -> list[dict]:
 def wait_for_builder(stderr: str, timeout: float = 300.0) -> bool:
     """Wait until the detached builder a first query started (rlsql/cachebg.py; `-v` names its pid in
     `stderr`) has exited; False when the query started none."""
-    found = re.search(r"building the cache entries of \d+ file\(s\) in process (\d+)", stderr)
+    found = re.search(r"building the cached copies of \d+ file\(s\) in process (\d+)", stderr)
     if not found:
         return False
     pid, deadline = int(found.group(1)), time.monotonic() + timeout

@@ -523,7 +523,7 @@ def _cache_root_or_none():
 
 @cache_app.command("status")
 def cache_status_command(fmt: FormatOption = None) -> None:
-    """List the cache entries (CSVs and logs): fresh, stale, grown, orphaned or damaged, rows and size."""
+    """List the cache entries (CSVs and logs): fresh, stale, grown, orphaned, damaged or unbuilt, rows, size."""
     from rlsql.cache import CacheUnavailable, check_root, describe_policy, list_root
     from rlsql.logcache import entry_state
 
@@ -574,6 +574,7 @@ def cache_clear_command(
         delete_entries,
         has_marker,
         list_root,
+        note_cleared,
         sweep_leftovers,
     )
     from rlsql.logcache import entry_state
@@ -597,6 +598,8 @@ def cache_clear_command(
     con = memory_connection()
     # a grown log's entry is kept: the next read extends it by the log's new bytes
     entries = [e for e in listing.entries if not stale_only or entry_state(e, con)[0] not in ("fresh", "grown")]
+    if not stale_only:
+        note_cleared(root)  # a builder running now puts nothing in place after this
     removed, freed = delete_entries(root, entries)
     removed += sweep_leftovers(root)
     kept = f"; left {listing.foreign} file(s) rlsql did not write" if listing.foreign else ""

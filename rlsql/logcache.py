@@ -258,7 +258,8 @@ def build_in_background(path: Path, root: Path) -> bool:
         st = path.stat()
     except OSError:
         return False
-    if is_fresh(entry, record, st) or cache.builder_of(entry) is not None:
+    # the claim the reader made in this process's name (cachebuild.start_deferred) is not another builder
+    if is_fresh(entry, record, st) or cache.builder_of(entry, os.getpid()) is not None:
         return False
     try:
         return update_entry(path, entry, record, root, background=True) is not None

@@ -393,7 +393,7 @@ def test_the_first_query_answers_in_place_and_the_entries_are_built_in_the_backg
     # the first query read every log in place and started one detached builder for all of them
     for log in logs:
         assert f"{log}: read in place (no cache entry); its cache entry is built in the background" in err, err
-    assert err.count("building the cache entries of 3 file(s) in process") == 1, err
+    assert err.count("building the cached copies of 3 file(s) in process") == 1, err
     assert len(cachebuild.builders) == 1
     cachebuild.reap_builders(wait=True)
     records = log_records(auto_cache)
@@ -404,7 +404,7 @@ def test_the_first_query_answers_in_place_and_the_entries_are_built_in_the_backg
     assert_oracle(second, "query after the background build")
     for log in logs:
         assert f"{log}: read from the cache" in err, err
-    assert "building the cache entries" not in err and not cachebuild.builders  # fresh entries start none
+    assert "building the cached copies" not in err and not cachebuild.builders  # fresh entries start none
     assert digest(run) == before
 
 
@@ -435,7 +435,7 @@ def test_a_log_grown_while_the_builder_reads_it_gives_no_stale_entry(
     # the next read sees the step the run wrote meanwhile: a small growth is parsed before the answer
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
     err = capsys.readouterr().err
-    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err and "building the cache entries" not in err
+    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err and "building the cached copies" not in err
     assert not cachebuild.builders
     record = log_records(auto_cache)[str(log)]
     assert (record["parsed_from"], record["cut"], record["in_background"]) == (size, log.stat().st_size, False)
@@ -471,16 +471,17 @@ def test_no_second_builder_while_one_holds_the_claim(tmp_path: Path, auto_cache:
     cache.ensure_root(auto_cache)
     entry = cache.entry_for(log, auto_cache)
     entry.parquet.parent.mkdir(parents=True)
-    claim = writes.temp_name(entry.parquet)  # what a builder creates first; this process is alive
+    other = os.getppid()  # a live process that is not this one (pytest's or the shell's)
+    claim = writes.temp_name(entry.parquet, pid=other)  # what a builder's claim looks like
     claim.touch()
     try:
         assert steps(run) == [(1, 0.25), (2, 0.5)]
         err = capsys.readouterr().err
-        assert f"{log}: read in place (process {os.getpid()} is building its cache entry)" in err, err
+        assert f"{log}: read in place (process {other} is building its cache entry)" in err, err
         assert not cachebuild.builders and log_records(auto_cache) == {}
         assert not logcache.build_in_background(log, auto_cache)  # a builder started meanwhile gives way
         (row,) = logcache.build_log_entries(resolve_runs([str(run)]))  # and so does `cache build`
-        assert row[3] == f"being built (by process {os.getpid()})"
+        assert row[3] == f"being built (by process {other})"
         assert log_records(auto_cache) == {}
     finally:
         claim.unlink()
@@ -495,7 +496,7 @@ def test_a_report_of_several_queries_starts_one_builder(tmp_path: Path, auto_cac
         # the first starts a builder; the next ones, while it runs (perhaps before it has claimed the
         # entry), read in place and start none; once it is done they read its entry
         rlsql.query(name, [run])
-    assert capsys.readouterr().err.count("building the cache entries") == 1
+    assert capsys.readouterr().err.count("building the cached copies") == 1
 
 
 def test_cache_status_says_a_log_grew_or_was_rewritten(tmp_path: Path, cache_dir: Path, rlsql_exe: str) -> None:
@@ -536,6 +537,6 @@ def test_a_report_reads_a_log_in_place_once_then_builds_its_entry_before_the_nex
         # the report's first read of each log is in place; its second read builds the entry first
         assert err.count(f"{log}: read in place (no cache entry)") == 1, err
         assert err.count(f"{log}: cache entry updated: parsed ") == 1, err
-    assert "building the cache entries" not in err  # nothing left for a builder
+    assert "building the cached copies" not in err  # nothing left for a builder
     assert sorted(log_records(auto_cache)) == sorted(logs)
     assert reports["-v"] == reports["--no-cache"]
