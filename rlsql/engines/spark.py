@@ -62,6 +62,13 @@ def _extra_conf() -> dict[str, str]:
     return conf
 
 
+def java_options() -> str:
+    """The local driver JVM's options: rlsql's log configuration, then $RLSQL_SPARK_JAVA_OPTIONS (JVM flags,
+    separated by spaces, e.g. `-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`, which the tests use)."""
+    return " ".join([f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
+                     *os.environ.get("RLSQL_SPARK_JAVA_OPTIONS", "").split()])
+
+
 def require_pyspark() -> None:
     try:
         import pyspark  # noqa: F401
@@ -126,8 +133,7 @@ def get_session(given: Any = None) -> Any:
             builder = SparkSession.builder.master(LOCAL_MASTER).appName("rlsql")
             for key, value in LOCAL_CONF.items():
                 builder = builder.config(key, value)
-            builder = builder.config("spark.driver.extraJavaOptions",
-                                     f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
+            builder = builder.config("spark.driver.extraJavaOptions", java_options())
             for key, value in _extra_conf().items():
                 builder = builder.config(key, value)
             spark = builder.getOrCreate()
