@@ -191,6 +191,8 @@ class SparkCatalog:
         self.created: dict[str, str] = {}
         #: every temporary view this object made (helper views too) and the rows it keeps for them
         self.views: set[str] = set()
+        #: helper view (a query's NAME__CTE) -> the SQL it was created with
+        self.helpers: dict[str, str] = {}
         self.kept: list[Any] = []
         self.source_warnings: dict[str, list[str]] = {}
 
@@ -242,8 +244,10 @@ class SparkCatalog:
         if self.use_cache:
             self.spark.sql(f"CACHE LAZY TABLE `{name}`")
 
-    def create(self, files: Sequence[SqlFile], values: dict[str, Any]) -> None:
-        """Create sources and views (in dependency order) as temporary views; macros are inlined instead."""
+    def create(self, files: Sequence[SqlFile], values: dict[str, Any]) -> set[str]:
+        """Create sources and views (in dependency order) as temporary views; macros are inlined instead.
+
+        Returns the names of the views (re)created by this call."""
         from pyspark.errors import PySparkException
 
         renewed: set[str] = set()
@@ -263,10 +267,12 @@ class SparkCatalog:
                         self._create_view(view, text)
                 except PySparkException as exc:
                     raise QueryError(f"{f.path}: Spark cannot create {f.name}: {one_line(exc)}") from exc
+                self.helpers.update(statements[:-1])
                 self.created[f.name] = sql
                 renewed.add(f.name)
         finally:
             self.cache.save()
+        return renewed
 
     def close(self) -> None:
         """Drop this object's temporary views and free what they hold (the cached sources and views, the
@@ -283,6 +289,7 @@ class SparkCatalog:
         self.kept.clear()
         self.sources.persisted.clear()
         self.created.clear()
+        self.helpers.clear()
         self.source_warnings.clear()
 
     def query_frame(self, name: str, values: dict[str, Any]) -> Any:
@@ -290,11 +297,16 @@ class SparkCatalog:
         if f.kind != "query":  # a view: created (and cached) as the others
             self.create(self.catalog.closure([name]), values)
             return self.spark.table(name)
-        self.create([d for d in self.catalog.closure([name]) if d.name != name], values)
+        renewed = self.create([d for d in self.catalog.closure([name]) if d.name != name], values)
         *helpers, (_, sql) = self.compiled(f, values)
         self.cache.save()
         for view, text in helpers:
+            # a helper made with this SQL over the same objects (a query another one reads, or the same
+            # query again) is reused: timing_breakdown's recursion is computed (kept) once, not per query
+            if self.helpers.get(view) == text and not renewed & set(f.depends_on):
+                continue
             self._create_view(view, text)
+            self.helpers[view] = text
         return self.spark.sql(sql)
 
 
