@@ -131,8 +131,15 @@ def bench(root: Path, only: set[str] | None, scratch: Path, queries: list[str] |
         add("export --all --partition-by run",
             [exe, "export", "--all", "-r", runs, "-o", str(scratch / "parts"), "--partition-by", "run"], nocache)
         for label, folder in (("unpartitioned", "flat"), ("partitioned", "parts")):
-            size = sum(p.stat().st_size for p in (scratch / folder).rglob("*") if p.is_file())
-            results.append({"what": f"export size, {label}", "bytes": size})
+            entries = [scratch / folder, *(scratch / folder).rglob("*")]
+            files = [p.lstat() for p in entries if p.is_file()]
+            folders = [p.lstat() for p in entries if p.is_dir()]
+            # bytes: the files' sizes; du_sb: what `du -sb` adds up (folders' own sizes too, 4,096 B each on
+            # ext4); allocated: the blocks on disk (`du -s --block-size=1`: a small file takes a whole block)
+            results.append({"what": f"export size, {label}", "bytes": sum(st.st_size for st in files),
+                            "du_sb": sum(st.st_size for st in files + folders),
+                            "allocated": sum(st.st_blocks * 512 for st in files + folders),
+                            "files": len(files), "folders": len(folders)})
             print(json.dumps(results[-1]), flush=True)
     if want("report"):
         ten = sorted(p for p in (root / "runs").iterdir() if p.is_dir())[:10]

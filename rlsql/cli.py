@@ -379,13 +379,15 @@ def export_command(
     partition_by: Annotated[
         Partition | None,
         typer.Option("--partition-by", parser=_choice(Partition, "--partition-by"), metavar=_metavar(Partition),
-                     help="'run': write each as a hive tree NAME/run=RUN/data_0.parquet.", show_default=False),
+                     help="'run': an item with many rows per run (steps, trials, seconds) as a hive tree "
+                     "NAME/run=RUN/data_0.parquet, one with about one row per run as NAME.parquet; either way an "
+                     "export replaces only the exported runs' rows.", show_default=False),
     ] = None,
     param: ParamOption = None,
     replace_all: Annotated[
         bool,
-        typer.Option("--replace-all", help="With --partition-by: replace the whole tree, dropping the partitions "
-                     "of runs not exported (default: replace only the exported runs' partitions)."),
+        typer.Option("--replace-all", help="With --partition-by: replace each tree or file whole, dropping the "
+                     "runs not exported (default: replace only the exported runs' partitions and rows)."),
     ] = False,
 ) -> None:
     """Write named queries and views to files for BI tools (Parquet carries provenance metadata)."""

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rlsql.catalog import Catalog, SqlFile, load_catalog
+from rlsql.exportmerge import merged_by_run
 from rlsql.runs import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, resolve_runs
 
 DOCS = {"queries": "queries.md", "data-contract": "data-contract.md"}
@@ -50,7 +51,14 @@ def _entry(f: SqlFile, types: dict[str, str]) -> dict:
         for p in declared_params(f.name)
     ]
     return {"name": f.name, "version": f.version, "description": f.description, "grain": f.grain,
-            "params": params, "columns": columns}
+            "layout": _export_layout(f), "params": params, "columns": columns}
+
+
+def _export_layout(f: SqlFile) -> str | None:
+    """How `export --partition-by run` writes `f`: one merged file, a hive tree, or None (no `run` column)."""
+    if "run" not in f.column_docs:
+        return None
+    return "merged" if merged_by_run(f) else "tree"
 
 
 def _environment():

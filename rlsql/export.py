@@ -8,10 +8,13 @@ An export replaces only what an earlier export wrote: the output folder's mark (
 records each file it wrote (inode, size, mtime), a partition tree and each of its partitions carry a
 mark of their own. Anything else in the way, and any target that is or holds a run folder, is refused.
 
-`--partition-by run` writes one partition per run (`NAME/run=RUN/data_0.parquet`), each carrying its
-own run's provenance (PARTITION_KEYS; the parts shared by every partition, TREE_KEYS, once in the
-tree's mark), and by default replaces only the partitions of the runs exported, leaving the
-others; `replace_all` swaps in the whole tree instead.
+`--partition-by run` writes an item with many rows per run as one partition per run
+(`NAME/run=RUN/data_0.parquet`), each carrying its own run's provenance (PARTITION_KEYS; the parts
+shared by every partition, TREE_KEYS, once in the tree's mark), and an item with about one row per
+run (rlsql.exportmerge.merged_by_run: its grain) as one file `NAME.parquet` merged run by run. By
+default only the exported runs' partitions or rows are replaced, the others stay; `replace_all`
+swaps in each whole tree or file instead. An export holds its folder's lock (writes.folder_lock)
+from its second check of the targets to its last rename.
 
 Parquet files carry key-value metadata (METADATA_KEYS): what was exported, its version and
 fingerprint, the parameters, rlsql's and DuckDB's versions, every source file read (path, size,
@@ -42,8 +45,10 @@ from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.connection import open_connection
 from rlsql.duckdb_errors import query_failure
 from rlsql.errors import DataError, RlsqlWarning, UsageError
+from rlsql.exportmerge import carried_config_keys, merge, merged_by_run, sidecar
 from rlsql.provenance import SourceFingerprints
 from rlsql.runs import Run
+from rlsql.sources import SourceContext
 from rlsql.sqltext import identifier, literal
 from rlsql.version import __version__
 from rlsql.writes import (
@@ -52,6 +57,7 @@ from rlsql.writes import (
     check_writable_target,
     disk_failure,
     failures_named,
+    folder_lock,
     fsync_tree,
     owns_file,
     parse_temp_name,
@@ -123,6 +129,8 @@ class Written:
     rows: int
     bytes: int
     files: int
+    #: a merged file: all the rows it holds now (`rows`: the exported runs' only)
+    file_rows: int | None = None
 
 
 def select_items(
@@ -174,10 +182,16 @@ def _every_column_nullable(columns: Sequence[tuple]) -> str:
     export to the next. A union with a row of NULLs that no run ever yields keeps it optional at the
     cost of one filtered row. Left out when a type is not a plain name (a STRUCT's field names).
     """
+    branch = _null_row(columns)
+    return f" UNION ALL BY NAME {branch}" if branch else ""
+
+
+def _null_row(columns: Sequence[tuple]) -> str:
+    """`_every_column_nullable`'s branch: a SELECT of typed NULLs that yields no row ("" if not possible)."""
     if not all(_PLAIN_TYPE.match(str(ctype)) for _, ctype, *_ in columns):
         return ""
     nulls = ", ".join(f"CAST(NULL AS {ctype}) AS {identifier(c)}" for c, ctype, *_ in columns)
-    return f" UNION ALL BY NAME SELECT {nulls} WHERE random() > 2"
+    return f"SELECT {nulls} WHERE random() > 2"
 
 
 def check_params(items: Sequence[SqlFile], given: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -246,30 +260,70 @@ def export(
     if out_dir.is_dir():
         sweep(out_dir)  # first: a tree a killed export left mid-swap goes back before it is checked
     suffix = EXPORT_FORMATS[fmt]
-    targets = {item.name: out_dir / (item.name if partition_by else f"{item.name}{suffix}") for item in kept}
+    # partitioned: a hive tree NAME/; merged (about one row per run) and unpartitioned: NAME.EXT
+    trees = {item.name for item in kept if partition_by and not merged_by_run(item)}
+    targets = {item.name: out_dir / (item.name if item.name in trees else f"{item.name}{suffix}") for item in kept}
+    check = functools.partial(_check_targets, kept, targets, trees, out_dir, fmt, runs, replace_all,
+                              partition_by is not None)
+    check()  # before anything is written, the output folder included
+    with failures_named(out_dir):
+        out_dir.mkdir(parents=True, exist_ok=True)
+    # one export at a time in a folder: a merged file read by one and replaced by the other would lose runs
+    with folder_lock(out_dir, progress):
+        sweep(out_dir)
+        check()  # again, now that no other export can change the folder
+        # a cached copy that fails to read costs a second export from the CSVs, never a failed export
+        return with_cache_fallback(functools.partial(
+            _write_items, runs, kept, out_dir, fmt, partition_by, values, targets, trees, progress, catalog,
+            replace_all))
+
+
+def _check_targets(
+    kept: Sequence[SqlFile], targets: dict[str, Path], trees: Collection[str], out_dir: Path, fmt: str,
+    runs: Sequence[Run], replace_all: bool, partitioned: bool,
+) -> None:
+    """Every target the export would write or replace is rlsql's (or new); else a UsageError."""
     with failures_named(out_dir):
         for item in kept:
-            check_writable_target(targets[item.name], runs)
-            if partition_by:
-                _check_tree_replaceable(targets[item.name], item.name, runs, replace_all)
-            else:
-                _check_file_replaceable(targets[item.name])
-                if fmt != "parquet":
-                    _check_file_replaceable(_sidecar(targets[item.name]))
-        out_dir.mkdir(parents=True, exist_ok=True)
-    # a cached copy that fails to read costs a second export from the CSVs, never a failed export
-    return with_cache_fallback(functools.partial(
-        _write_items, runs, kept, out_dir, fmt, partition_by, values, targets, progress, catalog, replace_all))
+            target = targets[item.name]
+            check_writable_target(target, runs)
+            if item.name in trees:
+                _check_tree_replaceable(target, item.name, runs, replace_all)
+                continue
+            _check_file_replaceable(target)
+            if fmt != "parquet":
+                _check_file_replaceable(sidecar(target))
+            if partitioned:
+                _check_old_tree(out_dir / item.name, item.name, fmt, replace_all)
+
+
+def _check_old_tree(tree: Path, name: str, fmt: str, replace_all: bool) -> None:
+    """A merged item's partition tree from an older rlsql (which split it by run) goes with --replace-all."""
+    if not (tree.exists() or tree.is_symlink()):
+        return
+    if replace_all and not tree.is_symlink() and tree.is_dir():
+        mark = read_mark(tree)
+        if mark is not None and mark.get("name") == name:
+            _check_tree_replaceable(tree, name, [], replace_all=True)
+            return
+    if read_mark(tree) is not None and not tree.is_symlink():
+        raise UsageError(f"{tree}: a partition tree an older rlsql wrote; {name} is now one merged file "
+                         f"{name}{EXPORT_FORMATS[fmt]}: export every run again with --replace-all (it removes "
+                         "the tree)")
+    raise _not_ours(tree, f"is in the way of {name}'s merged file (a folder rlsql did not write)")
 
 
 def _write_items(
     runs: Sequence[Run], kept: Sequence[SqlFile], out_dir: Path, fmt: str, partition_by: str | None,
-    values: dict[str, dict[str, Any]], targets: dict[str, Path], progress: Progress, catalog: Catalog,
-    replace_all: bool,
+    values: dict[str, dict[str, Any]], targets: dict[str, Path], trees: Collection[str], progress: Progress,
+    catalog: Catalog, replace_all: bool,
 ) -> list[Written]:
-    """export()'s writing half, once every item, parameter and target has been checked."""
+    """export()'s writing half, once every item, parameter and target has been checked. `trees`: the items
+    written as partition trees (the others with `partition_by` are merged files)."""
     # run_table's columns are laid out when its view is created: its `keys` parameter picks them then
     keys = next((values[f.name].get("keys") for f in kept if f.per_runs), None)
+    if keys is None and partition_by and not replace_all:
+        keys = _merged_config_keys(runs, kept, targets, trees, fmt)
     con = open_connection(runs, [f.name for f in kept], catalog, config_keys=keys)
     # DuckDB spills to `.tmp` in the current folder by default (a run folder, maybe): beside the output instead
     spill = temp_name(out_dir / "duckdb-spill")
@@ -291,21 +345,41 @@ def _write_items(
             select = _select(con, item.name, fmt, partition_by)
             target = targets[item.name]
             try:
-                if partition_by:
+                if partition_by and item.name not in trees:
+                    done = _write_merged(con, select, fmt, target, item, runs, metadata(runs), replace_all)
+                    old_tree = out_dir / item.name
+                    if replace_all and old_tree.is_dir() and not old_tree.is_symlink():
+                        remove_dir(old_tree)  # checked: an older rlsql's tree of this item, every entry marked
+                elif partition_by:
                     done = _write_tree(con, select, fmt, target, item.name, runs, metadata, replace_all)
                 else:
                     meta = metadata(runs)
                     done = _write_file(con, select, _copy_options(fmt, meta), target, item.name)
                     if fmt != "parquet":
-                        write_text(_sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
+                        write_text(sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
             except duckdb.Error as exc:
                 raise query_failure(exc, item.name, runs, catalog.closure([item.name])) from exc
             written.append(done)
             rows = f"{done.rows:,} row{'' if done.rows == 1 else 's'}"
+            if done.file_rows is not None and done.file_rows != done.rows:
+                rows += f" ({done.file_rows:,} in the file)"
             progress(f"[{number}/{len(kept)}] {item.name}: {rows}, {_human(done.bytes)} -> {done.path}")
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     return written
+
+
+def _merged_config_keys(
+    runs: Sequence[Run], kept: Sequence[SqlFile], targets: dict[str, Path], trees: Collection[str], fmt: str,
+) -> str | None:
+    """run_table merged into an earlier file without a `keys` parameter: its columns are the file's config
+    keys and the keys that differ between the runs exported now (None: no such file, the usual layout)."""
+    carried = [key for f in kept if f.per_runs and f.name not in trees and targets[f.name].exists()
+               for key in carried_config_keys(f, targets[f.name], fmt)]
+    if not carried:
+        return None
+    keys = {*carried, *SourceContext(runs).differing_keys()}
+    return ",".join(sorted(k for k in keys if "," not in k))  # `keys` is comma-separated: such a key cannot go
 
 
 def _metadata(
@@ -322,10 +396,6 @@ def _metadata(
         # column -> its `-- column:` description (Parquet has no per-column comment of its own)
         json.dumps(item.column_descriptions(columns)),
     ), strict=True))
-
-
-def _sidecar(target: Path) -> Path:
-    return target.with_name(target.name + ".meta.json")
 
 
 def partition_folder(value: Any) -> str:
@@ -383,6 +453,25 @@ def _copy(con: duckdb.DuckDBPyConnection, select: str, to: Path, options: str, t
             raise failure from exc
         raise
     return int(row[0]) if row else 0
+
+
+def _write_merged(
+    con: duckdb.DuckDBPyConnection, select: str, fmt: str, target: Path, item: SqlFile, runs: Sequence[Run],
+    record: dict[str, str], replace_all: bool,
+) -> Written:
+    """One file of an item with about one row per run (rlsql.exportmerge): the exported runs' rows
+    replace theirs in it, the other runs' rows and records stay."""
+
+    def copy(sql: str, meta: dict[str, str], columns: list[str]) -> int:
+        meta = {**meta, "rlsql.columns": json.dumps(item.column_descriptions(columns))}
+        with atomic_path(target, mark=True) as tmp:
+            rows = _copy(con, sql, tmp, _copy_options(fmt, meta), target, tmp)
+        if fmt != "parquet":
+            write_text(sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
+        return rows
+
+    rows, file_rows = merge(con, select, fmt, target, runs, record, replace_all, copy, _null_row)
+    return Written(item.name, target, rows, target.stat().st_size, 1, file_rows)
 
 
 def _write_file(con: duckdb.DuckDBPyConnection, select: str, options: str, target: Path, name: str) -> Written:

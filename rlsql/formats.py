@@ -61,7 +61,8 @@ class ReportFormat(StrEnum):
 
 
 class Partition(StrEnum):
-    """`rlsql export --partition-by`: a hive tree NAME/run=RUN/data_0.parquet."""
+    """`rlsql export --partition-by`: a hive tree NAME/run=RUN/data_0.parquet, or for an item with about one
+    row per run one file NAME.parquet merged run by run (rlsql.exportmerge)."""
 
     RUN = "run"
 

@@ -34,12 +34,13 @@ import re
 import shutil
 import socket
 import time
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from rlsql.errors import ExitCode, RlsqlError, UsageError
+from rlsql.errors import ExitCode, RlsqlError, RlsqlWarning, UsageError
 
 
 class RunFolder(Protocol):
@@ -53,6 +54,9 @@ TMP_SUFFIX = ".rlsql-tmp"
 #: the file in a folder rlsql wrote (an export tree, one of its partitions, an export folder) that says so
 MARK = ".rlsql-export.json"
 MARK_FORMAT = "rlsql-export/1"
+#: the empty file in an export folder that exports into it lock (`folder_lock`); never removed, since
+#: removing a lock file lets a third process lock a new inode while the second holds the old one
+LOCK = ".rlsql-export.lock"
 #: a leftover of another host (a shared filesystem) is swept only when older than this, in seconds
 FOREIGN_HOST_AGE = 24 * 3600
 _TMP_NAME = re.compile(
@@ -362,6 +366,44 @@ def fsync_tree(folder: Path) -> None:
             _fsync_path(path)
     for path in [folder, *(p for p in folder.rglob("*") if p.is_dir())]:
         fsync_dir(path)
+
+
+# -- one writer at a time in a folder --------------------------------------------------------------
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, waiting: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold an exclusive `flock` on `folder/LOCK` for the block: two exports into one folder run one
+    after the other, so neither reads a file or mark the other is about to replace (a merged file
+    would lose the other's runs). `waiting` is told once when another process holds the lock.
+
+    The lock goes with the open file, so a killed holder releases it. Without fcntl (Windows) there
+    is no lock: exports into one folder must not run at once there.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - POSIX everywhere rlsql is tested
+        yield
+        return
+    path = folder / LOCK
+    with failures_named(path):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666 & ~umask())
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                waiting(f"waiting for another export into {folder} to finish")
+            with failures_named(path):
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                raise write_failure(path, exc) from exc
+            # a filesystem without locks (some NFS mounts): the export still runs, unguarded
+            warnings.warn(f"{path}: cannot lock ({exc.strerror}); do not run two exports into this folder at once",
+                          RlsqlWarning, stacklevel=3)
+        yield
+    finally:
+        os.close(fd)
 
 
 # -- the mark of what an export wrote --------------------------------------------------------------

@@ -285,12 +285,14 @@ def test_sigkill_leaves_the_previous_export(tmp_path, capsys, monkeypatch) -> No
     assert _visible(out) == ["trials.parquet"]
     assert (out / "trials.parquet").read_bytes() == before
     assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "tiny"))
-    leftovers = [p.name for p in out.iterdir() if p.name not in ("trials.parquet", ".rlsql-export.json")]
+    # (the folder's lock file stays: see writes.folder_lock)
+    leftovers = [p.name for p in out.iterdir()
+                 if p.name not in ("trials.parquet", ".rlsql-export.json", ".rlsql-export.lock")]
     assert leftovers and all(name.startswith(".trials.parquet.") and name.endswith(".rlsql-tmp") for name in leftovers)
     # the next export into the folder clears what the killed process left
     code, _, err = run_main(["export", "trials", "-r", str(RUNS / "newest"), "-o", str(out)], capsys, monkeypatch)
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == [".rlsql-export.json", "trials.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [".rlsql-export.json", ".rlsql-export.lock", "trials.parquet"]
     assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "newest"))
 
 
