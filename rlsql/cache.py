@@ -48,7 +48,8 @@ DEFAULT_MIN_BYTES = 32 * 2**20
 MARKER = "rlsql-cache.json"
 MARKER_FORMAT = "rlsql-parquet-cache"
 ENTRY_FORMAT = "rlsql-parquet-cache-entry"
-ENTRY_VERSION = 2
+#: 3: whole-number columns stored checked, as BIGINT beside their bad cells (sources/_cache_csv.sql.j2)
+ENTRY_VERSION = 3
 #: the footer key-value pair that names the entry a Parquet file belongs to
 FOOTER_KEY = "rlsql_cache_key"
 PARQUET_MAGIC = b"PAR1"
@@ -372,6 +373,8 @@ def quick_state(entry: Entry, csv: Path) -> tuple[str, str]:
         return "missing", "no cache entry"
     if record.get("source") != str(csv):
         return "damaged", "its record names another file"
+    if record.get("unbuilt"):
+        return "unbuilt", unbuilt_why(record)
     try:
         current = Stat.of(csv)
     except OSError:
@@ -414,18 +417,119 @@ def full_state(entry: Entry, con) -> tuple[str, str]:
     return state, why
 
 
-def builder_of(entry: Entry) -> int | None:
-    """The pid of a live process on this host building `entry`'s Parquet file (its claim: the file's
-    temporary name, rlsql/writes.py), if any."""
+def _claims(entry: Entry) -> Iterator[tuple[Path, writes.TempName]]:
     try:
-        names = [p.name for p in entry.parquet.parent.iterdir()]
+        paths = list(entry.parquet.parent.iterdir())
     except OSError:
-        return None
-    for name in names:
-        parts = writes.parse_temp_name(name)
-        if parts is not None and parts.final == entry.parquet.name and not parts.old and writes.writer_alive(parts):
+        return
+    for path in paths:
+        parts = writes.parse_temp_name(path.name)
+        if parts is not None and parts.final == entry.parquet.name and not parts.old:
+            yield path, parts
+
+
+def builder_of(entry: Entry, other_than: int | None = None) -> int | None:
+    """The pid of a live process on this host (other than `other_than`) building `entry`'s Parquet file
+    (its claim: the file's temporary name, rlsql/writes.py), if any."""
+    for _, parts in _claims(entry):
+        if parts.pid != other_than and writes.writer_alive(parts):
             return parts.pid
     return None
+
+
+def claim_for(entry: Entry, pid: int) -> None:
+    """Claim `entry` in the name of process `pid`: a reader that starts a builder does so the moment it
+    starts it, so that a second read in the ~0.3 s before the builder's own claim starts no other one."""
+    with contextlib.suppress(OSError):
+        entry.parquet.parent.mkdir(exist_ok=True)
+        for path, parts in _claims(entry):  # a builder that died before removing its claim: gone for good
+            if parts.host == writes.host_id() and not writes.writer_alive(parts):
+                path.unlink(missing_ok=True)
+        writes.temp_name(entry.parquet, pid=pid).touch()
+
+
+def drop_claims_of(entry: Entry, pid: int) -> None:
+    """Remove the claims made in the name of `pid` (the builder, once it is done with `entry`)."""
+    for path, parts in _claims(entry):
+        if parts.pid == pid and parts.host == writes.host_id():
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+# --- marks: a CSV the background builder could not cache ---------------------------------------------
+
+#: `unbuilt` kinds: the CSV changed while it was read (a run still writing it), or DuckDB could not convert it
+CHANGED = "changed"
+UNCONVERTIBLE = "unconvertible"
+#: a CSV that changed during a build is tried again only once nobody has written it for this long, or
+#: twice as long as that build took (a live trials CSV otherwise costs a wasted conversion per read)
+QUIET_SECONDS = 60.0
+
+
+def mark_unbuilt(entry: Entry, csv: Path, kind: str, reason: str, seconds: float) -> None:
+    """Record in `entry`'s record (with no Parquet file) why the builder left `csv` uncached: the next
+    reads start no builder for it until retry_due() says so. `cache build` ignores the mark."""
+    try:
+        now = Stat.of(csv)
+    except OSError:
+        return
+    with contextlib.suppress(OSError):
+        entry.meta.parent.mkdir(exist_ok=True)
+        entry.parquet.unlink(missing_ok=True)  # a stale copy of ours: it would never be read again
+        write_json(entry.meta, {
+            "format": ENTRY_FORMAT, "version": ENTRY_VERSION, "key": entry.key, "source": str(csv),
+            "unbuilt": kind, "reason": reason, "size": now.size, "mtime_ns": now.mtime_ns,
+            "ctime_ns": now.ctime_ns, "inode": now.inode, "seconds": round(seconds, 3), "marked_at": _now(),
+        })
+
+
+def unbuilt_why(record: dict) -> str:
+    if record.get("unbuilt") == CHANGED:
+        return "it changed while it was being cached (a run in progress?)"
+    return f"it could not be cached ({record.get('reason') or 'DuckDB could not convert it'})"
+
+
+def retry_due(record: dict, csv: Path) -> bool:
+    """Whether a read should start a builder again for a CSV marked unbuilt.
+
+    Not convertible: only once the CSV is no longer the one that failed (its stat changed). Changed while
+    read: once nobody has written it for QUIET_SECONDS (or twice the discarded build's time, if longer),
+    whatever its stat: a CSV that keeps growing has a new stat at every read.
+    """
+    try:
+        now = Stat.of(csv)
+    except OSError:
+        return False
+    if record.get("unbuilt") == UNCONVERTIBLE:
+        return not now.matches(record)
+    quiet = max(QUIET_SECONDS, 2 * float(record.get("seconds") or 0))
+    return time.time() - now.mtime_ns / 1e9 >= quiet
+
+
+# --- clearing while a builder runs -------------------------------------------------------------------
+
+_CLEARED = "cleared_ns"
+
+
+def note_cleared(root: Path) -> None:
+    """Stamp the root's marker with the time of a `cache clear`: a builder that started before it does not
+    put its entry in place afterwards (cleared_since), so clear does not need to stop it."""
+    try:
+        record = json.loads((root / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(record, dict) and record.get("format") == MARKER_FORMAT:
+        record[_CLEARED] = time.time_ns()
+        with contextlib.suppress(OSError):
+            write_json(root / MARKER, record)
+
+
+def cleared_since(root: Path, started_ns: int) -> bool:
+    try:
+        record = json.loads((root / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True  # the marker is gone: the folder was emptied under the builder
+    return not isinstance(record, dict) or int(record.get(_CLEARED) or 0) >= started_ns
 
 
 def mark_damaged(entry: Entry, reason: str) -> None:

@@ -10,8 +10,11 @@ The builder claims an entry by creating the Parquet file's temporary name (rlsql
 and pid in the name) before it reads the CSV (cachebuild.build_cache_entry); a read that finds a
 live claim (cache.builder_of) neither builds nor starts another builder. Its entries are the ones
 `cache build` makes (same record, same checks on every read), and a CSV that changes while it is
-read is not recorded. It prints nothing: a failure leaves no entry, and the next read of the CSV
-answers in place and defers it again.
+read is not put in place. It prints nothing. A CSV it could not cache gets a mark in its entry's record
+(cache.mark_unbuilt) instead of a copy: one that changed while read (a run still writing it) is not
+tried again until nobody has written it for a while, one DuckDB cannot convert not until it changes;
+reads answer in place meanwhile. A `cache clear` during a build stamps the folder's marker, and the
+builder then puts nothing in place (cache.cleared_since).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -26,7 +30,7 @@ from rlsql import cache
 from rlsql.cachebuild import build_cache_entry
 from rlsql.catalog import load_catalog
 from rlsql.duckconn import memory_connection
-from rlsql.errors import RlsqlError
+from rlsql.errors import DataError, RlsqlError
 from rlsql.runs import read_header
 
 #: the builder's CPU priority: it must not slow the user's next command
@@ -53,14 +57,30 @@ def build(root: Path, pairs: list[str]) -> list[Path]:
         if source is None or source.kind != "source" or not path.is_absolute():
             continue
         entry = cache.entry_for(path, root)
-        if cache.quick_state(entry, path)[0] == "fresh" or cache.builder_of(entry) is not None:
-            continue
         try:
-            header = read_header(path)
-            if header and build_cache_entry(source, path, header, source.column_types(header), root, con):
-                done.append(path)
-        except (RlsqlError, cache.CacheUnavailable, OSError):
-            continue
+            # the claim the reader made in this process's name (cachebuild.start_deferred) is not another builder
+            if cache.quick_state(entry, path)[0] == "fresh" or cache.builder_of(entry, os.getpid()) is not None:
+                continue
+            started, started_ns = time.perf_counter(), time.time_ns()
+            try:
+                header = read_header(path)
+                if not header:
+                    continue
+                if build_cache_entry(source, path, header, source.column_types(header), root, con):
+                    done.append(path)
+                elif not cache.cleared_since(root, started_ns):
+                    # changed while read: marked, so that the reads of a run still writing it stop starting
+                    # builders whose copies are thrown away (cache.retry_due)
+                    cache.mark_unbuilt(entry, path, cache.CHANGED, "it changed while it was read",
+                                       time.perf_counter() - started)
+            except DataError as exc:
+                # the same bytes would fail again: not retried until the CSV changes
+                cache.mark_unbuilt(entry, path, cache.UNCONVERTIBLE, str(exc).removeprefix(f"{path}: "),
+                                   time.perf_counter() - started)
+            except (RlsqlError, cache.CacheUnavailable, OSError):
+                continue
+        finally:
+            cache.drop_claims_of(entry, os.getpid())
     con.close()
     return done
 

@@ -21,6 +21,7 @@ from typing import TypeVar
 import duckdb
 
 from rlsql import cache, csvread
+from rlsql.artifacts import INTEGER_COLUMNS
 from rlsql.catalog import SqlFile, load_catalog
 from rlsql.duckconn import memory_connection
 from rlsql.duckdb_errors import REJECT_EXAMPLES, has_reject_tables, rejected_lines
@@ -55,6 +56,7 @@ def start_deferred() -> int | None:
     reap_builders(wait=False)
     root = cache.cache_root()
     pairs = [f"{name}={path}" for path, name in _deferred.items()]
+    paths = [Path(path) for path in _deferred]
     _deferred.clear()
     if not pairs or root is None or not sys.executable:
         return None
@@ -67,6 +69,8 @@ def start_deferred() -> int | None:
     except (OSError, NotImplementedError):  # NotImplementedError: a libc without POSIX_SPAWN_SETSID
         return None
     builders.append(pid)
+    for path in paths:  # claimed in its name now: a read before its own claim (~0.3 s) starts no second one
+        cache.claim_for(cache.entry_for(path, root), pid)
     notice(f"building the cached copies of {len(pairs)} CSV(s) in process {pid}")
     return pid
 
@@ -120,6 +124,11 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
         builder = cache.builder_of(entry)
         if builder is not None:
             notice(f"{path}: read in place (process {builder} is building its cached copy)")
+            return None
+        if state == "unbuilt" and cache.mode() == "auto" and not cache.retry_due(entry.read_meta(), path):
+            notice(f"{path}: read in place ({why}; no builder is started for it until "
+                   + ("it changes)" if entry.read_meta().get("unbuilt") == cache.UNCONVERTIBLE
+                      else "nobody has written it for a while)"))
             return None
         if cache.mode() == "auto" and CAN_SPAWN:
             # answered in place now, at the speed of a bare read; the copy is built after the answer
@@ -200,6 +209,7 @@ def build_cache_entry(
         con = memory_connection()
     entry = cache.entry_for(path, root)
     started = time.perf_counter()
+    started_ns = time.time_ns()
     before = cache.Stat.of(path)
     template = load_catalog().env.get_template("sources/_cache_csv.sql.j2")
     tmp = cache.temp_path(entry.parquet)
@@ -210,11 +220,11 @@ def build_cache_entry(
         buffer = csvread.buffer_size([path])
         scans_before = _last_scan(con)
         sql = template.render(path=str(path), header=header, types=types, target=str(tmp), key=entry.key,
-                              buffer=buffer)
+                              buffer=buffer, integers=INTEGER_COLUMNS.get(source.artifact or "", ()))
         rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
         rejects = [[line, why] for _, line, why in rejected_lines(con, scans_before)]
-        if cache.Stat.of(path) != before:
-            return None
+        if cache.Stat.of(path) != before or cache.cleared_since(root, started_ns):
+            return None  # changed while read, or `cache clear` ran meanwhile: nothing is put in place
         parquet_bytes = tmp.stat().st_size
         # the record goes first, so no reader pairs the old record with the new Parquet file
         entry.meta.unlink(missing_ok=True)

@@ -523,7 +523,7 @@ def _cache_root_or_none():
 
 @cache_app.command("status")
 def cache_status_command(fmt: FormatOption = None) -> None:
-    """List the cache entries: the CSV each was built from, fresh / stale / orphaned / damaged, rows and size."""
+    """List the cache entries: the CSV each was built from, fresh / stale / orphaned / damaged / unbuilt, rows, size."""
     from rlsql.cache import CacheUnavailable, check_root, describe_policy, full_state, list_root
 
     root = _cache_root_or_none()
@@ -574,6 +574,7 @@ def cache_clear_command(
         full_state,
         has_marker,
         list_root,
+        note_cleared,
         sweep_leftovers,
     )
 
@@ -595,6 +596,8 @@ def cache_clear_command(
 
     con = memory_connection()
     entries = [e for e in listing.entries if not stale_only or full_state(e, con)[0] != "fresh"]
+    if not stale_only:
+        note_cleared(root)  # a builder running now puts nothing in place after this
     removed, freed = delete_entries(root, entries)
     removed += sweep_leftovers(root)
     kept = f"; left {listing.foreign} file(s) rlsql did not write" if listing.foreign else ""

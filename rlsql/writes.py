@@ -113,12 +113,18 @@ def _check(final: str, host: str, pid: str, nonce: str, old: bool) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def temp_name(target: Path, old: bool = False) -> Path:
-    """A hidden name beside `target` that only this process uses and that `sweep` can prove is rlsql's.
+def host_id() -> str:
+    """This host's part of a temporary name."""
+    return _host()
+
+
+def temp_name(target: Path, old: bool = False, pid: int | None = None) -> Path:
+    """A hidden name beside `target` that only this process (or process `pid`) uses and that `sweep` can
+    prove is rlsql's.
 
     `old=True` names the place a folder being replaced waits during `swap_dir`.
     """
-    host, pid, nonce = _host(), str(os.getpid()), os.urandom(4).hex()
+    host, pid, nonce = _host(), str(os.getpid() if pid is None else pid), os.urandom(4).hex()
     check = _check(target.name, host, pid, nonce, old)
     return target.with_name(f".{target.name}.{host}-{pid}-{nonce}-{check}{'.old' if old else ''}{TMP_SUFFIX}")
 

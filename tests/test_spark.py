@@ -288,7 +288,7 @@ def test_cli_engine_spark_prints_the_duckdb_table(spark, rlsql_exe):
 
 
 def test_show_dialect_spark_prints_compiled_sql(rlsql_exe):
-    shown = subprocess.run([rlsql_exe, "show", "turns_by_exception", "--dialect", "spark"],
+    shown = subprocess.run([rlsql_exe, "show", "trial_phases", "--dialect", "spark"],
                            capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     assert "percentile(" in shown.stdout.lower() and "quantile_cont" not in shown.stdout.lower()

@@ -106,7 +106,7 @@ def test_reported_types_allow_list() -> None:
 
 #: the bare names a template may paste: SQL text a macro or a `set` in the same template built from
 #: filtered values (a macro's arguments, a `set` of filtered identifiers), never a value from outside
-_BUILT_SQL = {"started", "finished", "json", "number", "part", "lines_sql", "read_names", "source_file_sql"}
+_BUILT_SQL = {"started", "finished", "json", "number", "part", "lines_sql", "read_names", "source_file_sql", "bad_sql"}
 
 
 def test_every_pasted_value_goes_through_a_filter() -> None:

@@ -12,22 +12,55 @@
 -- column: p95: 95th percentile of turns
 -- column: p99: 99th percentile of turns
 -- column: max: most turns
--- one pass over the trials: GROUPING SETS gives each run's `All trials` row and its per-type rows together
-WITH groups AS (
-    SELECT
-        run,
-        exception_type,
-        grouping(exception_type) AS every,
-        count(*) AS trials,
-        quantile_cont(n_episodes, [0.5, 0.75, 0.9, 0.95, 0.99]) AS q,
-        max(n_episodes) AS max
-    FROM trial_rows
-    WHERE n_episodes IS NOT NULL
-    GROUP BY GROUPING SETS ((run), (run, exception_type))
-)
+{%- set quantiles = [("p50", "0.5"), ("p75", "0.75"), ("p90", "0.9"), ("p95", "0.95"), ("p99", "0.99")] %}
+-- turn counts are whole numbers with a few hundred distinct values: the percentiles come from how many
+-- trials have each value (one hash aggregate over those keys, then a few thousand rows), not from sorting
+-- every trial as quantile_cont does (bench/RESULTS.md). Exact: the value at sorted position (n-1)*q,
+-- interpolated between the values at its floor and ceiling as quantile_cont does (in DOUBLE, as it does).
+WITH
+    by_type AS (
+        SELECT run, exception_type, n_episodes AS turns, count(*) AS n
+        FROM trial_rows
+        WHERE n_episodes IS NOT NULL
+        GROUP BY run, exception_type, n_episodes
+    ),
+    counts AS (
+        -- each run's `All trials` group (every = 1) beside its per-type groups
+        SELECT run, exception_type, 0 AS every, turns, n FROM by_type
+        UNION ALL
+        SELECT run, CAST(NULL AS VARCHAR), 1, turns, sum(n) FROM by_type GROUP BY run, turns
+    ),
+    ranked AS (
+        -- upto: the group's trials with at most this many turns (the value fills sorted positions upto-n .. upto-1)
+        SELECT run, exception_type, every, turns,
+            sum(n) OVER (PARTITION BY run, every, exception_type ORDER BY turns
+                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
+            CAST(sum(n) OVER (PARTITION BY run, every, exception_type) - 1 AS DOUBLE) AS last
+        FROM counts
+    ),
+    groups AS (
+        SELECT
+            run,
+            exception_type,
+            every,
+            CAST(any_value(last) AS BIGINT) + 1 AS trials
+            {%- for name, q in quantiles %},
+            min(turns) FILTER (WHERE upto > floor(last * CAST({{ q | lit }} AS DOUBLE))) AS {{ (name ~ "_lo") | ident }},
+            min(turns) FILTER (WHERE upto > ceil(last * CAST({{ q | lit }} AS DOUBLE))) AS {{ (name ~ "_hi") | ident }},
+            any_value(last * CAST({{ q | lit }} AS DOUBLE) - floor(last * CAST({{ q | lit }} AS DOUBLE))) AS {{ (name ~ "_frac") | ident }}
+            {%- endfor %},
+            max(turns) AS max
+        FROM ranked
+        GROUP BY run, exception_type, every
+    )
 SELECT
     run,
     CASE WHEN every = 1 THEN 'All trials' ELSE exception_type END AS exception_type,
-    trials, q[1] AS p50, q[2] AS p75, q[3] AS p90, q[4] AS p95, q[5] AS p99, max
+    trials
+    {%- for name, q in quantiles %},
+    CAST({{ (name ~ "_lo") | ident }} AS DOUBLE)
+        + ({{ (name ~ "_hi") | ident }} - {{ (name ~ "_lo") | ident }}) * {{ (name ~ "_frac") | ident }} AS {{ name | ident }}
+    {%- endfor %},
+    max
 FROM groups
 ORDER BY run, every DESC, exception_type

@@ -10,27 +10,53 @@
 -- column: std: sample standard deviation of turns (n-1)
 -- column: min: fewest turns
 -- column: max: most turns
+-- turn counts are whole numbers with a few hundred distinct values: the statistics come from how many
+-- trials have each value (a hash aggregate over those keys, then a few hundred rows), not from a sort of
+-- every trial, which quantile_cont needs (10M trials: ~0.04 against ~0.2 CPU-s, bench/RESULTS.md). Exact:
+-- the median is the mean of the values at sorted positions floor and ceil of (n-1)/2.
+WITH
+    counts AS (
+        SELECT run, n_episodes AS turns, count(*) AS n
+        FROM trial_rows
+        WHERE n_episodes IS NOT NULL
+        GROUP BY run, n_episodes
+    ),
+    ranked AS (
+        -- upto: trials with at most this many turns; a value sits at the 0-based sorted positions
+        -- upto - n .. upto - 1
+        SELECT run, turns, n,
+            sum(n) OVER (PARTITION BY run ORDER BY turns ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
+            CAST(sum(n) OVER (PARTITION BY run) AS BIGINT) AS trials,
+            -- the sum exact (DECIMAL), as avg's over whole numbers: a DOUBLE sum of large values depends on their order
+            CAST(sum(CAST(turns AS DECIMAL(38, 0)) * n) OVER (PARTITION BY run) AS DOUBLE)
+                / sum(n) OVER (PARTITION BY run) AS mean
+        FROM counts
+    ),
+    t AS (
+        SELECT
+            run,
+            any_value(trials) AS trials,
+            any_value(mean) AS mean,
+            -- the values at sorted positions floor and ceil of (n-1)/2: the same one for an odd count
+            min(turns) FILTER (WHERE upto > floor(CAST(trials - 1 AS DOUBLE) * 0.5)) AS lo,
+            min(turns) FILTER (WHERE upto > ceil(CAST(trials - 1 AS DOUBLE) * 0.5)) AS hi,
+            -- sample variance (n-1), two-pass over the distinct values: sum of n * (value - mean)^2
+            CASE WHEN any_value(trials) > 1
+                THEN sqrt(sum(n * (turns - mean) * (turns - mean)) / (any_value(trials) - 1)) END AS std,
+            min(turns) AS min,
+            max(turns) AS max
+        FROM ranked
+        GROUP BY run
+    )
 SELECT
     f.run,
     coalesce(t.trials, 0) AS trials,
     t.mean,
-    t.median,
+    (t.lo + t.hi) / 2.0 AS median,
     t.std,
     t.min,
     t.max
 -- every run with trials (a CSV, or Harbor's result.json files) has a row, even without a usable trial
 FROM (SELECT DISTINCT run FROM run_files WHERE artifact IN ('trials', 'harbor')) AS f
--- aggregate first, join the few runs after: a join of every trial to the run list costs more than the statistics
-LEFT JOIN (
-    SELECT
-        run,
-        count(n_episodes) AS trials,
-        avg(n_episodes) AS mean,
-        quantile_cont(n_episodes, 0.5) AS median,
-        stddev_samp(n_episodes) AS std,
-        min(n_episodes) AS min,
-        max(n_episodes) AS max
-    FROM trial_rows
-    GROUP BY run
-) AS t ON t.run = f.run
+LEFT JOIN t ON t.run = f.run
 ORDER BY f.run

@@ -1231,80 +1231,208 @@ ORDER BY run, position;
 COMMENT ON VIEW "trial_phases" IS 'Where a trial''s time goes: per phase (environment_setup, agent_setup, agent_execution or older files'' agent_duration_sec, verifier) the median, mean and total seconds and the share of the summed trial_duration, then the time no phase covers (unattributed) or the excess of phases over the trial (overlap). No rows when the files have no phase column.';
 
 CREATE OR REPLACE VIEW "turn_percentiles" AS
--- one pass over the trials: GROUPING SETS gives each run's `All trials` row and its per-type rows together
-WITH groups AS (
-    SELECT
-        run,
-        exception_type,
-        grouping(exception_type) AS every,
-        count(*) AS trials,
-        quantile_cont(n_episodes, [0.5, 0.75, 0.9, 0.95, 0.99]) AS q,
-        max(n_episodes) AS max
-    FROM trial_rows
-    WHERE n_episodes IS NOT NULL
-    GROUP BY GROUPING SETS ((run), (run, exception_type))
-)
+-- turn counts are whole numbers with a few hundred distinct values: the percentiles come from how many
+-- trials have each value (one hash aggregate over those keys, then a few thousand rows), not from sorting
+-- every trial as quantile_cont does (bench/RESULTS.md). Exact: the value at sorted position (n-1)*q,
+-- interpolated between the values at its floor and ceiling as quantile_cont does (in DOUBLE, as it does).
+WITH
+    by_type AS (
+        SELECT run, exception_type, n_episodes AS turns, count(*) AS n
+        FROM trial_rows
+        WHERE n_episodes IS NOT NULL
+        GROUP BY run, exception_type, n_episodes
+    ),
+    counts AS (
+        -- each run's `All trials` group (every = 1) beside its per-type groups
+        SELECT run, exception_type, 0 AS every, turns, n FROM by_type
+        UNION ALL
+        SELECT run, CAST(NULL AS VARCHAR), 1, turns, sum(n) FROM by_type GROUP BY run, turns
+    ),
+    ranked AS (
+        -- upto: the group's trials with at most this many turns (the value fills sorted positions upto-n .. upto-1)
+        SELECT run, exception_type, every, turns,
+            sum(n) OVER (PARTITION BY run, every, exception_type ORDER BY turns
+                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
+            CAST(sum(n) OVER (PARTITION BY run, every, exception_type) - 1 AS DOUBLE) AS last
+        FROM counts
+    ),
+    groups AS (
+        SELECT
+            run,
+            exception_type,
+            every,
+            CAST(any_value(last) AS BIGINT) + 1 AS trials,
+            min(turns) FILTER (WHERE upto > floor(last * CAST('0.5' AS DOUBLE))) AS "p50_lo",
+            min(turns) FILTER (WHERE upto > ceil(last * CAST('0.5' AS DOUBLE))) AS "p50_hi",
+            any_value(last * CAST('0.5' AS DOUBLE) - floor(last * CAST('0.5' AS DOUBLE))) AS "p50_frac",
+            min(turns) FILTER (WHERE upto > floor(last * CAST('0.75' AS DOUBLE))) AS "p75_lo",
+            min(turns) FILTER (WHERE upto > ceil(last * CAST('0.75' AS DOUBLE))) AS "p75_hi",
+            any_value(last * CAST('0.75' AS DOUBLE) - floor(last * CAST('0.75' AS DOUBLE))) AS "p75_frac",
+            min(turns) FILTER (WHERE upto > floor(last * CAST('0.9' AS DOUBLE))) AS "p90_lo",
+            min(turns) FILTER (WHERE upto > ceil(last * CAST('0.9' AS DOUBLE))) AS "p90_hi",
+            any_value(last * CAST('0.9' AS DOUBLE) - floor(last * CAST('0.9' AS DOUBLE))) AS "p90_frac",
+            min(turns) FILTER (WHERE upto > floor(last * CAST('0.95' AS DOUBLE))) AS "p95_lo",
+            min(turns) FILTER (WHERE upto > ceil(last * CAST('0.95' AS DOUBLE))) AS "p95_hi",
+            any_value(last * CAST('0.95' AS DOUBLE) - floor(last * CAST('0.95' AS DOUBLE))) AS "p95_frac",
+            min(turns) FILTER (WHERE upto > floor(last * CAST('0.99' AS DOUBLE))) AS "p99_lo",
+            min(turns) FILTER (WHERE upto > ceil(last * CAST('0.99' AS DOUBLE))) AS "p99_hi",
+            any_value(last * CAST('0.99' AS DOUBLE) - floor(last * CAST('0.99' AS DOUBLE))) AS "p99_frac",
+            max(turns) AS max
+        FROM ranked
+        GROUP BY run, exception_type, every
+    )
 SELECT
     run,
     CASE WHEN every = 1 THEN 'All trials' ELSE exception_type END AS exception_type,
-    trials, q[1] AS p50, q[2] AS p75, q[3] AS p90, q[4] AS p95, q[5] AS p99, max
+    trials,
+    CAST("p50_lo" AS DOUBLE)
+        + ("p50_hi" - "p50_lo") * "p50_frac" AS "p50",
+    CAST("p75_lo" AS DOUBLE)
+        + ("p75_hi" - "p75_lo") * "p75_frac" AS "p75",
+    CAST("p90_lo" AS DOUBLE)
+        + ("p90_hi" - "p90_lo") * "p90_frac" AS "p90",
+    CAST("p95_lo" AS DOUBLE)
+        + ("p95_hi" - "p95_lo") * "p95_frac" AS "p95",
+    CAST("p99_lo" AS DOUBLE)
+        + ("p99_hi" - "p99_lo") * "p99_frac" AS "p99",
+    max
 FROM groups
 ORDER BY run, every DESC, exception_type;
 
 COMMENT ON VIEW "turn_percentiles" IS 'Percentiles of agent turns (linear interpolation, as pandas) over trials with turns: first `All trials`, then each exception type by name.';
 
 CREATE OR REPLACE VIEW "turn_stats" AS
+-- turn counts are whole numbers with a few hundred distinct values: the statistics come from how many
+-- trials have each value (a hash aggregate over those keys, then a few hundred rows), not from a sort of
+-- every trial, which quantile_cont needs (10M trials: ~0.04 against ~0.2 CPU-s, bench/RESULTS.md). Exact:
+-- the median is the mean of the values at sorted positions floor and ceil of (n-1)/2.
+WITH
+    counts AS (
+        SELECT run, n_episodes AS turns, count(*) AS n
+        FROM trial_rows
+        WHERE n_episodes IS NOT NULL
+        GROUP BY run, n_episodes
+    ),
+    ranked AS (
+        -- upto: trials with at most this many turns, a value sits at the 0-based sorted positions
+        -- upto - n .. upto - 1
+        SELECT run, turns, n,
+            sum(n) OVER (PARTITION BY run ORDER BY turns ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
+            CAST(sum(n) OVER (PARTITION BY run) AS BIGINT) AS trials,
+            -- the sum exact (DECIMAL), as avg's over whole numbers: a DOUBLE sum of large values depends on their order
+            CAST(sum(CAST(turns AS DECIMAL(38, 0)) * n) OVER (PARTITION BY run) AS DOUBLE)
+                / sum(n) OVER (PARTITION BY run) AS mean
+        FROM counts
+    ),
+    t AS (
+        SELECT
+            run,
+            any_value(trials) AS trials,
+            any_value(mean) AS mean,
+            -- the values at sorted positions floor and ceil of (n-1)/2: the same one for an odd count
+            min(turns) FILTER (WHERE upto > floor(CAST(trials - 1 AS DOUBLE) * 0.5)) AS lo,
+            min(turns) FILTER (WHERE upto > ceil(CAST(trials - 1 AS DOUBLE) * 0.5)) AS hi,
+            -- sample variance (n-1), two-pass over the distinct values: sum of n * (value - mean)^2
+            CASE WHEN any_value(trials) > 1
+                THEN sqrt(sum(n * (turns - mean) * (turns - mean)) / (any_value(trials) - 1)) END AS std,
+            min(turns) AS min,
+            max(turns) AS max
+        FROM ranked
+        GROUP BY run
+    )
 SELECT
     f.run,
     coalesce(t.trials, 0) AS trials,
     t.mean,
-    t.median,
+    (t.lo + t.hi) / 2.0 AS median,
     t.std,
     t.min,
     t.max
 -- every run with trials (a CSV, or Harbor's result.json files) has a row, even without a usable trial
 FROM (SELECT DISTINCT run FROM run_files WHERE artifact IN ('trials', 'harbor')) AS f
--- aggregate first, join the few runs after: a join of every trial to the run list costs more than the statistics
-LEFT JOIN (
-    SELECT
-        run,
-        count(n_episodes) AS trials,
-        avg(n_episodes) AS mean,
-        quantile_cont(n_episodes, 0.5) AS median,
-        stddev_samp(n_episodes) AS std,
-        min(n_episodes) AS min,
-        max(n_episodes) AS max
-    FROM trial_rows
-    GROUP BY run
-) AS t ON t.run = f.run
+LEFT JOIN t ON t.run = f.run
 ORDER BY f.run;
 
 COMMENT ON VIEW "turn_stats" IS 'Agent turns (n_episodes) over the trials that have them: count, mean, median (average of the two middle values for an even count), sample standard deviation (n-1), min and max.';
 
 CREATE OR REPLACE VIEW "turns_by_exception" AS
+-- turn counts are whole numbers with a few hundred distinct values: the median comes from how many trials
+-- have each value (a hash aggregate over those keys), not from sorting every trial as quantile_cont does
+-- (bench/RESULTS.md). Exact: the mean of the values at sorted positions floor and ceil of (n-1)/2.
+WITH
+    counts AS (
+        SELECT run, exception_type, n_episodes AS turns, count(*) AS n
+        FROM trial_rows
+        WHERE n_episodes IS NOT NULL
+        GROUP BY run, exception_type, n_episodes
+    ),
+    ranked AS (
+        -- upto: the group's trials with at most this many turns (the value fills sorted positions upto-n .. upto-1)
+        SELECT run, exception_type, turns, n,
+            sum(n) OVER (PARTITION BY run, exception_type ORDER BY turns ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
+            CAST(sum(n) OVER (PARTITION BY run, exception_type) AS BIGINT) AS trials
+        FROM counts
+    ),
+    groups AS (
+        SELECT
+            run,
+            exception_type,
+            any_value(trials) AS trials,
+            -- the sum exact (DECIMAL), as avg's over whole numbers: a DOUBLE sum of large values depends on their order
+            CAST(sum(CAST(turns AS DECIMAL(38, 0)) * n) AS DOUBLE) / any_value(trials) AS mean_turns,
+            min(turns) FILTER (WHERE upto > floor(CAST(trials - 1 AS DOUBLE) * 0.5)) AS lo,
+            min(turns) FILTER (WHERE upto > ceil(CAST(trials - 1 AS DOUBLE) * 0.5)) AS hi
+        FROM ranked
+        GROUP BY run, exception_type
+    )
 SELECT
     run,
     exception_type,
-    count(*) AS trials,
-    avg(n_episodes) AS mean_turns,
-    quantile_cont(n_episodes, 0.5) AS median_turns
-FROM trial_rows
-WHERE n_episodes IS NOT NULL
-GROUP BY run, exception_type
+    trials,
+    mean_turns,
+    (lo + hi) / 2.0 AS median_turns
+FROM groups
 ORDER BY run, mean_turns DESC, exception_type;
 
 COMMENT ON VIEW "turns_by_exception" IS 'Agent turns per exception type over trials with turns (`No exception` for a clean trial): trials, mean and median turns, highest mean first.';
 
 CREATE OR REPLACE VIEW "turns_by_outcome" AS
+-- turn counts are whole numbers with a few hundred distinct values: the median comes from how many trials
+-- have each value (a hash aggregate over those keys), not from sorting every trial as quantile_cont does
+-- (bench/RESULTS.md). Exact: the mean of the values at sorted positions floor and ceil of (n-1)/2.
+WITH
+    counts AS (
+        SELECT run, outcome, n_episodes AS turns, count(*) AS n
+        FROM trial_rows
+        WHERE n_episodes IS NOT NULL AND outcome IS NOT NULL
+        GROUP BY run, outcome, n_episodes
+    ),
+    ranked AS (
+        -- upto: the group's trials with at most this many turns (the value fills sorted positions upto-n .. upto-1)
+        SELECT run, outcome, turns, n,
+            sum(n) OVER (PARTITION BY run, outcome ORDER BY turns ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
+            CAST(sum(n) OVER (PARTITION BY run, outcome) AS BIGINT) AS trials
+        FROM counts
+    ),
+    groups AS (
+        SELECT
+            run,
+            outcome,
+            any_value(trials) AS trials,
+            -- the sum exact (DECIMAL), as avg's over whole numbers: a DOUBLE sum of large values depends on their order
+            CAST(sum(CAST(turns AS DECIMAL(38, 0)) * n) AS DOUBLE) / any_value(trials) AS mean_turns,
+            min(turns) FILTER (WHERE upto > floor(CAST(trials - 1 AS DOUBLE) * 0.5)) AS lo,
+            min(turns) FILTER (WHERE upto > ceil(CAST(trials - 1 AS DOUBLE) * 0.5)) AS hi
+        FROM ranked
+        GROUP BY run, outcome
+    )
 SELECT
     run,
     outcome,
-    count(*) AS trials,
-    avg(n_episodes) AS mean_turns,
-    quantile_cont(n_episodes, 0.5) AS median_turns
-FROM trial_rows
-WHERE n_episodes IS NOT NULL AND outcome IS NOT NULL
-GROUP BY run, outcome
+    trials,
+    mean_turns,
+    (lo + hi) / 2.0 AS median_turns
+FROM groups
 ORDER BY run, outcome = 'Failure', outcome;
 
 COMMENT ON VIEW "turns_by_outcome" IS 'Agent turns by outcome over trials with both turns and a reward: Success (reward > 0) first, then Failure (reward = 0), a negative reward is neither.';
