@@ -22,6 +22,20 @@ os.environ["RLSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlsql-test-cache-")
 # cached on first read, and a test that changes rlsql's limits between reads would get the earlier copy
 os.environ["RLSQL_CACHE"] = "0"
 
+# Spark tests (tests/test_spark*.py) start short-lived local JVMs over tiny inputs, where compiling costs
+# more than it saves: the JIT's first tier only (C1), with the code cache tiered compilation would get
+# (C1 alone gets a smaller one, fills it within a run set, and the JVM then interprets everything), and
+# the serial collector (bench/RESULTS.md); no whole-stage or expression code generation (Spark
+# interprets the same expressions: the answers are the same, and Spark's own suites check that the two
+# agree) and no adaptive re-planning. A user's session keeps Spark's defaults (rlsql/engines/spark.py).
+SPARK_TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
+# A 2 GB driver: with every object of the five fixture runs created and cached at once (test_spark's "all"),
+# a 1 GB one spent its time in full collections (old generation at 99 %, 27 s of full GC in two minutes).
+SPARK_TEST_CONF = ("spark.driver.memory=2g spark.sql.codegen.wholeStage=false "
+                   "spark.sql.codegen.factoryMode=NO_CODEGEN spark.sql.adaptive.enabled=false")
+os.environ.setdefault("RLSQL_SPARK_JAVA_OPTIONS", SPARK_TEST_JAVA_OPTIONS)
+os.environ.setdefault("RLSQL_SPARK_CONF", SPARK_TEST_CONF)
+
 # hypothesis keeps no example database (it would write .hypothesis/ into the checkout, from every
 # xdist worker at once); the property tests' seeds and example counts are their own
 from hypothesis import settings as _hypothesis_settings  # noqa: E402

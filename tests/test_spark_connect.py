@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RUNS
+from tests.conftest import RUNS, SPARK_TEST_CONF, SPARK_TEST_JAVA_OPTIONS
 
 pytestmark = pytest.mark.spark
 
@@ -59,7 +59,10 @@ def connect_server(tmp_path_factory):
     server = subprocess.Popen(
         [str(home / "sbin" / "start-connect-server.sh"), "--wait", "--master", "local[2]",
          "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
-         "--conf", "spark.sql.shuffle.partitions=2"],
+         "--conf", "spark.sql.shuffle.partitions=2",
+         # the short-lived JVM's flags and settings of the other Spark tests (tests/conftest.py)
+         "--driver-java-options", SPARK_TEST_JAVA_OPTIONS,
+         *[arg for pair in SPARK_TEST_CONF.split() for arg in ("--conf", pair)]],
         env=env, stdout=subprocess.DEVNULL, stderr=(work / "server.err").open("w"), start_new_session=True,
     )
     try:

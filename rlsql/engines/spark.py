@@ -62,6 +62,13 @@ def _extra_conf() -> dict[str, str]:
     return conf
 
 
+def java_options() -> str:
+    """The local driver JVM's options: rlsql's log configuration, then $RLSQL_SPARK_JAVA_OPTIONS (JVM flags,
+    separated by spaces, e.g. `-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`, which the tests use)."""
+    return " ".join([f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
+                     *os.environ.get("RLSQL_SPARK_JAVA_OPTIONS", "").split()])
+
+
 def require_pyspark() -> None:
     try:
         import pyspark  # noqa: F401
@@ -126,8 +133,7 @@ def get_session(given: Any = None) -> Any:
             builder = SparkSession.builder.master(LOCAL_MASTER).appName("rlsql")
             for key, value in LOCAL_CONF.items():
                 builder = builder.config(key, value)
-            builder = builder.config("spark.driver.extraJavaOptions",
-                                     f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
+            builder = builder.config("spark.driver.extraJavaOptions", java_options())
             for key, value in _extra_conf().items():
                 builder = builder.config(key, value)
             spark = builder.getOrCreate()
@@ -185,6 +191,8 @@ class SparkCatalog:
         self.created: dict[str, str] = {}
         #: every temporary view this object made (helper views too) and the rows it keeps for them
         self.views: set[str] = set()
+        #: helper view (a query's NAME__CTE) -> the SQL it was created with
+        self.helpers: dict[str, str] = {}
         self.kept: list[Any] = []
         self.source_warnings: dict[str, list[str]] = {}
 
@@ -236,8 +244,10 @@ class SparkCatalog:
         if self.use_cache:
             self.spark.sql(f"CACHE LAZY TABLE `{name}`")
 
-    def create(self, files: Sequence[SqlFile], values: dict[str, Any]) -> None:
-        """Create sources and views (in dependency order) as temporary views; macros are inlined instead."""
+    def create(self, files: Sequence[SqlFile], values: dict[str, Any]) -> set[str]:
+        """Create sources and views (in dependency order) as temporary views; macros are inlined instead.
+
+        Returns the names of the views (re)created by this call."""
         from pyspark.errors import PySparkException
 
         renewed: set[str] = set()
@@ -257,10 +267,12 @@ class SparkCatalog:
                         self._create_view(view, text)
                 except PySparkException as exc:
                     raise QueryError(f"{f.path}: Spark cannot create {f.name}: {one_line(exc)}") from exc
+                self.helpers.update(statements[:-1])
                 self.created[f.name] = sql
                 renewed.add(f.name)
         finally:
             self.cache.save()
+        return renewed
 
     def close(self) -> None:
         """Drop this object's temporary views and free what they hold (the cached sources and views, the
@@ -277,6 +289,7 @@ class SparkCatalog:
         self.kept.clear()
         self.sources.persisted.clear()
         self.created.clear()
+        self.helpers.clear()
         self.source_warnings.clear()
 
     def query_frame(self, name: str, values: dict[str, Any]) -> Any:
@@ -284,11 +297,16 @@ class SparkCatalog:
         if f.kind != "query":  # a view: created (and cached) as the others
             self.create(self.catalog.closure([name]), values)
             return self.spark.table(name)
-        self.create([d for d in self.catalog.closure([name]) if d.name != name], values)
+        renewed = self.create([d for d in self.catalog.closure([name]) if d.name != name], values)
         *helpers, (_, sql) = self.compiled(f, values)
         self.cache.save()
         for view, text in helpers:
+            # a helper made with this SQL over the same objects (a query another one reads, or the same
+            # query again) is reused: timing_breakdown's recursion is computed (kept) once, not per query
+            if self.helpers.get(view) == text and not renewed & set(f.depends_on):
+                continue
             self._create_view(view, text)
+            self.helpers[view] = text
         return self.spark.sql(sql)
 
 
