@@ -1356,34 +1356,32 @@ ORDER BY f.run;
 COMMENT ON VIEW "turn_stats" IS 'Agent turns (n_episodes) over the trials that have them: count, mean, median (average of the two middle values for an even count), sample standard deviation (n-1), min and max.';
 
 CREATE OR REPLACE VIEW "turns_by_exception" AS
--- turn counts are whole numbers with a few hundred distinct values: the median comes from how many trials
--- have each value (a hash aggregate over those keys), not from sorting every trial as quantile_cont does
--- (bench/RESULTS.md). Exact: the mean of the values at sorted positions floor and ceil of (n-1)/2.
+-- the median from counts per distinct turn value: sql/queries/_turn_median.sql.j2
 WITH
     counts AS (
-        SELECT run, exception_type, n_episodes AS turns, count(*) AS n
+        SELECT run, "exception_type", n_episodes AS turns, count(*) AS n
         FROM trial_rows
         WHERE n_episodes IS NOT NULL
-        GROUP BY run, exception_type, n_episodes
+        GROUP BY run, "exception_type", n_episodes
     ),
     ranked AS (
         -- upto: the group's trials with at most this many turns (the value fills sorted positions upto-n .. upto-1)
-        SELECT run, exception_type, turns, n,
-            sum(n) OVER (PARTITION BY run, exception_type ORDER BY turns ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
-            CAST(sum(n) OVER (PARTITION BY run, exception_type) AS BIGINT) AS trials
+        SELECT run, "exception_type", turns, n,
+            sum(n) OVER (PARTITION BY run, "exception_type" ORDER BY turns ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
+            CAST(sum(n) OVER (PARTITION BY run, "exception_type") AS BIGINT) AS trials
         FROM counts
     ),
     groups AS (
         SELECT
             run,
-            exception_type,
+            "exception_type",
             any_value(trials) AS trials,
             -- the sum exact (DECIMAL), as avg's over whole numbers: a DOUBLE sum of large values depends on their order
             CAST(sum(CAST(turns AS DECIMAL(38, 0)) * n) AS DOUBLE) / any_value(trials) AS mean_turns,
             min(turns) FILTER (WHERE upto > floor(CAST(trials - 1 AS DOUBLE) * 0.5)) AS lo,
             min(turns) FILTER (WHERE upto > ceil(CAST(trials - 1 AS DOUBLE) * 0.5)) AS hi
         FROM ranked
-        GROUP BY run, exception_type
+        GROUP BY run, "exception_type"
     )
 SELECT
     run,
@@ -1397,34 +1395,32 @@ ORDER BY run, mean_turns DESC, exception_type;
 COMMENT ON VIEW "turns_by_exception" IS 'Agent turns per exception type over trials with turns (`No exception` for a clean trial): trials, mean and median turns, highest mean first.';
 
 CREATE OR REPLACE VIEW "turns_by_outcome" AS
--- turn counts are whole numbers with a few hundred distinct values: the median comes from how many trials
--- have each value (a hash aggregate over those keys), not from sorting every trial as quantile_cont does
--- (bench/RESULTS.md). Exact: the mean of the values at sorted positions floor and ceil of (n-1)/2.
+-- the median from counts per distinct turn value: sql/queries/_turn_median.sql.j2
 WITH
     counts AS (
-        SELECT run, outcome, n_episodes AS turns, count(*) AS n
+        SELECT run, "outcome", n_episodes AS turns, count(*) AS n
         FROM trial_rows
-        WHERE n_episodes IS NOT NULL AND outcome IS NOT NULL
-        GROUP BY run, outcome, n_episodes
+        WHERE n_episodes IS NOT NULL AND "outcome" IS NOT NULL
+        GROUP BY run, "outcome", n_episodes
     ),
     ranked AS (
         -- upto: the group's trials with at most this many turns (the value fills sorted positions upto-n .. upto-1)
-        SELECT run, outcome, turns, n,
-            sum(n) OVER (PARTITION BY run, outcome ORDER BY turns ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
-            CAST(sum(n) OVER (PARTITION BY run, outcome) AS BIGINT) AS trials
+        SELECT run, "outcome", turns, n,
+            sum(n) OVER (PARTITION BY run, "outcome" ORDER BY turns ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto,
+            CAST(sum(n) OVER (PARTITION BY run, "outcome") AS BIGINT) AS trials
         FROM counts
     ),
     groups AS (
         SELECT
             run,
-            outcome,
+            "outcome",
             any_value(trials) AS trials,
             -- the sum exact (DECIMAL), as avg's over whole numbers: a DOUBLE sum of large values depends on their order
             CAST(sum(CAST(turns AS DECIMAL(38, 0)) * n) AS DOUBLE) / any_value(trials) AS mean_turns,
             min(turns) FILTER (WHERE upto > floor(CAST(trials - 1 AS DOUBLE) * 0.5)) AS lo,
             min(turns) FILTER (WHERE upto > ceil(CAST(trials - 1 AS DOUBLE) * 0.5)) AS hi
         FROM ranked
-        GROUP BY run, outcome
+        GROUP BY run, "outcome"
     )
 SELECT
     run,
