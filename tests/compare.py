@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 IGNORED_COLUMNS = {"reason"}  # free text, checked by hand in test_tiny_run.py
@@ -28,3 +31,13 @@ def assert_rows_match(got: list[dict], want: list[dict], label: str) -> None:
             assert same_value(g[column], w[column]), (
                 f"{label} row {i} column {column}: got {g[column]!r}, expected {w[column]!r}\n got={g}\nwant={w}"
             )
+
+
+def read_turns_export(path: Path, fmt: str) -> list[dict]:
+    """An exported turns_by_exception file read back as rows: JSON as it is, CSV's text cells typed
+    (`mean*`/`median*` floats, `trials` an int) so they compare with the oracle's values."""
+    if fmt == "json":
+        return json.loads(path.read_text())
+    with path.open(newline="") as fh:
+        return [{k: (float(v) if k.startswith(("mean", "median")) else int(v) if k == "trials" else v)
+                 for k, v in row.items()} for row in csv.DictReader(fh)]

@@ -21,7 +21,7 @@ import pytest
 import rlsql
 from rlsql.catalog import load_catalog
 from tests import oracle
-from tests.compare import assert_rows_match
+from tests.compare import assert_rows_match, read_turns_export
 from tests.conftest import RUNS
 from tests.test_cli import one_error_line, run_main
 
@@ -194,12 +194,7 @@ def test_csv_and_json_with_sidecar(tmp_path, capsys, monkeypatch) -> None:
         code, _, err = run_main(args, capsys, monkeypatch)
         assert code == 0, err
         path = tmp_path / f"turns_by_exception.{fmt}"
-        if fmt == "json":
-            got = json.loads(path.read_text())
-        else:
-            with path.open(newline="") as fh:
-                got = [{k: (float(v) if k.startswith(("mean", "median")) else int(v) if k == "trials" else v)
-                        for k, v in row.items()} for row in csv.DictReader(fh)]
+        got = read_turns_export(path, fmt)
         assert_rows_match(got, want, fmt)
         sidecar = json.loads((tmp_path / f"turns_by_exception.{fmt}.meta.json").read_text())
         assert set(sidecar) == METADATA_KEYS

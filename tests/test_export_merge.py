@@ -25,7 +25,7 @@ import pytest
 from rlsql.catalog import load_catalog
 from rlsql.exportmerge import merged_by_run
 from tests import oracle
-from tests.compare import assert_rows_match
+from tests.compare import assert_rows_match, read_turns_export
 from tests.conftest import RUNS
 from tests.test_cli import one_error_line, run_main
 from tests.test_writes import needs_root, tmpfs
@@ -171,12 +171,7 @@ def test_csv_and_json_merge_with_their_sidecar(fmt, tmp_path, capsys, monkeypatc
         assert code == 0, err
     assert _visible(out) == sorted([f"turns_by_exception.{fmt}", f"turns_by_exception.{fmt}.meta.json", "trials"])
     path = out / f"turns_by_exception.{fmt}"
-    if fmt == "json":
-        got = json.loads(path.read_text())
-    else:
-        with path.open(newline="") as fh:
-            got = [{k: (float(v) if k.startswith(("mean", "median")) else int(v) if k == "trials" else v)
-                    for k, v in row.items()} for row in csv.DictReader(fh)]
+    got = read_turns_export(path, fmt)
     # ordered by run, each run's rows in the query's order
     assert_rows_match(got, oracle.expected("turns_by_exception", [RUNS / "calendar", RUNS / "tiny"]), fmt)
     record = json.loads((out / f"turns_by_exception.{fmt}.meta.json").read_text())
