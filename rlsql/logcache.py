@@ -233,7 +233,7 @@ def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
         cachebuild.notice(f"{path}: read in place ({exc})")
         return None
     if updated is None:
-        cachebuild.notice(f"{path}: read in place (it was replaced while it was read)")
+        cachebuild.notice(f"{path}: read in place (it was replaced, or the cache cleared, while it was read)")
         return None
     cachebuild._handed_out.append(entry)
     return _with_tail(path, entry, updated)
@@ -412,11 +412,12 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path, backg
     A log parsed from its start is read by DuckDB (direct_read) when that can be proved exact, else
     by the Python scan; the bytes a grown log gained are always scanned in Python (they are few, and
     only Python can start at an offset).
-    Returns the new record, or None when the log was replaced while it was read (nothing written).
+    Returns the new record, or None when the log was replaced while it was read or `cache clear` ran
+    meanwhile (nothing written).
     CacheUnavailable when the cache folder cannot take it; DataError when DuckDB cannot build it.
     """
     cache.ensure_root(root)
-    started, cpu_started = time.perf_counter(), time.process_time()
+    started, cpu_started, started_ns = time.perf_counter(), time.process_time(), time.time_ns()
     entry.parquet.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.temp_path(entry.parquet)
     tail_file = cache.temp_path(entry.parquet.with_suffix(".lines"))
@@ -444,6 +445,8 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path, backg
             tail=str(tail_file) if kept and direct is None else None,
             direct_cut=direct, target=str(tmp), key=entry.key)
         rows = con.execute(sql).fetchall()[0][0]
+        if cache.cleared_since(root, started_ns):
+            return None  # `cache clear` ran meanwhile (cache.note_cleared): nothing is put in place
         parquet_bytes = tmp.stat().st_size
         entry.meta.unlink(missing_ok=True)  # the record goes first: no reader pairs it with the new file
         os.replace(tmp, entry.parquet)

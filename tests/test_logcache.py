@@ -540,3 +540,23 @@ def test_a_report_reads_a_log_in_place_once_then_builds_its_entry_before_the_nex
     assert "building the cached copies" not in err  # nothing left for a builder
     assert sorted(log_records(auto_cache)) == sorted(logs)
     assert reports["-v"] == reports["--no-cache"]
+
+
+def test_cache_clear_during_a_log_build_leaves_no_entry_behind(
+        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    run, log = tiny_run(tmp_path)
+    real_direct_read = logcache.direct_read
+
+    def clear_meanwhile(con, path, fh, before):  # `rlsql cache clear` runs while the builder reads the log
+        subprocess.run([sys.executable, "-m", "rlsql", "cache", "clear"], capture_output=True, check=True)
+        return real_direct_read(con, path, fh, before)
+
+    monkeypatch.setattr(logcache, "direct_read", clear_meanwhile)
+    assert not logcache.build_in_background(log, auto_cache)  # what rlsql/cachebg.py runs for a log
+    monkeypatch.setattr(logcache, "direct_read", real_direct_read)
+    assert str(log) not in log_records(auto_cache)
+    assert not [p for p in auto_cache.rglob("*") if p.is_file() and p.suffix == ".parquet"]
+    # a build that starts after the clear is not affected by it, and reads as the log says
+    assert logcache.build_in_background(log, auto_cache)
+    assert log_records(auto_cache)[str(log)]["cut"] == log.stat().st_size
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
