@@ -176,6 +176,17 @@ def _after_cut(path: Path, cut: int) -> tuple[KeptLine, ...]:
         return tuple(kept_lines(fh.read(), cut))
 
 
+def _entry_of(path: Path, root: Path) -> tuple[cache.Entry, dict, os.stat_result] | None:
+    """Log `path`'s entry under `root`, its record ({} when none) and the log's stat; None when the log
+    cannot be stat'ed (gone or unreadable meanwhile: it is read, or reported, in place)."""
+    entry = cache.entry_for(path, root)
+    record = entry.read_meta()
+    try:
+        return entry, record, path.stat()
+    except OSError:
+        return None
+
+
 def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
     """The entry a query reads for log `path` (brought up to date now), or None: read the log in place.
 
@@ -187,12 +198,10 @@ def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
     root = cache.cache_root()
     if root is None or why_unnameable(path):
         return None
-    entry = cache.entry_for(path, root)
-    record = entry.read_meta()
-    try:
-        st = path.stat()
-    except OSError:
+    found = _entry_of(path, root)
+    if found is None:
         return None
+    entry, record, st = found
     if not record and not cache.should_build(max(st.st_size, run_bytes)):
         cachebuild.notice(f"{path}: read in place (not cached: a run's logs under {cache.min_bytes() / 2**20:g} MiB "
                           "are cached with --cache)")
@@ -250,14 +259,10 @@ def is_fresh(entry: cache.Entry, record: dict, st: os.stat_result) -> bool:
 def build_in_background(path: Path, root: Path) -> bool:
     """rlsql/cachebg.py's part for a log: bring its entry up to date unless it is fresh or another process
     builds it. True when an entry was written; a failure leaves none (the next read defers it again)."""
-    if why_unnameable(path):
+    found = None if why_unnameable(path) else _entry_of(path, root)
+    if found is None:
         return False
-    entry = cache.entry_for(path, root)
-    record = entry.read_meta()
-    try:
-        st = path.stat()
-    except OSError:
-        return False
+    entry, record, st = found
     # the claim the reader made in this process's name (cachebuild.start_deferred) is not another builder
     if is_fresh(entry, record, st) or cache.builder_of(entry, os.getpid()) is not None:
         return False
