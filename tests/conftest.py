@@ -14,9 +14,12 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "fixtures" / "runs"
 FIXTURE_RUNS = ["tiny", "calendar", "newest", "harbor", "harbor_csv"]
 
-# Keep tests independent of a developer's ~/.cache (the SQL analysis cache is exercised on purpose elsewhere).
-os.environ.setdefault("RLSQL_NO_CACHE", "1")
-# ...and of a developer's Parquet cache: tests that use one point RLSQL_CACHE_DIR at a folder of their own
+# Keep tests independent of a developer's ~/.cache: the Parquet cache and, beside it, the SQL analysis,
+# compiled-template and rendered-SQL caches go to a folder of this process's (each xdist worker's), which
+# its rlsql subprocesses share; tests that use a cache of their own point RLSQL_CACHE_DIR elsewhere. The SQL
+# caches stay on (as for a user): with RLSQL_NO_CACHE=1 every rlsql process parsed the catalogue again,
+# ~0.35 of the ~0.5 CPU-s of a small `rlsql query` (bench/RESULTS.md, session 5); tests/test_catalog.py and
+# tests/test_cache.py check the caches themselves, with RLSQL_NO_CACHE set and unset.
 os.environ["RLSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlsql-test-cache-")
 # ...and off unless a test turns it on (tests/test_cache.py does): a large test CSV would otherwise be
 # cached on first read, and a test that changes rlsql's limits between reads would get the earlier copy

@@ -274,17 +274,31 @@ def test_bad_parameters_fail_alike(spark):
         assert isinstance(want, RlsqlError) and type(got) is type(want) and str(got) == str(want)
 
 
-def test_cli_engine_spark_prints_the_duckdb_table(spark, rlsql_exe):
-    """`rlsql query turns_by_exception --engine spark` on the sample run prints DuckDB's table."""
-    env = {**os.environ, "RLSQL_NO_CACHE": "1"}
-    env.pop("SPARK_REMOTE", None)
-    duck = subprocess.run([rlsql_exe, "query", "turns_by_exception"], capture_output=True, text=True, env=env)
-    on_spark = subprocess.run([rlsql_exe, "query", "turns_by_exception", "--engine", "spark"],
-                              capture_output=True, text=True, env=env)
-    assert duck.returncode == 0, duck.stderr
-    assert on_spark.returncode == 0, on_spark.stderr
-    assert on_spark.stdout == duck.stdout
-    assert "Traceback" not in on_spark.stderr
+def _console(args: list[str], capsys, monkeypatch) -> tuple[int, str, str]:
+    """The console script's entry (rlsql.quickcli.main) with `args`, in this process: exit code, stdout, stderr."""
+    from rlsql.quickcli import main
+
+    monkeypatch.setattr(sys, "argv", ["rlsql", *args])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    captured = capsys.readouterr()
+    return stop.value.code, captured.out, captured.err
+
+
+def test_cli_engine_spark_prints_the_duckdb_table(spark, capsys, monkeypatch):
+    """`rlsql query turns_by_exception --engine spark` on the sample run prints DuckDB's table.
+
+    In this process, through the console script's entry, on the module's session: a second local JVM
+    for one query cost ~7 CPU-s and ~10 s of the Spark worker's time (bench/RESULTS.md, session 5). The
+    command as a process of its own, `--engine spark` and all, is test_spark_connect.py's."""
+    monkeypatch.setenv("RLSQL_NO_CACHE", "1")
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    code, duck, duck_err = _console(["query", "turns_by_exception"], capsys, monkeypatch)
+    assert code == 0, duck_err
+    code, on_spark, spark_err = _console(["query", "turns_by_exception", "--engine", "spark"], capsys, monkeypatch)
+    assert code == 0, spark_err
+    assert on_spark == duck
+    assert "Traceback" not in spark_err
 
 
 def test_show_dialect_spark_prints_compiled_sql(rlsql_exe):

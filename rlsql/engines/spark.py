@@ -189,8 +189,9 @@ class SparkCatalog:
         self.use_cache = os.environ.get("RLSQL_SPARK_CACHE", "1") != "0"
         #: name -> the SQL it was created with ("" for a source)
         self.created: dict[str, str] = {}
-        #: every temporary view this object made (helper views too) and the rows it keeps for them
-        self.views: set[str] = set()
+        #: every temporary view this object made (helper views too), in the order last made (a dict as an
+        #: ordered set: close() drops them newest first), and the rows it keeps for them
+        self.views: dict[str, None] = {}
         #: helper view (a query's NAME__CTE) -> the SQL it was created with
         self.helpers: dict[str, str] = {}
         self.kept: list[Any] = []
@@ -215,7 +216,7 @@ class SparkCatalog:
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         frame.createOrReplaceTempView(f.name)
-        self.views.add(f.name)
+        self._made(f.name)
         self.created[f.name] = ""
 
     def _create_view(self, name: str, sql: str) -> None:
@@ -234,15 +235,19 @@ class SparkCatalog:
             # span, small)
             frame = frame.localCheckpoint(eager=True)
             frame.createOrReplaceTempView(name)
-            self.views.add(name)
+            self._made(name)
             self.kept.append(frame)
             return
         # a view of the analysed plan, not of its SQL text, which Spark would analyse again (with every
         # view below it) at each reference: creating the catalogue's views takes half the time
         frame.createOrReplaceTempView(name)
-        self.views.add(name)
+        self._made(name)
         if self.use_cache:
             self.spark.sql(f"CACHE LAZY TABLE `{name}`")
+
+    def _made(self, name: str) -> None:
+        self.views.pop(name, None)  # made again: it now comes after the views it reads
+        self.views[name] = None
 
     def create(self, files: Sequence[SqlFile], values: dict[str, Any]) -> set[str]:
         """Create sources and views (in dependency order) as temporary views; macros are inlined instead.
@@ -279,7 +284,11 @@ class SparkCatalog:
         kept rows of recursive views): a long-lived session reused for other runs does not keep them."""
         from pyspark.errors import PySparkException
 
-        for name in sorted(self.views):
+        # newest first: a view goes before the views it reads. Spark's uncache compares every cached plan
+        # left with the one dropped and re-plans a cached view not yet computed that reads it; dropping a
+        # view's readers first leaves none to re-plan (alphabetically, "all" fixture runs' close() was
+        # ~13 JVM CPU-s; bench/RESULTS.md, session 5)
+        for name in reversed(list(self.views)):
             with contextlib.suppress(PySparkException):
                 self.spark.catalog.dropTempView(name)  # uncaches it too
         for frame in [*self.sources.persisted, *self.kept]:
