@@ -467,17 +467,21 @@ def _hoist_recursive_inputs(tree: exp.Expression, name: str) -> tuple[list[tuple
 class CompiledCache:
     """Compiled Spark SQL keyed by the file's fingerprint (its SQL and every parent's), the parameter
     values, the compiler's and sqlglot's versions, and the input columns where the file depends on
-    them. Kept under the user's cache folder; any failure just means compiling again."""
+    them. Kept beside the SQL analysis cache (with RLSQL_CACHE_DIR set, in that folder, as README says;
+    else the user's cache folder); off with RLSQL_NO_CACHE; any failure just means compiling again."""
+
+    NAME = "spark-sql.json"
 
     def __init__(self) -> None:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        self.path = Path(base) / "rlsql" / "spark-sql.json"
+        from rlsql.cache import analysis_cache_file
+
         self.enabled = not os.environ.get("RLSQL_NO_CACHE")
         self.entries: dict[str, list] = {}
         self.dirty = False
-        if self.enabled:
+        path = analysis_cache_file(self.NAME, for_writing=False) if self.enabled else None
+        if path is not None:
             try:
-                self.entries = json.loads(self.path.read_text(encoding="utf-8"))
+                self.entries = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 self.entries = {}
 
@@ -502,8 +506,13 @@ class CompiledCache:
         self.entries = dict(list(self.entries.items())[-2000:])
         # through the one write path (temporary name, rename, sweep of a killed writer's leftovers);
         # a cache that cannot be written only costs the next process the analysis again
+        from rlsql.cache import analysis_cache_file
+
+        path = analysis_cache_file(self.NAME, for_writing=True)
+        if path is None:
+            return
         with contextlib.suppress(OSError, RlsqlError):
-            writes.write_text(self.path, json.dumps(self.entries))
+            writes.write_text(path, json.dumps(self.entries))
 
 
 def compile_file(
@@ -517,11 +526,11 @@ def compile_file(
     """Spark SQL for one view or query, parameters as validated typed literals: (view name, SQL) pairs,
     the helper views a recursive CTE reads first, the file's own object last.
 
-    `columns_of(sql)` names the columns of a Spark query (only a DuckDB UNPIVOT needs it); `inputs`
-    identifies the sources' columns for the cache key (the UNPIVOT's output depends on them).
+    `columns_of(sql)` names the columns of a Spark query (a DuckDB UNPIVOT and a `* REPLACE (...)` need
+    it); `inputs` identifies the sources' columns for the cache key (those two's output lists them).
     """
     values = values or {}
-    key = CompiledCache.key(f, values, inputs if f.name and _uses_unpivot(f) else "")
+    key = CompiledCache.key(f, values, inputs if f.name and _reads_columns(f) else "")
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
@@ -532,5 +541,7 @@ def compile_file(
     return statements
 
 
-def _uses_unpivot(f: SqlFile) -> bool:
-    return bool(re.search(r"\bUNPIVOT\b", f.rendered, re.IGNORECASE))
+def _reads_columns(f: SqlFile) -> bool:
+    """Whether `f` compiles to SQL that lists its input's columns: an UNPIVOT, or a `* ... REPLACE (` that
+    becomes an explicit column list (metric_rows: one run set's metric columns are not another's)."""
+    return bool(re.search(r"\bUNPIVOT\b|\*[^;]*?\bREPLACE\s*\(", f.rendered, re.IGNORECASE))
