@@ -155,6 +155,29 @@ LONGEST_FIRST = [
 LAST = ["test_spark_connect.py"]
 
 
+#: test files that share a session fixture with another file -> that file: xdist runs them on the same worker,
+#: which then builds the fixture once (each worker is a process of its own and builds its own session
+#: fixtures). tiny_report: test_report and test_golden; fixture_connections and bound_columns: test_column_docs,
+#: test_schema and test_grain (each built on both workers cost ~2.5 CPU-s more; bench/RESULTS.md, session 5).
+SAME_WORKER = {"test_golden.py": "test_report.py", "test_schema.py": "test_column_docs.py",
+               "test_grain.py": "test_column_docs.py"}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """With `--dist loadfile` (README): whole files to a worker, as xdist does, the files of SAME_WORKER as one."""
+    if getattr(config.option, "dist", "no") != "loadfile":
+        return None  # xdist's own scheduler for the mode asked for
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFixtureScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            head, _, name = file.rpartition("/")
+            return f"{head}/{SAME_WORKER[name]}" if name in SAME_WORKER else file
+
+    return SharedFixtureScheduling(config, log)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # xdist queues the files in the collection's order (below) when told not to sort them by their
     # number of tests, which says little about their time
