@@ -234,9 +234,10 @@ def direct_lines(log: Path) -> list[tuple] | None:
     """The kept lines DuckDB finds in `log` (logcache.direct_read), or None when it cannot prove them exact."""
     con = memory_connection()
     with log.open("rb") as fh:
-        cut = logcache.direct_read(con, log, fh, os.fstat(fh.fileno()))
-    if cut is None:
+        found = logcache.direct_read(con, log, fh, os.fstat(fh.fileno()))
+    if found is None:
         return None
+    cut = found[0]
     return con.execute("SELECT line_no, text, is_metric, is_vllm FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) "
                        "ORDER BY line_no", [cut]).fetchall()
 
@@ -256,6 +257,41 @@ def test_duckdb_finds_the_lines_the_python_scan_finds(tmp_path: Path) -> None:
         cut = data.rfind(b"\n") + 1
         got = direct_lines(fixture_log)
         assert got == [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(data[:cut])], fixture_log
+
+
+def test_a_piped_read_reads_exactly_a_prefix(tmp_path: Path) -> None:
+    """The read a log gets when it grew while DuckDB read it: its first `size` bytes through a named pipe."""
+    for fixture_log in find_logs(RAW):
+        data = fixture_log.read_bytes()
+        # the whole log, and its first half as if the rest had been written after the build began
+        for size in (len(data), len(data) // 2):
+            cut = data.rfind(b"\n", 0, size) + 1
+            con = memory_connection()
+            pipe = tmp_path / "x.pipe"
+            assert logcache.piped_read(con, fixture_log, size, cut, pipe), fixture_log
+            assert not pipe.exists()
+            got = con.execute("SELECT line_no, text, is_metric, is_vllm FROM direct WHERE cum <= ? "
+                              "AND (is_metric OR is_vllm) ORDER BY line_no", [cut]).fetchall()
+            want = [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(data[:cut])]
+            assert got == want and want, (fixture_log, size)
+            # every byte of the prefix, and none after it, reached DuckDB
+            total = con.execute("SELECT max(cum) FROM direct").fetchone()[0]
+            assert total == logcache.expected_line_bytes(size, data[cut:size]), (fixture_log, size)
+            con.close()
+
+
+def test_a_failed_piped_read_leaves_no_pipe_and_no_thread(tmp_path: Path) -> None:
+    import threading
+
+    log = tmp_path / "a.out"
+    log.write_bytes(b"Step 1: x\n")
+    pipe = tmp_path / "missing" / "x.pipe"  # a folder that does not exist: no pipe can be made
+    assert not logcache.piped_read(memory_connection(), log, 10, 10, pipe)
+    con = memory_connection()
+    con.execute("CREATE TEMP TABLE direct AS SELECT 1")  # DuckDB's statement fails: the table exists
+    before = threading.active_count()
+    assert not logcache.piped_read(con, log, 10, 10, tmp_path / "y.pipe")
+    assert threading.active_count() == before and not (tmp_path / "y.pipe").exists()
 
 
 @pytest.mark.parametrize("data", [b"x\na NUL\0byte Step 9:\nStep 1: y\n", b"x\nnot \xff UTF-8 Step 9:\nStep 1: y\n",
@@ -414,18 +450,22 @@ def test_a_log_grown_while_the_builder_reads_it_gives_no_stale_entry(
     size = log.stat().st_size
     real_direct_read = logcache.direct_read
 
-    def run_writes_meanwhile(con, path, fh, before):
+    def run_writes_meanwhile(con, path, fh, before, **kwargs):
         with log.open("a") as writer:  # the trainer prints step 3 while the builder reads the log
             writer.write(NOISE + block(3, "0.7500"))
-        return real_direct_read(con, path, fh, before)
+        return real_direct_read(con, path, fh, before, **kwargs)
 
     monkeypatch.setattr(logcache, "direct_read", run_writes_meanwhile)
     assert logcache.build_in_background(log, auto_cache)  # what rlsql/cachebg.py runs for a log
     monkeypatch.setattr(logcache, "direct_read", real_direct_read)
     record = log_records(auto_cache)[str(log)]
-    # the entry covers the log as it was when the build began, and its record says so
-    assert (record["cut"], record["size"], record["lines_found_by"]) == (size, size, "Python")
-    assert capsys.readouterr().err.count("scanned in Python (it changed while it was read)") == 1
+    # the entry covers the log as it was when the build began, and its record says so; DuckDB read
+    # it again through a pipe fed with exactly those bytes (not the Python scan: issue 14, round 5)
+    assert (record["cut"], record["size"], record["lines_found_by"]) == (size, size, "DuckDB, piped")
+    err = capsys.readouterr().err
+    assert err.count(f"read again through a pipe of its first {size:,} bytes (it grew while it was read)") == 1, err
+    assert "scanned in Python" not in err
+    assert not list(auto_cache.rglob("*.pipe*"))  # the pipe is gone
     state = {r["csv"]: (r["state"], r["why"]) for r in json.loads(
         subprocess.run([sys.executable, "-m", "rlsql", "cache", "status", "-f", "json"], capture_output=True,
                        text=True, check=True).stdout)}
@@ -547,9 +587,9 @@ def test_cache_clear_during_a_log_build_leaves_no_entry_behind(
     run, log = tiny_run(tmp_path)
     real_direct_read = logcache.direct_read
 
-    def clear_meanwhile(con, path, fh, before):  # `rlsql cache clear` runs while the builder reads the log
+    def clear_meanwhile(con, path, fh, before, **kwargs):  # `rlsql cache clear` runs while the builder reads the log
         subprocess.run([sys.executable, "-m", "rlsql", "cache", "clear"], capture_output=True, check=True)
-        return real_direct_read(con, path, fh, before)
+        return real_direct_read(con, path, fh, before, **kwargs)
 
     monkeypatch.setattr(logcache, "direct_read", clear_meanwhile)
     assert not logcache.build_in_background(log, auto_cache)  # what rlsql/cachebg.py runs for a log
