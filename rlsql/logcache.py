@@ -55,11 +55,23 @@ LOG_KIND = "log"
 #: under the default policy, a log that grew by at most this many bytes since its entry's cut has its
 #: entry brought up to date before the read (its new bytes parsed: ~0.5 s for one step of the 10x
 #: bench, against ~2 CPU-s to read the log in place); a bigger growth, or a log without a usable
-#: entry, is read in place and its entry built after the answer in the background (rlsql/cachebg.py)
+#: entry, is read in place and its entry built after the answer in the background (rlsql/cachebg.py).
+#: RLSQL_LOG_GROWTH_BYTES moves it (foreground_growth_bytes)
 FOREGROUND_GROWTH_BYTES = 64 * 2**20
+GROWTH_ENV = "RLSQL_LOG_GROWTH_BYTES"
 #: the layout of a log entry's parts (sql/sources/_log_cache.sql.j2); an entry of another layout is rebuilt
 LOG_FORMAT = 3
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def foreground_growth_bytes() -> int:
+    """The growth up to which a log's entry is extended before the read: $RLSQL_LOG_GROWTH_BYTES (bytes,
+    a negative number as 0: every growth is then read in place and extended in the background), read
+    as RLSQL_CACHE_MIN_BYTES is; anything but a whole number gives FOREGROUND_GROWTH_BYTES."""
+    try:
+        return max(0, int(os.environ.get(GROWTH_ENV, "")))
+    except ValueError:
+        return FOREGROUND_GROWTH_BYTES
 
 
 @dataclass(frozen=True)
@@ -221,7 +233,7 @@ def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
         # a log this command reads a second time (the next query of a report) is cached before that
         # read: a report over the 10x bench's logs cost 9.5 CPU-s reading them in place five times,
         # 6.6 building the entries first (bench/RESULTS.md)
-        if (grown is None or grown > FOREGROUND_GROWTH_BYTES) and cachebuild.first_read_in_place(path):
+        if (grown is None or grown > foreground_growth_bytes()) and cachebuild.first_read_in_place(path):
             # answered in place now; the entry is built after the answer, by a detached process
             try:
                 cache.ensure_root(root)
@@ -292,7 +304,7 @@ def entry_state(entry: cache.Entry, con) -> tuple[str, str]:
         return "orphaned", "the log is gone"
     grown = _growth(path, entry, record, st)
     if grown is not None:
-        when = ("on the next read" if grown <= FOREGROUND_GROWTH_BYTES or cache.mode() == "on"
+        when = ("on the next read" if grown <= foreground_growth_bytes() or cache.mode() == "on"
                 else "after the next read, in the background")
         return "grown", f"grown: {grown:,} new bytes, parsed {when} (the entry is extended, not rebuilt)"
     return "stale", "the log was replaced, truncated or rewritten since its cache entry: parsed again on the next read"

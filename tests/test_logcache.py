@@ -489,7 +489,7 @@ def test_a_large_growth_is_read_in_place_and_extended_in_the_background(
     size = log.stat().st_size
     with log.open("a") as writer:
         writer.write(NOISE + block(3, "0.7500"))
-    monkeypatch.setattr(logcache, "FOREGROUND_GROWTH_BYTES", 10)  # the growth counts as large
+    monkeypatch.setenv("RLSQL_LOG_GROWTH_BYTES", "10")  # the growth counts as large
     capsys.readouterr()
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
     grown = log.stat().st_size - size
@@ -501,6 +501,35 @@ def test_a_large_growth_is_read_in_place_and_extended_in_the_background(
     assert (record["parsed_from"], record["cut"], record["in_background"]) == (size, log.stat().st_size, True)
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
     assert "read from the cache" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("value", "want"), [(None, 64 * 2**20), ("", 64 * 2**20), ("abc", 64 * 2**20),
+                                           ("1.5", 64 * 2**20), ("-3", 0), ("0", 0), ("1048576", 2**20)])
+def test_the_foreground_growth_threshold_comes_from_the_environment(
+        value: str | None, want: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as RLSQL_CACHE_MIN_BYTES: a whole number of bytes, negative as 0, anything else the default (64 MiB)
+    if value is None:
+        monkeypatch.delenv("RLSQL_LOG_GROWTH_BYTES", raising=False)
+    else:
+        monkeypatch.setenv("RLSQL_LOG_GROWTH_BYTES", value)
+    assert logcache.foreground_growth_bytes() == want
+
+
+def test_a_growth_under_the_threshold_is_parsed_before_the_read(
+        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    run, log = tiny_run(tmp_path)
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    cachebuild.reap_builders(wait=True)
+    size = log.stat().st_size
+    with log.open("a") as writer:
+        writer.write(NOISE + block(3, "0.7500"))
+    grown = log.stat().st_size - size
+    monkeypatch.setenv("RLSQL_LOG_GROWTH_BYTES", str(grown))  # exactly the growth: still the foreground's
+    capsys.readouterr()
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    err = capsys.readouterr().err
+    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err and "building the cached copies" not in err, err
+    assert not cachebuild.builders
 
 
 def test_no_second_builder_while_one_holds_the_claim(tmp_path: Path, auto_cache: Path,
