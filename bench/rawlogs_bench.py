@@ -234,9 +234,10 @@ def main() -> None:
     exe = str(Path(sys.executable).parent / "rlsql")
     subprocess.run([exe, "query", "reward_curve", "--run", str(csv), "-f", "csv"], check=True, capture_output=True,
                    env={**os.environ, **cached})
-    print(f"load average {os.getloadavg()[0]:.1f}; wall s (CPU s = user + system, all threads); ratios of wall")
+    print(f"load average {os.getloadavg()[0]:.1f}; wall s (CPU s = user + system, all threads); ratios of wall, "
+          "and the first query's CPU over the CSV query's")
     print(f"{'query':<18} {'CSVs':>12} {'in place':>12} {'ratio':>5} {'1st cached':>12} {'ratio':>5} "
-          f"{'repeat cached':>13} {'ratio':>5} {'bg build':>12}")
+          f"{'repeat cached':>13} {'ratio':>5} {'bg build':>12} {'1st CPU ratio':>13}")
     for query in args.queries.split(","):
         over_csv = cold(query, csv, args.repeat, in_place)
         over_logs = cold(query, raw, args.repeat, in_place)
@@ -253,7 +254,7 @@ def main() -> None:
         bg = cell(min(builds)) if builds else "-"
         print(f"{query:<18} {cell(over_csv):>12} {cell(over_logs):>12} {over_logs[0] / over_csv[0]:>5.1f} "
               f"{cell(first):>12} {first[0] / over_csv[0]:>5.1f} {cell(repeat):>13} {repeat[0] / over_csv[0]:>5.1f} "
-              f"{bg:>12}", flush=True)
+              f"{bg:>12} {first[1] / over_csv[1]:>13.1f}", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f}")
     if args.grow:
         grow(raw, cache_dir, args.grow)
