@@ -6,8 +6,10 @@ LOG is a raw training log (e.g. the 10x bench's big log, bench/rawlogs_bench.py)
 folder of its own under /tmp first (the copy is the one appended to; LOG is never changed). Each round
 builds the copy's entry from its start twice, in a cache folder of its own, while one line is appended
 to the copy as DuckDB's parallel read runs (the case of a run still training, whose log grows during
-the background build, rlsql/cachebg.py): once as rlsql does now (DuckDB reads the log again through a
-named pipe of exactly its first bytes, logcache.piped_read) and once as before (the Python scan).
+the background build, rlsql/cachebg.py): once as rlsql does now and once as before (the Python scan).
+"Now" is DuckDB reading a named pipe of exactly the log's first bytes (logcache.piped_read): at once
+when the copy's mtime is under logcache.RECENT_WRITE_SECONDS old ("pipe"), or after a parallel read
+the append spoiled (`--old`: the copy's mtime set an hour back, "pipe after a parallel try").
 Prints each build's CPU seconds (user + system, all threads) and wall seconds, how the lines were found
 and the entry's rows (the same in both). In-process; stdlib only besides rlsql.
 """
@@ -30,6 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("log", type=Path)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--old", action="store_true", help="set the copy's mtime an hour back before each build")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="rlsql-grow-build-"))
     try:
@@ -48,6 +51,8 @@ def main() -> None:
                 logcache.direct_read = writes_meanwhile
                 shutil.rmtree(root, ignore_errors=True)
                 cache.ensure_root(root)
+                if args.old:
+                    os.utime(log, (time.time() - 3600, time.time() - 3600))
                 t0, w0 = os.times(), time.perf_counter()
                 record = logcache.update_entry(log, cache.entry_for(log, root), {}, root, background=True)
                 t1, w1 = os.times(), time.perf_counter()

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -318,6 +319,7 @@ def test_a_log_with_carriage_returns_is_cached(crlf_everywhere: bool, found_by: 
     if crlf_everywhere:
         text = (NOISE + block(1, "0.2500") + block(2, "0.5000") + VLLM.format(s=1, g=10)).replace("\n", "\r\n")
     log.write_bytes(text.encode())
+    os.utime(log, (time.time() - 3600, time.time() - 3600))  # not written to lately: DuckDB's parallel read
     assert steps(run) == [(1, 0.25), (2, 0.5)]
     record = log_records(cache_dir)[str(log)]
     cut = len(text) - (0 if crlf_everywhere else len(bars))  # the bytes after the last LF are not in it
@@ -447,6 +449,7 @@ def test_the_first_query_answers_in_place_and_the_entries_are_built_in_the_backg
 def test_a_log_grown_while_the_builder_reads_it_gives_no_stale_entry(
         tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     run, log = tiny_run(tmp_path)
+    os.utime(log, (time.time() - 3600, time.time() - 3600))  # not written to lately: read in parallel first
     size = log.stat().st_size
     real_direct_read = logcache.direct_read
 
@@ -479,6 +482,28 @@ def test_a_log_grown_while_the_builder_reads_it_gives_no_stale_entry(
     assert not cachebuild.builders
     record = log_records(auto_cache)[str(log)]
     assert (record["parsed_from"], record["cut"], record["in_background"]) == (size, log.stat().st_size, False)
+
+
+@pytest.mark.parametrize(("age", "found_by"), [(1, "DuckDB, piped"), (3600, "DuckDB")])
+def test_a_log_written_to_lately_is_read_through_the_pipe_at_once(
+        age: int, found_by: str, tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture) -> None:
+    run, log = tiny_run(tmp_path)
+    os.utime(log, (time.time() - age, time.time() - age))
+    size = log.stat().st_size
+    assert logcache.build_in_background(log, auto_cache)
+    record = log_records(auto_cache)[str(log)]
+    assert (record["cut"], record["lines_found_by"]) == (size, found_by)
+    err = capsys.readouterr().err
+    # a log written to in the last 10 s is probably still being written: a parallel read of it would
+    # most likely be thrown away (it changed meanwhile), so it is piped from the start
+    piped = (f"read through a pipe of its first {size:,} bytes "
+             f"(written to {logcache.RECENT_WRITE_SECONDS} s ago or less)")
+    assert (piped in err) == (age == 1), err
+    assert "scanned in Python" not in err and "read again" not in err
+    cached = steps(run)
+    with cache.disabled():
+        rawlogs._metric_keys.cache_clear()
+        assert steps(run) == cached == [(1, 0.25), (2, 0.5)]
 
 
 def test_a_large_growth_is_read_in_place_and_extended_in_the_background(
