@@ -429,7 +429,8 @@ def piped_read(con, path: Path, size: int, cut: int, pipe: Path) -> bool:
         os.mkfifo(pipe, 0o600)
     except (AttributeError, NotImplementedError, OSError):
         return False
-    feeder = threading.Thread(target=_feed, args=(path, pipe, size), daemon=True)
+    done = threading.Event()
+    feeder = threading.Thread(target=_feed, args=(path, pipe, size, done), daemon=True)
     feeder.start()
     try:
         con.execute(load_catalog().env.get_template("sources/_log_direct.sql.j2").render(path=str(pipe), cut=cut))
@@ -437,6 +438,7 @@ def piped_read(con, path: Path, size: int, cut: int, pipe: Path) -> bool:
     except duckdb.Error:
         return False
     finally:
+        done.set()
         if feeder.is_alive():
             # DuckDB never opened the pipe (or stopped early): opening and closing its read end lets the
             # feeder's open return and its next write fail, so the thread ends
@@ -446,33 +448,45 @@ def piped_read(con, path: Path, size: int, cut: int, pipe: Path) -> bool:
         pipe.unlink(missing_ok=True)
 
 
-def _feed(path: Path, pipe: Path, size: int) -> None:
-    """Write the first `size` bytes of `path` into `pipe` (the piped_read's feeder thread)."""
+def _feed(path: Path, pipe: Path, size: int, done: threading.Event) -> None:
+    """Write the first `size` bytes of `path` into `pipe` (the piped_read's feeder thread); then, until
+    `done`, open and close the pipe's write end now and then, so that a reader opening the pipe once
+    more (a DuckDB that opens a file twice) reads an empty file, and the read is refused, instead of
+    waiting forever for a writer."""
     try:
         with path.open("rb") as src, open(pipe, "wb", buffering=0) as dst:
-            offset = 0
-            splice = getattr(os, "splice", None)
-            while offset < size:
-                count = min(size - offset, 1 << 20)
-                if splice is not None:
-                    try:
-                        moved = splice(src.fileno(), dst.fileno(), count, offset_src=offset)
-                    except OSError as exc:
-                        if isinstance(exc, BrokenPipeError):
-                            raise
-                        splice = None  # a file system splice cannot read from: plain reads
-                        continue
-                else:
-                    src.seek(offset)
-                    chunk = src.read(count)
-                    moved = len(chunk)
-                    if moved:
-                        dst.write(chunk)
-                if moved == 0:
-                    break  # the log shrank: DuckDB's sum then falls short of the size, and the read is refused
-                offset += moved
+            _copy(src, dst, size)
     except OSError:
         pass  # a pipe DuckDB closed early (or a log gone): the read is refused by its checks
+    while not done.wait(0.05):
+        with contextlib.suppress(OSError):  # ENXIO: no reader has it open
+            os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def _copy(src, dst, size: int) -> None:
+    """The first `size` bytes of file `src` into pipe `dst`: by os.splice (no copy through Python) where
+    the platform and file system allow it, else by reads and writes."""
+    offset = 0
+    splice = getattr(os, "splice", None)
+    while offset < size:
+        count = min(size - offset, 1 << 20)
+        if splice is not None:
+            try:
+                moved = splice(src.fileno(), dst.fileno(), count, offset_src=offset)
+            except OSError as exc:
+                if isinstance(exc, BrokenPipeError):
+                    raise
+                splice = None  # a file system splice cannot read from: plain reads
+                continue
+        else:
+            src.seek(offset)
+            chunk = src.read(count)
+            moved = len(chunk)
+            if moved:
+                dst.write(chunk)
+        if moved == 0:
+            return  # the log shrank: DuckDB's sum then falls short of the size, and the read is refused
+        offset += moved
 
 
 def _spans_end_lines(con, fh, cut: int) -> bool:

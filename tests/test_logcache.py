@@ -295,6 +295,35 @@ def test_a_failed_piped_read_leaves_no_pipe_and_no_thread(tmp_path: Path) -> Non
     assert threading.active_count() == before and not (tmp_path / "y.pipe").exists()
 
 
+def test_a_pipe_opened_again_after_its_bytes_reads_empty_instead_of_waiting(tmp_path: Path) -> None:
+    """The feeder's guard: a reader that opens the pipe a second time (after the feeder wrote every
+    byte and closed it) gets an empty read at once, not a wait for a writer that never comes."""
+    import threading
+
+    log = tmp_path / "a.out"
+    log.write_bytes(b"Step 1: x\nStep 2: y\n")
+    pipe = tmp_path / "x.pipe"
+    os.mkfifo(pipe)
+    done = threading.Event()
+    feeder = threading.Thread(target=logcache._feed, args=(log, pipe, 10, done), daemon=True)
+    feeder.start()
+    with open(pipe, "rb") as first:
+        assert first.read() == b"Step 1: x\n"  # exactly the first 10 bytes
+    got: list[bytes] = []
+
+    def read_again() -> None:
+        with open(pipe, "rb") as second:
+            got.append(second.read())
+
+    again = threading.Thread(target=read_again, daemon=True)
+    again.start()
+    again.join(timeout=5)
+    assert not again.is_alive() and got == [b""]
+    done.set()
+    feeder.join(timeout=5)
+    assert not feeder.is_alive()
+
+
 @pytest.mark.parametrize("data", [b"x\na NUL\0byte Step 9:\nStep 1: y\n", b"x\nnot \xff UTF-8 Step 9:\nStep 1: y\n",
                                   b"x\r\nStep 9: a\r\nStep 1: y\r\n"], ids=["nul", "not_utf8", "crlf"])
 def test_lines_duckdb_cannot_count_are_scanned_in_python(data: bytes, tmp_path: Path) -> None:
