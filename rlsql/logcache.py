@@ -385,7 +385,7 @@ def direct_read(con, path: Path, fh, before: os.stat_result, pipe: Path | None =
     if pipe is not None and time.time() - before.st_mtime <= RECENT_WRITE_SECONDS:
         # written to just now: a run still writing it, whose parallel read would most likely change
         # under DuckDB and be thrown away (~1 CPU-s at 10x): piped at once
-        if piped_read(con, path, size, cut, pipe) and _direct_is_exact(con, fh, size, cut, after_cut):
+        if piped_read(con, fh.fileno(), size, cut, pipe) and _direct_is_exact(con, fh, size, cut, after_cut):
             cachebuild.notice(f"{path}: read through a pipe of its first {size:,} bytes "
                               f"(written to {RECENT_WRITE_SECONDS} s ago or less)")
             return cut, "DuckDB, piped"
@@ -400,7 +400,7 @@ def direct_read(con, path: Path, fh, before: os.stat_result, pipe: Path | None =
         return cut, "DuckDB"
     con.execute("DROP TABLE direct")
     if not same and pipe is not None and after.st_ino == before.st_ino and after.st_size >= size:
-        if piped_read(con, path, size, cut, pipe) and _direct_is_exact(con, fh, size, cut, after_cut):
+        if piped_read(con, fh.fileno(), size, cut, pipe) and _direct_is_exact(con, fh, size, cut, after_cut):
             cachebuild.notice(f"{path}: read again through a pipe of its first {size:,} bytes "
                               "(it grew while it was read)")
             return cut, "DuckDB, piped"
@@ -418,11 +418,13 @@ def _direct_is_exact(con, fh, size: int, cut: int, after_cut: bytes) -> bool:
     return exact and _spans_end_lines(con, fh, cut)
 
 
-def piped_read(con, path: Path, size: int, cut: int, pipe: Path) -> bool:
-    """Read the first `size` bytes of the log into the table `direct` (sources/_log_direct.sql.j2)
-    through a named pipe at `pipe` that a thread feeds with exactly those bytes (os.splice where the
-    platform has it): DuckDB cannot be told to stop at an offset, and a run appending to the log while
-    it is read must not change what is read. False when the platform has no named pipes or the read
+def piped_read(con, fd: int, size: int, cut: int, pipe: Path) -> bool:
+    """Read the first `size` bytes of the log open as `fd` into the table `direct`
+    (sources/_log_direct.sql.j2) through a named pipe at `pipe` that a thread feeds with exactly those
+    bytes (os.splice where the platform has it; reads at offsets, so `fd`'s position stays, and the
+    bytes are those of the very file the caller opened, even if the log is replaced meanwhile): DuckDB
+    cannot be told to stop at an offset, and a run appending to the log while it is read must not
+    change what is read. False when the platform has no named pipes or the read
     failed (nothing is kept then). DuckDB reads a pipe on one thread: a little more CPU than the
     parallel read of a file that stays still, and more wall time."""
     try:
@@ -430,7 +432,7 @@ def piped_read(con, path: Path, size: int, cut: int, pipe: Path) -> bool:
     except (AttributeError, NotImplementedError, OSError):
         return False
     done = threading.Event()
-    feeder = threading.Thread(target=_feed, args=(path, pipe, size, done), daemon=True)
+    feeder = threading.Thread(target=_feed, args=(fd, pipe, size, done), daemon=True)
     feeder.start()
     try:
         con.execute(load_catalog().env.get_template("sources/_log_direct.sql.j2").render(path=str(pipe), cut=cut))
@@ -448,14 +450,14 @@ def piped_read(con, path: Path, size: int, cut: int, pipe: Path) -> bool:
         pipe.unlink(missing_ok=True)
 
 
-def _feed(path: Path, pipe: Path, size: int, done: threading.Event) -> None:
-    """Write the first `size` bytes of `path` into `pipe` (the piped_read's feeder thread); then, until
+def _feed(fd: int, pipe: Path, size: int, done: threading.Event) -> None:
+    """Write the first `size` bytes of the file open as `fd` into `pipe` (the piped_read's feeder thread); then, until
     `done`, open and close the pipe's write end now and then, so that a reader opening the pipe once
     more (a DuckDB that opens a file twice) reads an empty file, and the read is refused, instead of
     waiting forever for a writer."""
     try:
-        with path.open("rb") as src, open(pipe, "wb", buffering=0) as dst:
-            _copy(src, dst, size)
+        with open(pipe, "wb", buffering=0) as dst:
+            _copy(fd, dst, size)
     except OSError:
         pass  # a pipe DuckDB closed early (or a log gone): the read is refused by its checks
     while not done.wait(0.05):
@@ -463,24 +465,24 @@ def _feed(path: Path, pipe: Path, size: int, done: threading.Event) -> None:
             os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
 
 
-def _copy(src, dst, size: int) -> None:
-    """The first `size` bytes of file `src` into pipe `dst`: by os.splice (no copy through Python) where
-    the platform and file system allow it, else by reads and writes."""
+def _copy(fd: int, dst, size: int) -> None:
+    """The first `size` bytes of the file open as `fd` into pipe `dst`, at offsets (`fd`'s position
+    stays): by os.splice (no copy through Python) where the platform and file system allow it, else by
+    os.pread and writes."""
     offset = 0
     splice = getattr(os, "splice", None)
     while offset < size:
         count = min(size - offset, 1 << 20)
         if splice is not None:
             try:
-                moved = splice(src.fileno(), dst.fileno(), count, offset_src=offset)
+                moved = splice(fd, dst.fileno(), count, offset_src=offset)
             except OSError as exc:
                 if isinstance(exc, BrokenPipeError):
                     raise
                 splice = None  # a file system splice cannot read from: plain reads
                 continue
         else:
-            src.seek(offset)
-            chunk = src.read(count)
+            chunk = os.pread(fd, count, offset)
             moved = len(chunk)
             if moved:
                 dst.write(chunk)

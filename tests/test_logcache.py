@@ -269,7 +269,9 @@ def test_a_piped_read_reads_exactly_a_prefix(tmp_path: Path) -> None:
             cut = data.rfind(b"\n", 0, size) + 1
             con = memory_connection()
             pipe = tmp_path / "x.pipe"
-            assert logcache.piped_read(con, fixture_log, size, cut, pipe), fixture_log
+            with fixture_log.open("rb") as fh:
+                assert logcache.piped_read(con, fh.fileno(), size, cut, pipe), fixture_log
+                assert fh.tell() == 0  # the caller's position stays
             assert not pipe.exists()
             got = con.execute("SELECT line_no, text, is_metric, is_vllm FROM direct WHERE cum <= ? "
                               "AND (is_metric OR is_vllm) ORDER BY line_no", [cut]).fetchall()
@@ -287,11 +289,12 @@ def test_a_failed_piped_read_leaves_no_pipe_and_no_thread(tmp_path: Path) -> Non
     log = tmp_path / "a.out"
     log.write_bytes(b"Step 1: x\n")
     pipe = tmp_path / "missing" / "x.pipe"  # a folder that does not exist: no pipe can be made
-    assert not logcache.piped_read(memory_connection(), log, 10, 10, pipe)
-    con = memory_connection()
-    con.execute("CREATE TEMP TABLE direct AS SELECT 1")  # DuckDB's statement fails: the table exists
-    before = threading.active_count()
-    assert not logcache.piped_read(con, log, 10, 10, tmp_path / "y.pipe")
+    with log.open("rb") as fh:
+        assert not logcache.piped_read(memory_connection(), fh.fileno(), 10, 10, pipe)
+        con = memory_connection()
+        con.execute("CREATE TEMP TABLE direct AS SELECT 1")  # DuckDB's statement fails: the table exists
+        before = threading.active_count()
+        assert not logcache.piped_read(con, fh.fileno(), 10, 10, tmp_path / "y.pipe")
     assert threading.active_count() == before and not (tmp_path / "y.pipe").exists()
 
 
@@ -305,7 +308,8 @@ def test_a_pipe_opened_again_after_its_bytes_reads_empty_instead_of_waiting(tmp_
     pipe = tmp_path / "x.pipe"
     os.mkfifo(pipe)
     done = threading.Event()
-    feeder = threading.Thread(target=logcache._feed, args=(log, pipe, 10, done), daemon=True)
+    fh = log.open("rb")
+    feeder = threading.Thread(target=logcache._feed, args=(fh.fileno(), pipe, 10, done), daemon=True)
     feeder.start()
     with open(pipe, "rb") as first:
         assert first.read() == b"Step 1: x\n"  # exactly the first 10 bytes
@@ -321,6 +325,7 @@ def test_a_pipe_opened_again_after_its_bytes_reads_empty_instead_of_waiting(tmp_
     assert not again.is_alive() and got == [b""]
     done.set()
     feeder.join(timeout=5)
+    fh.close()
     assert not feeder.is_alive()
 
 
