@@ -21,7 +21,9 @@ kept lines and that line.
 Lines end at every LF and every CR, as DuckDB's line reader (the in-place reader's) ends them. A
 log parsed from its start is read by that reader itself, in parallel (direct_read: several times
 faster than a Python scan), when the lengths it gives add up to the log's size (nothing dropped)
-and the log did not change meanwhile; else, and for the bytes a grown log gained, the kept lines
+and the log did not change meanwhile; a log that grew meanwhile, or was written to in the last
+RECENT_WRITE_SECONDS (a run still training), is read by the same reader through a named pipe fed
+with exactly its first bytes (piped_read). Else, and for the bytes a grown log gained, the kept lines
 are found here, in Python (bytes.find of each substring, then the line around it), which can
 start at an offset. Both keep the same lines with the same byte offsets: a line truncated at a
 NUL byte, skipped when it is not UTF-8, ANSI colour codes removed.
@@ -384,14 +386,16 @@ def direct_read(con, path: Path, fh, before: os.stat_result, pipe: Path | None =
     after_cut = fh.read(size - cut)
     if pipe is not None and time.time() - before.st_mtime <= RECENT_WRITE_SECONDS:
         # written to just now: a run still writing it, whose parallel read would most likely change
-        # under DuckDB and be thrown away (~1 CPU-s at 10x): piped at once
-        if piped_read(con, fh.fileno(), size, cut, pipe) and _direct_is_exact(con, fh, size, cut, after_cut):
+        # under DuckDB and be thrown away (~1 CPU-s at 10x): piped at once (where a pipe can be made)
+        piped = piped_read(con, fh.fileno(), size, cut, pipe)
+        if piped and _direct_is_exact(con, fh, size, cut, after_cut):
             cachebuild.notice(f"{path}: read through a pipe of its first {size:,} bytes "
                               f"(written to {RECENT_WRITE_SECONDS} s ago or less)")
             return cut, "DuckDB, piped"
-        con.execute("DROP TABLE IF EXISTS direct")
-        cachebuild.notice(f"{path}: scanned in Python (its piped read could not be proved exact)")
-        return None
+        if piped is not None:
+            con.execute("DROP TABLE IF EXISTS direct")
+            cachebuild.notice(f"{path}: scanned in Python (its piped read could not be proved exact)")
+            return None
     sql = load_catalog().env.get_template("sources/_log_direct.sql.j2").render(path=str(path), cut=cut)
     con.execute(sql)
     after = os.stat(path)
@@ -418,19 +422,19 @@ def _direct_is_exact(con, fh, size: int, cut: int, after_cut: bytes) -> bool:
     return exact and _spans_end_lines(con, fh, cut)
 
 
-def piped_read(con, fd: int, size: int, cut: int, pipe: Path) -> bool:
+def piped_read(con, fd: int, size: int, cut: int, pipe: Path) -> bool | None:
     """Read the first `size` bytes of the log open as `fd` into the table `direct`
     (sources/_log_direct.sql.j2) through a named pipe at `pipe` that a thread feeds with exactly those
     bytes (os.splice where the platform has it; reads at offsets, so `fd`'s position stays, and the
     bytes are those of the very file the caller opened, even if the log is replaced meanwhile): DuckDB
     cannot be told to stop at an offset, and a run appending to the log while it is read must not
-    change what is read. False when the platform has no named pipes or the read
-    failed (nothing is kept then). DuckDB reads a pipe on one thread: a little more CPU than the
+    change what is read. False when the read failed (nothing is kept then), None when no named pipe
+    can be made there (a platform without them). DuckDB reads a pipe on one thread: a little more CPU than the
     parallel read of a file that stays still, and more wall time."""
     try:
         os.mkfifo(pipe, 0o600)
     except (AttributeError, NotImplementedError, OSError):
-        return False
+        return None
     done = threading.Event()
     feeder = threading.Thread(target=_feed, args=(fd, pipe, size, done), daemon=True)
     feeder.start()

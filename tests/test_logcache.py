@@ -290,11 +290,11 @@ def test_a_failed_piped_read_leaves_no_pipe_and_no_thread(tmp_path: Path) -> Non
     log.write_bytes(b"Step 1: x\n")
     pipe = tmp_path / "missing" / "x.pipe"  # a folder that does not exist: no pipe can be made
     with log.open("rb") as fh:
-        assert not logcache.piped_read(memory_connection(), fh.fileno(), 10, 10, pipe)
+        assert logcache.piped_read(memory_connection(), fh.fileno(), 10, 10, pipe) is None
         con = memory_connection()
         con.execute("CREATE TEMP TABLE direct AS SELECT 1")  # DuckDB's statement fails: the table exists
         before = threading.active_count()
-        assert not logcache.piped_read(con, fh.fileno(), 10, 10, tmp_path / "y.pipe")
+        assert logcache.piped_read(con, fh.fileno(), 10, 10, tmp_path / "y.pipe") is False
     assert threading.active_count() == before and not (tmp_path / "y.pipe").exists()
 
 
@@ -538,6 +538,19 @@ def test_a_log_written_to_lately_is_read_through_the_pipe_at_once(
     with cache.disabled():
         rawlogs._metric_keys.cache_clear()
         assert steps(run) == cached == [(1, 0.25), (2, 0.5)]
+
+
+def test_a_log_written_to_lately_without_named_pipes_is_read_in_parallel(
+        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, log = tiny_run(tmp_path)  # written just now
+
+    def no_pipes(*args, **kwargs):
+        raise NotImplementedError("no named pipes here")
+
+    monkeypatch.setattr(os, "mkfifo", no_pipes)
+    assert logcache.build_in_background(log, auto_cache)
+    assert log_records(auto_cache)[str(log)]["lines_found_by"] == "DuckDB"  # not the Python scan
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
 
 
 def test_a_large_growth_is_read_in_place_and_extended_in_the_background(
