@@ -118,7 +118,13 @@ def code_digest() -> str:
 
 
 def _file_stat(path: Path) -> list:
-    s = os.stat(path)
+    # opened, then fstat'ed: on NFS an open revalidates the attributes the client caches (close-to-open
+    # consistency), so a change made on another host is seen as a reader opening the file would see it
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        s = os.fstat(fd)
+    finally:
+        os.close(fd)
     return [str(path), s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino, s.st_dev]
 
 
