@@ -17,11 +17,14 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
-from rlsql import answers, cli
+from rlsql import answers, cli, quickcli
+from rlsql import api as rlsql_api
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
@@ -72,6 +75,47 @@ def rlsql(args: list[str], env: dict[str, str], without_duckdb: bool = False) ->
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
 
 
+class Ran(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+Runner = Callable[..., Ran]
+
+
+class _QueryRan(Exception):
+    pass
+
+
+@pytest.fixture
+def run_in(capsys, monkeypatch) -> Runner:
+    """rlsql's console entry in this process (cheaper than a process per call), as `rlsql()` takes it;
+    `without_duckdb`: running a query at all fails (exit 99), so only a kept answer succeeds."""
+    def call(args: list[str], env: dict[str, str], without_duckdb: bool = False) -> Ran:
+        for name in ("RLSQL_CACHE_DIR", "RLSQL_CACHE", "RLSQL_CACHE_ANSWERS"):
+            if name in env:
+                monkeypatch.setenv(name, env[name])
+            else:
+                monkeypatch.delenv(name, raising=False)
+        with monkeypatch.context() as patched:
+            if without_duckdb:
+                def ran(*_args, **_kwargs):
+                    raise _QueryRan
+                patched.setattr(rlsql_api, "run_query", ran)
+            patched.setattr(sys, "argv", ["rlsql", *args])
+            try:
+                quickcli.main()
+                code = 0
+            except SystemExit as stop:
+                code = int(stop.code or 0)
+            except _QueryRan:
+                code = 99
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+    return call
+
+
 def kept_files(env: dict[str, str]) -> list[Path]:
     folder = Path(env["RLSQL_CACHE_DIR"]) / "answers"
     return sorted(folder.glob("*.json")) if folder.is_dir() else []
@@ -94,14 +138,15 @@ def test_a_repeated_query_is_answered_from_its_kept_answer(settled: dict[str, Pa
     assert rlsql(["query", "turns_by_exception", "-r", str(run)], env, without_duckdb=True).stdout == table.stdout
 
 
-def test_an_edited_csv_is_answered_afresh(tmp_path: Path, env: dict[str, str]) -> None:
+def test_an_edited_csv_is_answered_afresh(tmp_path: Path, env: dict[str, str],
+        run_in: Runner) -> None:
     run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
     trials = run / "20260105_120000_trial_results.csv"
     args = ["query", "turn_stats", "-r", str(run), "-f", "json"]
     settle()
-    before = rlsql(args, env)
+    before = run_in(args, env)
     assert before.returncode == 0
-    assert rlsql(args, env, without_duckdb=True).returncode == 0
+    assert run_in(args, env, without_duckdb=True).returncode == 0
     old = trials.stat()
     # the same size and modification time, other content: only the change time (and the bytes) differ
     text = trials.read_text()
@@ -117,50 +162,52 @@ def test_an_edited_csv_is_answered_afresh(tmp_path: Path, env: dict[str, str]) -
     trials.write_text(lines[0] + edited + "".join(lines[2:]))
     os.utime(trials, ns=(old.st_atime_ns, old.st_mtime_ns))
     assert (trials.stat().st_size, trials.stat().st_mtime_ns) == (old.st_size, old.st_mtime_ns)
-    after = rlsql(args, env)
+    after = run_in(args, env)
     assert after.returncode == 0, after.stderr
     assert_rows_match(json.loads(after.stdout), oracle.expected("turn_stats", [run]), "after the edit")
     assert after.stdout != before.stdout
     settle()
-    assert rlsql(args, env).returncode == 0
-    kept = rlsql(args, env, without_duckdb=True)
+    assert run_in(args, env).returncode == 0
+    kept = run_in(args, env, without_duckdb=True)
     assert kept.returncode == 0, kept.stderr
     assert_rows_match(json.loads(kept.stdout), oracle.expected("turn_stats", [run]), "kept after the edit")
 
 
-def test_a_new_file_in_the_run_changes_the_answer(tmp_path: Path, env: dict[str, str]) -> None:
+def test_a_new_file_in_the_run_changes_the_answer(tmp_path: Path, env: dict[str, str],
+        run_in: Runner) -> None:
     run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
     args = ["query", "turn_stats", "-r", str(run), "-f", "json"]
     settle()
-    before = rlsql(args, env)
+    before = run_in(args, env)
     assert before.returncode == 0
-    assert rlsql(args, env, without_duckdb=True).returncode == 0
+    assert run_in(args, env, without_duckdb=True).returncode == 0
     # a newer parse of the trials: it wins, and the kept answer of the older one is not used
     older = run / "20260105_120000_trial_results.csv"
     lines = older.read_text().splitlines(keepends=True)
     newer = run / "20260106_120000_trial_results.csv"
     newer.write_text(lines[0] + "".join(lines[1:3]))
     age(run)
-    got = rlsql(args, env, without_duckdb=True)
+    got = run_in(args, env, without_duckdb=True)
     assert got.returncode != 0  # a new key: DuckDB needed
-    got = rlsql(args, env)
+    got = run_in(args, env)
     assert_rows_match(json.loads(got.stdout), oracle.expected("turn_stats", [run]), "newer trials")
     assert got.stdout != before.stdout
 
 
-def test_parameters_and_runs_are_part_of_the_key(settled: dict[str, Path], env: dict[str, str]) -> None:
+def test_parameters_and_runs_are_part_of_the_key(settled: dict[str, Path], env: dict[str, str],
+        run_in: Runner) -> None:
     calendar, tiny = settled["calendar"], settled["tiny"]
     for span in (3, 7):
         args = ["query", "reward_curve", "-r", str(calendar), "-p", f"span={span}", "-f", "json"]
-        assert rlsql(args, env).returncode == 0
-        kept = rlsql(args, env, without_duckdb=True)
+        assert run_in(args, env).returncode == 0
+        kept = run_in(args, env, without_duckdb=True)
         assert kept.returncode == 0, kept.stderr
         assert_rows_match(json.loads(kept.stdout), oracle.expected("reward_curve", [calendar], span=span), f"{span}")
     both = ["query", "turn_stats", "-r", str(calendar), "-r", str(tiny), "-f", "json"]
-    assert rlsql(both, env).returncode == 0
-    kept = rlsql(both, env, without_duckdb=True)
+    assert run_in(both, env).returncode == 0
+    kept = run_in(both, env, without_duckdb=True)
     assert_rows_match(json.loads(kept.stdout), oracle.expected("turn_stats", [calendar, tiny]), "two runs")
-    assert rlsql(["query", "turn_stats", "-r", str(tiny), "-f", "json"], env, without_duckdb=True).returncode != 0
+    assert run_in(["query", "turn_stats", "-r", str(tiny), "-f", "json"], env, without_duckdb=True).returncode != 0
 
 
 def test_warnings_are_said_again_with_the_kept_answer(settled: dict[str, Path], env: dict[str, str]) -> None:
@@ -175,65 +222,69 @@ def test_warnings_are_said_again_with_the_kept_answer(settled: dict[str, Path], 
 
 
 def test_nothing_is_kept_when_the_cache_or_answers_are_off_or_files_are_fresh(tmp_path: Path,
-                                                                             env: dict[str, str]) -> None:
+                                                                             env: dict[str, str],
+        run_in: Runner) -> None:
     run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
     settle()
     args = ["query", "turn_stats", "-r", str(run)]
     for off in ({"RLSQL_CACHE": "0"}, {"RLSQL_CACHE_ANSWERS": "0"}):
-        assert rlsql(args, {**env, **off}).returncode == 0
+        assert run_in(args, {**env, **off}).returncode == 0
         assert kept_files(env) == []
-    assert rlsql(["--no-cache", *args], env).returncode == 0
+    assert run_in(["--no-cache", *args], env).returncode == 0
     assert kept_files(env) == []
     # an input changed within the racy window (here: stamped in the future, as a server's skewed clock
     # would, so the test does not depend on how long the query takes)
     future = time.time() + 600
     os.utime(run / "rl_config.yaml", (future, future))
-    assert rlsql(args, env).returncode == 0
+    assert run_in(args, env).returncode == 0
     assert kept_files(env) == []
 
 
-def test_harbor_trial_folders_are_never_kept(settled: dict[str, Path], env: dict[str, str]) -> None:
+def test_harbor_trial_folders_are_never_kept(settled: dict[str, Path], env: dict[str, str],
+        run_in: Runner) -> None:
     run = settled["harbor"]
     args = ["query", "turn_stats", "-r", str(run), "-f", "json"]
-    got = rlsql(args, env)
+    got = run_in(args, env)
     assert got.returncode == 0, got.stderr
     assert_rows_match(json.loads(got.stdout), oracle.expected("turn_stats", [run]), "harbor")
     assert kept_files(env) == []
 
 
 def test_a_bad_name_or_parameter_fails_as_without_answers(settled: dict[str, Path], tmp_path: Path,
-                                                          env: dict[str, str]) -> None:
+                                                          env: dict[str, str],
+        run_in: Runner) -> None:
     run = settled["tiny"]
     cases = [["query", "turn_stats", "-r", str(run), "-p", "bogus=1"],
              ["query", "turn_stats", "-r", str(tmp_path / "nowhere"), "-p", "bogus=1"],
              ["query", "turn_stats", "-p", "bogus=1"],
              ["query", "turn_stat", "-r", str(run)]]
     for args in cases:
-        on, off = rlsql(args, env), rlsql(args, {**env, "RLSQL_CACHE": "0"})
+        on, off = run_in(args, env), run_in(args, {**env, "RLSQL_CACHE": "0"})
         assert on.returncode == off.returncode == 2, (args, on.stderr)
         assert on.stderr == off.stderr
 
 
-def test_cache_status_counts_and_clear_removes_only_answers_rlsql_kept(tmp_path: Path, env: dict[str, str]) -> None:
+def test_cache_status_counts_and_clear_removes_only_answers_rlsql_kept(tmp_path: Path, env: dict[str, str],
+        run_in: Runner) -> None:
     tiny = aged_copy(RUNS / "tiny", tmp_path / "tiny")
     calendar = aged_copy(RUNS / "calendar", tmp_path / "calendar")
     settle()
     for run in (tiny, calendar):
-        assert rlsql(["query", "turn_stats", "-r", str(run)], env).returncode == 0
+        assert run_in(["query", "turn_stats", "-r", str(run)], env).returncode == 0
     assert len(kept_files(env)) == 2
-    status = rlsql(["cache", "status"], env)
+    status = run_in(["cache", "status"], env)
     assert "2 kept answers of repeated queries" in status.stderr and "stale" not in status.stderr
     foreign = Path(env["RLSQL_CACHE_DIR"]) / "answers" / ("0" * 32 + ".json")
     foreign.write_text('{"somebody": "else"}')
     # tiny's answer goes stale: its trials CSV is written again (same bytes, a new change time)
     trials = tiny / "20260105_120000_trial_results.csv"
     trials.write_text(trials.read_text())
-    assert "2 kept answers of repeated queries, " in rlsql(["cache", "status"], env).stderr
-    assert ", 1 stale" in rlsql(["cache", "status"], env).stderr
-    assert rlsql(["cache", "clear", "--stale"], env).returncode == 0
+    assert "2 kept answers of repeated queries, " in run_in(["cache", "status"], env).stderr
+    assert ", 1 stale" in run_in(["cache", "status"], env).stderr
+    assert run_in(["cache", "clear", "--stale"], env).returncode == 0
     left = [p for p in kept_files(env) if p != foreign]
     assert [json.loads(p.read_text())["inputs"][0][0] for p in left] == ["calendar"]
-    assert rlsql(["cache", "clear"], env).returncode == 0
+    assert run_in(["cache", "clear"], env).returncode == 0
     assert kept_files(env) == [foreign]
     assert foreign.read_text() == '{"somebody": "else"}'
 
@@ -287,7 +338,8 @@ def test_cell_values_keep_their_type_and_value() -> None:
         answers._encode(b"bytes")
 
 
-def test_a_growing_raw_log_is_answered_afresh(tmp_path: Path, env: dict[str, str]) -> None:
+def test_a_growing_raw_log_is_answered_afresh(tmp_path: Path, env: dict[str, str],
+        run_in: Runner) -> None:
     """A run read from its raw logs: an answer is kept per size of each log, so a log that grows (a run
     still training) is read again."""
     run = aged_copy(RUNS / "rawlogs", tmp_path / "rawlogs")
@@ -295,14 +347,14 @@ def test_a_growing_raw_log_is_answered_afresh(tmp_path: Path, env: dict[str, str
     want = [{**row, "run": "rawlogs"} for row in oracle.expected("reward_curve", [RUNS / "rawlogs_csv"])]
     args = ["query", "reward_curve", "-r", str(run), "-f", "json"]
     settle()
-    first = rlsql(args, env)
+    first = run_in(args, env)
     assert first.returncode == 0, first.stderr
     assert_rows_match(json.loads(first.stdout), want, "raw logs")
-    assert rlsql(args, env, without_duckdb=True).stdout == first.stdout
+    assert run_in(args, env, without_duckdb=True).stdout == first.stdout
     log = sorted((run / "logs").iterdir())[-1]
     with log.open("a") as fh:
         fh.write("an unrelated line the run printed\n")
-    assert rlsql(args, env, without_duckdb=True).returncode != 0  # grown: read again
-    again = rlsql(args, env)
+    assert run_in(args, env, without_duckdb=True).returncode != 0  # grown: read again
+    again = run_in(args, env)
     assert again.returncode == 0, again.stderr
     assert_rows_match(json.loads(again.stdout), want, "grown log")
