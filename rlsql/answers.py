@@ -60,7 +60,8 @@ KEEP_AFTER = 750
 #: an input modified this recently may change again within its timestamp's granularity
 RACY_SECONDS = 2.0
 #: variables that choose where and whether rlsql caches, not what a query answers
-_CACHE_VARIABLES = {cache.CACHE_ENV, cache.AUTO_ENV, cache.MIN_BYTES_ENV, ANSWERS_ENV}
+#: (RLSQL_LOG_GROWTH_BYTES is rlsql/logcache.py's GROWTH_ENV, named here: that module imports DuckDB)
+_CACHE_VARIABLES = {cache.CACHE_ENV, cache.AUTO_ENV, cache.MIN_BYTES_ENV, ANSWERS_ENV, "RLSQL_LOG_GROWTH_BYTES"}
 
 _ANSWER_FILE = re.compile(r"^(?P<key>[0-9a-f]{32})\.json$")
 

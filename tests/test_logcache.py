@@ -701,3 +701,13 @@ def test_cache_clear_during_a_log_build_leaves_no_entry_behind(
     assert logcache.build_in_background(log, auto_cache)
     assert log_records(auto_cache)[str(log)]["cut"] == log.stat().st_size
     assert steps(run) == [(1, 0.25), (2, 0.5)]
+
+
+def test_the_growth_threshold_is_not_part_of_an_answers_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # it decides when a log's entry is extended, not what a query answers (rlsql/answers.py)
+    from rlsql import answers
+
+    monkeypatch.setenv(logcache.GROWTH_ENV, "1000")
+    with_it = answers._environment()
+    monkeypatch.delenv(logcache.GROWTH_ENV)
+    assert with_it == answers._environment()
