@@ -179,7 +179,7 @@ def grow(raw: Path, cache_dir: Path, log: str, rounds: int = 3) -> None:
     """A run in progress: append one step's lines to `log` between queries; time the cached query
     (its entry parses only the new tail: `-v` says which bytes) against the same query in place."""
     exe = str(Path(sys.executable).parent / "rlsql")
-    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto"}
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto", "RLSQL_CACHE_ANSWERS": "0"}
     run = [exe, "query", "reward_curve", "--run", str(raw), "-f", "csv"]
     first = subprocess.run([exe, "-v", *run[1:]], check=True, capture_output=True, text=True, env=env)
     wait_for_builder(first.stderr)  # the entries exist before it grows (built in the background when they did not)
@@ -228,7 +228,9 @@ def main() -> None:
     # cache's threshold and are read in place either way
     cache_dir = args.root / "cache"
     in_place = {"RLSQL_CACHE": "0"}
-    cached = {"RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto"}
+    # answers kept for repeated questions (rlsql/answers.py) off: every column measures the query itself
+    # (with them on, a "first" repeat after the first, or a "repeated" one, would print the kept answer)
+    cached = {"RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto", "RLSQL_CACHE_ANSWERS": "0"}
     # the analysis cache of rlsql's SQL in the log cache's folder, as it is for a user (RLSQL_CACHE_DIR
     # also moves it): the first query of each row must not pay for it
     exe = str(Path(sys.executable).parent / "rlsql")
