@@ -179,7 +179,7 @@ def grow(raw: Path, cache_dir: Path, log: str, rounds: int = 3) -> None:
     """A run in progress: append one step's lines to `log` between queries; time the cached query
     (its entry parses only the new tail: `-v` says which bytes) against the same query in place."""
     exe = str(Path(sys.executable).parent / "rlsql")
-    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto"}
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto", "RLSQL_CACHE_ANSWERS": "0"}
     run = [exe, "query", "reward_curve", "--run", str(raw), "-f", "csv"]
     first = subprocess.run([exe, "-v", *run[1:]], check=True, capture_output=True, text=True, env=env)
     wait_for_builder(first.stderr)  # the entries exist before it grows (built in the background when they did not)
@@ -228,15 +228,18 @@ def main() -> None:
     # cache's threshold and are read in place either way
     cache_dir = args.root / "cache"
     in_place = {"RLSQL_CACHE": "0"}
-    cached = {"RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto"}
+    # answers kept for repeated questions (rlsql/answers.py) off: every column measures the query itself
+    # (with them on, a "first" repeat after the first, or a "repeated" one, would print the kept answer)
+    cached = {"RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto", "RLSQL_CACHE_ANSWERS": "0"}
     # the analysis cache of rlsql's SQL in the log cache's folder, as it is for a user (RLSQL_CACHE_DIR
     # also moves it): the first query of each row must not pay for it
     exe = str(Path(sys.executable).parent / "rlsql")
     subprocess.run([exe, "query", "reward_curve", "--run", str(csv), "-f", "csv"], check=True, capture_output=True,
                    env={**os.environ, **cached})
-    print(f"load average {os.getloadavg()[0]:.1f}; wall s (CPU s = user + system, all threads); ratios of wall")
+    print(f"load average {os.getloadavg()[0]:.1f}; wall s (CPU s = user + system, all threads); ratios of wall, "
+          "and the first query's CPU over the CSV query's")
     print(f"{'query':<18} {'CSVs':>12} {'in place':>12} {'ratio':>5} {'1st cached':>12} {'ratio':>5} "
-          f"{'repeat cached':>13} {'ratio':>5} {'bg build':>12}")
+          f"{'repeat cached':>13} {'ratio':>5} {'bg build':>12} {'1st CPU ratio':>13}")
     for query in args.queries.split(","):
         over_csv = cold(query, csv, args.repeat, in_place)
         over_logs = cold(query, raw, args.repeat, in_place)
@@ -253,7 +256,7 @@ def main() -> None:
         bg = cell(min(builds)) if builds else "-"
         print(f"{query:<18} {cell(over_csv):>12} {cell(over_logs):>12} {over_logs[0] / over_csv[0]:>5.1f} "
               f"{cell(first):>12} {first[0] / over_csv[0]:>5.1f} {cell(repeat):>13} {repeat[0] / over_csv[0]:>5.1f} "
-              f"{bg:>12}", flush=True)
+              f"{bg:>12} {first[1] / over_csv[1]:>13.1f}", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f}")
     if args.grow:
         grow(raw, cache_dir, args.grow)

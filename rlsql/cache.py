@@ -42,10 +42,14 @@ CACHE_ENV = "RLSQL_CACHE_DIR"
 #: read in place and cached afterwards by a detached process (rlsql/cachebg.py)
 AUTO_ENV = "RLSQL_CACHE"
 MIN_BYTES_ENV = "RLSQL_CACHE_MIN_BYTES"
+#: `0` / `off`: never keep or reuse query answers (rlsql/answers.py), whatever the cache's mode
+ANSWERS_ENV = "RLSQL_CACHE_ANSWERS"
 #: a CSV this big is cached after its first read by default (bench/RESULTS.md, issue 15)
 DEFAULT_MIN_BYTES = 32 * 2**20
 
 MARKER = "rlsql-cache.json"
+#: the folder of kept query answers (rlsql/answers.py), beside the entry folders
+ANSWERS_DIR = "answers"
 MARKER_FORMAT = "rlsql-parquet-cache"
 ENTRY_FORMAT = "rlsql-parquet-cache-entry"
 #: 3: whole-number columns stored checked, as BIGINT beside their bad cells (sources/_cache_csv.sql.j2)
@@ -171,17 +175,28 @@ def should_build(size: int) -> bool:
     return current == "on" or (current == "auto" and size >= min_bytes())
 
 
+def answers_wanted() -> bool:
+    """Kept answers (rlsql/answers.py) are on unless the cache is off or RLSQL_CACHE_ANSWERS turns them off."""
+    if os.environ.get(ANSWERS_ENV, "").strip().lower() in {"0", "false", "no", "off"}:
+        return False
+    return mode() != "off"
+
+
 def describe_policy() -> str:
     current = mode()
     if current == "off":
         return f"the cache is off ({AUTO_ENV}=0 or --no-cache): every CSV is read in place"
+    answers = ("; a repeated query is answered from its kept answer while its files are unchanged "
+               "(RLSQL_CACHE_ANSWERS=0 turns that off)")
+    if not answers_wanted():
+        answers = "; kept answers are off (RLSQL_CACHE_ANSWERS=0)"
     if current == "on":
         return (f"every CSV read is cached before it is read, whatever its size ({AUTO_ENV}=1 or --cache); "
-                f"{AUTO_ENV}=0 turns the cache off")
+                f"{AUTO_ENV}=0 turns the cache off" + answers)
     return (f"CSVs (and runs' raw logs) of {min_bytes() / 2**20:g} MiB or more are cached after their first read, "
             "in the background "
             f"({MIN_BYTES_ENV}); {AUTO_ENV}=1 or --cache caches every CSV before it is read, "
-            f"{AUTO_ENV}=0 or --no-cache turns the cache off")
+            f"{AUTO_ENV}=0 or --no-cache turns the cache off" + answers)
 
 
 # --- the root and its marker -----------------------------------------------------------------
@@ -570,7 +585,7 @@ def list_root(root: Path) -> Listing:
     except OSError:
         return listing
     for folder in top:
-        if folder.name == MARKER or folder.name.startswith("sql-analysis-"):
+        if folder.name in (MARKER, ANSWERS_DIR) or folder.name.startswith("sql-analysis-"):
             continue
         if not (_FOLDER.match(folder.name) and folder.is_dir() and not folder.is_symlink()):
             listing.foreign += 1

@@ -555,6 +555,15 @@ def cache_status_command(fmt: FormatOption = None) -> None:
                  f"{len(listing.leftovers) - building} leftover temporary file(s)")
         if building:
             extra += f", {building} being built now (by a running rlsql process)"
+    if root is not None and root.exists():
+        from rlsql.answers import is_stale, summary
+
+        kept, _, _ = summary(root)
+        if kept:
+            stale = sum(1 for p in kept if is_stale(p))
+            size = sum(p.stat().st_size for p in kept)
+            extra += (f"; {len(kept)} kept answer{'s' if len(kept) != 1 else ''} of repeated queries, "
+                      f"{size:,} bytes" + (f", {stale} stale" if stale else ""))
     say(f"cache folder: {root} ({len(rows)} entries{extra}); {describe_policy()}")
 
 
@@ -602,6 +611,10 @@ def cache_clear_command(
         note_cleared(root)  # a builder running now puts nothing in place after this
     removed, freed = delete_entries(root, entries)
     removed += sweep_leftovers(root)
+    from rlsql.answers import clear
+
+    gone, bytes_gone = clear(root, stale_only)
+    removed, freed = removed + gone, freed + bytes_gone
     kept = f"; left {listing.foreign} file(s) rlsql did not write" if listing.foreign else ""
     say(f"cache: removed {removed} files, {freed:,} bytes{kept}")
 

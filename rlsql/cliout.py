@@ -54,11 +54,17 @@ def _suggest_run(spec: str) -> None:
         raise DataError(f"{path}: run folder not found; did you mean {hint}?")
 
 
-def _resolve(run: list[str] | None):
-    from rlsql.runs import resolve_runs, sample_run_path
+def _announce_sample() -> None:
+    from rlsql.runs import sample_run_path
 
-    if not run:
-        say(f"no --run given: using the bundled sample run at {sample_run_path()}")
+    say(f"no --run given: using the bundled sample run at {sample_run_path()}")
+
+
+def _resolve(run: list[str] | None, announce: bool = True):
+    from rlsql.runs import resolve_runs
+
+    if not run and announce:
+        _announce_sample()
     for spec in run or []:
         _suggest_run(spec)
     return resolve_runs(run or None)
@@ -130,11 +136,14 @@ def run_named_query(
     engine: str | None = None,
 ) -> None:
     """`rlsql query`: run a named query (or a view) over the runs and print its rows."""
-    from rlsql.api import bind_params, run_query
     from rlsql.engines import resolve_engine
 
     chosen = resolve_engine(engine)
     params = _parse_params(param)
+    if chosen == "duckdb" and _answered(name, run, params, fmt, output, limit):
+        return
+    from rlsql.api import bind_params, run_query
+
     bind_params(name, params)  # a bad name or parameter fails before any file is read
     runs = _resolve(run)
     if chosen == "spark":
@@ -144,6 +153,60 @@ def run_named_query(
     else:
         result = run_query(name, runs, params)
     _emit_rows(fmt, result.columns, result.rows, output, runs, limit)
+
+
+def _answered(name: str, run: list[str] | None, params: dict[str, str], fmt: OutputFormat | None,
+              output: Path | None, limit: int | None) -> bool:
+    """Answer `name` from a kept answer (rlsql/answers.py), or run it and keep its answer; False when
+    answers are off or cannot apply (then the caller runs the query as ever). Errors come out in the
+    same order as the caller's: a bad name or parameter before any run is looked at."""
+    from rlsql import answers
+
+    if "rlsql.cachebuild" in sys.modules and sys.modules["rlsql.cachebuild"].VERBOSE:
+        return False  # -v asks what the cache does with each CSV: read them
+    if not answers.enabled() or not answers.names_a_query(name):
+        return False
+    try:
+        runs = _resolve(run, announce=False)
+    except RlsqlError:
+        from rlsql.api import bind_params
+
+        bind_params(name, params)  # the error a bad name or parameter gives comes first, as before
+        raise
+    keyed = answers.key_of(name, params, runs)
+    kept = answers.look_up(keyed[0]) if keyed else None
+    if kept is None:
+        from rlsql.api import bind_params, run_query
+
+        bind_params(name, params)
+        if not run:
+            _announce_sample()
+        told: list[tuple[type[Warning], str]] = []
+        try:
+            # recorded to be kept with the answer, then said as they always were (also when the query fails)
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                try:
+                    result = run_query(name, runs, params)
+                finally:
+                    told = [(w.category, str(w.message)) for w in said]
+        finally:
+            for category, message in told:
+                warnings.warn(message, category, stacklevel=2)
+        kept = answers.Answer(result.columns, result.rows, [m for _, m in told])
+        from rlsql.errors import RlsqlWarning
+
+        if keyed and all(c is RlsqlWarning for c, _ in told):
+            answers.store(keyed[0], keyed[1], name, runs, kept, (answers.key_of(name, params, runs) or ("",))[0])
+    else:
+        if not run:
+            _announce_sample()
+        from rlsql.errors import RlsqlWarning
+
+        for message in kept.warnings:
+            warnings.warn(message, RlsqlWarning, stacklevel=2)
+    _emit_rows(fmt, kept.columns, kept.rows, output, runs, limit)
+    return True
 
 
 def run_main(entry: Callable[[], object]) -> None:

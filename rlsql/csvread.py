@@ -1,9 +1,12 @@
 """What rlsql must know about a CSV before DuckDB reads it, and an independent count for `rlsql check`.
 
 DuckDB's CSV reader rejects a line longer than `max_line_size` (2 MB) with a LINE SIZE OVER
-MAXIMUM error, but a line longer than about half its read buffer (`buffer_size`, 32 MB by
-default) vanishes without an error or a reject. `buffer_size()` finds the files that hold such a
-line and sizes the buffer so that DuckDB sees the line whole and rejects it like any other.
+MAXIMUM error, but a line about as long as its read buffer (`buffer_size`) or longer vanishes
+without an error or a reject. rlsql reads every CSV with a 16 MiB buffer (DuckDB's default is 32
+MB: a fifth to two fifths less peak memory at the same CPU; 8 MiB cost trial_phases 13% more CPU at
+10M trials; bench/RESULTS.md, session 5), and
+`buffer_size()` finds the files that hold a line too long for it and sizes their buffer so that
+DuckDB sees the line whole and rejects it like any other.
 """
 
 from __future__ import annotations
@@ -17,9 +20,15 @@ from pathlib import Path
 
 from rlsql.errors import DataError
 
-#: a line up to this long is read (or rejected) correctly with DuckDB's default buffer; measured
-#: with DuckDB 2.0: 20 MB lines are rejected, 31 MB lines vanish
-SAFE_LINE = 8 * 1024 * 1024
+#: the read buffer of every CSV read: a line of 15.9 MiB is rejected correctly with it, one of 16.2 MiB
+#: vanishes (measured with DuckDB 2.0, max_line_size MAX_LINE; the guard below leaves a margin)
+DEFAULT_BUFFER = 16 * 1024 * 1024
+#: the longest line DuckDB reads as a row: its own default, stated because a read given a buffer_size
+#: and no max_line_size reads lines up to the buffer's size as rows
+MAX_LINE = 2 * 1024 * 1024
+#: `_has_long_line` finds every line longer than 2 * SAFE_LINE (12 MiB: read or rejected correctly with
+#: DEFAULT_BUFFER)
+SAFE_LINE = 6 * 1024 * 1024
 #: the largest read buffer rlsql asks for; DuckDB holds one per thread
 MAX_BUFFER = 1024 * 1024 * 1024
 _SLACK = 4 * 1024 * 1024
@@ -50,7 +59,7 @@ def _has_long_line(path: Path) -> bool:
     """True when some stretch of SAFE_LINE bytes holds no newline (a line may be longer than 2 SAFE_LINE).
 
     Reads only the start of each SAFE_LINE window up to its first newline: a few hundred bytes per
-    8 MB of an ordinary file.
+    6 MiB of an ordinary file.
     """
     size = path.stat().st_size
     if size <= 2 * SAFE_LINE:
@@ -89,8 +98,8 @@ def longest_line(path: Path) -> tuple[int, int]:
     return longest, at
 
 
-def buffer_size(paths: Iterable[Path]) -> int | None:
-    """The `buffer_size` read_csv needs over `paths` (None: DuckDB's default will do).
+def buffer_size(paths: Iterable[Path]) -> int:
+    """The `buffer_size` read_csv needs over `paths`: DEFAULT_BUFFER, or twice their longest line.
 
     A file whose longest line cannot fit in MAX_BUFFER raises LongLineError naming it and the line.
     """
@@ -106,7 +115,7 @@ def buffer_size(paths: Iterable[Path]) -> int | None:
         if wanted > MAX_BUFFER:
             raise LongLineError(path, line, f"a line of {length / 2**20:.0f} MB, too long to read")
         needed = max(needed, wanted)
-    return needed or None
+    return max(needed, DEFAULT_BUFFER)
 
 
 @dataclass

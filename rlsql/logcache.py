@@ -21,7 +21,9 @@ kept lines and that line.
 Lines end at every LF and every CR, as DuckDB's line reader (the in-place reader's) ends them. A
 log parsed from its start is read by that reader itself, in parallel (direct_read: several times
 faster than a Python scan), when the lengths it gives add up to the log's size (nothing dropped)
-and the log did not change meanwhile; else, and for the bytes a grown log gained, the kept lines
+and the log did not change meanwhile; a log that grew meanwhile, or was written to in the last
+RECENT_WRITE_SECONDS (a run still training), is read by the same reader through a named pipe fed
+with exactly its first bytes (piped_read). Else, and for the bytes a grown log gained, the kept lines
 are found here, in Python (bytes.find of each substring, then the line around it), which can
 start at an offset. Both keep the same lines with the same byte offsets: a line truncated at a
 NUL byte, skipped when it is not UTF-8, ANSI colour codes removed.
@@ -29,9 +31,11 @@ NUL byte, skipped when it is not UTF-8, ANSI colour codes removed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,11 +57,26 @@ LOG_KIND = "log"
 #: under the default policy, a log that grew by at most this many bytes since its entry's cut has its
 #: entry brought up to date before the read (its new bytes parsed: ~0.5 s for one step of the 10x
 #: bench, against ~2 CPU-s to read the log in place); a bigger growth, or a log without a usable
-#: entry, is read in place and its entry built after the answer in the background (rlsql/cachebg.py)
+#: entry, is read in place and its entry built after the answer in the background (rlsql/cachebg.py).
+#: RLSQL_LOG_GROWTH_BYTES moves it (foreground_growth_bytes)
 FOREGROUND_GROWTH_BYTES = 64 * 2**20
+GROWTH_ENV = "RLSQL_LOG_GROWTH_BYTES"
+#: a log whose mtime is at most this many seconds old when its entry is built from its start is taken
+#: for one a run is still writing, and read through a pipe of its first bytes at once (direct_read)
+RECENT_WRITE_SECONDS = 10
 #: the layout of a log entry's parts (sql/sources/_log_cache.sql.j2); an entry of another layout is rebuilt
 LOG_FORMAT = 3
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def foreground_growth_bytes() -> int:
+    """The growth up to which a log's entry is extended before the read: $RLSQL_LOG_GROWTH_BYTES (bytes,
+    a negative number as 0: every growth is then read in place and extended in the background), read
+    as RLSQL_CACHE_MIN_BYTES is; anything but a whole number gives FOREGROUND_GROWTH_BYTES."""
+    try:
+        return max(0, int(os.environ.get(GROWTH_ENV, "")))
+    except ValueError:
+        return FOREGROUND_GROWTH_BYTES
 
 
 @dataclass(frozen=True)
@@ -219,7 +238,7 @@ def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
         # a log this command reads a second time (the next query of a report) is cached before that
         # read: a report over the 10x bench's logs cost 9.5 CPU-s reading them in place five times,
         # 6.6 building the entries first (bench/RESULTS.md)
-        if (grown is None or grown > FOREGROUND_GROWTH_BYTES) and cachebuild.first_read_in_place(path):
+        if (grown is None or grown > foreground_growth_bytes()) and cachebuild.first_read_in_place(path):
             # answered in place now; the entry is built after the answer, by a detached process
             try:
                 cache.ensure_root(root)
@@ -290,7 +309,7 @@ def entry_state(entry: cache.Entry, con) -> tuple[str, str]:
         return "orphaned", "the log is gone"
     grown = _growth(path, entry, record, st)
     if grown is not None:
-        when = ("on the next read" if grown <= FOREGROUND_GROWTH_BYTES or cache.mode() == "on"
+        when = ("on the next read" if grown <= foreground_growth_bytes() or cache.mode() == "on"
                 else "after the next read, in the background")
         return "grown", f"grown: {grown:,} new bytes, parsed {when} (the entry is extended, not rebuilt)"
     return "stale", "the log was replaced, truncated or rewritten since its cache entry: parsed again on the next read"
@@ -344,35 +363,136 @@ def expected_line_bytes(size: int, after_cut: bytes) -> int:
     return size + (1 if after_cut and not after_cut.endswith(b"\r") else 0)
 
 
-def direct_read(con, path: Path, fh, before: os.stat_result) -> int | None:
+def direct_read(con, path: Path, fh, before: os.stat_result, pipe: Path | None = None) -> tuple[int, str] | None:
     """Read the kept lines of the whole log with DuckDB's parallel line reader (the in-place reader's
-    own) into the temporary table `direct` on `con`; the entry's cut (the log's last LF), or None
+    own) into the temporary table `direct` on `con`; the entry's cut (the log's last LF) and how its
+    lines were found ("DuckDB", or "DuckDB, piped"), or None
     when the result cannot be proved to be the log's lines byte for byte: then nothing is kept and
     the caller scans the log in Python.
 
     Each line's byte offset is the running sum of the lengths DuckDB gives plus one per terminator;
     that sum equals the log's size only when DuckDB dropped nothing (a CRLF counted as one
     terminator, a line cut at a NUL byte or skipped as not UTF-8 or too long all make it smaller),
-    and the log must not change while it is read (a run in progress: the Python scan reads a
-    bounded prefix instead)."""
+    and the log must not change while it is read. A log that grew meanwhile (a run writing it: the
+    usual case for the background build of a run in progress) is read again by DuckDB through a pipe
+    at `pipe` fed with exactly its first `before.st_size` bytes (piped_read), so the same proof holds;
+    a Python scan of 850 MB cost ~2 CPU-s, the piped read ~0.55 (bench/RESULTS.md, session 5). A log
+    written to in the last RECENT_WRITE_SECONDS is piped at once."""
     size = before.st_size
     if size == 0:
         return None
     cut = last_line_end(fh, size)
     fh.seek(cut)
     after_cut = fh.read(size - cut)
+    if pipe is not None and time.time() - before.st_mtime <= RECENT_WRITE_SECONDS:
+        # written to just now: a run still writing it, whose parallel read would most likely change
+        # under DuckDB and be thrown away (~1 CPU-s at 10x): piped at once (where a pipe can be made)
+        piped = piped_read(con, fh.fileno(), size, cut, pipe)
+        if piped and _direct_is_exact(con, fh, size, cut, after_cut):
+            cachebuild.notice(f"{path}: read through a pipe of its first {size:,} bytes "
+                              f"(written to {RECENT_WRITE_SECONDS} s ago or less)")
+            return cut, "DuckDB, piped"
+        if piped is not None:
+            con.execute("DROP TABLE IF EXISTS direct")
+            cachebuild.notice(f"{path}: scanned in Python (its piped read could not be proved exact)")
+            return None
     sql = load_catalog().env.get_template("sources/_log_direct.sql.j2").render(path=str(path), cut=cut)
     con.execute(sql)
-    total, at_cut = con.execute("SELECT max(cum), bool_or(cum = ?) FROM direct", [cut]).fetchone()
     after = os.stat(path)
     same = (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
-    exact = same and total == expected_line_bytes(size, after_cut) and (cut == 0 or at_cut)
-    if exact and _spans_end_lines(con, fh, cut):
-        return cut
+    if same and _direct_is_exact(con, fh, size, cut, after_cut):
+        return cut, "DuckDB"
     con.execute("DROP TABLE direct")
+    if not same and pipe is not None and after.st_ino == before.st_ino and after.st_size >= size:
+        if piped_read(con, fh.fileno(), size, cut, pipe) and _direct_is_exact(con, fh, size, cut, after_cut):
+            cachebuild.notice(f"{path}: read again through a pipe of its first {size:,} bytes "
+                              "(it grew while it was read)")
+            return cut, "DuckDB, piped"
+        con.execute("DROP TABLE IF EXISTS direct")
     why = "it changed while it was read" if not same else "DuckDB's line lengths do not add up to its size"
     cachebuild.notice(f"{path}: scanned in Python ({why})")
     return None
+
+
+def _direct_is_exact(con, fh, size: int, cut: int, after_cut: bytes) -> bool:
+    """The table `direct` holds exactly the lines of the first `size` bytes of the log: the lengths add
+    up to the size, a line ends at the cut, and the spot check of _spans_end_lines passes."""
+    total, at_cut = con.execute("SELECT max(cum), bool_or(cum = ?) FROM direct", [cut]).fetchone()
+    exact = total == expected_line_bytes(size, after_cut) and (cut == 0 or bool(at_cut))
+    return exact and _spans_end_lines(con, fh, cut)
+
+
+def piped_read(con, fd: int, size: int, cut: int, pipe: Path) -> bool | None:
+    """Read the first `size` bytes of the log open as `fd` into the table `direct`
+    (sources/_log_direct.sql.j2) through a named pipe at `pipe` that a thread feeds with exactly those
+    bytes (os.splice where the platform has it; reads at offsets, so `fd`'s position stays, and the
+    bytes are those of the very file the caller opened, even if the log is replaced meanwhile): DuckDB
+    cannot be told to stop at an offset, and a run appending to the log while it is read must not
+    change what is read. False when the read failed (nothing is kept then), None when no named pipe
+    can be made there (a platform without them). DuckDB reads a pipe on one thread: a little more CPU than the
+    parallel read of a file that stays still, and more wall time."""
+    try:
+        os.mkfifo(pipe, 0o600)
+    except (AttributeError, NotImplementedError, OSError):
+        return None
+    done = threading.Event()
+    feeder = threading.Thread(target=_feed, args=(fd, pipe, size, done), daemon=True)
+    feeder.start()
+    try:
+        con.execute(load_catalog().env.get_template("sources/_log_direct.sql.j2").render(path=str(pipe), cut=cut))
+        return True
+    except duckdb.Error:
+        return False
+    finally:
+        done.set()
+        if feeder.is_alive():
+            # DuckDB never opened the pipe (or stopped early): opening and closing its read end lets the
+            # feeder's open return and its next write fail, so the thread ends
+            with contextlib.suppress(OSError):
+                os.close(os.open(pipe, os.O_RDONLY | os.O_NONBLOCK))
+        feeder.join(timeout=10)
+        pipe.unlink(missing_ok=True)
+
+
+def _feed(fd: int, pipe: Path, size: int, done: threading.Event) -> None:
+    """Write the first `size` bytes of the file open as `fd` into `pipe` (the piped_read's feeder thread); then, until
+    `done`, open and close the pipe's write end now and then, so that a reader opening the pipe once
+    more (a DuckDB that opens a file twice) reads an empty file, and the read is refused, instead of
+    waiting forever for a writer."""
+    try:
+        with open(pipe, "wb", buffering=0) as dst:
+            _copy(fd, dst, size)
+    except OSError:
+        pass  # a pipe DuckDB closed early (or a log gone): the read is refused by its checks
+    while not done.wait(0.05):
+        with contextlib.suppress(OSError):  # ENXIO: no reader has it open
+            os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def _copy(fd: int, dst, size: int) -> None:
+    """The first `size` bytes of the file open as `fd` into pipe `dst`, at offsets (`fd`'s position
+    stays): by os.splice (no copy through Python) where the platform and file system allow it, else by
+    os.pread and writes."""
+    offset = 0
+    splice = getattr(os, "splice", None)
+    while offset < size:
+        count = min(size - offset, 1 << 20)
+        if splice is not None:
+            try:
+                moved = splice(fd, dst.fileno(), count, offset_src=offset)
+            except OSError as exc:
+                if isinstance(exc, BrokenPipeError):
+                    raise
+                splice = None  # a file system splice cannot read from: plain reads
+                continue
+        else:
+            chunk = os.pread(fd, count, offset)
+            moved = len(chunk)
+            if moved:
+                dst.write(chunk)
+        if moved == 0:
+            return  # the log shrank: DuckDB's sum then falls short of the size, and the read is refused
+        offset += moved
 
 
 def _spans_end_lines(con, fh, cut: int) -> bool:
@@ -433,9 +553,10 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path, backg
             before = os.fstat(fh.fileno())
             usable = record and cache.parquet_looks_whole(entry, record) is None
             start = reusable_prefix(record, path, before, fh) if usable else 0
-            direct = direct_read(con, path, fh, before) if start == 0 else None
+            pipe = cache.temp_path(entry.parquet.with_suffix(".pipe"))
+            direct = direct_read(con, path, fh, before, pipe=pipe) if start == 0 else None
             if direct is not None:
-                cut, how = direct, "DuckDB"
+                cut, how = direct
                 kept = con.execute("SELECT count(*) FROM direct WHERE cum <= ?", [cut]).fetchone()[0]
             else:
                 with tail_file.open("wb") as out:
@@ -448,7 +569,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path, backg
         sql = load_catalog().env.get_template("sources/_log_cache.sql.j2").render(
             previous=str(entry.parquet) if start else None,
             tail=str(tail_file) if kept and direct is None else None,
-            direct_cut=direct, target=str(tmp), key=entry.key)
+            direct_cut=cut if direct is not None else None, target=str(tmp), key=entry.key)
         rows = con.execute(sql).fetchall()[0][0]
         if cache.cleared_since(root, started_ns):
             return None  # `cache clear` ran meanwhile (cache.note_cleared): nothing is put in place

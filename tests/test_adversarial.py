@@ -314,6 +314,21 @@ def test_a_line_longer_than_the_read_buffer_is_a_warning_with_its_line(long_line
     assert f"{long_line_run / TRIALS}: skipped 1 unreadable row (line 3: line size over maximum" in warned
 
 
+@pytest.mark.parametrize("mib", [2.5, 10, 15.9, 24])
+def test_a_line_near_the_16_mib_read_buffer_is_a_warning_not_a_lost_row(tmp_path: Path, mib: float) -> None:
+    """rlsql reads with a 16 MiB buffer (rlsql/csvread.py): a line over DuckDB's 2 MiB max_line_size is
+    rejected and named, never dropped without a word or read as a row. 10 and 15.9 MiB fit the buffer
+    whether or not the long-line guard saw them; 24 MiB is always found by the guard and read with a
+    buffer twice its size (without the guard, a line of 16.2 MiB or more vanished: measured)."""
+    run = tmp_path / "r"
+    # 4,000 short rows either side: the long line falls inside the file, not at its start
+    short = "".join(f"t,t__{i},2,,1.0\n" for i in range(4000))
+    write(run, TRIALS, HEADER + short + "t,long,3,Agent" + "x" * int(mib * 2**20) + ",0.0\n" + short)
+    rows, warned = caught_query("turn_stats", [run])
+    assert (rows[0]["trials"], rows[0]["max"]) == (8000, 2)  # by hand: every short row, not the long one
+    assert f"{run / TRIALS}: skipped 1 unreadable row (line 4002: line size over maximum" in warned
+
+
 def test_check_reports_the_long_line(long_line_run: Path) -> None:
     found = issues(long_line_run)
     assert any(line == 3 and "line size" in p.lower() for line, p in found), found

@@ -558,7 +558,9 @@ def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(cache_dir, tm
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         names = [p.name for p in cache_dir.rglob("*") if p.is_file()]
+        # entries (24 hex digits), kept query answers (32, rlsql/answers.py), and their temporary names
         allowed = re.compile(r"^(rlsql-cache\.json|sql-analysis-\w+\.json|[0-9a-f]{24}\.(parquet|json)"
+                             r"|[0-9a-f]{32}\.json"
                              r"|\.[0-9a-f]{24}\.(parquet|json)\.[0-9a-f]{6}-\d+-[0-9a-f]{8}-[0-9a-f]{8}\.rlsql-tmp)$")
         assert all(allowed.match(n) for n in names), names
         code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("sources and the engine", {
         "rlsql.duckdb_errors", "rlsql.probe", "rlsql.sources", "rlsql.cachebuild", "rlsql.cachebg", "rlsql.connection",
         "rlsql.lazyconn",
-        "rlsql.provenance", "rlsql.inventory", "rlsql.rawlogs", "rlsql.logcache", "rlsql.badcells",
+        "rlsql.provenance", "rlsql.inventory", "rlsql.rawlogs", "rlsql.logcache", "rlsql.badcells", "rlsql.answers",
         "rlsql.engines.spark_sources", "rlsql.engines.spark_sql",
     }),
     ("the API", {"rlsql.api", "rlsql", "rlsql.engines", "rlsql.engines.spark"}),

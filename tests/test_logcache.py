@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -234,9 +235,10 @@ def direct_lines(log: Path) -> list[tuple] | None:
     """The kept lines DuckDB finds in `log` (logcache.direct_read), or None when it cannot prove them exact."""
     con = memory_connection()
     with log.open("rb") as fh:
-        cut = logcache.direct_read(con, log, fh, os.fstat(fh.fileno()))
-    if cut is None:
+        found = logcache.direct_read(con, log, fh, os.fstat(fh.fileno()))
+    if found is None:
         return None
+    cut = found[0]
     return con.execute("SELECT line_no, text, is_metric, is_vllm FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) "
                        "ORDER BY line_no", [cut]).fetchall()
 
@@ -256,6 +258,75 @@ def test_duckdb_finds_the_lines_the_python_scan_finds(tmp_path: Path) -> None:
         cut = data.rfind(b"\n") + 1
         got = direct_lines(fixture_log)
         assert got == [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(data[:cut])], fixture_log
+
+
+def test_a_piped_read_reads_exactly_a_prefix(tmp_path: Path) -> None:
+    """The read a log gets when it grew while DuckDB read it: its first `size` bytes through a named pipe."""
+    for fixture_log in find_logs(RAW):
+        data = fixture_log.read_bytes()
+        # the whole log, and its first half as if the rest had been written after the build began
+        for size in (len(data), len(data) // 2):
+            cut = data.rfind(b"\n", 0, size) + 1
+            con = memory_connection()
+            pipe = tmp_path / "x.pipe"
+            with fixture_log.open("rb") as fh:
+                assert logcache.piped_read(con, fh.fileno(), size, cut, pipe), fixture_log
+                assert fh.tell() == 0  # the caller's position stays
+            assert not pipe.exists()
+            got = con.execute("SELECT line_no, text, is_metric, is_vllm FROM direct WHERE cum <= ? "
+                              "AND (is_metric OR is_vllm) ORDER BY line_no", [cut]).fetchall()
+            want = [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(data[:cut])]
+            assert got == want and want, (fixture_log, size)
+            # every byte of the prefix, and none after it, reached DuckDB
+            total = con.execute("SELECT max(cum) FROM direct").fetchone()[0]
+            assert total == logcache.expected_line_bytes(size, data[cut:size]), (fixture_log, size)
+            con.close()
+
+
+def test_a_failed_piped_read_leaves_no_pipe_and_no_thread(tmp_path: Path) -> None:
+    import threading
+
+    log = tmp_path / "a.out"
+    log.write_bytes(b"Step 1: x\n")
+    pipe = tmp_path / "missing" / "x.pipe"  # a folder that does not exist: no pipe can be made
+    with log.open("rb") as fh:
+        assert logcache.piped_read(memory_connection(), fh.fileno(), 10, 10, pipe) is None
+        con = memory_connection()
+        con.execute("CREATE TEMP TABLE direct AS SELECT 1")  # DuckDB's statement fails: the table exists
+        before = threading.active_count()
+        assert logcache.piped_read(con, fh.fileno(), 10, 10, tmp_path / "y.pipe") is False
+    assert threading.active_count() == before and not (tmp_path / "y.pipe").exists()
+
+
+def test_a_pipe_opened_again_after_its_bytes_reads_empty_instead_of_waiting(tmp_path: Path) -> None:
+    """The feeder's guard: a reader that opens the pipe a second time (after the feeder wrote every
+    byte and closed it) gets an empty read at once, not a wait for a writer that never comes."""
+    import threading
+
+    log = tmp_path / "a.out"
+    log.write_bytes(b"Step 1: x\nStep 2: y\n")
+    pipe = tmp_path / "x.pipe"
+    os.mkfifo(pipe)
+    done = threading.Event()
+    fh = log.open("rb")
+    feeder = threading.Thread(target=logcache._feed, args=(fh.fileno(), pipe, 10, done), daemon=True)
+    feeder.start()
+    with open(pipe, "rb") as first:
+        assert first.read() == b"Step 1: x\n"  # exactly the first 10 bytes
+    got: list[bytes] = []
+
+    def read_again() -> None:
+        with open(pipe, "rb") as second:
+            got.append(second.read())
+
+    again = threading.Thread(target=read_again, daemon=True)
+    again.start()
+    again.join(timeout=5)
+    assert not again.is_alive() and got == [b""]
+    done.set()
+    feeder.join(timeout=5)
+    fh.close()
+    assert not feeder.is_alive()
 
 
 @pytest.mark.parametrize("data", [b"x\na NUL\0byte Step 9:\nStep 1: y\n", b"x\nnot \xff UTF-8 Step 9:\nStep 1: y\n",
@@ -282,6 +353,7 @@ def test_a_log_with_carriage_returns_is_cached(crlf_everywhere: bool, found_by: 
     if crlf_everywhere:
         text = (NOISE + block(1, "0.2500") + block(2, "0.5000") + VLLM.format(s=1, g=10)).replace("\n", "\r\n")
     log.write_bytes(text.encode())
+    os.utime(log, (time.time() - 3600, time.time() - 3600))  # not written to lately: DuckDB's parallel read
     assert steps(run) == [(1, 0.25), (2, 0.5)]
     record = log_records(cache_dir)[str(log)]
     cut = len(text) - (0 if crlf_everywhere else len(bars))  # the bytes after the last LF are not in it
@@ -411,21 +483,26 @@ def test_the_first_query_answers_in_place_and_the_entries_are_built_in_the_backg
 def test_a_log_grown_while_the_builder_reads_it_gives_no_stale_entry(
         tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     run, log = tiny_run(tmp_path)
+    os.utime(log, (time.time() - 3600, time.time() - 3600))  # not written to lately: read in parallel first
     size = log.stat().st_size
     real_direct_read = logcache.direct_read
 
-    def run_writes_meanwhile(con, path, fh, before):
+    def run_writes_meanwhile(con, path, fh, before, **kwargs):
         with log.open("a") as writer:  # the trainer prints step 3 while the builder reads the log
             writer.write(NOISE + block(3, "0.7500"))
-        return real_direct_read(con, path, fh, before)
+        return real_direct_read(con, path, fh, before, **kwargs)
 
     monkeypatch.setattr(logcache, "direct_read", run_writes_meanwhile)
     assert logcache.build_in_background(log, auto_cache)  # what rlsql/cachebg.py runs for a log
     monkeypatch.setattr(logcache, "direct_read", real_direct_read)
     record = log_records(auto_cache)[str(log)]
-    # the entry covers the log as it was when the build began, and its record says so
-    assert (record["cut"], record["size"], record["lines_found_by"]) == (size, size, "Python")
-    assert capsys.readouterr().err.count("scanned in Python (it changed while it was read)") == 1
+    # the entry covers the log as it was when the build began, and its record says so; DuckDB read
+    # it again through a pipe fed with exactly those bytes (not the Python scan: issue 14, round 5)
+    assert (record["cut"], record["size"], record["lines_found_by"]) == (size, size, "DuckDB, piped")
+    err = capsys.readouterr().err
+    assert err.count(f"read again through a pipe of its first {size:,} bytes (it grew while it was read)") == 1, err
+    assert "scanned in Python" not in err
+    assert not list(auto_cache.rglob("*.pipe*"))  # the pipe is gone
     state = {r["csv"]: (r["state"], r["why"]) for r in json.loads(
         subprocess.run([sys.executable, "-m", "rlsql", "cache", "status", "-f", "json"], capture_output=True,
                        text=True, check=True).stdout)}
@@ -441,6 +518,41 @@ def test_a_log_grown_while_the_builder_reads_it_gives_no_stale_entry(
     assert (record["parsed_from"], record["cut"], record["in_background"]) == (size, log.stat().st_size, False)
 
 
+@pytest.mark.parametrize(("age", "found_by"), [(1, "DuckDB, piped"), (3600, "DuckDB")])
+def test_a_log_written_to_lately_is_read_through_the_pipe_at_once(
+        age: int, found_by: str, tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture) -> None:
+    run, log = tiny_run(tmp_path)
+    os.utime(log, (time.time() - age, time.time() - age))
+    size = log.stat().st_size
+    assert logcache.build_in_background(log, auto_cache)
+    record = log_records(auto_cache)[str(log)]
+    assert (record["cut"], record["lines_found_by"]) == (size, found_by)
+    err = capsys.readouterr().err
+    # a log written to in the last 10 s is probably still being written: a parallel read of it would
+    # most likely be thrown away (it changed meanwhile), so it is piped from the start
+    piped = (f"read through a pipe of its first {size:,} bytes "
+             f"(written to {logcache.RECENT_WRITE_SECONDS} s ago or less)")
+    assert (piped in err) == (age == 1), err
+    assert "scanned in Python" not in err and "read again" not in err
+    cached = steps(run)
+    with cache.disabled():
+        rawlogs._metric_keys.cache_clear()
+        assert steps(run) == cached == [(1, 0.25), (2, 0.5)]
+
+
+def test_a_log_written_to_lately_without_named_pipes_is_read_in_parallel(
+        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, log = tiny_run(tmp_path)  # written just now
+
+    def no_pipes(*args, **kwargs):
+        raise NotImplementedError("no named pipes here")
+
+    monkeypatch.setattr(os, "mkfifo", no_pipes)
+    assert logcache.build_in_background(log, auto_cache)
+    assert log_records(auto_cache)[str(log)]["lines_found_by"] == "DuckDB"  # not the Python scan
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+
+
 def test_a_large_growth_is_read_in_place_and_extended_in_the_background(
         tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     run, log = tiny_run(tmp_path)
@@ -449,7 +561,7 @@ def test_a_large_growth_is_read_in_place_and_extended_in_the_background(
     size = log.stat().st_size
     with log.open("a") as writer:
         writer.write(NOISE + block(3, "0.7500"))
-    monkeypatch.setattr(logcache, "FOREGROUND_GROWTH_BYTES", 10)  # the growth counts as large
+    monkeypatch.setenv("RLSQL_LOG_GROWTH_BYTES", "10")  # the growth counts as large
     capsys.readouterr()
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
     grown = log.stat().st_size - size
@@ -461,6 +573,35 @@ def test_a_large_growth_is_read_in_place_and_extended_in_the_background(
     assert (record["parsed_from"], record["cut"], record["in_background"]) == (size, log.stat().st_size, True)
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
     assert "read from the cache" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("value", "want"), [(None, 64 * 2**20), ("", 64 * 2**20), ("abc", 64 * 2**20),
+                                           ("1.5", 64 * 2**20), ("-3", 0), ("0", 0), ("1048576", 2**20)])
+def test_the_foreground_growth_threshold_comes_from_the_environment(
+        value: str | None, want: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as RLSQL_CACHE_MIN_BYTES: a whole number of bytes, negative as 0, anything else the default (64 MiB)
+    if value is None:
+        monkeypatch.delenv("RLSQL_LOG_GROWTH_BYTES", raising=False)
+    else:
+        monkeypatch.setenv("RLSQL_LOG_GROWTH_BYTES", value)
+    assert logcache.foreground_growth_bytes() == want
+
+
+def test_a_growth_under_the_threshold_is_parsed_before_the_read(
+        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    run, log = tiny_run(tmp_path)
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    cachebuild.reap_builders(wait=True)
+    size = log.stat().st_size
+    with log.open("a") as writer:
+        writer.write(NOISE + block(3, "0.7500"))
+    grown = log.stat().st_size - size
+    monkeypatch.setenv("RLSQL_LOG_GROWTH_BYTES", str(grown))  # exactly the growth: still the foreground's
+    capsys.readouterr()
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    err = capsys.readouterr().err
+    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err and "building the cached copies" not in err, err
+    assert not cachebuild.builders
 
 
 def test_no_second_builder_while_one_holds_the_claim(tmp_path: Path, auto_cache: Path,
@@ -547,9 +688,9 @@ def test_cache_clear_during_a_log_build_leaves_no_entry_behind(
     run, log = tiny_run(tmp_path)
     real_direct_read = logcache.direct_read
 
-    def clear_meanwhile(con, path, fh, before):  # `rlsql cache clear` runs while the builder reads the log
+    def clear_meanwhile(con, path, fh, before, **kwargs):  # `rlsql cache clear` runs while the builder reads the log
         subprocess.run([sys.executable, "-m", "rlsql", "cache", "clear"], capture_output=True, check=True)
-        return real_direct_read(con, path, fh, before)
+        return real_direct_read(con, path, fh, before, **kwargs)
 
     monkeypatch.setattr(logcache, "direct_read", clear_meanwhile)
     assert not logcache.build_in_background(log, auto_cache)  # what rlsql/cachebg.py runs for a log
@@ -560,3 +701,13 @@ def test_cache_clear_during_a_log_build_leaves_no_entry_behind(
     assert logcache.build_in_background(log, auto_cache)
     assert log_records(auto_cache)[str(log)]["cut"] == log.stat().st_size
     assert steps(run) == [(1, 0.25), (2, 0.5)]
+
+
+def test_the_growth_threshold_is_not_part_of_an_answers_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # it decides when a log's entry is extended, not what a query answers (rlsql/answers.py)
+    from rlsql import answers
+
+    monkeypatch.setenv(logcache.GROWTH_ENV, "1000")
+    with_it = answers._environment()
+    monkeypatch.delenv(logcache.GROWTH_ENV)
+    assert with_it == answers._environment()

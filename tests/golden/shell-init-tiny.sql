@@ -1538,7 +1538,7 @@ SELECT
 FROM (
     SELECT row_number() OVER () AS row_no, *, filename AS rlsql_file_name, CAST(file_index AS BIGINT) AS rlsql_file_index
     FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_metrics_table.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
-    ignore_errors = true, store_rejects = true,
+    ignore_errors = true, store_rejects = true, buffer_size = 16777216, max_line_size = 2097152,
     columns = {'log_file': 'VARCHAR', 'async/staleness_mean': 'DOUBLE', 'async/staleness_max': 'DOUBLE', 'async/discard_rate': 'DOUBLE', 'async/discarded_count': 'DOUBLE', 'reward/avg_raw_reward': 'DOUBLE', 'reward/avg_pass_at_4': 'DOUBLE', 'timing/wait_for_generation_buffer': 'DOUBLE', 'timing/policy_train': 'DOUBLE', 'timing/run_training': 'DOUBLE', 'timing/sync_weights': 'DOUBLE', 'timing/step': 'DOUBLE', 'trainer/global_step': 'DOUBLE', 'timing/save_checkpoints': 'DOUBLE', 'timing/mystery_span': 'DOUBLE', 'global_step': 'DOUBLE'})
 ) AS c;
 
@@ -1584,7 +1584,7 @@ SELECT
 FROM (
     SELECT row_number() OVER () AS row_no, *, filename AS rlsql_file_name, CAST(file_index AS BIGINT) AS rlsql_file_index
     FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
-    ignore_errors = true, store_rejects = true,
+    ignore_errors = true, store_rejects = true, buffer_size = 16777216, max_line_size = 2097152,
     columns = {'task_name': 'VARCHAR', 'trial_name': 'VARCHAR', 'n_episodes': 'DOUBLE', 'n_input_tokens': 'DOUBLE', 'n_output_tokens': 'DOUBLE', 'exception_type': 'VARCHAR', 'reward': 'DOUBLE', 'agent_duration_sec': 'DOUBLE'})
 ) AS c;
 
@@ -1618,7 +1618,7 @@ SELECT
 FROM (
     SELECT row_number() OVER () AS row_no, *, filename AS rlsql_file_name, CAST(file_index AS BIGINT) AS rlsql_file_index
     FROM read_csv(['<ROOT>/fixtures/runs/tiny/20260105_120000_vllm_metrics_table.csv'], header = true, auto_detect = false, delim = ',', quote = '"', escape = '"',
-    ignore_errors = true, store_rejects = true,
+    ignore_errors = true, store_rejects = true, buffer_size = 16777216, max_line_size = 2097152,
     columns = {'log_file': 'VARCHAR', 'datetime_str': 'VARCHAR', 'n_engines_reporting': 'DOUBLE', 'unique_ips': 'DOUBLE', 'total_prompt_throughput_tokens_per_sec': 'DOUBLE', 'total_generation_throughput_tokens_per_sec': 'DOUBLE', 'total_running_requests': 'DOUBLE', 'total_waiting_requests': 'DOUBLE', 'avg_prompt_throughput_per_engine': 'DOUBLE', 'avg_generation_throughput_per_engine': 'DOUBLE', 'avg_running_requests_per_engine': 'DOUBLE', 'avg_waiting_requests_per_engine': 'DOUBLE', 'avg_gpu_kv_cache_usage_pct': 'DOUBLE', 'avg_prefix_cache_hit_rate_pct': 'DOUBLE', 'min_running_requests': 'DOUBLE', 'max_running_requests': 'DOUBLE', 'min_generation_throughput': 'DOUBLE', 'max_generation_throughput': 'DOUBLE'})
 ) AS c;
 
