@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -591,6 +592,15 @@ def _is_temporary(path: Path) -> bool:
     return writes.parse_temp_name(path.name) is not None or bool(_LEGACY_TEMP.match(path.name))
 
 
+def _file_or_pipe(path: Path) -> bool:
+    """A regular file, or a named pipe (logcache.piped_read's, left by a killed build); never a link."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISFIFO(mode)
+
+
 def list_root(root: Path) -> Listing:
     """rlsql's entries under a marked root: names in rlsql's scheme with a record rlsql wrote (or, for a
     Parquet file whose record is gone, the entry key in its own footer). Everything else is foreign."""
@@ -616,7 +626,7 @@ def list_root(root: Path) -> Listing:
             match = _ENTRY_FILE.match(f.name)
             if match and match["key"][:2] == folder.name and f.is_file() and not f.is_symlink():
                 keys.add(match["key"])
-            elif f.is_file() and not f.is_symlink() and _is_temporary(f):
+            elif _is_temporary(f) and _file_or_pipe(f):
                 listing.leftovers.append(f)
             else:
                 listing.foreign += 1
