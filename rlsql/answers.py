@@ -264,7 +264,9 @@ def _folder(create: bool) -> Path | None:
             return None
     except cache.CacheUnavailable:
         return None
-    return root / ANSWERS_DIR
+    folder = root / ANSWERS_DIR
+    # a link there is not rlsql's folder (as for the entry folders): neither read through nor written
+    return None if folder.is_symlink() else folder
 
 
 def _read(path: Path, key: str) -> dict | None:
