@@ -403,9 +403,10 @@ def is_stale(path: Path) -> bool:
 
 def summary(root: Path) -> tuple[list[Path], list[Path], int]:
     """The answers kept under cache folder `root` (see `listing`); nothing when it is not rlsql's."""
-    if not cache.has_marker(root):
-        return [], [], 0
-    return listing(root / ANSWERS_DIR)
+    folder = root / ANSWERS_DIR
+    if not cache.has_marker(root) or folder.is_symlink():
+        return [], [], 0  # a link there is somebody else's: never listed, so never cleared through
+    return listing(folder)
 
 
 def clear(root: Path, stale_only: bool) -> tuple[int, int]:

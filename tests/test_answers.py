@@ -374,3 +374,7 @@ def test_an_answers_link_in_the_cache_folder_is_neither_read_nor_written(settled
     assert_rows_match(json.loads(first.stdout), oracle.expected("turn_stats", [settled["tiny"]]), "linked")
     assert list(elsewhere.iterdir()) == []
     assert run_in(args, env, without_duckdb=True).returncode == 99
+    # an answer-shaped file behind the link survives cache clear
+    (elsewhere / ("1" * 32 + ".json")).write_text(json.dumps({"format": answers.ANSWER_FORMAT, "key": "1" * 32}))
+    assert run_in(["cache", "clear"], env).returncode == 0
+    assert [p.name for p in elsewhere.iterdir()] == ["1" * 32 + ".json"]
