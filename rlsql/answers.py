@@ -36,13 +36,13 @@ import importlib.machinery
 import json
 import os
 import re
+import sys
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlsql import cache, writes
+from rlsql import cache
 from rlsql.logfiles import find_logs
 from rlsql.runs import Run
 from rlsql.version import __version__
@@ -209,7 +209,8 @@ def _encode(value: Any) -> Any:
         return {"$time": value.isoformat()}
     if isinstance(value, dt.timedelta):
         return {"$td": [value.days, value.seconds, value.microseconds]}
-    if isinstance(value, uuid.UUID):
+    uuid = sys.modules.get("uuid")  # a UUID cell exists only once DuckDB has imported the module
+    if uuid is not None and isinstance(value, uuid.UUID):
         return {"$uuid": str(value)}
     if isinstance(value, list):
         return [_encode(v) for v in value]
@@ -239,6 +240,8 @@ def _decode(value: Any) -> Any:
     if tag == "$td":
         return dt.timedelta(days=inner[0], seconds=inner[1], microseconds=inner[2])
     if tag == "$uuid":
+        import uuid
+
         return uuid.UUID(inner)
     if tag == "$tuple":
         return tuple(_decode(v) for v in inner)
@@ -261,7 +264,9 @@ def _folder(create: bool) -> Path | None:
             return None
     except cache.CacheUnavailable:
         return None
-    return root / ANSWERS_DIR
+    folder = root / ANSWERS_DIR
+    # a link there is not rlsql's folder (as for the entry folders): neither read through nor written
+    return None if folder.is_symlink() else folder
 
 
 def _read(path: Path, key: str) -> dict | None:
@@ -335,6 +340,8 @@ def store(key: str, inputs: list, name: str, runs: Sequence[Run], answer: Answer
 
 def _write(target: Path, text: str) -> None:
     # a temporary name and a rename, without fsync: a lost answer is only recomputed (as cache.write_json)
+    from rlsql import writes  # only to store: a kept answer is read without it
+
     tmp = writes.temp_name(target)
     try:
         tmp.write_text(text, encoding="utf-8")
@@ -346,6 +353,8 @@ def _write(target: Path, text: str) -> None:
 def listing(folder: Path) -> tuple[list[Path], list[Path], int]:
     """rlsql's answers in `folder` (name in the scheme, record proves it), leftovers of killed writes,
     and how many other files there are (never touched)."""
+    from rlsql import writes
+
     answers, leftovers, foreign = [], [], 0
     try:
         entries = sorted(folder.iterdir())
@@ -394,9 +403,10 @@ def is_stale(path: Path) -> bool:
 
 def summary(root: Path) -> tuple[list[Path], list[Path], int]:
     """The answers kept under cache folder `root` (see `listing`); nothing when it is not rlsql's."""
-    if not cache.has_marker(root):
-        return [], [], 0
-    return listing(root / ANSWERS_DIR)
+    folder = root / ANSWERS_DIR
+    if not cache.has_marker(root) or folder.is_symlink():
+        return [], [], 0  # a link there is somebody else's: never listed, so never cleared through
+    return listing(folder)
 
 
 def clear(root: Path, stale_only: bool) -> tuple[int, int]:
@@ -411,7 +421,10 @@ def clear(root: Path, stale_only: bool) -> tuple[int, int]:
             continue
         removed += 1
         freed += size
-    removed += len(writes.sweep(root / ANSWERS_DIR)) if leftovers else 0
+    if leftovers:
+        from rlsql import writes
+
+        removed += len(writes.sweep(root / ANSWERS_DIR))
     with contextlib.suppress(OSError):
         (root / ANSWERS_DIR).rmdir()  # only when empty
     return removed, freed

@@ -28,13 +28,19 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rlsql import writes
 from rlsql.sqltext import glob_escaped
+
+# rlsql.writes is imported where it is used: a kept answer (rlsql/answers.py) reads the cache's policy
+# and folder without it (its socket and shutil imports are ~4 ms of a 50 ms answer)
+if TYPE_CHECKING:
+    from rlsql import writes
 
 CACHE_ENV = "RLSQL_CACHE_DIR"
 #: `0` / `off`: never read or build entries; `1` / `on`: build an entry for every CSV before it is read;
@@ -287,6 +293,8 @@ def _now() -> str:
 def temp_path(target: Path) -> Path:
     """The temporary name a cache file is written under before it is renamed onto `target`: rlsql's
     one scheme for every write (rlsql/writes.py), which the next build or clear sweeps."""
+    from rlsql import writes
+
     return writes.temp_name(target)
 
 
@@ -435,6 +443,8 @@ def full_state(entry: Entry, con) -> tuple[str, str]:
 
 
 def _claims(entry: Entry) -> Iterator[tuple[Path, writes.TempName]]:
+    from rlsql import writes
+
     try:
         paths = list(entry.parquet.parent.iterdir())
     except OSError:
@@ -448,6 +458,8 @@ def _claims(entry: Entry) -> Iterator[tuple[Path, writes.TempName]]:
 def builder_of(entry: Entry, other_than: int | None = None) -> int | None:
     """The pid of a live process on this host (other than `other_than`) building `entry`'s Parquet file
     (its claim: the file's temporary name, rlsql/writes.py), if any."""
+    from rlsql import writes
+
     for _, parts in _claims(entry):
         if parts.pid != other_than and writes.writer_alive(parts):
             return parts.pid
@@ -457,6 +469,8 @@ def builder_of(entry: Entry, other_than: int | None = None) -> int | None:
 def claim_for(entry: Entry, pid: int) -> None:
     """Claim `entry` in the name of process `pid`: a reader that starts a builder does so the moment it
     starts it, so that a second read in the ~0.3 s before the builder's own claim starts no other one."""
+    from rlsql import writes
+
     with contextlib.suppress(OSError):
         entry.parquet.parent.mkdir(exist_ok=True)
         for path, parts in _claims(entry):  # a builder that died before removing its claim: gone for good
@@ -467,6 +481,8 @@ def claim_for(entry: Entry, pid: int) -> None:
 
 def drop_claims_of(entry: Entry, pid: int) -> None:
     """Remove the claims made in the name of `pid` (the builder, once it is done with `entry`)."""
+    from rlsql import writes
+
     for path, parts in _claims(entry):
         if parts.pid == pid and parts.host == writes.host_id():
             with contextlib.suppress(OSError):
@@ -571,7 +587,18 @@ class Listing:
 
 
 def _is_temporary(path: Path) -> bool:
+    from rlsql import writes
+
     return writes.parse_temp_name(path.name) is not None or bool(_LEGACY_TEMP.match(path.name))
+
+
+def _file_or_pipe(path: Path) -> bool:
+    """A regular file, or a named pipe (logcache.piped_read's, left by a killed build); never a link."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISFIFO(mode)
 
 
 def list_root(root: Path) -> Listing:
@@ -599,7 +626,7 @@ def list_root(root: Path) -> Listing:
             match = _ENTRY_FILE.match(f.name)
             if match and match["key"][:2] == folder.name and f.is_file() and not f.is_symlink():
                 keys.add(match["key"])
-            elif f.is_file() and not f.is_symlink() and _is_temporary(f):
+            elif _is_temporary(f) and _file_or_pipe(f):
                 listing.leftovers.append(f)
             else:
                 listing.foreign += 1
@@ -636,6 +663,8 @@ def sweep_leftovers(root: Path) -> int:
     rlsql's own scheme goes through writes.sweep (only names whose checksum holds and whose process
     is gone); the names earlier versions used are removed outright (no live process writes them).
     """
+    from rlsql import writes
+
     listing = list_root(root)
     swept = 0
     for folder in sorted({p.parent for p in listing.leftovers}):

@@ -38,11 +38,10 @@ def _parse_format(value: str | OutputFormat | None) -> OutputFormat | None:
 
 def _suggest_run(spec: str) -> None:
     """A run path that does not exist: fail with the closest sibling folder names, if any."""
-    import difflib
-
     path = Path(spec).expanduser()
     if any(ch in spec for ch in "*?[") or path.exists():
         return  # a glob, or there: rlsql.runs takes it from here
+    import difflib
     parent = path.parent
     try:
         siblings = sorted(p.name for p in parent.iterdir() if p.is_dir())

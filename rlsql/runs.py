@@ -13,7 +13,6 @@ import re
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from rlsql.errors import DataError, RlsqlWarning, UsageError
@@ -153,6 +152,8 @@ def has_harbor_trials(trace_jobs: Path) -> bool:
 
 def sample_run_path() -> Path:
     """The small realistic run shipped inside the package."""
+    from importlib import resources  # here: a query given --run (or answered from a kept answer) never needs it
+
     return Path(str(resources.files("rlsql.sample").joinpath(SAMPLE_RUN_NAME)))
 
 

@@ -358,3 +358,23 @@ def test_a_growing_raw_log_is_answered_afresh(tmp_path: Path, env: dict[str, str
     again = run_in(args, env)
     assert again.returncode == 0, again.stderr
     assert_rows_match(json.loads(again.stdout), want, "grown log")
+
+
+def test_an_answers_link_in_the_cache_folder_is_neither_read_nor_written(settled: dict[str, Path], tmp_path: Path,
+                                                                       env: dict[str, str], run_in: Runner) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    args = ["query", "turn_stats", "-r", str(settled["tiny"]), "-f", "json"]
+    assert run_in(args, env).returncode == 0  # creates the cache folder and keeps an answer
+    answers_dir = Path(env["RLSQL_CACHE_DIR"]) / "answers"
+    shutil.rmtree(answers_dir)
+    answers_dir.symlink_to(elsewhere)
+    first = run_in(args, env)
+    assert first.returncode == 0
+    assert_rows_match(json.loads(first.stdout), oracle.expected("turn_stats", [settled["tiny"]]), "linked")
+    assert list(elsewhere.iterdir()) == []
+    assert run_in(args, env, without_duckdb=True).returncode == 99
+    # an answer-shaped file behind the link survives cache clear
+    (elsewhere / ("1" * 32 + ".json")).write_text(json.dumps({"format": answers.ANSWER_FORMAT, "key": "1" * 32}))
+    assert run_in(["cache", "clear"], env).returncode == 0
+    assert [p.name for p in elsewhere.iterdir()] == ["1" * 32 + ".json"]

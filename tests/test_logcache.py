@@ -711,3 +711,22 @@ def test_the_growth_threshold_is_not_part_of_an_answers_key(monkeypatch: pytest.
     with_it = answers._environment()
     monkeypatch.delenv(logcache.GROWTH_ENV)
     assert with_it == answers._environment()
+
+
+def test_a_killed_builds_named_pipe_is_a_leftover_that_clear_removes(cache_dir: Path, tmp_path: Path) -> None:
+    """A builder killed while DuckDB read a log through its named pipe (logcache.piped_read) leaves the
+    FIFO under rlsql's temporary name: `cache status` counts it as a leftover, not as somebody else's
+    file, and `cache clear` removes it (a FIFO is not a regular file, but the name proves it rlsql's)."""
+    from rlsql import writes
+
+    run = copy_run(RAW, tmp_path / "rawlogs")
+    assert rlsql.query("reward_curve", [run]).rows  # the cache folder and an entry folder exist
+    folder = next(p for p in cache_dir.iterdir() if p.is_dir() and len(p.name) == 2)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(gone.stdout)
+    pipe = writes.temp_name(folder / ("0" * 24 + ".pipe"), pid=dead_pid)
+    os.mkfifo(pipe)
+    listing = cache.list_root(cache_dir)
+    assert pipe in listing.leftovers and listing.foreign == 0
+    assert cache.sweep_leftovers(cache_dir) == 1
+    assert not pipe.exists()
