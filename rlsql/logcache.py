@@ -445,12 +445,15 @@ def piped_read(con, fd: int, size: int, cut: int, pipe: Path) -> bool | None:
         return False
     finally:
         done.set()
-        if feeder.is_alive():
+        deadline = time.monotonic() + 10
+        while feeder.is_alive() and time.monotonic() < deadline:
             # DuckDB never opened the pipe (or stopped early): opening and closing its read end lets the
-            # feeder's open return and its next write fail, so the thread ends
+            # feeder's open return and its next write fail, so the thread ends. Again until it has ended:
+            # a feeder scheduled late reaches its open only after a single such open and close, and
+            # would then wait there for a reader for ever
             with contextlib.suppress(OSError):
                 os.close(os.open(pipe, os.O_RDONLY | os.O_NONBLOCK))
-        feeder.join(timeout=10)
+            feeder.join(timeout=0.05)
         pipe.unlink(missing_ok=True)
 
 

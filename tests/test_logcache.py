@@ -283,6 +283,31 @@ def test_a_piped_read_reads_exactly_a_prefix(tmp_path: Path) -> None:
             con.close()
 
 
+def test_a_feeder_scheduled_late_still_ends_when_the_read_fails(tmp_path: Path, monkeypatch) -> None:
+    """The feeder thread reaching its open of the pipe only after piped_read gave up (a loaded machine):
+    it must still end, not wait in open() for a reader forever. It did wait, and the join's 10 s ran
+    out (test_a_failed_piped_read_leaves_no_pipe_and_no_thread failed so in 3 of 4 whole-suite runs)."""
+    import threading
+    import time
+
+    real = logcache._feed
+
+    def late(fd, pipe, size, done):
+        done.wait()  # piped_read's finally has begun
+        time.sleep(0.1)
+        real(fd, pipe, size, done)
+
+    monkeypatch.setattr(logcache, "_feed", late)
+    log = tmp_path / "a.out"
+    log.write_bytes(b"Step 1: x\n")
+    with log.open("rb") as fh:
+        con = memory_connection()
+        con.execute("CREATE TEMP TABLE direct AS SELECT 1")  # DuckDB's statement fails: the table exists
+        before = threading.active_count()
+        assert logcache.piped_read(con, fh.fileno(), 10, 10, tmp_path / "y.pipe") is False
+    assert threading.active_count() == before and not (tmp_path / "y.pipe").exists()
+
+
 def test_a_failed_piped_read_leaves_no_pipe_and_no_thread(tmp_path: Path) -> None:
     import threading
 
