@@ -337,7 +337,9 @@ def _kill_when(args: list[str], cwd: Path, ready) -> None:
     finally:
         proc.wait(timeout=30)
         proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
+    # the process may end between the last poll and the kill (a moment drawn near the end of its run):
+    # the same "ended before it was killed" as above, which callers drawing random moments accept
+    assert proc.returncode == -signal.SIGKILL, f"ended before it was killed: exit {proc.returncode}"
 
 
 def _has_temp(folder: Path, pid: int | None = None) -> bool:
@@ -510,7 +512,10 @@ def test_kill_9_at_random_points_never_leaves_half_a_partition(tmp_path, capsys,
                 seen.append(time.monotonic())
             return bool(seen) and time.monotonic() - seen[0] >= delay
 
-        _kill_when(args, tmp_path, ready)
+        try:
+            _kill_when(args, tmp_path, ready)
+        except AssertionError as exc:  # this export ran faster than the timing run: whole, checked below too
+            assert "ended before it was killed" in str(exc)
         for part in (out / "trials").glob("run=*"):
             if writes.parse_temp_name(part.name) is None:
                 run = part.name.removeprefix("run=")
