@@ -287,7 +287,6 @@ def test_a_feeder_scheduled_late_still_ends_when_the_read_fails(tmp_path: Path, 
     """The feeder thread reaching its open of the pipe only after piped_read gave up (a loaded machine):
     it must still end, not wait in open() for a reader forever. It did wait, and the join's 10 s ran
     out (test_a_failed_piped_read_leaves_no_pipe_and_no_thread failed so in 3 of 4 whole-suite runs)."""
-    import threading
     import time
 
     real = logcache._feed
@@ -301,26 +300,28 @@ def test_a_feeder_scheduled_late_still_ends_when_the_read_fails(tmp_path: Path, 
     log = tmp_path / "a.out"
     log.write_bytes(b"Step 1: x\n")
     with log.open("rb") as fh:
-        con = memory_connection()
-        con.execute("CREATE TEMP TABLE direct AS SELECT 1")  # DuckDB's statement fails: the table exists
-        before = threading.active_count()
-        assert logcache.piped_read(con, fh.fileno(), 10, 10, tmp_path / "y.pipe") is False
-    assert threading.active_count() == before and not (tmp_path / "y.pipe").exists()
+        assert_a_failed_piped_read_leaves_nothing(fh, tmp_path / "y.pipe")
+
+
+def assert_a_failed_piped_read_leaves_nothing(fh, pipe: Path) -> None:
+    """piped_read where DuckDB's statement fails (its table exists already): False, no pipe, no thread left."""
+    import threading
+
+    con = memory_connection()
+    con.execute("CREATE TEMP TABLE direct AS SELECT 1")
+    before = threading.active_count()
+    assert logcache.piped_read(con, fh.fileno(), 10, 10, pipe) is False
+    assert threading.active_count() == before and not pipe.exists()
 
 
 def test_a_failed_piped_read_leaves_no_pipe_and_no_thread(tmp_path: Path) -> None:
-    import threading
 
     log = tmp_path / "a.out"
     log.write_bytes(b"Step 1: x\n")
     pipe = tmp_path / "missing" / "x.pipe"  # a folder that does not exist: no pipe can be made
     with log.open("rb") as fh:
         assert logcache.piped_read(memory_connection(), fh.fileno(), 10, 10, pipe) is None
-        con = memory_connection()
-        con.execute("CREATE TEMP TABLE direct AS SELECT 1")  # DuckDB's statement fails: the table exists
-        before = threading.active_count()
-        assert logcache.piped_read(con, fh.fileno(), 10, 10, tmp_path / "y.pipe") is False
-    assert threading.active_count() == before and not (tmp_path / "y.pipe").exists()
+        assert_a_failed_piped_read_leaves_nothing(fh, tmp_path / "y.pipe")
 
 
 def test_a_pipe_opened_again_after_its_bytes_reads_empty_instead_of_waiting(tmp_path: Path) -> None:
