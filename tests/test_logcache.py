@@ -579,18 +579,23 @@ def test_a_log_written_to_lately_without_named_pipes_is_read_in_parallel(
     assert steps(run) == [(1, 0.25), (2, 0.5)]
 
 
-def test_a_large_growth_is_read_in_place_and_extended_in_the_background(
-        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+def cached_then_grown(tmp_path: Path) -> tuple[Path, Path, int, int]:
+    """A tiny run whose log has its entry built, then one more step appended: (run, log, size before, growth)."""
     run, log = tiny_run(tmp_path)
     assert steps(run) == [(1, 0.25), (2, 0.5)]
     cachebuild.reap_builders(wait=True)
     size = log.stat().st_size
     with log.open("a") as writer:
         writer.write(NOISE + block(3, "0.7500"))
+    return run, log, size, log.stat().st_size - size
+
+
+def test_a_large_growth_is_read_in_place_and_extended_in_the_background(
+        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    run, log, size, grown = cached_then_grown(tmp_path)
     monkeypatch.setenv("RLSQL_LOG_GROWTH_BYTES", "10")  # the growth counts as large
     capsys.readouterr()
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
-    grown = log.stat().st_size - size
     err = capsys.readouterr().err
     assert f"read in place (it grew by {grown:,} bytes since its cache entry)" in err, err
     assert len(cachebuild.builders) == 1
@@ -615,13 +620,7 @@ def test_the_foreground_growth_threshold_comes_from_the_environment(
 
 def test_a_growth_under_the_threshold_is_parsed_before_the_read(
         tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    run, log = tiny_run(tmp_path)
-    assert steps(run) == [(1, 0.25), (2, 0.5)]
-    cachebuild.reap_builders(wait=True)
-    size = log.stat().st_size
-    with log.open("a") as writer:
-        writer.write(NOISE + block(3, "0.7500"))
-    grown = log.stat().st_size - size
+    run, log, size, grown = cached_then_grown(tmp_path)
     monkeypatch.setenv("RLSQL_LOG_GROWTH_BYTES", str(grown))  # exactly the growth: still the foreground's
     capsys.readouterr()
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
