@@ -131,8 +131,9 @@ def _file_stat(path: Path) -> list:
 
 def reads_trial_folders(name: str, runs: Sequence[Run]) -> bool:
     """Whether `name` may read Harbor's trace_jobs folders of `runs` (whose thousands of result.json
-    files are not stat'ed for a key: such an answer is never kept)."""
-    if not any("harbor" in run.artifacts for run in runs):
+    files are not stat'ed for a key: such an answer is never kept). A run whose trials CSV exists reads
+    none of its result.json files: the CSV wins (rlsql/sources.py, harbor_context)."""
+    if not any("harbor" in run.artifacts and "trials" not in run.artifacts for run in runs):
         return False
     from rlsql.catalog import load_catalog  # on the way to storing only: the query has loaded it
 

@@ -57,6 +57,9 @@ def settled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Copies of fixture runs that no test changes, older than the racy window."""
     base = tmp_path_factory.mktemp("settled")
     runs = {name: aged_copy(RUNS / name, base / name) for name in ("calendar", "tiny", "harbor")}
+    # trace_jobs beside a trials CSV (which wins)
+    runs["harbor_and_csv"] = aged_copy(RUNS / "harbor", base / "harbor_and_csv")
+    shutil.copy2(RUNS / "tiny" / "20260105_120000_trial_results.csv", runs["harbor_and_csv"])
     bare = base / "metrics_only"
     bare.mkdir()
     shutil.copy(RUNS / "tiny" / "20260105_120000_metrics_table.csv", bare)
@@ -248,6 +251,13 @@ def test_harbor_trial_folders_are_never_kept(settled: dict[str, Path], env: dict
     assert got.returncode == 0, got.stderr
     assert_rows_match(json.loads(got.stdout), oracle.expected("turn_stats", [run]), "harbor")
     assert kept_files(env) == []
+    # beside a trials CSV, which wins, the trial folders are not read: that answer is kept
+    both = settled["harbor_and_csv"]
+    args = ["query", "turn_stats", "-r", str(both), "-f", "json"]
+    assert run_in(args, env).returncode == 0
+    kept = run_in(args, env, without_duckdb=True)
+    assert kept.returncode == 0, kept.stderr
+    assert_rows_match(json.loads(kept.stdout), oracle.expected("turn_stats", [both]), "harbor_csv")
 
 
 def test_a_bad_name_or_parameter_fails_as_without_answers(settled: dict[str, Path], tmp_path: Path,
