@@ -388,3 +388,20 @@ def test_an_answers_link_in_the_cache_folder_is_neither_read_nor_written(settled
     (elsewhere / ("1" * 32 + ".json")).write_text(json.dumps({"format": answers.ANSWER_FORMAT, "key": "1" * 32}))
     assert run_in(["cache", "clear"], env).returncode == 0
     assert [p.name for p in elsewhere.iterdir()] == ["1" * 32 + ".json"]
+
+
+def test_a_run_added_to_a_folder_of_runs_is_answered_afresh(tmp_path: Path, env: dict[str, str],
+                                                             run_in: Runner) -> None:
+    """`-r FOLDER` of runs (a fleet on shared storage): a run folder that appears there is in the next
+    answer, not hidden behind the kept one."""
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    aged_copy(RUNS / "tiny", fleet / "a")
+    settle()
+    args = ["query", "turn_stats", "-r", str(fleet), "-f", "json"]
+    assert run_in(args, env).returncode == 0
+    assert run_in(args, env, without_duckdb=True).returncode == 0  # kept
+    aged_copy(RUNS / "calendar", fleet / "b")
+    assert run_in(args, env, without_duckdb=True).returncode == 99  # a new run: a new key
+    got = run_in(args, env)
+    assert_rows_match(json.loads(got.stdout), oracle.expected("turn_stats", [fleet / "a", fleet / "b"]), "two")
