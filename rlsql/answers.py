@@ -45,6 +45,7 @@ from typing import Any
 from rlsql import cache
 from rlsql.logfiles import find_logs
 from rlsql.runs import Run
+from rlsql.sqlfolder import sql_root
 from rlsql.version import __version__
 
 ANSWERS_DIR = cache.ANSWERS_DIR
@@ -71,7 +72,7 @@ def names_a_query(name: str) -> bool:
     else goes the long way, whose error names the closest match."""
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
         return False
-    root = _sql_root()
+    root = sql_root()
     return (root / "queries" / f"{name}.sql").is_file() or (root / "views" / f"{name}.sql").is_file()
 
 
@@ -94,13 +95,6 @@ def _tree_stamp(root: Path, suffixes: tuple[str, ...]) -> list[list]:
     return found
 
 
-def _sql_root() -> Path:
-    # as rlsql.catalog.sql_root, without importing the catalogue (a hit never needs it)
-    package = Path(__file__).resolve().parent
-    installed = package / "sql"
-    return installed if installed.is_dir() else package.parent / "sql"
-
-
 def code_stamp() -> list:
     """What rlsql's answers follow from in its own code: the package, the SQL files, DuckDB's build."""
     package = Path(__file__).resolve().parent
@@ -110,7 +104,7 @@ def code_stamp() -> list:
     if spec is not None and spec.origin:
         s = os.stat(spec.origin)
         duck = [spec.origin, s.st_size, s.st_mtime_ns]
-    return [__version__, _tree_stamp(package, (".py",)), _tree_stamp(_sql_root(), (".sql", ".j2")), duck]
+    return [__version__, _tree_stamp(package, (".py",)), _tree_stamp(sql_root(), (".sql", ".j2")), duck]
 
 
 @functools.lru_cache(maxsize=1)

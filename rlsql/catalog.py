@@ -22,13 +22,13 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rlsql import writes
 from rlsql.errors import BAD_CELL_FUNCTION, BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError, RlsqlError, UsageError
 from rlsql.params import Param
+from rlsql.sqlfolder import sql_root
 from rlsql.sqltext import date_literal, file_literal, identifier, literal, sql_type
 
 if TYPE_CHECKING:
@@ -218,15 +218,6 @@ def _parse_type(text: str, path: str, what: str) -> str:
         return sql_type(text)
     except ValueError as exc:
         raise CatalogError(f"{path}: {what}: {exc}") from None
-
-
-def sql_root() -> Path:
-    """The SQL folder: `rlsql/sql` inside an installed package, `sql/` at the top of a source checkout."""
-    try:
-        return Path(str(resources.files("rlsql.sql")))
-    except ModuleNotFoundError:
-        # imported straight from a checkout (pytest puts the repository first on sys.path)
-        return Path(__file__).resolve().parent.parent / "sql"
 
 
 @functools.cache

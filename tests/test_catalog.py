@@ -231,3 +231,16 @@ def test_a_context_value_the_rendered_cache_cannot_name_is_rendered_every_time()
     assert _canonical({"a": [1, 2.0, None, True, Path("/x")]}) != _canonical({"a": [1, 2, None, True, "/x"]})
     with pytest.raises(_Uncacheable):
         _canonical({"f": object()})
+
+
+def test_the_sql_folder_is_the_one_importlib_finds() -> None:
+    """rlsql/sqlfolder.py finds the SQL files from its own location; importlib.resources, which packaging
+    defines, must name the same folder (a checkout on sys.path has no rlsql.sql package: its sql/ then)."""
+    from importlib import resources
+
+    try:
+        expected = Path(str(resources.files("rlsql.sql"))).resolve()
+    except ModuleNotFoundError:
+        expected = (Path(rlsql.__file__).resolve().parent.parent / "sql").resolve()
+    assert sql_root().resolve() == expected
+    assert (sql_root() / "queries" / "turn_stats.sql").is_file()
