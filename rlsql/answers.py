@@ -170,15 +170,19 @@ def key_of(name: str, params: dict[str, str], runs: Sequence[Run]) -> tuple[str,
     return digest, inputs
 
 
-def _newest_change_ns(inputs: list) -> int:
-    stamps = [0]
+def _file_stats(inputs: list) -> list[list]:
+    """The `_file_stat` of every file `inputs` covers (a run's logs are a list of them, a CSV or the
+    config one, Harbor's folder none)."""
+    found = []
     for _, _, artifacts, _ in inputs:
         for item in artifacts:
-            if len(item) < 4:
-                continue
-            stats = item[3] if item[0] == "logs" else [item[3]]
-            stamps.extend(max(s[2], s[3]) for s in stats)
-    return max(stamps)
+            if len(item) == 4:
+                found.extend(item[3] if item[0] == "logs" else [item[3]])
+    return found
+
+
+def _newest_change_ns(inputs: list) -> int:
+    return max((max(s[2], s[3]) for s in _file_stats(inputs)), default=0)
 
 
 # --- values ----------------------------------------------------------------------------------
@@ -384,16 +388,9 @@ def is_stale(path: Path) -> bool:
     if record is None or record.get("code") != code_digest():
         return True
     try:
-        for _, _, artifacts, _ in record["inputs"]:
-            for item in artifacts:
-                if len(item) < 4:
-                    continue
-                for s in item[3] if item[0] == "logs" else [item[3]]:
-                    if _file_stat(Path(s[0])) != s:
-                        return True
+        return any(_file_stat(Path(s[0])) != s for s in _file_stats(record["inputs"]))
     except (OSError, KeyError, TypeError, ValueError):
         return True
-    return False
 
 
 def summary(root: Path) -> tuple[list[Path], list[Path], int]:

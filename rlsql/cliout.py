@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlsql.errors import DataError, ExitCode, RlsqlError, UsageError
+from rlsql.errors import DataError, ExitCode, RlsqlError, RlsqlWarning, UsageError
 from rlsql.formats import OutputFormat, render
 
 
@@ -193,15 +193,11 @@ def _answered(name: str, run: list[str] | None, params: dict[str, str], fmt: Out
             for category, message in told:
                 warnings.warn(message, category, stacklevel=2)
         kept = answers.Answer(result.columns, result.rows, [m for _, m in told])
-        from rlsql.errors import RlsqlWarning
-
         if keyed and all(c is RlsqlWarning for c, _ in told):
             answers.store(keyed[0], keyed[1], name, runs, kept, (answers.key_of(name, params, runs) or ("",))[0])
     else:
         if not run:
             _announce_sample()
-        from rlsql.errors import RlsqlWarning
-
         for message in kept.warnings:
             warnings.warn(message, RlsqlWarning, stacklevel=2)
     _emit_rows(fmt, kept.columns, kept.rows, output, runs, limit)
