@@ -69,6 +69,15 @@ def started_builder_for(err: str, csv: Path) -> bool:
     return any(str(csv) in line and "built in the background" in line for line in err.splitlines())
 
 
+def assert_quiet_csv_is_cached_by_the_next_read(run: Path, trials: Path, capsys, monkeypatch) -> None:
+    """Once nobody has written `trials` for an hour, the next read starts a builder, which caches it."""
+    age(trials, 3600)
+    err = query_verbose(run, capsys, monkeypatch)
+    assert started_builder_for(err, trials)
+    cachebuild.reap_builders(wait=True)
+    assert cache_states(capsys, monkeypatch)[trials.name] == "fresh"
+
+
 def test_a_csv_that_changes_while_it_is_cached_is_marked_and_no_builder_is_respawned_while_it_keeps_changing(
         cache_dir, run, capsys, monkeypatch) -> None:
     trials = trials_of(run)
@@ -103,11 +112,7 @@ def test_a_csv_that_changes_while_it_is_cached_is_marked_and_no_builder_is_respa
     entry.meta.write_bytes(saved)
     assert cache_states(capsys, monkeypatch)[trials.name] == "unbuilt"
     # once nobody has written the CSV for longer than a build takes, a read caches it again
-    age(trials, 3600)
-    err = query_verbose(run, capsys, monkeypatch)
-    assert started_builder_for(err, trials)
-    cachebuild.reap_builders(wait=True)
-    assert cache_states(capsys, monkeypatch)[trials.name] == "fresh"
+    assert_quiet_csv_is_cached_by_the_next_read(run, trials, capsys, monkeypatch)
 
 
 def test_a_csv_duckdb_cannot_convert_is_not_retried_until_it_changes(cache_dir, run, capsys, monkeypatch) -> None:
@@ -129,11 +134,7 @@ def test_a_csv_duckdb_cannot_convert_is_not_retried_until_it_changes(cache_dir, 
     cachebuild.reap_builders(wait=True)
     # the file changes (and then stays put): the mark no longer holds, so it is tried again
     append_trial(trials)
-    age(trials, 3600)
-    err = query_verbose(run, capsys, monkeypatch)
-    assert started_builder_for(err, trials)
-    cachebuild.reap_builders(wait=True)
-    assert cache_states(capsys, monkeypatch)[trials.name] == "fresh"
+    assert_quiet_csv_is_cached_by_the_next_read(run, trials, capsys, monkeypatch)
 
 
 def test_a_second_read_right_after_the_first_starts_no_second_builder(cache_dir, run, capsys, monkeypatch) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rlsql import csvread
 from rlsql.catalog import Catalog, jinja_env, sql_root
 from rlsql.errors import BAD_CELL_FUNCTION, BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError
 from rlsql.sqltext import SQL_TYPES, sql_type
@@ -63,6 +64,8 @@ def test_the_reader_macro_quotes_what_it_is_given() -> None:
     text = str(macros.read_csv(["/runs/a[1]/x's.csv", "/runs/b.csv"], ["n", "we'ird"], types, 4096, "src"))
     assert text.startswith("read_csv(['/runs/a[[]1[]]/x''s.csv', '/runs/b.csv'], header = true")
     assert "filename = 'src'" in text and "buffer_size = 4096" in text
+    # DuckDB's own max_line_size, stated with every buffer (rlsql/csvread.py MAX_LINE says why)
+    assert f"max_line_size = {csvread.MAX_LINE}," in text
     assert text.endswith("columns = {'n': 'DOUBLE', 'we''ird': 'VARCHAR'})")
     with pytest.raises(ValueError, match="not a type"):
         str(macros.read_csv("/runs/a.csv", ["n"], {"n": "DOUBLE); DROP TABLE x; --"}))
