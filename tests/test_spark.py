@@ -202,11 +202,14 @@ def test_every_object_matches_duckdb(spark, awkward, run_set):
 
     runs = _runs(run_set, awkward)
     catalog = load_catalog()
+    kept_before = spark.sparkContext._jsc.getPersistentRDDs().size()
     objects = SparkCatalog(spark, runs, catalog)
     try:
         _compare_every_object(spark, objects, catalog, runs, run_set)
     finally:
         objects.close()  # the next run set's objects get the session's memory
+    # ...all of it: the cached sources and the checkpointed views' rows are freed, not left to Spark's cleaner
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == kept_before, "close() left rows kept"
 
 
 def _compare_every_object(spark, objects, catalog, runs, run_set) -> None:

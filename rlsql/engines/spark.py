@@ -176,8 +176,9 @@ class SparkCatalog:
 
     Each source is built once (its warnings are kept and repeated for every query that reads it, as
     DuckDB repeats them per query connection); each view is created once per distinct compiled SQL
-    (its parameter values are literals in it) and cached lazily, so a view that several others read
-    (metrics_long, span_seconds, trial_rows) is computed once. RLSQL_SPARK_CACHE=0 turns caching off.
+    (its parameter values are literals in it) and checkpointed lazily, so a view that several others read
+    (metrics_long, span_seconds, trial_rows) is computed once, and the views over it read its rows, not
+    its plan. RLSQL_SPARK_CACHE=0 turns that off (and the sources' caching).
     """
 
     def __init__(self, spark: Any, runs: Sequence[Run], catalog: Catalog | None = None):
@@ -239,11 +240,17 @@ class SparkCatalog:
             self.kept.append(frame)
             return
         # a view of the analysed plan, not of its SQL text, which Spark would analyse again (with every
-        # view below it) at each reference: creating the catalogue's views takes half the time
+        # view below it) at each reference: creating the catalogue's views takes half the time. Checkpointed
+        # lazily, so that the view's plan is a scan of its own rows, computed once when first read: a view
+        # over it is analysed and checked down to that scan, not through every view below (a cached view's
+        # plan still holds them all; Spark's checks walked that whole stack for each new view and query,
+        # and its cache manager matched each plan against every cached one: test_spark.py took 109 JVM
+        # CPU-s that way, 47 this way; bench/RESULTS.md, session 6)
+        if self.use_cache:
+            frame = frame.localCheckpoint(eager=False)
+            self.kept.append(frame)
         frame.createOrReplaceTempView(name)
         self._made(name)
-        if self.use_cache:
-            self.spark.sql(f"CACHE LAZY TABLE `{name}`")
 
     def _made(self, name: str) -> None:
         self.views.pop(name, None)  # made again: it now comes after the views it reads
@@ -291,9 +298,11 @@ class SparkCatalog:
         for name in reversed(list(self.views)):
             with contextlib.suppress(PySparkException):
                 self.spark.catalog.dropTempView(name)  # uncaches it too
-        for frame in [*self.sources.persisted, *self.kept]:
+        for frame in self.sources.persisted:
             with contextlib.suppress(PySparkException):
                 frame.unpersist()
+        for frame in self.kept:
+            _release_checkpoint(frame)
         self.views.clear()
         self.kept.clear()
         self.sources.persisted.clear()
@@ -317,6 +326,19 @@ class SparkCatalog:
             self._create_view(view, text)
             self.helpers[view] = text
         return self.spark.sql(sql)
+
+
+def _release_checkpoint(frame: Any) -> None:
+    """Free the rows a checkpointed DataFrame holds. Its unpersist() does not (its plan is a scan of the
+    checkpointed RDD, which is in no cache), and Spark's cleaner would free them only once the JVM has
+    collected every reference to that RDD. A local session's: that RDD, unpersisted (through the
+    DataFrame's JVM handle: pyspark has no public call for it). Spark Connect's: the server drops its
+    reference when the client's DataFrame goes (pyspark's CachedRemoteRelation.__del__)."""
+    jdf = getattr(frame, "_jdf", None)
+    if jdf is None:
+        return
+    with contextlib.suppress(Exception):  # freeing early is a nicety; the cleaner frees them in the end
+        jdf.queryExecution().logical().rdd().unpersist(False)
 
 
 def run_query_spark(
