@@ -126,6 +126,32 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture
+def export_clock(monkeypatch: pytest.MonkeyPatch):
+    """A function that moves the clock rlsql.export stamps `rlsql.exported_at` with one second on: tests whose
+    exports' stamps (whole seconds) must differ call it between the exports instead of sleeping a second
+    (~5 s of a worker's wall time). The stamps are the real time from then on plus the seconds moved."""
+    import datetime as dt
+    import types
+
+    import rlsql.export as export
+
+    moved = dt.timedelta()
+
+    class Clock(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return dt.datetime.now(tz) + moved
+
+    monkeypatch.setattr(export, "dt", types.SimpleNamespace(**{**vars(dt), "datetime": Clock}))
+
+    def tick() -> None:
+        nonlocal moved
+        moved += dt.timedelta(seconds=1)
+
+    return tick
+
+
 @pytest.fixture(scope="session")
 def runs_dir() -> Path:
     return RUNS

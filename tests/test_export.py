@@ -355,13 +355,13 @@ def test_one_row_partition_is_small(tmp_path, capsys, monkeypatch) -> None:
         assert [r["name"] for r in json.loads(_kv(part)["rlsql.runs"])] == [run]
 
 
-def test_csv_partitions_carry_their_record_in_the_hidden_mark(tmp_path, capsys, monkeypatch) -> None:
+def test_csv_partitions_carry_their_record_in_the_hidden_mark(tmp_path, capsys, monkeypatch, export_clock) -> None:
     out = tmp_path / "hive"
     for run in ("tiny", "calendar"):
         code, _, err = run_main(["export", "trials", "-f", "csv", "--partition-by", "run", "-o", str(out),
                                  "-r", str(RUNS / run)], capsys, monkeypatch)
         assert code == 0, err
-        time.sleep(1.01)  # exported_at has whole seconds: the two exports' stamps differ
+        export_clock()  # exported_at has whole seconds: the two exports' stamps differ
     for run in ("tiny", "calendar"):
         part = out / "trials" / f"run={run}"
         assert _visible(part) == ["data_0.csv"]  # a reader of the tree sees data only

@@ -108,14 +108,14 @@ def test_the_grain_picks_merged_or_partitioned(tmp_path, capsys, monkeypatch) ->
                       "turn_stats merged")
 
 
-def test_export_a_then_b_then_a_again(tmp_path, capsys, monkeypatch) -> None:
+def test_export_a_then_b_then_a_again(tmp_path, capsys, monkeypatch, export_clock) -> None:
     a = _copy_run("tiny", tmp_path / "runs" / "tiny")
     b = RUNS / "calendar"
     out = tmp_path / "bi"
     items = list(CHECKED)
     code, err = _export(out, capsys, monkeypatch, *items, "-r", str(a))
     assert code == 0, err
-    time.sleep(1.01)  # exported_at has whole seconds: the exports' stamps differ
+    export_clock()  # exported_at has whole seconds: the exports' stamps differ
     code, err = _export(out, capsys, monkeypatch, *items, "-r", str(b))
     assert code == 0, err
     assert _visible(out) == sorted(f"{n}.parquet" for n in items)
@@ -137,7 +137,7 @@ def test_export_a_then_b_then_a_again(tmp_path, capsys, monkeypatch) -> None:
     tiny_before = _rows_of(out / "turn_stats.parquet", "tiny")
     # tiny changes (fewer trials) and is exported again: its rows are replaced, calendar's stay as they were
     _drop_trials(a, 4)
-    time.sleep(1.01)
+    export_clock()
     code, err = _export(out, capsys, monkeypatch, *items, "-r", str(a))
     assert code == 0, err
     for name in items:
@@ -385,7 +385,7 @@ def test_merged_run_by_run_equals_one_export_of_both(fmt, tmp_path, capsys, monk
             assert_rows_match(_csv_rows(merged), _csv_rows(flat), name)
 
 
-def test_a_merge_into_an_unpartitioned_file(tmp_path, capsys, monkeypatch) -> None:
+def test_a_merge_into_an_unpartitioned_file(tmp_path, capsys, monkeypatch, export_clock) -> None:
     """An unpartitioned export's NAME.parquet is the merged file's name: a partitioned export of another run
     adds its rows; the earlier runs' records get the time of the export that wrote them."""
     out = tmp_path / "bi"
@@ -393,7 +393,7 @@ def test_a_merge_into_an_unpartitioned_file(tmp_path, capsys, monkeypatch) -> No
                              str(RUNS / "calendar")], capsys, monkeypatch)
     assert code == 0, err
     first = _kv(out / "turn_stats.parquet")["rlsql.exported_at"]
-    time.sleep(1.01)
+    export_clock()
     code, err = _export(out, capsys, monkeypatch, "turn_stats", "-r", str(RUNS / "newest"))
     assert code == 0, err
     meta = _kv(out / "turn_stats.parquet")
