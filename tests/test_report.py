@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import shutil
 import statistics
 import struct
 import subprocess
@@ -814,9 +815,10 @@ def test_bad_parameters_are_usage_errors(param, needle, tmp_path, capsys, monkey
 
 # -- writing: a staging folder swapped in whole; only rlsql's folders replaced ------------------------------
 
-def test_a_report_folder_is_replaced_whole(tmp_path: Path) -> None:
+def test_a_report_folder_is_replaced_whole(tmp_path: Path, reports: dict[str, Path]) -> None:
     out = tmp_path / "rep"
-    make_report(out, ["calendar"])
+    # the calendar report the module wrote, copied (its mark with it): rlsql tells its folders by the mark
+    shutil.copytree(reports["calendar"], out)
     assert (out / "vllm.png").exists()
     make_report(out, ["newest"])  # no vLLM stats: the old vllm.png must not linger beside the new report
     assert sorted(p.name for p in out.iterdir()) == [".rlsql-export.json", "report.md", "reward.png", "signals.png",
@@ -834,13 +836,14 @@ def test_a_folder_rlsql_did_not_write_is_never_replaced(tmp_path: Path, capsys, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
 
 
-def test_a_full_disk_leaves_the_previous_report_as_it_was(tmp_path: Path, capsys, monkeypatch) -> None:
+def test_a_full_disk_leaves_the_previous_report_as_it_was(tmp_path: Path, capsys, monkeypatch,
+                                                          tiny_report: Path) -> None:
     import errno
 
     import rlsql.report as report_mod
 
     out = tmp_path / "rep"
-    make_report(out, ["tiny"])
+    shutil.copytree(tiny_report, out)  # the session's tiny report, its mark with it (a report rlsql wrote)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     calls = []
     real = report_mod._write_bytes
