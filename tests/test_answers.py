@@ -52,9 +52,42 @@ def settle() -> None:
     time.sleep(answers.RACY_SECONDS + 0.1)
 
 
+#: the private copies tests change, made and settled with `settled`'s (one wait out of the racy window for the
+#: module, not one per test: ~2 s of wall time each): (fixture run, path of the copy under its own folder)
+PRIVATE_COPIES = [*[("tiny", "tiny")] * 4, ("calendar", "calendar"), ("rawlogs", "rawlogs"), ("tiny", "fleet/a")]
+
+
 @pytest.fixture(scope="module")
-def settled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def settled_copies(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], list[tuple[str, str, Path]]]:
+    """`settled`'s shared copies and the pool of PRIVATE_COPIES, all older than the racy window."""
+    base = tmp_path_factory.mktemp("private")
+    pool = [(run, rel, aged_copy(RUNS / run, base / str(i) / rel)) for i, (run, rel) in enumerate(PRIVATE_COPIES)]
+    return _shared_copies(tmp_path_factory), pool
+
+
+@pytest.fixture(scope="module")
+def settled(settled_copies) -> dict[str, Path]:
     """Copies of fixture runs that no test changes, older than the racy window."""
+    return settled_copies[0]
+
+
+@pytest.fixture
+def settled_copy(settled_copies) -> Callable[..., Path]:
+    """`take(run, rel=run)`: a copy of fixture run `run` at `.../rel` that this test alone has and may change,
+    older than the racy window (what aged_copy() then settle() give, without the wait)."""
+    pool = settled_copies[1]
+
+    def take(run: str, rel: str | None = None) -> Path:
+        for i, (name, where, path) in enumerate(pool):
+            if (name, where) == (run, rel or run):
+                del pool[i]
+                return path
+        raise AssertionError(f"no settled copy of {run} at {rel or run} left: add one to PRIVATE_COPIES")
+
+    return take
+
+
+def _shared_copies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("settled")
     runs = {name: aged_copy(RUNS / name, base / name) for name in ("calendar", "tiny", "harbor")}
     # trace_jobs beside a trials CSV (which wins)
@@ -141,12 +174,11 @@ def test_a_repeated_query_is_answered_from_its_kept_answer(settled: dict[str, Pa
     assert rlsql(["query", "turns_by_exception", "-r", str(run)], env, without_duckdb=True).stdout == table.stdout
 
 
-def test_an_edited_csv_is_answered_afresh(tmp_path: Path, env: dict[str, str],
+def test_an_edited_csv_is_answered_afresh(settled_copy, env: dict[str, str],
         run_in: Runner) -> None:
-    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
+    run = settled_copy("tiny")
     trials = run / "20260105_120000_trial_results.csv"
     args = ["query", "turn_stats", "-r", str(run), "-f", "json"]
-    settle()
     before = run_in(args, env)
     assert before.returncode == 0
     assert run_in(args, env, without_duckdb=True).returncode == 0
@@ -176,11 +208,10 @@ def test_an_edited_csv_is_answered_afresh(tmp_path: Path, env: dict[str, str],
     assert_rows_match(json.loads(kept.stdout), oracle.expected("turn_stats", [run]), "kept after the edit")
 
 
-def test_a_new_file_in_the_run_changes_the_answer(tmp_path: Path, env: dict[str, str],
+def test_a_new_file_in_the_run_changes_the_answer(settled_copy, env: dict[str, str],
         run_in: Runner) -> None:
-    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
+    run = settled_copy("tiny")
     args = ["query", "turn_stats", "-r", str(run), "-f", "json"]
-    settle()
     before = run_in(args, env)
     assert before.returncode == 0
     assert run_in(args, env, without_duckdb=True).returncode == 0
@@ -224,11 +255,10 @@ def test_warnings_are_said_again_with_the_kept_answer(settled: dict[str, Path], 
     assert (again.stdout, again.stderr) == (first.stdout, first.stderr)
 
 
-def test_nothing_is_kept_when_the_cache_or_answers_are_off_or_files_are_fresh(tmp_path: Path,
+def test_nothing_is_kept_when_the_cache_or_answers_are_off_or_files_are_fresh(settled_copy,
                                                                              env: dict[str, str],
         run_in: Runner) -> None:
-    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
-    settle()
+    run = settled_copy("tiny")
     args = ["query", "turn_stats", "-r", str(run)]
     for off in ({"RLSQL_CACHE": "0"}, {"RLSQL_CACHE_ANSWERS": "0"}):
         assert run_in(args, {**env, **off}).returncode == 0
@@ -274,11 +304,10 @@ def test_a_bad_name_or_parameter_fails_as_without_answers(settled: dict[str, Pat
         assert on.stderr == off.stderr
 
 
-def test_cache_status_counts_and_clear_removes_only_answers_rlsql_kept(tmp_path: Path, env: dict[str, str],
+def test_cache_status_counts_and_clear_removes_only_answers_rlsql_kept(settled_copy, env: dict[str, str],
         run_in: Runner) -> None:
-    tiny = aged_copy(RUNS / "tiny", tmp_path / "tiny")
-    calendar = aged_copy(RUNS / "calendar", tmp_path / "calendar")
-    settle()
+    tiny = settled_copy("tiny")
+    calendar = settled_copy("calendar")
     for run in (tiny, calendar):
         assert run_in(["query", "turn_stats", "-r", str(run)], env).returncode == 0
     assert len(kept_files(env)) == 2
@@ -348,15 +377,14 @@ def test_cell_values_keep_their_type_and_value() -> None:
         answers._encode(b"bytes")
 
 
-def test_a_growing_raw_log_is_answered_afresh(tmp_path: Path, env: dict[str, str],
+def test_a_growing_raw_log_is_answered_afresh(settled_copy, env: dict[str, str],
         run_in: Runner) -> None:
     """A run read from its raw logs: an answer is kept per size of each log, so a log that grows (a run
     still training) is read again."""
-    run = aged_copy(RUNS / "rawlogs", tmp_path / "rawlogs")
+    run = settled_copy("rawlogs")
     # the oracle reads CSVs: the raw-log run's rows are its twin's (fixtures/rawlogs.py writes both)
     want = [{**row, "run": "rawlogs"} for row in oracle.expected("reward_curve", [RUNS / "rawlogs_csv"])]
     args = ["query", "reward_curve", "-r", str(run), "-f", "json"]
-    settle()
     first = run_in(args, env)
     assert first.returncode == 0, first.stderr
     assert_rows_match(json.loads(first.stdout), want, "raw logs")
@@ -390,14 +418,11 @@ def test_an_answers_link_in_the_cache_folder_is_neither_read_nor_written(settled
     assert [p.name for p in elsewhere.iterdir()] == ["1" * 32 + ".json"]
 
 
-def test_a_run_added_to_a_folder_of_runs_is_answered_afresh(tmp_path: Path, env: dict[str, str],
+def test_a_run_added_to_a_folder_of_runs_is_answered_afresh(settled_copy, env: dict[str, str],
                                                              run_in: Runner) -> None:
     """`-r FOLDER` of runs (a fleet on shared storage): a run folder that appears there is in the next
     answer, not hidden behind the kept one."""
-    fleet = tmp_path / "fleet"
-    fleet.mkdir()
-    aged_copy(RUNS / "tiny", fleet / "a")
-    settle()
+    fleet = settled_copy("tiny", "fleet/a").parent
     args = ["query", "turn_stats", "-r", str(fleet), "-f", "json"]
     assert run_in(args, env).returncode == 0
     assert run_in(args, env, without_duckdb=True).returncode == 0  # kept
