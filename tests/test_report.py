@@ -969,20 +969,24 @@ def test_per_run_adds_the_sections(tmp_path: Path, fleet) -> None:
     assert {"run_table", "turn_stats", "progression_rows", "timing_table", "vllm_summary"} <= sources
 
 
-def test_html_has_a_table_of_contents_and_folds_long_tables(tmp_path: Path) -> None:
-    make_report(tmp_path / "h", ["calendar"], "html")
-    html = (tmp_path / "h" / "report.html").read_text(encoding="utf-8")
+def test_html_has_a_table_of_contents_and_folds_long_tables(html_all: Path) -> None:
+    # the three-run page: it has tables over 25 rows (folded) and shorter ones (the calendar run's alone had
+    # no table long enough to fold)
+    html = html_all.read_text(encoding="utf-8")
     toc = re.search(r'<nav class="toc">(.*?)</nav>', html, re.S)
     assert toc, "no table of contents"
     links = re.findall(r'href="#([^"]+)"', toc.group(1))
     ids = re.findall(r'<h[23] id="([^"]+)"', html)
     assert set(links) <= set(ids) and {"summary", "data-caveats", "training", "timing", "appendix"} <= set(links)
     assert html.index('<nav class="toc">') > html.index('data-source="run_summary')  # findings first
+    seen = set()
     for marker, body in re.findall(r'<table data-source="([^"]+)">(.*?)</table>', html, re.S):
         rows = body.count("<tr>") - 1
         start = html.index(f'<table data-source="{marker}">')
         folded = html.rfind("<details>", 0, start) > html.rfind("</details>", 0, start)
         assert folded == (rows > 25), f"{marker}: {rows} rows, folded={folded}"
+        seen.add(folded)
+    assert seen == {True, False}  # both kinds were checked
 
 
 def test_an_outlier_step_is_clipped_with_its_time_written_on_it() -> None:
