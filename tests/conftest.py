@@ -167,16 +167,17 @@ def rlsql_exe() -> str:
     return found
 
 
-#: the test files that take longest (CPU seconds of a whole-suite run, bench/RESULTS.md), longest first.
+#: the test files that take longest (CPU seconds of a whole-suite run, bench/RESULTS.md, session 6), longest first.
 #: `pytest -n auto --dist loadfile` (README) hands whole files to the workers in the collection's order,
 #: so these start first and no worker begins a long file while the other is finishing. test_spark.py
 #: (minutes where pyspark and Java are installed, an instant skip where not) leads; the Spark Connect
 #: test comes last of all (LAST), so that its JVM starts after the other worker's files, not beside
 #: test_spark.py's from the start.
 LONGEST_FIRST = [
-    "test_spark.py", "test_report.py", "test_fleet.py", "test_rawlogs.py", "test_logcache.py", "test_writes.py",
-    "test_cache.py", "test_many_runs.py", "test_kill9.py", "test_shell.py", "test_column_docs.py", "test_queries.py",
-    "test_harbor_damage.py", "test_damaged.py", "test_adversarial.py", "test_grain.py",
+    "test_spark.py", "test_report.py", "test_logcache.py", "test_fleet.py", "test_export_merge.py", "test_writes.py",
+    "test_cache.py", "test_rawlogs.py", "test_many_runs.py", "test_kill9.py", "test_shell.py", "test_adversarial.py",
+    "test_answers.py", "test_queries.py", "test_column_docs.py", "test_turn_counts.py", "test_harbor_damage.py",
+    "test_harlequin.py", "test_grain.py", "test_damaged.py",
 ]
 LAST = ["test_spark_connect.py"]
 
