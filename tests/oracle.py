@@ -26,6 +26,7 @@ Choices made where neither the spec nor docs/semantics.md decides:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import hashlib
@@ -36,7 +37,7 @@ import os
 import re
 import statistics
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -1098,9 +1099,35 @@ def q_vllm_summary(run: str, run_dir: Path) -> list[Row]:
 # --------------------------------------------------------------------------------------------
 
 
+#: run folder -> its _flat_config, while one expected()/expected_view() call computes its rows (the files do not
+#: change meanwhile): each run's row compares its config with every other run's, so over 200 runs each config was
+#: found and flattened 200 times (~7 of test_many_runs' 8 CPU-s). None outside such a call: nothing is kept.
+_FLAT_CONFIGS: dict[Path, dict[str, tuple[str, str]] | None] | None = None
+
+
+@contextlib.contextmanager
+def _one_call() -> Iterator[None]:
+    """Keep each run's flattened config for the rows of one expected()/expected_view() call (_FLAT_CONFIGS)."""
+    global _FLAT_CONFIGS
+    outer = _FLAT_CONFIGS
+    _FLAT_CONFIGS = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _FLAT_CONFIGS = outer
+
+
 def _flat_config(run_dir: Path) -> dict[str, tuple[str, str]] | None:
     """Dotted key -> (comparison key, printed text) of every YAML leaf (lists are leaves; a YAML
     null prints `null`); None without a usable config."""
+    if _FLAT_CONFIGS is None:
+        return _flatten_config(run_dir)
+    if run_dir not in _FLAT_CONFIGS:
+        _FLAT_CONFIGS[run_dir] = _flatten_config(run_dir)
+    return _FLAT_CONFIGS[run_dir]
+
+
+def _flatten_config(run_dir: Path) -> dict[str, tuple[str, str]] | None:
     config = load_config(run_dir) if find_artifacts(run_dir)["config"] is not None else None
     if not isinstance(config, dict):
         return None
@@ -1355,11 +1382,12 @@ def expected_view(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
     """Rows of one of the report's views over `run_dirs`, ordered by run name, then the view's order."""
     out: list[Row] = []
     dirs = sorted((Path(d) for d in run_dirs), key=run_name)
-    for run_dir in dirs:
-        if name == "run_summary":
-            out += q_run_summary(run_name(run_dir), run_dir, run_dirs=dirs, **params)
-        elif find_artifacts(run_dir)["metrics"] is not None:
-            out += VIEWS[name](run_name(run_dir), run_dir, **params)
+    with _one_call():
+        for run_dir in dirs:
+            if name == "run_summary":
+                out += q_run_summary(run_name(run_dir), run_dir, run_dirs=dirs, **params)
+            elif find_artifacts(run_dir)["metrics"] is not None:
+                out += VIEWS[name](run_name(run_dir), run_dir, **params)
     return out
 
 
@@ -1430,9 +1458,10 @@ def expected(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
     if name in ("compare_runs", "run_table"):  # its config column compares the runs with each other
         params = {**params, "run_dirs": [Path(d) for d in run_dirs]}
     out: list[Row] = []
-    for run_dir in sorted((Path(d) for d in run_dirs), key=run_name):
-        for row in query(run_name(run_dir), run_dir, **params):
-            fixed = list(row)[:len(COLUMNS[name])] if name == "run_table" else list(row)
-            assert fixed == COLUMNS[name], (name, list(row))
-            out.append(row)
+    with _one_call():
+        for run_dir in sorted((Path(d) for d in run_dirs), key=run_name):
+            for row in query(run_name(run_dir), run_dir, **params):
+                fixed = list(row)[:len(COLUMNS[name])] if name == "run_table" else list(row)
+                assert fixed == COLUMNS[name], (name, list(row))
+                out.append(row)
     return out
