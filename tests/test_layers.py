@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("the API", {"rlsql.api", "rlsql", "rlsql.engines", "rlsql.engines.spark"}),
     ("commands' work", {
         "rlsql.check", "rlsql.export", "rlsql.exportmerge", "rlsql.dbfile", "rlsql.shellinit", "rlsql.describe",
-        "rlsql.docs",
+        "rlsql.docs", "rlsql.ahead",
         "rlsql.report", "rlsql.report.data", "rlsql.report.figures", "rlsql.report.render", "rlsql.report.human",
     }),
     ("the command line", {"rlsql.cli", "rlsql.cliout", "rlsql.quickcli", "rlsql.__main__"}),
