@@ -190,6 +190,10 @@ class SourceContext:
         return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers,
                 "bad_cells": self.bad_cells}
 
+    def reads_harbor(self) -> bool:
+        """Whether any run's trials are read from Harbor's trace_jobs (it has them and no trials CSV)."""
+        return any(run.artifact("harbor") is not None and run.artifact("trials") is None for run in self.runs)
+
     def harbor_context(self) -> dict:
         """files: per run that has trace_jobs and no trials CSV (the CSV wins), its listed trial folders.
 
