@@ -21,7 +21,9 @@ LAYERS: list[tuple[str, set[str]]] = [
         "rlsql.writes", "rlsql.duckpaths", "rlsql.csvread", "rlsql.harbor", "rlsql.logfiles",
         "rlsql.formats", "rlsql.sample", "rlsql.duckconn", "rlsql.sqlfolder",
     }),
-    ("runs, config and params", {"rlsql.runs", "rlsql.artifacts", "rlsql.config", "rlsql.params", "rlsql.cache"}),
+    ("runs, config and params", {
+        "rlsql.runs", "rlsql.artifacts", "rlsql.config", "rlsql.configcache", "rlsql.params", "rlsql.cache",
+    }),
     ("the catalogue", {"rlsql.catalog"}),
     ("sources and the engine", {
         "rlsql.duckdb_errors", "rlsql.probe", "rlsql.sources", "rlsql.cachebuild", "rlsql.cachebg", "rlsql.connection",

@@ -1,0 +1,116 @@
+"""rl_config.yaml's rows kept per file (rlsql/configcache.py): used while the file and the code are
+unchanged, proved used by a process that cannot import pyyaml, and every answer checked against the
+oracle (tests/oracle.py, which parses the YAML itself)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlsql import configcache
+from tests import oracle
+from tests.compare import assert_rows_match
+from tests.conftest import RUNS
+from tests.test_answers import aged_copy, settle
+
+#: a Python that cannot import pyyaml: a config is read only from its kept entry
+NO_YAML = "import sys; sys.modules['yaml'] = None; from rlsql.quickcli import main; main()"
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The analysis caches in a folder of the test's own; kept answers off (each query runs)."""
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(tmp_path / "cache"), "RLSQL_CACHE": "0"}
+    env.pop("RLSQL_NO_CACHE", None)
+    return env
+
+
+def query(name: str, run: Path, env: dict[str, str], without_yaml: bool = False) -> subprocess.CompletedProcess:
+    head = [sys.executable, "-c", NO_YAML] if without_yaml else [sys.executable, "-m", "rlsql"]
+    return subprocess.run([*head, "query", name, "-r", str(run), "-f", "json"], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def entries(env: dict[str, str]) -> list[Path]:
+    return sorted((Path(env["RLSQL_CACHE_DIR"]) / configcache.FOLDER).glob("*.json"))
+
+
+def test_a_config_is_read_from_its_entry_until_it_changes(tmp_path: Path, env: dict[str, str]) -> None:
+    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
+    config = run / "rl_config.yaml"
+    assert query("exception_treatment", run, env, without_yaml=True).returncode != 0  # nothing kept: yaml needed
+    settle()
+    first = query("exception_treatment", run, env)
+    assert first.returncode == 0, first.stderr
+    assert_rows_match(json.loads(first.stdout), oracle.expected("exception_treatment", [run]), "first")
+    assert len(entries(env)) == 1
+    for name in ("exception_treatment", "exception_distribution", "best_checkpoint"):
+        got = query(name, run, env, without_yaml=True)
+        assert got.returncode == 0, got.stderr
+        assert_rows_match(json.loads(got.stdout), oracle.expected(name, [run]), f"{name} from the entry")
+    # the same size and modification time, another default treatment: the file is parsed again
+    old = config.stat()
+    text = config.read_text()
+    assert "default_error_treatment: zero" in text
+    config.write_text(text.replace("default_error_treatment: zero", "default_error_treatment: mask"))
+    os.utime(config, ns=(old.st_atime_ns, old.st_mtime_ns))
+    assert (config.stat().st_size, config.stat().st_mtime_ns) == (old.st_size, old.st_mtime_ns)
+    assert query("exception_treatment", run, env, without_yaml=True).returncode != 0
+    after = query("exception_treatment", run, env)
+    assert after.returncode == 0, after.stderr
+    assert_rows_match(json.loads(after.stdout), oracle.expected("exception_treatment", [run]), "after the edit")
+    assert after.stdout != first.stdout
+    # changed within the racy window: not kept yet; once settled, kept again
+    assert query("exception_treatment", run, env, without_yaml=True).returncode != 0
+    settle()
+    assert query("exception_treatment", run, env).returncode == 0
+    again = query("exception_treatment", run, env, without_yaml=True)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == after.stdout
+
+
+def test_a_configs_warnings_are_said_again_from_its_entry(tmp_path: Path, env: dict[str, str]) -> None:
+    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
+    config = run / "rl_config.yaml"
+    # a routing key the trainer cannot use: rlsql warns and applies the default for it
+    config.write_text(config.read_text().replace("zero_exceptions: []", "zero_exceptions: 7"))
+    settle()
+    first = query("exception_treatment", run, env)
+    assert first.returncode == 0, first.stderr
+    assert "zero_exceptions should be a list" in first.stderr
+    assert_rows_match(json.loads(first.stdout), oracle.expected("exception_treatment", [run]), "first")
+    kept = query("exception_treatment", run, env, without_yaml=True)
+    assert kept.returncode == 0, kept.stderr
+    assert (kept.stdout, kept.stderr) == (first.stdout, first.stderr)
+
+
+def test_an_entry_of_other_code_or_another_file_is_not_used(tmp_path: Path, env: dict[str, str]) -> None:
+    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
+    settle()
+    assert query("best_checkpoint", run, env).returncode == 0
+    (entry,) = entries(env)
+    record = json.loads(entry.read_text())
+    record["code"] = [*record["code"], ["config.py", 1, 1]]  # as made by another rlsql
+    entry.write_text(json.dumps(record))
+    assert query("best_checkpoint", run, env, without_yaml=True).returncode != 0
+    # a file that is not rlsql's entry at that name: parsed again, and replaced only by a real entry
+    entry.write_text("not json")
+    got = query("best_checkpoint", run, env)
+    assert got.returncode == 0, got.stderr
+    assert_rows_match(json.loads(got.stdout), oracle.expected("best_checkpoint", [run]), "best_checkpoint")
+    assert query("best_checkpoint", run, env, without_yaml=True).returncode == 0
+
+
+def test_no_entry_with_the_analysis_caches_off(tmp_path: Path, env: dict[str, str]) -> None:
+    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
+    settle()
+    off = {**env, "RLSQL_NO_CACHE": "1"}
+    got = query("exception_treatment", run, off)
+    assert got.returncode == 0, got.stderr
+    assert_rows_match(json.loads(got.stdout), oracle.expected("exception_treatment", [run]), "caches off")
+    assert entries(env) == []
