@@ -88,6 +88,9 @@ def start(name: str, run_specs: Sequence[str] | None, runs: Sequence[Run]) -> in
     root = cache.cache_root()
     if not cache.ahead_wanted() or root is None or len(runs) > MAX_RUNS or not sys.executable:
         return None
+    folder = root / answers.ANSWERS_DIR
+    if folder.is_symlink() or running_in(folder):
+        return None  # one at a time per cache folder: a script asking a question of each of 500 runs starts one
     names = unanswered(questions_over_the_same_files(name), runs)
     if not names:
         return None
@@ -100,7 +103,46 @@ def start(name: str, run_specs: Sequence[str] | None, runs: Sequence[Run]) -> in
     except (OSError, NotImplementedError):
         return None
     _children.append(pid)
+    from rlsql import writes
+
+    with contextlib.suppress(OSError):  # claimed in its name now, as a cache builder is (its own claim: none)
+        folder.mkdir(exist_ok=True)
+        writes.temp_name(folder / CLAIM, pid=pid).touch()
     return pid
+
+
+#: the name whose temporary names (rlsql/writes.py, with the process's pid) claim the answers folder
+#: for a process answering ahead
+CLAIM = "ahead"
+
+
+def _claims(folder: Path) -> list[tuple[Path, object]]:
+    from rlsql import writes
+
+    try:
+        paths = list(folder.iterdir())
+    except OSError:
+        return []
+    found = []
+    for path in paths:
+        parts = writes.parse_temp_name(path.name)
+        if parts is not None and parts.final == CLAIM and not parts.old:
+            found.append((path, parts))
+    return found
+
+
+def running_in(folder: Path) -> bool:
+    """Whether a live process on this host answers ahead into answers folder `folder`."""
+    from rlsql import writes
+
+    return any(writes.writer_alive(parts) and parts.pid != os.getpid() for _, parts in _claims(folder))
+
+
+def _drop_claims(folder: Path) -> None:
+    for path, parts in _claims(folder):
+        if parts.pid == os.getpid():
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 _children: list[int] = []
@@ -165,11 +207,14 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(OSError):
         os.nice(NICE)
     try:
-        runs = resolve_runs(specs or None)
-    except RlsqlError:
-        return 0
-    wait_for_builders(runs, root)
-    answer(names, runs)
+        try:
+            runs = resolve_runs(specs or None)
+        except RlsqlError:
+            return 0
+        wait_for_builders(runs, root)
+        answer(names, runs)
+    finally:
+        _drop_claims(root / answers.ANSWERS_DIR)
     return 0
 
 

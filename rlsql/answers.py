@@ -375,8 +375,9 @@ def listing(folder: Path) -> tuple[list[Path], list[Path], int]:
         match = _ANSWER_FILE.match(path.name)
         if match and path.is_file() and not path.is_symlink() and _read(path, match["key"]) is not None:
             answers.append(path)
-        elif path.is_file() and not path.is_symlink() and writes.parse_temp_name(path.name) is not None:
-            leftovers.append(path)
+        elif path.is_file() and not path.is_symlink() and (parts := writes.parse_temp_name(path.name)) is not None:
+            if not writes.writer_alive(parts):  # a live one is a write (or a claim, rlsql/ahead.py) under way
+                leftovers.append(path)
         else:
             foreign += 1
     return answers, leftovers, foreign

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -91,13 +92,14 @@ def test_a_first_question_starts_the_background_process(tiny: Path, env: dict[st
     assert rlsql(["query", "reward_curve", "-r", str(tiny)], env, without_duckdb=True).returncode != 0
 
 
-def spawned(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """The argument lists ahead.start() would start processes with (none is started)."""
+def spawned(monkeypatch: pytest.MonkeyPatch, pid: int = 0) -> list[list[str]]:
+    """The argument lists ahead.start() would start processes with (none is started; `pid` is the one
+    each start is told it got)."""
     calls: list[list[str]] = []
 
     def spawn(path, argv, environ, **kwargs):
         calls.append(list(argv))
-        return 0
+        return pid
 
     monkeypatch.setattr(os, "posix_spawn", spawn)
     monkeypatch.setattr(ahead, "_children", [])
@@ -107,17 +109,29 @@ def spawned(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 def test_what_start_asks_for_and_when_it_starts_nothing(tiny: Path, env: dict[str, str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     runs = resolve_runs([str(tiny)])
-    calls = spawned(monkeypatch)
-    assert ahead.start("turn_stats", [str(tiny)], runs) == 0
+    answers_folder = Path(env["RLSQL_CACHE_DIR"]) / "answers"
+    cache.ensure_root(answers_folder.parent)
+    answers_folder.mkdir()  # as the first question's stored answer leaves it
+    stand_in = subprocess.Popen(["sleep", "60"])  # the pid start() is told it started: alive until killed
+    calls = spawned(monkeypatch, stand_in.pid)
+    try:
+        assert ahead.start("turn_stats", [str(tiny)], runs) == stand_in.pid
+        # one at a time per cache folder: while it lives, a second first question starts none
+        assert ahead.start("turns_by_exception", [str(tiny)], runs) is None
+    finally:
+        stand_in.kill()
+        stand_in.wait()
     (argv,) = calls
     split = argv.index("--")
     assert argv[argv.index("rlsql.ahead") + 1] == env["RLSQL_CACHE_DIR"]
     assert set(argv[argv.index("rlsql.ahead") + 2:split]) == TRIAL_QUERIES - {"turn_stats"}
     assert argv[split + 1:] == [str(tiny)]
-    # no --run: the sample run, as `rlsql query` without one
+    # its claim is a dead process's now: the next first question starts one; without --run, the sample
+    # run is answered, as `rlsql query` without one
     calls.clear()
-    ahead.start("turn_stats", None, resolve_runs(None))
+    assert ahead.start("turn_stats", None, resolve_runs(None)) == stand_in.pid
     assert calls[0][calls[0].index("--") + 1:] == []
+    shutil.rmtree(answers_folder)  # (its claim too: a fake pid's)
     calls.clear()
     for name, value in [("RLSQL_CACHE_AHEAD", "0"), ("RLSQL_CACHE_ANSWERS", "0"), ("RLSQL_CACHE", "0")]:
         with monkeypatch.context() as off:
