@@ -35,12 +35,16 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from rlsql import answers, cache
 from rlsql.errors import RlsqlError, RlsqlWarning
 from rlsql.runs import Run, resolve_runs
+
+if TYPE_CHECKING:
+    from rlsql.writes import TempName
 
 #: a set of more runs than this is not answered ahead: each question over a fleet costs seconds, and
 #: most fleets' answers are too large to keep (answers.MAX_ROWS)
@@ -102,7 +106,7 @@ def start(name: str, run_specs: Sequence[str] | None, runs: Sequence[Run]) -> in
         pid = os.posix_spawn(sys.executable, argv, os.environ, file_actions=devnull, setsid=True)
     except (OSError, NotImplementedError):
         return None
-    _children.append(pid)
+    # not waited for: the command exits straight after (the process is then init's to reap)
     from rlsql import writes
 
     with contextlib.suppress(OSError):  # claimed in its name now, as a cache builder is (its own claim: none)
@@ -116,7 +120,7 @@ def start(name: str, run_specs: Sequence[str] | None, runs: Sequence[Run]) -> in
 CLAIM = "ahead"
 
 
-def _claims(folder: Path) -> list[tuple[Path, object]]:
+def _claims(folder: Path) -> list[tuple[Path, TempName]]:
     from rlsql import writes
 
     try:
@@ -143,20 +147,6 @@ def _drop_claims(folder: Path) -> None:
         if parts.pid == os.getpid():
             with contextlib.suppress(OSError):
                 path.unlink()
-
-
-_children: list[int] = []
-
-
-def reap(wait: bool) -> None:
-    """Collect the processes start() started that ended (all, waiting, with `wait`): no zombies."""
-    for pid in list(_children):
-        try:
-            done, _ = os.waitpid(pid, 0 if wait else os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            _children.remove(pid)
 
 
 def wait_for_builders(runs: Sequence[Run], root: Path, timeout: float = BUILDER_WAIT_SECONDS) -> None:

@@ -102,7 +102,6 @@ def spawned(monkeypatch: pytest.MonkeyPatch, pid: int = 0) -> list[list[str]]:
         return pid
 
     monkeypatch.setattr(os, "posix_spawn", spawn)
-    monkeypatch.setattr(ahead, "_children", [])
     return calls
 
 
