@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from rlsql import answers, cache
+from rlsql import answers, cache, detached
 from rlsql.errors import RlsqlError, RlsqlWarning
 from rlsql.runs import Run, resolve_runs
 
@@ -90,7 +90,7 @@ def start(name: str, run_specs: Sequence[str] | None, runs: Sequence[Run]) -> in
     that answers the other questions over the same files; its pid, or None when there is nothing to do
     (off, too many runs, all kept already) or it could not start."""
     root = cache.cache_root()
-    if not cache.ahead_wanted() or root is None or len(runs) > MAX_RUNS or not sys.executable:
+    if not cache.ahead_wanted() or root is None or len(runs) > MAX_RUNS:
         return None
     folder = root / answers.ANSWERS_DIR
     if folder.is_symlink() or running_in(folder):
@@ -98,13 +98,8 @@ def start(name: str, run_specs: Sequence[str] | None, runs: Sequence[Run]) -> in
     names = unanswered(questions_over_the_same_files(name), runs)
     if not names:
         return None
-    devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-    argv = [sys.executable, "-m", "rlsql.ahead", str(root), *names, "--", *(run_specs or [])]
-    try:
-        # its own session, as the cache builder's (rlsql/cachebuild.py start_deferred): neither Ctrl-C
-        # nor a hang-up stops it
-        pid = os.posix_spawn(sys.executable, argv, os.environ, file_actions=devnull, setsid=True)
-    except (OSError, NotImplementedError):
+    pid = detached.start("rlsql.ahead", [str(root), *names, "--", *(run_specs or [])])
+    if pid is None:
         return None
     # not waited for: the command exits straight after (the process is then init's to reap)
     from rlsql import writes

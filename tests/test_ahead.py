@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rlsql import ahead, answers, cache
+from rlsql import ahead, answers, cache, detached
 from rlsql import api as rlsql_api
 from rlsql.runs import resolve_runs
 from tests import oracle
@@ -189,3 +189,23 @@ def test_a_process_started_for_another_cache_folder_does_nothing(tiny: Path, env
     assert kept_files(env) == []
     assert not (tmp_path / "elsewhere").exists()
     assert answers.enabled()
+
+
+def test_the_process_runs_this_rlsql_whatever_folder_it_starts_in(tiny: Path, env: dict[str, str], tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started from a folder holding another `rlsql` (a checkout, say), it still imports the rlsql that
+    started it: `python -m` would otherwise put the working folder first and compute other keys."""
+    shadow = tmp_path / "checkout"
+    (shadow / "rlsql").mkdir(parents=True)
+    used = tmp_path / "shadow-used"
+    (shadow / "rlsql" / "__init__.py").write_text(f"open({str(used)!r}, 'w').close()\nraise SystemExit(7)\n")
+    with monkeypatch.context() as there:
+        there.chdir(shadow)
+        pid = detached.start("rlsql.ahead", [env["RLSQL_CACHE_DIR"], "turns_by_outcome", "--", str(tiny)])
+    assert pid is not None
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not used.exists()
+    got = rlsql(["query", "turns_by_outcome", "-r", str(tiny), "-f", "json"], env, without_duckdb=True)
+    assert got.returncode == 0, got.stderr
+    assert_rows_match(json.loads(got.stdout), oracle.expected("turns_by_outcome", [tiny]), "turns_by_outcome")

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("text and errors", {"rlsql.errors", "rlsql.sqltext", "rlsql.version"}),
     ("files on disk", {
         "rlsql.writes", "rlsql.duckpaths", "rlsql.csvread", "rlsql.harbor", "rlsql.logfiles",
-        "rlsql.formats", "rlsql.sample", "rlsql.duckconn", "rlsql.sqlfolder",
+        "rlsql.formats", "rlsql.sample", "rlsql.duckconn", "rlsql.sqlfolder", "rlsql.detached",
     }),
     ("runs, config and params", {
         "rlsql.runs", "rlsql.artifacts", "rlsql.config", "rlsql.configcache", "rlsql.params", "rlsql.cache",
