@@ -17,7 +17,8 @@ was read or in the racy window, small enough, only rlsql's own warnings).
 
 When: only after the asked question's answer was stored (so its files are settled and its answers
 small: a question over a fleet too large to keep starts nothing), over at most MAX_RUNS runs, and only
-for questions not kept already. The process waits for the builders of the runs' cached copies
+for questions not kept already, and not while another such process answers into the same cache folder
+(one at a time: it claims the folder in its pid's name). The process waits for the builders of the runs' cached copies
 (rlsql/cachebg.py) first, so that a large CSV is read once more from its Parquet copy, not again in
 place; it runs at low CPU priority, prints nothing, and never writes outside the cache folder.
 RLSQL_CACHE_AHEAD=0 turns it off, as do RLSQL_CACHE_ANSWERS=0 and RLSQL_CACHE=0 / --no-cache.
@@ -44,6 +45,7 @@ from rlsql.errors import RlsqlError, RlsqlWarning
 from rlsql.runs import Run, resolve_runs
 
 if TYPE_CHECKING:
+    from rlsql.catalog import Catalog
     from rlsql.writes import TempName
 
 #: a set of more runs than this is not answered ahead: each question over a fleet costs seconds, and
@@ -57,7 +59,7 @@ BUILDER_WAIT_SECONDS = 900.0
 _SHARED_ARTIFACTS = {None, "config"}
 
 
-def _data_artifacts(catalog, name: str) -> set[str]:
+def _data_artifacts(catalog: Catalog, name: str) -> set[str]:
     return {f.artifact for f in catalog.closure([name]) if f.kind == "source"} - _SHARED_ARTIFACTS
 
 
