@@ -42,11 +42,18 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the tiny run older than the racy window, that no test changes."""
-    run = aged_copy(RUNS / "tiny", tmp_path_factory.mktemp("ahead") / "tiny")
+def copies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Copies of the tiny run older than the racy window, settled once: `shared` no test changes,
+    `changed` one test does."""
+    base = tmp_path_factory.mktemp("ahead")
+    made = {name: aged_copy(RUNS / "tiny", base / name / "tiny") for name in ("shared", "changed")}
     settle()
-    return run
+    return made
+
+
+@pytest.fixture
+def tiny(copies: dict[str, Path]) -> Path:
+    return copies["shared"]
 
 
 def test_the_questions_over_the_same_files() -> None:
@@ -141,11 +148,10 @@ def test_what_start_asks_for_and_when_it_starts_nothing(tiny: Path, env: dict[st
     assert calls == []
 
 
-def test_a_file_changed_while_answering_ahead_is_never_served(tmp_path: Path, env: dict[str, str],
+def test_a_file_changed_while_answering_ahead_is_never_served(copies: dict[str, Path], env: dict[str, str],
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
+    run = copies["changed"]
     trials = run / "20260105_120000_trial_results.csv"
-    settle()
     names = ["turns_by_exception", "turns_by_outcome", "turn_percentiles"]
     real = rlsql_api.run_query
 

@@ -36,15 +36,26 @@ def query(name: str, run: Path, env: dict[str, str], without_yaml: bool = False)
                           text=True, timeout=120)
 
 
+@pytest.fixture(scope="module")
+def copies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A copy of the tiny run per test that changes one, made and settled (older than the racy window) once."""
+    base = tmp_path_factory.mktemp("configs")
+    made = {name: aged_copy(RUNS / "tiny", base / name / "tiny") for name in ("edited", "warned", "other", "off")}
+    # a routing key the trainer cannot use: rlsql warns and applies the default for it
+    config = made["warned"] / "rl_config.yaml"
+    config.write_text(config.read_text().replace("zero_exceptions: []", "zero_exceptions: 7"))
+    settle()
+    return made
+
+
 def entries(env: dict[str, str]) -> list[Path]:
     return sorted((Path(env["RLSQL_CACHE_DIR"]) / configcache.FOLDER).glob("*.json"))
 
 
-def test_a_config_is_read_from_its_entry_until_it_changes(tmp_path: Path, env: dict[str, str]) -> None:
-    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
+def test_a_config_is_read_from_its_entry_until_it_changes(copies: dict[str, Path], env: dict[str, str]) -> None:
+    run = copies["edited"]
     config = run / "rl_config.yaml"
     assert query("exception_treatment", run, env, without_yaml=True).returncode != 0  # nothing kept: yaml needed
-    settle()
     first = query("exception_treatment", run, env)
     assert first.returncode == 0, first.stderr
     assert_rows_match(json.loads(first.stdout), oracle.expected("exception_treatment", [run]), "first")
@@ -74,12 +85,8 @@ def test_a_config_is_read_from_its_entry_until_it_changes(tmp_path: Path, env: d
     assert again.stdout == after.stdout
 
 
-def test_a_configs_warnings_are_said_again_from_its_entry(tmp_path: Path, env: dict[str, str]) -> None:
-    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
-    config = run / "rl_config.yaml"
-    # a routing key the trainer cannot use: rlsql warns and applies the default for it
-    config.write_text(config.read_text().replace("zero_exceptions: []", "zero_exceptions: 7"))
-    settle()
+def test_a_configs_warnings_are_said_again_from_its_entry(copies: dict[str, Path], env: dict[str, str]) -> None:
+    run = copies["warned"]  # its zero_exceptions is 7
     first = query("exception_treatment", run, env)
     assert first.returncode == 0, first.stderr
     assert "zero_exceptions should be a list" in first.stderr
@@ -89,9 +96,8 @@ def test_a_configs_warnings_are_said_again_from_its_entry(tmp_path: Path, env: d
     assert (kept.stdout, kept.stderr) == (first.stdout, first.stderr)
 
 
-def test_an_entry_of_other_code_or_another_file_is_not_used(tmp_path: Path, env: dict[str, str]) -> None:
-    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
-    settle()
+def test_an_entry_of_other_code_or_another_file_is_not_used(copies: dict[str, Path], env: dict[str, str]) -> None:
+    run = copies["other"]
     assert query("best_checkpoint", run, env).returncode == 0
     (entry,) = entries(env)
     record = json.loads(entry.read_text())
@@ -106,9 +112,8 @@ def test_an_entry_of_other_code_or_another_file_is_not_used(tmp_path: Path, env:
     assert query("best_checkpoint", run, env, without_yaml=True).returncode == 0
 
 
-def test_no_entry_with_the_analysis_caches_off(tmp_path: Path, env: dict[str, str]) -> None:
-    run = aged_copy(RUNS / "tiny", tmp_path / "tiny")
-    settle()
+def test_no_entry_with_the_analysis_caches_off(copies: dict[str, Path], env: dict[str, str]) -> None:
+    run = copies["off"]
     off = {**env, "RLSQL_NO_CACHE": "1"}
     got = query("exception_treatment", run, off)
     assert got.returncode == 0, got.stderr
