@@ -36,6 +36,9 @@ FORMAT = "rlsql-config-leaves"
 VERSION = 1
 #: a config modified this recently may change again within its timestamp's granularity
 RACY_SECONDS = 2.0
+#: beyond this many entries (a fleet of fleets), the first store of a process removes the oldest half
+LIMIT = 20_000
+_pruned = False
 
 
 def _stat(path: Path) -> list:
@@ -110,6 +113,23 @@ def _store(path: Path, stat: list, leaves: list, said: list[str]) -> None:
             os.replace(tmp, entry)
         finally:
             tmp.unlink(missing_ok=True)
+        _prune(entry.parent)
+
+
+def _prune(folder: Path) -> None:
+    """Once per process: over LIMIT entries, remove the oldest-stored half (an entry is only ever
+    parsed again; the folder must not grow without end)."""
+    global _pruned
+    if _pruned:
+        return
+    _pruned = True
+    names = [e for e in os.scandir(folder) if e.name.endswith(".json") and len(e.name) == 37]
+    if len(names) <= LIMIT:
+        return
+    names.sort(key=lambda e: e.stat().st_mtime_ns)
+    for e in names[: len(names) // 2]:
+        with contextlib.suppress(OSError):
+            os.unlink(e.path)
 
 
 def config_rows(run: str, path: Path) -> list[dict]:

@@ -119,3 +119,21 @@ def test_no_entry_with_the_analysis_caches_off(copies: dict[str, Path], env: dic
     assert got.returncode == 0, got.stderr
     assert_rows_match(json.loads(got.stdout), oracle.expected("exception_treatment", [run]), "caches off")
     assert entries(env) == []
+
+
+def test_the_folder_is_pruned_beyond_its_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over LIMIT entries, a process's first store removes the oldest half (and nothing that is not an entry)."""
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    for i in range(10):
+        path = folder / f"{i:032x}.json"
+        path.write_text("{}")
+        os.utime(path, ns=(i * 10**9, i * 10**9))  # entry i stored at second i
+    (folder / "notes.txt").write_text("not an entry")
+    monkeypatch.setattr(configcache, "LIMIT", 8)
+    monkeypatch.setattr(configcache, "_pruned", False)
+    configcache._prune(folder)
+    assert sorted(p.name for p in folder.iterdir()) == [f"{i:032x}.json" for i in range(5, 10)] + ["notes.txt"]
+    (folder / "extra.json").write_text("{}")
+    configcache._prune(folder)  # once per process
+    assert (folder / "extra.json").exists()
