@@ -1,6 +1,6 @@
 """rl_config.yaml's rows kept per file (rlsql/configcache.py): used while the file and the code are
-unchanged, proved used by a process that cannot import pyyaml, and every answer checked against the
-oracle (tests/oracle.py, which parses the YAML itself)."""
+unchanged, proved used by a process that cannot import pyyaml (and, in this process, by parsing made to
+fail), and every answer checked against the oracle (tests/oracle.py, which parses the YAML itself)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,46 @@ def query(name: str, run: Path, env: dict[str, str], without_yaml: bool = False)
                           text=True, timeout=120)
 
 
+class _Parsed(Exception):
+    pass
+
+
+class Ran:
+    def __init__(self, returncode: int, stdout: str, stderr: str):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def ask(env: dict[str, str], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    """query() in this process (cheaper than a process per call); `without_yaml`: parsing a config at
+    all fails the command (exit 99), so only a kept entry answers."""
+    from rlsql import config, quickcli
+
+    def call(name: str, run: Path, without_yaml: bool = False, extra: dict[str, str] | None = None) -> Ran:
+        wanted = {**env, **(extra or {})}
+        for key in ("RLSQL_CACHE_DIR", "RLSQL_CACHE", "RLSQL_NO_CACHE"):
+            if key in wanted:
+                monkeypatch.setenv(key, wanted[key])
+            else:
+                monkeypatch.delenv(key, raising=False)
+        with monkeypatch.context() as patched:
+            if without_yaml:
+                def parsed(*_args, **_kwargs):
+                    raise _Parsed
+                patched.setattr(config, "config_rows", parsed)
+            patched.setattr(sys, "argv", ["rlsql", "query", name, "-r", str(run), "-f", "json"])
+            try:
+                quickcli.main()
+                code = 0
+            except SystemExit as stop:
+                code = int(stop.code or 0)
+            except _Parsed:
+                code = 99
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+    return call
+
+
 @pytest.fixture(scope="module")
 def copies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A copy of the tiny run per test that changes one, made and settled (older than the racy window) once."""
@@ -52,16 +92,20 @@ def entries(env: dict[str, str]) -> list[Path]:
     return sorted((Path(env["RLSQL_CACHE_DIR"]) / configcache.FOLDER).glob("*.json"))
 
 
-def test_a_config_is_read_from_its_entry_until_it_changes(copies: dict[str, Path], env: dict[str, str]) -> None:
+def test_a_config_is_read_from_its_entry_until_it_changes(copies: dict[str, Path], env: dict[str, str], ask) -> None:
     run = copies["edited"]
     config = run / "rl_config.yaml"
-    assert query("exception_treatment", run, env, without_yaml=True).returncode != 0  # nothing kept: yaml needed
-    first = query("exception_treatment", run, env)
+    assert ask("exception_treatment", run, without_yaml=True).returncode != 0  # nothing kept: yaml needed
+    first = ask("exception_treatment", run)
     assert first.returncode == 0, first.stderr
     assert_rows_match(json.loads(first.stdout), oracle.expected("exception_treatment", [run]), "first")
     assert len(entries(env)) == 1
+    # a process that cannot import pyyaml at all answers from the entry
+    alone = query("exception_treatment", run, env, without_yaml=True)
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout == first.stdout
     for name in ("exception_treatment", "exception_distribution", "best_checkpoint"):
-        got = query(name, run, env, without_yaml=True)
+        got = ask(name, run, without_yaml=True)
         assert got.returncode == 0, got.stderr
         assert_rows_match(json.loads(got.stdout), oracle.expected(name, [run]), f"{name} from the entry")
     # the same size and modification time, another default treatment: the file is parsed again
@@ -71,51 +115,50 @@ def test_a_config_is_read_from_its_entry_until_it_changes(copies: dict[str, Path
     config.write_text(text.replace("default_error_treatment: zero", "default_error_treatment: mask"))
     os.utime(config, ns=(old.st_atime_ns, old.st_mtime_ns))
     assert (config.stat().st_size, config.stat().st_mtime_ns) == (old.st_size, old.st_mtime_ns)
-    assert query("exception_treatment", run, env, without_yaml=True).returncode != 0
-    after = query("exception_treatment", run, env)
+    assert ask("exception_treatment", run, without_yaml=True).returncode != 0
+    after = ask("exception_treatment", run)
     assert after.returncode == 0, after.stderr
     assert_rows_match(json.loads(after.stdout), oracle.expected("exception_treatment", [run]), "after the edit")
     assert after.stdout != first.stdout
     # changed within the racy window: not kept yet; once settled, kept again
-    assert query("exception_treatment", run, env, without_yaml=True).returncode != 0
+    assert ask("exception_treatment", run, without_yaml=True).returncode != 0
     settle()
-    assert query("exception_treatment", run, env).returncode == 0
-    again = query("exception_treatment", run, env, without_yaml=True)
+    assert ask("exception_treatment", run).returncode == 0
+    again = ask("exception_treatment", run, without_yaml=True)
     assert again.returncode == 0, again.stderr
     assert again.stdout == after.stdout
 
 
-def test_a_configs_warnings_are_said_again_from_its_entry(copies: dict[str, Path], env: dict[str, str]) -> None:
+def test_a_configs_warnings_are_said_again_from_its_entry(copies: dict[str, Path], env: dict[str, str], ask) -> None:
     run = copies["warned"]  # its zero_exceptions is 7
-    first = query("exception_treatment", run, env)
+    first = ask("exception_treatment", run)
     assert first.returncode == 0, first.stderr
     assert "zero_exceptions should be a list" in first.stderr
     assert_rows_match(json.loads(first.stdout), oracle.expected("exception_treatment", [run]), "first")
-    kept = query("exception_treatment", run, env, without_yaml=True)
+    kept = ask("exception_treatment", run, without_yaml=True)
     assert kept.returncode == 0, kept.stderr
     assert (kept.stdout, kept.stderr) == (first.stdout, first.stderr)
 
 
-def test_an_entry_of_other_code_or_another_file_is_not_used(copies: dict[str, Path], env: dict[str, str]) -> None:
+def test_an_entry_of_other_code_or_another_file_is_not_used(copies: dict[str, Path], env: dict[str, str], ask) -> None:
     run = copies["other"]
-    assert query("best_checkpoint", run, env).returncode == 0
+    assert ask("best_checkpoint", run).returncode == 0
     (entry,) = entries(env)
     record = json.loads(entry.read_text())
     record["code"] = [*record["code"], ["config.py", 1, 1]]  # as made by another rlsql
     entry.write_text(json.dumps(record))
-    assert query("best_checkpoint", run, env, without_yaml=True).returncode != 0
+    assert ask("best_checkpoint", run, without_yaml=True).returncode != 0
     # a file that is not rlsql's entry at that name: parsed again, and replaced only by a real entry
     entry.write_text("not json")
-    got = query("best_checkpoint", run, env)
+    got = ask("best_checkpoint", run)
     assert got.returncode == 0, got.stderr
     assert_rows_match(json.loads(got.stdout), oracle.expected("best_checkpoint", [run]), "best_checkpoint")
-    assert query("best_checkpoint", run, env, without_yaml=True).returncode == 0
+    assert ask("best_checkpoint", run, without_yaml=True).returncode == 0
 
 
-def test_no_entry_with_the_analysis_caches_off(copies: dict[str, Path], env: dict[str, str]) -> None:
+def test_no_entry_with_the_analysis_caches_off(copies: dict[str, Path], env: dict[str, str], ask) -> None:
     run = copies["off"]
-    off = {**env, "RLSQL_NO_CACHE": "1"}
-    got = query("exception_treatment", run, off)
+    got = ask("exception_treatment", run, extra={"RLSQL_NO_CACHE": "1"})
     assert got.returncode == 0, got.stderr
     assert_rows_match(json.loads(got.stdout), oracle.expected("exception_treatment", [run]), "caches off")
     assert entries(env) == []
