@@ -62,7 +62,8 @@ KEEP_AFTER = 750
 RACY_SECONDS = 2.0
 #: variables that choose where and whether rlsql caches, not what a query answers
 #: (RLSQL_LOG_GROWTH_BYTES is rlsql/logcache.py's GROWTH_ENV, named here: that module imports DuckDB)
-_CACHE_VARIABLES = {cache.CACHE_ENV, cache.AUTO_ENV, cache.MIN_BYTES_ENV, ANSWERS_ENV, "RLSQL_LOG_GROWTH_BYTES"}
+_CACHE_VARIABLES = {cache.CACHE_ENV, cache.AUTO_ENV, cache.MIN_BYTES_ENV, ANSWERS_ENV, cache.AHEAD_ENV,
+                    "RLSQL_LOG_GROWTH_BYTES"}
 
 _ANSWER_FILE = re.compile(r"^(?P<key>[0-9a-f]{32})\.json$")
 
@@ -181,6 +182,11 @@ def _file_stats(inputs: list) -> list[list]:
     return found
 
 
+def input_files(inputs: list) -> list[Path]:
+    """The files `inputs` covers (what a key stat'ed)."""
+    return [Path(s[0]) for s in _file_stats(inputs)]
+
+
 def _newest_change_ns(inputs: list) -> int:
     return max((max(s[2], s[3]) for s in _file_stats(inputs)), default=0)
 
@@ -288,6 +294,12 @@ class Answer:
         self.warnings = warnings
 
 
+def is_kept(key: str) -> bool:
+    """Whether an answer is stored under `key` (not read: look_up proves it rlsql's when it is used)."""
+    folder = _folder(create=False)
+    return folder is not None and (folder / f"{key}.json").is_file()
+
+
 def look_up(key: str) -> Answer | None:
     folder = _folder(create=False)
     if folder is None:
@@ -363,8 +375,9 @@ def listing(folder: Path) -> tuple[list[Path], list[Path], int]:
         match = _ANSWER_FILE.match(path.name)
         if match and path.is_file() and not path.is_symlink() and _read(path, match["key"]) is not None:
             answers.append(path)
-        elif path.is_file() and not path.is_symlink() and writes.parse_temp_name(path.name) is not None:
-            leftovers.append(path)
+        elif path.is_file() and not path.is_symlink() and (parts := writes.parse_temp_name(path.name)) is not None:
+            if not writes.writer_alive(parts):  # a live one is a write (or a claim, rlsql/ahead.py) under way
+                leftovers.append(path)
         else:
             foreign += 1
     return answers, leftovers, foreign

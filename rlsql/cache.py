@@ -50,6 +50,9 @@ AUTO_ENV = "RLSQL_CACHE"
 MIN_BYTES_ENV = "RLSQL_CACHE_MIN_BYTES"
 #: `0` / `off`: never keep or reuse query answers (rlsql/answers.py), whatever the cache's mode
 ANSWERS_ENV = "RLSQL_CACHE_ANSWERS"
+#: `0` / `off`: after a first question is kept, do not answer the other questions over the same files in
+#: the background (rlsql/ahead.py)
+AHEAD_ENV = "RLSQL_CACHE_AHEAD"
 #: a CSV this big is cached after its first read by default (bench/RESULTS.md, issue 15)
 DEFAULT_MIN_BYTES = 32 * 2**20
 
@@ -188,13 +191,24 @@ def answers_wanted() -> bool:
     return mode() != "off"
 
 
+def ahead_wanted() -> bool:
+    """Questions answered ahead (rlsql/ahead.py) are on with kept answers, unless RLSQL_CACHE_AHEAD turns them off."""
+    if os.environ.get(AHEAD_ENV, "").strip().lower() in {"0", "false", "no", "off"}:
+        return False
+    return answers_wanted()
+
+
 def describe_policy() -> str:
     current = mode()
     if current == "off":
         return f"the cache is off ({AUTO_ENV}=0 or --no-cache): every CSV is read in place"
     answers = ("; a repeated query is answered from its kept answer while its files are unchanged "
                "(RLSQL_CACHE_ANSWERS=0 turns that off)")
-    if not answers_wanted():
+    if answers_wanted():
+        answers += ("; after a first question, the other named queries over the same files are answered "
+                    "and kept in the background (RLSQL_CACHE_AHEAD=0 turns that off)"
+                    if ahead_wanted() else "; questions are not answered ahead (RLSQL_CACHE_AHEAD=0)")
+    else:
         answers = "; kept answers are off (RLSQL_CACHE_ANSWERS=0)"
     if current == "on":
         return (f"every CSV read is cached before it is read, whatever its size ({AUTO_ENV}=1 or --cache); "

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import duckdb
 
-from rlsql import cache, csvread
+from rlsql import cache, csvread, detached
 from rlsql.artifacts import INTEGER_COLUMNS
 from rlsql.catalog import SqlFile, load_catalog
 from rlsql.duckconn import memory_connection
@@ -44,7 +44,7 @@ _handed_out: list[cache.Entry] = []
 _deferred: dict[str, str] = {}
 #: the default policy builds after the answer where a detached process can be started (POSIX); elsewhere
 #: it builds before the read, as `--cache` does
-CAN_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "POSIX_SPAWN_OPEN")
+CAN_SPAWN = detached.CAN_SPAWN
 #: the builders this process started and has not reaped (tests wait on them; the CLI exits without
 #: waiting, and the builder carries on)
 builders: list[int] = []
@@ -79,15 +79,10 @@ def start_deferred() -> int | None:
     pairs = [f"{name}={path}" for path, name in _deferred.items()]
     paths = [Path(path) for path in _deferred]
     _deferred.clear()
-    if not pairs or root is None or not sys.executable:
+    if not pairs or root is None:
         return None
-    devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-    try:
-        # its own session: neither the terminal's Ctrl-C nor its hang-up stops it; no Popen object,
-        # whose finalizer would warn at exit about a child still running
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "rlsql.cachebg", str(root), *pairs],
-                             os.environ, file_actions=devnull, setsid=True)
-    except (OSError, NotImplementedError):  # NotImplementedError: a libc without POSIX_SPAWN_SETSID
+    pid = detached.start("rlsql.cachebg", [str(root), *pairs])
+    if pid is None:
         return None
     builders.append(pid)
     for path in paths:  # claimed in its name now: a read before its own claim (~0.3 s) starts no second one

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import difflib
 import functools
 import hashlib
 import json
@@ -467,6 +466,8 @@ class Catalog:
         f = self.files.get(name)
         if f is None or f.kind not in SELECTABLE:
             names = [q.name for q in self.files.values() if q.kind in SELECTABLE]
+            import difflib  # only to name the closest match of a name that is not there
+
             close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else "; `rlsql list [--views]` shows them"
             raise UsageError(f"no named query or view {name!r}{hint}")

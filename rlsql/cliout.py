@@ -193,8 +193,11 @@ def _answered(name: str, run: list[str] | None, params: dict[str, str], fmt: Out
             for category, message in told:
                 warnings.warn(message, category, stacklevel=2)
         kept = answers.Answer(result.columns, result.rows, [m for _, m in told])
-        if keyed and all(c is RlsqlWarning for c, _ in told):
-            answers.store(keyed[0], keyed[1], name, runs, kept, (answers.key_of(name, params, runs) or ("",))[0])
+        if keyed and all(c is RlsqlWarning for c, _ in told) and answers.store(
+                keyed[0], keyed[1], name, runs, kept, (answers.key_of(name, params, runs) or ("",))[0]):
+            from rlsql import ahead
+
+            ahead.start(name, run, runs)  # the other questions over these files, answered in the background
     else:
         if not run:
             _announce_sample()

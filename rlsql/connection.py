@@ -237,6 +237,37 @@ def open_connection(
     return con
 
 
+#: a statement reading CSVs of fewer bytes than this in all runs one thread: as fast (19 against 21 ms at
+#: 45,711 trials, 3 MB) and 4-7 MB less peak memory than a second thread's buffers (bench/RESULTS.md,
+#: "Questions answered ahead")
+LITTLE_INPUT_BYTES = 8 * 2**20
+#: artifacts whose size says what a read costs (Harbor's folders and raw logs are read otherwise)
+_SIZED = frozenset({"trials", "metrics", "vllm", "config"})
+
+
+def reads_little(runs: Sequence[Run], files: Iterable[SqlFile]) -> bool:
+    """Whether the sources among `files` read, over `runs`, only CSVs (and configs) of fewer than
+    LITTLE_INPUT_BYTES bytes in all."""
+    kinds = {f.artifact for f in files if f.kind == "source" and f.artifact}
+    total = 0
+    for run in runs:
+        for kind in kinds:
+            artifact = run.artifact(kind)
+            if artifact is None:
+                if kind in _SIZED and "logs" in run.artifacts:
+                    return False  # read from the raw training logs instead
+                continue
+            if kind not in _SIZED:
+                return False
+            try:
+                total += artifact.path.stat().st_size
+            except OSError:
+                return False
+            if total >= LITTLE_INPUT_BYTES:
+                return False
+    return True
+
+
 def query_connection(
     runs: Sequence[Run], name: str, catalog: Catalog | None = None, bad_cells: BadCells | None = None,
     config_keys: str | None = None,
@@ -253,15 +284,20 @@ def query_connection(
     """
     catalog = catalog or load_catalog()
     sources = SourceContext(runs, bad_cells="fail" if bad_cells is None else "record", config_keys=config_keys)
-    con = memory_connection()
+    closure = catalog.closure([name])
+    con = memory_connection(threads=1 if reads_little(runs, closure) else None)
     if bad_cells is not None:
         badcells.register(con, bad_cells)
     ctes = []
-    for f in catalog.closure([name]):
+    for f in closure:
         sql = sources.object_sql(catalog, f)
         # the trainer metrics stay in the one statement (IN_STATEMENT): DuckDB then reads only the columns the
         # query uses instead of loading every column of every run's CSV or cache copy first
         load = f.name in LOADED_SOURCES and f.name not in IN_STATEMENT
+        if f.artifact == "harbor" and not sources.reads_harbor():
+            # no result.json to read: its empty rows stay in the statement, no table and no check of
+            # problems (~5 ms and 4 MB of a trial query's start on a run with a trials CSV)
+            load = False
         if f.kind == "macro" or load:
             statement = f.create_statements(sql, as_table=load)[0]
             try:

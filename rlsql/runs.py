@@ -46,7 +46,15 @@ class Artifact:
 
     @property
     def prefix_date(self) -> dt.date | None:
-        return dt.datetime.strptime(self.prefix, "%Y%m%d_%H%M%S").date() if self.prefix else None
+        if not self.prefix:
+            return None
+        # what datetime.strptime(prefix, "%Y%m%d_%H%M%S") accepts, without importing _strptime
+        # (~2.5 ms of a small query's start); _PREFIX matched the digits
+        p = self.prefix
+        hour, minute, second = int(p[9:11]), int(p[11:13]), int(p[13:15])
+        if hour > 23 or minute > 59 or second > 59:
+            raise ValueError(f"time data {p!r} does not match format '%Y%m%d_%H%M%S'")
+        return dt.date(int(p[0:4]), int(p[4:6]), int(p[6:8]))
 
 
 @dataclass(frozen=True)

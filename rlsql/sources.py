@@ -76,8 +76,9 @@ class SourceContext:
 
     @functools.cached_property
     def config_leaves(self) -> dict[str, list[dict]]:
-        """run -> its config's flattened leaves (rlsql.config.config_rows), for each run with a config file."""
-        from rlsql.config import config_rows  # late: yaml costs ~15 ms of a start that reads no config
+        """run -> its config's flattened leaves (rlsql.config.config_rows, kept per file by rlsql/configcache.py:
+        pyyaml's import and parse are ~9 ms of a small query's start), for each run with a config file."""
+        from rlsql.configcache import config_rows
 
         return {
             run.name: config_rows(run.name, config.path)
@@ -189,6 +190,10 @@ class SourceContext:
         integers = INTEGER_COLUMNS.get(source.artifact or "", ())
         return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers,
                 "bad_cells": self.bad_cells}
+
+    def reads_harbor(self) -> bool:
+        """Whether any run's trials are read from Harbor's trace_jobs (it has them and no trials CSV)."""
+        return any(run.artifact("harbor") is not None and run.artifact("trials") is None for run in self.runs)
 
     def harbor_context(self) -> dict:
         """files: per run that has trace_jobs and no trials CSV (the CSV wins), its listed trial folders.

@@ -24,6 +24,9 @@ os.environ["RLSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlsql-test-cache-")
 # ...and off unless a test turns it on (tests/test_cache.py does): a large test CSV would otherwise be
 # cached on first read, and a test that changes rlsql's limits between reads would get the earlier copy
 os.environ["RLSQL_CACHE"] = "0"
+# no test's query starts a background process answering other questions (rlsql/ahead.py): a test of
+# kept answers counts what it stored itself; tests/test_ahead.py turns it on where it checks it
+os.environ["RLSQL_CACHE_AHEAD"] = "0"
 
 # Spark tests (tests/test_spark*.py) start short-lived local JVMs over tiny inputs, where compiling costs
 # more than it saves: the JIT's first tier only (C1), with the code cache tiered compilation would get

@@ -416,12 +416,13 @@ def load_config(run_dir: Path | str) -> Any:
     if path is None:
         return None
     stat = path.stat()
-    # parsed once per file version: compare_runs reads every run's config for every run
-    return _parse_yaml(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    # parsed once per file version: compare_runs reads every run's config for every run (the change time
+    # and inode too: an edit that keeps the size and mtime is another version)
+    return _parse_yaml(str(path.resolve()), stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_size)
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse_yaml(path: str, mtime_ns: int, size: int) -> Any:
+def _parse_yaml(path: str, mtime_ns: int, ctime_ns: int, ino: int, size: int) -> Any:
     with open(path, encoding="utf-8") as fh:
         return yaml.safe_load(fh)
 

@@ -19,9 +19,11 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("text and errors", {"rlsql.errors", "rlsql.sqltext", "rlsql.version"}),
     ("files on disk", {
         "rlsql.writes", "rlsql.duckpaths", "rlsql.csvread", "rlsql.harbor", "rlsql.logfiles",
-        "rlsql.formats", "rlsql.sample", "rlsql.duckconn", "rlsql.sqlfolder",
+        "rlsql.formats", "rlsql.sample", "rlsql.duckconn", "rlsql.sqlfolder", "rlsql.detached",
     }),
-    ("runs, config and params", {"rlsql.runs", "rlsql.artifacts", "rlsql.config", "rlsql.params", "rlsql.cache"}),
+    ("runs, config and params", {
+        "rlsql.runs", "rlsql.artifacts", "rlsql.config", "rlsql.configcache", "rlsql.params", "rlsql.cache",
+    }),
     ("the catalogue", {"rlsql.catalog"}),
     ("sources and the engine", {
         "rlsql.duckdb_errors", "rlsql.probe", "rlsql.sources", "rlsql.cachebuild", "rlsql.cachebg", "rlsql.connection",
@@ -32,7 +34,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("the API", {"rlsql.api", "rlsql", "rlsql.engines", "rlsql.engines.spark"}),
     ("commands' work", {
         "rlsql.check", "rlsql.export", "rlsql.exportmerge", "rlsql.dbfile", "rlsql.shellinit", "rlsql.describe",
-        "rlsql.docs",
+        "rlsql.docs", "rlsql.ahead",
         "rlsql.report", "rlsql.report.data", "rlsql.report.figures", "rlsql.report.render", "rlsql.report.human",
     }),
     ("the command line", {"rlsql.cli", "rlsql.cliout", "rlsql.quickcli", "rlsql.__main__"}),

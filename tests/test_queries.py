@@ -85,3 +85,29 @@ def test_sample_run_is_the_default() -> None:
     got = rlsql.query("turns_by_exception").to_dicts()
     want = oracle.expected("turns_by_exception", [RUNS / "calendar"])
     assert_rows_match(got, want, "turns_by_exception on the sample run")
+
+
+def test_a_statement_over_little_input_runs_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """query_connection's threads: one for CSVs under LITTLE_INPUT_BYTES in all, DuckDB's default else."""
+    from rlsql import connection
+    from rlsql.runs import resolve_runs
+
+    tiny = resolve_runs([str(RUNS / "tiny")])
+    trials_bytes = sum(p.stat().st_size for p in (RUNS / "tiny").glob("*_trial_results.csv"))
+
+    def threads(runs, name: str) -> int:
+        con, _ = connection.query_connection(runs, name)
+        try:
+            return con.execute("SELECT current_setting('threads')").fetchone()[0]
+        finally:
+            con.close()
+
+    default = rlsql.connect().execute("SELECT current_setting('threads')").fetchone()[0]
+    assert threads(tiny, "turn_stats") == 1
+    monkeypatch.setattr(connection, "LITTLE_INPUT_BYTES", trials_bytes)  # not fewer than it: the default
+    assert threads(tiny, "turn_stats") == default
+    monkeypatch.setattr(connection, "LITTLE_INPUT_BYTES", trials_bytes + 1)
+    assert threads(tiny, "turn_stats") == 1
+    # Harbor's result.json files (a folder, not one size) and raw logs: the default
+    assert threads(resolve_runs([str(RUNS / "harbor")]), "turn_stats") == default
+    assert threads(resolve_runs([str(RUNS / "rawlogs")]), "reward_curve") == default

@@ -10,7 +10,7 @@ import pytest
 
 import rlsql
 from rlsql.errors import DataError, UsageError
-from rlsql.runs import resolve_runs, sample_run_path, scan_folder
+from rlsql.runs import Artifact, resolve_runs, sample_run_path, scan_folder
 
 TRIALS_HEADER = (
     "task_name,trial_name,n_episodes,n_input_tokens,n_output_tokens,exception_type,reward,agent_duration_sec\n"
@@ -85,3 +85,19 @@ def test_vllm_year_falls_back_to_modification_time(tmp_path: Path) -> None:
     con = rlsql.connect([run])
     got = [r[0] for r in con.execute("SELECT ts FROM vllm_seconds ORDER BY ts").fetchall()]
     assert got == [dt.datetime(2026, 12, 31, 23, 0), dt.datetime(2027, 1, 1, 1, 0)]
+
+
+@pytest.mark.parametrize("prefix", [
+    "20260105_120000", "20240229_235959", "20230229_000000", "20261301_000000", "20260230_000000",
+    "20260105_240000", "20260105_236000", "20260105_235960", "20260105_235961", "00000105_000000",
+    "99991231_235959", "20260100_000000",
+])
+def test_parse_prefix_dates_are_read_as_strptime_reads_them(prefix: str) -> None:
+    """The parse time's date, read by hand (no _strptime at start-up): valid and invalid as strptime says."""
+    try:
+        expected = dt.datetime.strptime(prefix, "%Y%m%d_%H%M%S").date()
+    except ValueError:
+        with pytest.raises(ValueError):
+            _ = Artifact("trials", Path("x"), prefix).prefix_date
+        return
+    assert Artifact("trials", Path("x"), prefix).prefix_date == expected

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsql.catalog import Catalog, Column, SqlFile
-from rlsql.config import config_rows
+from rlsql.configcache import config_rows
 from rlsql.duckconn import memory_connection
 from rlsql.errors import DataError, RlsqlWarning, one_line
 from rlsql.sources import SourceContext
