@@ -114,14 +114,7 @@ def code_digest() -> str:
 
 
 def _file_stat(path: Path) -> list:
-    # opened, then fstat'ed: on NFS an open revalidates the attributes the client caches (close-to-open
-    # consistency), so a change made on another host is seen as a reader opening the file would see it
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        s = os.fstat(fd)
-    finally:
-        os.close(fd)
-    return [str(path), s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino, s.st_dev]
+    return [str(path), *cache.opened_stat(path)]
 
 
 def reads_trial_folders(name: str, runs: Sequence[Run]) -> bool:

@@ -80,6 +80,22 @@ class CacheUnavailable(Exception):
     """The cache folder cannot be used (foreign, inside a run folder, unwritable); the message says why."""
 
 
+# --- a file as a reader sees it -------------------------------------------------------------
+
+
+def opened_stat(path: Path) -> list[int]:
+    """[size, mtime_ns, ctime_ns, inode, device] of `path`, read by fstat after an open: on NFS an open
+    revalidates the attributes the client caches (close-to-open consistency), so a change made on
+    another host is seen as a reader opening the file would see it. For the kept answers' keys and
+    the kept config rows (rlsql/answers.py, rlsql/configcache.py)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        s = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return [s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino, s.st_dev]
+
+
 # --- where -----------------------------------------------------------------------------------
 
 

@@ -27,7 +27,7 @@ import time
 import warnings
 from pathlib import Path
 
-from rlsql.cache import analysis_cache_file
+from rlsql.cache import analysis_cache_file, opened_stat
 from rlsql.errors import RlsqlWarning
 from rlsql.version import __version__
 
@@ -39,15 +39,6 @@ RACY_SECONDS = 2.0
 #: beyond this many entries (a fleet of fleets), the first store of a process removes the oldest half
 LIMIT = 20_000
 _pruned = False
-
-
-def _stat(path: Path) -> list:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        s = os.fstat(fd)
-    finally:
-        os.close(fd)
-    return [s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino, s.st_dev]
 
 
 @functools.lru_cache(maxsize=1)
@@ -136,7 +127,7 @@ def config_rows(run: str, path: Path) -> list[dict]:
     """rlsql.config.config_rows(run, path), from the kept entry while the file and the code are unchanged."""
     enabled = not os.environ.get("RLSQL_NO_CACHE")
     try:
-        stat = _stat(path) if enabled else None
+        stat = opened_stat(path) if enabled else None
     except OSError:
         stat = None  # config_rows says what is wrong with it
     if stat is not None:
@@ -161,7 +152,7 @@ def config_rows(run: str, path: Path) -> list[dict]:
     if stat is None or any(w.category is not RlsqlWarning for w in caught):
         return rows
     with contextlib.suppress(OSError):
-        if _stat(path) == stat:
+        if opened_stat(path) == stat:
             _store(path, stat, [[r["key"], r["value"], r["value_json"]] for r in rows],
                    [str(w.message) for w in caught])
     return rows

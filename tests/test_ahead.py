@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -41,6 +42,35 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return dict(os.environ)
 
 
+class _QueryRan(Exception):
+    pass
+
+
+@pytest.fixture
+def kept_rows(env: dict[str, str], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    """`rlsql query NAME -r RUN -f json` in this process with running a query made to fail: the rows of a
+    kept answer, or None when there is none (cheaper than tests/test_answers.py's process without DuckDB,
+    which the end-to-end test keeps)."""
+    from rlsql import quickcli
+
+    def call(name: str, run: Path) -> list[dict] | None:
+        with monkeypatch.context() as patched:
+            def ran(*_args, **_kwargs):
+                raise _QueryRan
+            patched.setattr(rlsql_api, "run_query", ran)
+            patched.setenv("RLSQL_CACHE_AHEAD", "0")
+            patched.setattr(sys, "argv", ["rlsql", "query", name, "-r", str(run), "-f", "json"])
+            try:
+                quickcli.main()
+            except SystemExit as stop:
+                assert not stop.code, capsys.readouterr().err
+            except _QueryRan:
+                capsys.readouterr()
+                return None
+        return json.loads(capsys.readouterr().out)
+    return call
+
+
 @pytest.fixture(scope="module")
 def copies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Copies of the tiny run older than the racy window, settled once: `shared` no test changes,
@@ -69,21 +99,19 @@ def test_the_questions_over_the_same_files() -> None:
     assert ahead.questions_over_the_same_files("no_such_query") == []
 
 
-def test_the_questions_are_answered_and_kept(tiny: Path, env: dict[str, str]) -> None:
+def test_the_questions_are_answered_and_kept(tiny: Path, env: dict[str, str], kept_rows) -> None:
     names = sorted(TRIAL_QUERIES - {"turn_stats"})
-    for name in names:  # nothing kept yet: a process without DuckDB cannot answer
-        assert rlsql(["query", name, "-r", str(tiny)], env, without_duckdb=True).returncode != 0
+    for name in names:  # nothing kept yet
+        assert kept_rows(name, tiny) is None
     assert ahead.main([env["RLSQL_CACHE_DIR"], *names, "--", str(tiny)]) == 0
     assert len(kept_files(env)) == len(names)
     for name in names:
-        got = rlsql(["query", name, "-r", str(tiny), "-f", "json"], env, without_duckdb=True)
-        assert got.returncode == 0, got.stderr
-        assert_rows_match(json.loads(got.stdout), oracle.expected(name, [tiny]), name)
+        assert_rows_match(kept_rows(name, tiny), oracle.expected(name, [tiny]), name)
     # all kept now: a first question over these files starts nothing
     assert ahead.unanswered(names, resolve_runs([str(tiny)])) == []
 
 
-def test_a_first_question_starts_the_background_process(tiny: Path, env: dict[str, str]) -> None:
+def test_a_first_question_starts_the_background_process(tiny: Path, env: dict[str, str], kept_rows) -> None:
     first = rlsql(["query", "turn_stats", "-r", str(tiny), "-f", "json"], env)
     assert first.returncode == 0, first.stderr
     assert_rows_match(json.loads(first.stdout), oracle.expected("turn_stats", [tiny]), "turn_stats")
@@ -91,12 +119,14 @@ def test_a_first_question_starts_the_background_process(tiny: Path, env: dict[st
     while len(kept_files(env)) < len(TRIAL_QUERIES) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert len(kept_files(env)) == len(TRIAL_QUERIES)
+    # a process that cannot import DuckDB answers one of them; the others are checked in this process
+    alone = rlsql(["query", "turns_by_exception", "-r", str(tiny), "-f", "json"], env, without_duckdb=True)
+    assert alone.returncode == 0, alone.stderr
+    assert_rows_match(json.loads(alone.stdout), oracle.expected("turns_by_exception", [tiny]), "alone")
     for name in sorted(TRIAL_QUERIES - {"turn_stats"}):
-        got = rlsql(["query", name, "-r", str(tiny), "-f", "json"], env, without_duckdb=True)
-        assert got.returncode == 0, got.stderr
-        assert_rows_match(json.loads(got.stdout), oracle.expected(name, [tiny]), name)
+        assert_rows_match(kept_rows(name, tiny), oracle.expected(name, [tiny]), name)
     # the metrics queries read other files: not answered ahead
-    assert rlsql(["query", "reward_curve", "-r", str(tiny)], env, without_duckdb=True).returncode != 0
+    assert kept_rows("reward_curve", tiny) is None
 
 
 def spawned(monkeypatch: pytest.MonkeyPatch, pid: int = 0) -> list[list[str]]:
@@ -198,7 +228,7 @@ def test_a_process_started_for_another_cache_folder_does_nothing(tiny: Path, env
 
 
 def test_the_process_runs_this_rlsql_whatever_folder_it_starts_in(tiny: Path, env: dict[str, str], tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                  monkeypatch: pytest.MonkeyPatch, kept_rows) -> None:
     """Started from a folder holding another `rlsql` (a checkout, say), it still imports the rlsql that
     started it: `python -m` would otherwise put the working folder first and compute other keys."""
     shadow = tmp_path / "checkout"
@@ -212,6 +242,5 @@ def test_the_process_runs_this_rlsql_whatever_folder_it_starts_in(tiny: Path, en
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert not used.exists()
-    got = rlsql(["query", "turns_by_outcome", "-r", str(tiny), "-f", "json"], env, without_duckdb=True)
-    assert got.returncode == 0, got.stderr
-    assert_rows_match(json.loads(got.stdout), oracle.expected("turns_by_outcome", [tiny]), "turns_by_outcome")
+    assert_rows_match(kept_rows("turns_by_outcome", tiny), oracle.expected("turns_by_outcome", [tiny]),
+                      "turns_by_outcome")
