@@ -562,7 +562,7 @@ def cache_status_command(fmt: FormatOption = None) -> None:
         if kept:
             stale = sum(1 for p in kept if is_stale(p))
             size = sum(p.stat().st_size for p in kept)
-            extra += (f"; {len(kept)} kept answer{'s' if len(kept) != 1 else ''} of repeated queries, "
+            extra += (f"; {len(kept)} kept answer{'s' if len(kept) != 1 else ''} of named queries, "
                       f"{size:,} bytes" + (f", {stale} stale" if stale else ""))
     say(f"cache folder: {root} ({len(rows)} entries{extra}); {describe_policy()}")
 

@@ -312,13 +312,13 @@ def test_cache_status_counts_and_clear_removes_only_answers_rlsql_kept(settled_c
         assert run_in(["query", "turn_stats", "-r", str(run)], env).returncode == 0
     assert len(kept_files(env)) == 2
     status = run_in(["cache", "status"], env)
-    assert "2 kept answers of repeated queries" in status.stderr and "stale" not in status.stderr
+    assert "2 kept answers of named queries" in status.stderr and "stale" not in status.stderr
     foreign = Path(env["RLSQL_CACHE_DIR"]) / "answers" / ("0" * 32 + ".json")
     foreign.write_text('{"somebody": "else"}')
     # tiny's answer goes stale: its trials CSV is written again (same bytes, a new change time)
     trials = tiny / "20260105_120000_trial_results.csv"
     trials.write_text(trials.read_text())
-    assert "2 kept answers of repeated queries, " in run_in(["cache", "status"], env).stderr
+    assert "2 kept answers of named queries, " in run_in(["cache", "status"], env).stderr
     assert ", 1 stale" in run_in(["cache", "status"], env).stderr
     assert run_in(["cache", "clear", "--stale"], env).returncode == 0
     left = [p for p in kept_files(env) if p != foreign]
