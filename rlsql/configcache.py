@@ -1,5 +1,5 @@
 """A run's rl_config.yaml, flattened, kept per file: a query that reads configs does not import and run
-pyyaml for each of them again (~9 ms of a small query's start at the real run's size; ~1 s of a fleet
+pyyaml for each of them again (~9 ms of a small query's start at the real run's size; ~0.2 CPU-s of a fleet
 query over 1,000 runs, bench/RESULTS.md, "Questions answered ahead").
 
 One JSON file per config under `sql-analysis-configs/` beside the SQL analysis cache (named by a
