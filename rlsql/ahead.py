@@ -157,13 +157,17 @@ def wait_for_builders(runs: Sequence[Run], root: Path, timeout: float = BUILDER_
         time.sleep(0.2)
 
 
-def answer(names: Sequence[str], runs: Sequence[Run]) -> list[str]:
+def answer(names: Sequence[str], runs: Sequence[Run], started_ns: int | None = None) -> list[str]:
     """Answer and keep each of `names` over `runs` that has no kept answer; the names kept. A question
-    that fails or cannot be kept is skipped: the user's own `rlsql query` says why, if it must."""
+    that fails or cannot be kept is skipped: the user's own `rlsql query` says why, if it must. Once a
+    `cache clear` has run since `started_ns` (as a builder does: cache.cleared_since), nothing more is kept."""
     from rlsql.api import run_query
 
+    root = cache.cache_root()
     kept = []
     for name in names:
+        if started_ns is not None and root is not None and cache.cleared_since(root, started_ns):
+            break
         keyed = answers.key_of(name, {}, runs)
         if keyed is None or answers.is_kept(keyed[0]):
             continue
@@ -177,6 +181,8 @@ def answer(names: Sequence[str], runs: Sequence[Run]) -> list[str]:
             continue
         found = answers.Answer(result.columns, result.rows, [str(w.message) for w in said])
         after = answers.key_of(name, {}, runs)
+        if started_ns is not None and root is not None and cache.cleared_since(root, started_ns):
+            break  # cleared while it was answered: the user asked for an empty folder
         if answers.store(keyed[0], keyed[1], name, runs, found, after[0] if after else None):
             kept.append(name)
     return kept
@@ -191,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     root, names, specs = Path(args[0]), args[1:split], args[split + 1:]
     if cache.cache_root() != root or not cache.ahead_wanted():
         return 0  # started for another folder, or turned off since: nothing of ours to do
+    # a clear from now on stops it (a folder not made yet has nothing to clear: the first store makes it)
+    started_ns = time.time_ns() if cache.has_marker(root) else None
     with contextlib.suppress(OSError):
         os.nice(NICE)
     try:
@@ -199,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         except RlsqlError:
             return 0
         wait_for_builders(runs, root)
-        answer(names, runs)
+        answer(names, runs, started_ns)
     finally:
         _drop_claims(root / answers.ANSWERS_DIR)
     return 0

@@ -244,3 +244,22 @@ def test_the_process_runs_this_rlsql_whatever_folder_it_starts_in(tiny: Path, en
     assert not used.exists()
     assert_rows_match(kept_rows("turns_by_outcome", tiny), oracle.expected("turns_by_outcome", [tiny]),
                       "turns_by_outcome")
+
+
+def test_a_cache_clear_while_answering_ahead_keeps_nothing_after_it(tiny: Path, env: dict[str, str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    root = Path(env["RLSQL_CACHE_DIR"])
+    cache.ensure_root(root)
+    names = ["turns_by_exception", "turns_by_outcome", "turn_percentiles"]
+    real = rlsql_api.run_query
+
+    def clearing(name, runs, params):
+        result = real(name, runs, params)
+        if name == "turns_by_outcome":  # the user clears the cache while this one is answered
+            cache.note_cleared(root)
+        return result
+
+    monkeypatch.setattr(rlsql_api, "run_query", clearing)
+    started = time.time_ns()
+    assert ahead.answer(names, resolve_runs([str(tiny)]), started) == ["turns_by_exception"]
+    assert len(kept_files(env)) == 1
