@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from rlsql.runs import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
+from tests.inprocess import TRAPPED, run_cli
 from tests.test_answers import aged_copy, kept_files, rlsql, settle
 
 TRIAL_QUERIES = {"turn_stats", "turns_by_exception", "turns_by_outcome", "turn_percentiles",
@@ -42,32 +42,20 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return dict(os.environ)
 
 
-class _QueryRan(Exception):
-    pass
-
-
 @pytest.fixture
 def kept_rows(env: dict[str, str], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
     """`rlsql query NAME -r RUN -f json` in this process with running a query made to fail: the rows of a
     kept answer, or None when there is none (cheaper than tests/test_answers.py's process without DuckDB,
     which the end-to-end test keeps)."""
-    from rlsql import quickcli
-
     def call(name: str, run: Path) -> list[dict] | None:
-        with monkeypatch.context() as patched:
-            def ran(*_args, **_kwargs):
-                raise _QueryRan
-            patched.setattr(rlsql_api, "run_query", ran)
-            patched.setenv("RLSQL_CACHE_AHEAD", "0")
-            patched.setattr(sys, "argv", ["rlsql", "query", name, "-r", str(run), "-f", "json"])
-            try:
-                quickcli.main()
-            except SystemExit as stop:
-                assert not stop.code, capsys.readouterr().err
-            except _QueryRan:
-                capsys.readouterr()
-                return None
-        return json.loads(capsys.readouterr().out)
+        with monkeypatch.context() as reading:  # a read starts nothing ahead (it would only fail to run)
+            reading.setenv("RLSQL_CACHE_AHEAD", "0")
+            got = run_cli(["query", name, "-r", str(run), "-f", "json"], reading, capsys,
+                          trap=(rlsql_api, "run_query"))
+        if got.returncode == TRAPPED:
+            return None
+        assert got.returncode == 0, got.stderr
+        return json.loads(got.stdout)
     return call
 
 

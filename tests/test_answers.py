@@ -19,15 +19,15 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
-from rlsql import answers, cli, quickcli
+from rlsql import answers, cli
 from rlsql import api as rlsql_api
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
+from tests.inprocess import Ran, run_cli
 
 #: a Python that cannot import DuckDB: only a kept answer can satisfy it
 NO_DUCKDB = "import sys; sys.modules['duckdb'] = None; from rlsql.quickcli import main; main()"
@@ -111,17 +111,7 @@ def rlsql(args: list[str], env: dict[str, str], without_duckdb: bool = False) ->
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
 
 
-class Ran(NamedTuple):
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 Runner = Callable[..., Ran]
-
-
-class _QueryRan(Exception):
-    pass
 
 
 @pytest.fixture
@@ -129,26 +119,8 @@ def run_in(capsys, monkeypatch) -> Runner:
     """rlsql's console entry in this process (cheaper than a process per call), as `rlsql()` takes it;
     `without_duckdb`: running a query at all fails (exit 99), so only a kept answer succeeds."""
     def call(args: list[str], env: dict[str, str], without_duckdb: bool = False) -> Ran:
-        for name in ("RLSQL_CACHE_DIR", "RLSQL_CACHE", "RLSQL_CACHE_ANSWERS"):
-            if name in env:
-                monkeypatch.setenv(name, env[name])
-            else:
-                monkeypatch.delenv(name, raising=False)
-        with monkeypatch.context() as patched:
-            if without_duckdb:
-                def ran(*_args, **_kwargs):
-                    raise _QueryRan
-                patched.setattr(rlsql_api, "run_query", ran)
-            patched.setattr(sys, "argv", ["rlsql", *args])
-            try:
-                quickcli.main()
-                code = 0
-            except SystemExit as stop:
-                code = int(stop.code or 0)
-            except _QueryRan:
-                code = 99
-        out, err = capsys.readouterr()
-        return Ran(code, out, err)
+        return run_cli(args, monkeypatch, capsys, env, ("RLSQL_CACHE_DIR", "RLSQL_CACHE", "RLSQL_CACHE_ANSWERS"),
+                       (rlsql_api, "run_query") if without_duckdb else None)
     return call
 
 

@@ -16,6 +16,7 @@ from rlsql import configcache
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
+from tests.inprocess import Ran, run_cli
 from tests.test_answers import aged_copy, settle
 
 #: a Python that cannot import pyyaml: a config is read only from its kept entry
@@ -36,43 +37,16 @@ def query(name: str, run: Path, env: dict[str, str], without_yaml: bool = False)
                           text=True, timeout=120)
 
 
-class _Parsed(Exception):
-    pass
-
-
-class Ran:
-    def __init__(self, returncode: int, stdout: str, stderr: str):
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
 @pytest.fixture
 def ask(env: dict[str, str], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
     """query() in this process (cheaper than a process per call); `without_yaml`: parsing a config at
     all fails the command (exit 99), so only a kept entry answers."""
-    from rlsql import config, quickcli
+    from rlsql import config
 
     def call(name: str, run: Path, without_yaml: bool = False, extra: dict[str, str] | None = None) -> Ran:
-        wanted = {**env, **(extra or {})}
-        for key in ("RLSQL_CACHE_DIR", "RLSQL_CACHE", "RLSQL_NO_CACHE"):
-            if key in wanted:
-                monkeypatch.setenv(key, wanted[key])
-            else:
-                monkeypatch.delenv(key, raising=False)
-        with monkeypatch.context() as patched:
-            if without_yaml:
-                def parsed(*_args, **_kwargs):
-                    raise _Parsed
-                patched.setattr(config, "config_rows", parsed)
-            patched.setattr(sys, "argv", ["rlsql", "query", name, "-r", str(run), "-f", "json"])
-            try:
-                quickcli.main()
-                code = 0
-            except SystemExit as stop:
-                code = int(stop.code or 0)
-            except _Parsed:
-                code = 99
-        out, err = capsys.readouterr()
-        return Ran(code, out, err)
+        return run_cli(["query", name, "-r", str(run), "-f", "json"], monkeypatch, capsys, {**env, **(extra or {})},
+                       ("RLSQL_CACHE_DIR", "RLSQL_CACHE", "RLSQL_NO_CACHE"),
+                       (config, "config_rows") if without_yaml else None)
     return call
 
 
