@@ -40,13 +40,12 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from rlsql import answers, cache, detached
+from rlsql import answers, cache, detached, writes
 from rlsql.errors import RlsqlError, RlsqlWarning
 from rlsql.runs import Run, resolve_runs
 
 if TYPE_CHECKING:
     from rlsql.catalog import Catalog
-    from rlsql.writes import TempName
 
 #: a set of more runs than this is not answered ahead: each question over a fleet costs seconds, and
 #: most fleets' answers are too large to keep (answers.MAX_ROWS)
@@ -104,11 +103,9 @@ def start(name: str, run_specs: Sequence[str] | None, runs: Sequence[Run]) -> in
     if pid is None:
         return None
     # not waited for: the command exits straight after (the process is then init's to reap)
-    from rlsql import writes
-
     with contextlib.suppress(OSError):  # claimed in its name now, as a cache builder is (its own claim: none)
         folder.mkdir(exist_ok=True)
-        writes.temp_name(folder / CLAIM, pid=pid).touch()
+        writes.claim(folder / CLAIM, pid)
     return pid
 
 
@@ -117,33 +114,9 @@ def start(name: str, run_specs: Sequence[str] | None, runs: Sequence[Run]) -> in
 CLAIM = "ahead"
 
 
-def _claims(folder: Path) -> list[tuple[Path, TempName]]:
-    from rlsql import writes
-
-    try:
-        paths = list(folder.iterdir())
-    except OSError:
-        return []
-    found = []
-    for path in paths:
-        parts = writes.parse_temp_name(path.name)
-        if parts is not None and parts.final == CLAIM and not parts.old:
-            found.append((path, parts))
-    return found
-
-
 def running_in(folder: Path) -> bool:
-    """Whether a live process on this host answers ahead into answers folder `folder`."""
-    from rlsql import writes
-
-    return any(writes.writer_alive(parts) and parts.pid != os.getpid() for _, parts in _claims(folder))
-
-
-def _drop_claims(folder: Path) -> None:
-    for path, parts in _claims(folder):
-        if parts.pid == os.getpid():
-            with contextlib.suppress(OSError):
-                path.unlink()
+    """Whether a live process on this host (other than this one) answers ahead into answers folder `folder`."""
+    return writes.claimant(folder / CLAIM, other_than=os.getpid()) is not None
 
 
 def wait_for_builders(runs: Sequence[Run], root: Path, timeout: float = BUILDER_WAIT_SECONDS) -> None:
@@ -209,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         wait_for_builders(runs, root)
         answer(names, runs, started_ns)
     finally:
-        _drop_claims(root / answers.ANSWERS_DIR)
+        writes.drop_claims(root / answers.ANSWERS_DIR / CLAIM, os.getpid())
     return 0
 
 

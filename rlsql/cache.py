@@ -33,14 +33,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rlsql.sqltext import glob_escaped
 
 # rlsql.writes is imported where it is used: a kept answer (rlsql/answers.py) reads the cache's policy
 # and folder without it (its socket and shutil imports are ~4 ms of a 50 ms answer)
-if TYPE_CHECKING:
-    from rlsql import writes
 
 CACHE_ENV = "RLSQL_CACHE_DIR"
 #: `0` / `off`: never read or build entries; `1` / `on`: build an entry for every CSV before it is read;
@@ -472,28 +469,12 @@ def full_state(entry: Entry, con) -> tuple[str, str]:
     return state, why
 
 
-def _claims(entry: Entry) -> Iterator[tuple[Path, writes.TempName]]:
-    from rlsql import writes
-
-    try:
-        paths = list(entry.parquet.parent.iterdir())
-    except OSError:
-        return
-    for path in paths:
-        parts = writes.parse_temp_name(path.name)
-        if parts is not None and parts.final == entry.parquet.name and not parts.old:
-            yield path, parts
-
-
 def builder_of(entry: Entry, other_than: int | None = None) -> int | None:
     """The pid of a live process on this host (other than `other_than`) building `entry`'s Parquet file
     (its claim: the file's temporary name, rlsql/writes.py), if any."""
     from rlsql import writes
 
-    for _, parts in _claims(entry):
-        if parts.pid != other_than and writes.writer_alive(parts):
-            return parts.pid
-    return None
+    return writes.claimant(entry.parquet, other_than)
 
 
 def claim_for(entry: Entry, pid: int) -> None:
@@ -503,20 +484,14 @@ def claim_for(entry: Entry, pid: int) -> None:
 
     with contextlib.suppress(OSError):
         entry.parquet.parent.mkdir(exist_ok=True)
-        for path, parts in _claims(entry):  # a builder that died before removing its claim: gone for good
-            if parts.host == writes.host_id() and not writes.writer_alive(parts):
-                path.unlink(missing_ok=True)
-        writes.temp_name(entry.parquet, pid=pid).touch()
+        writes.claim(entry.parquet, pid)  # a builder that died before removing its claim: gone for good
 
 
 def drop_claims_of(entry: Entry, pid: int) -> None:
     """Remove the claims made in the name of `pid` (the builder, once it is done with `entry`)."""
     from rlsql import writes
 
-    for path, parts in _claims(entry):
-        if parts.pid == pid and parts.host == writes.host_id():
-            with contextlib.suppress(OSError):
-                path.unlink()
+    writes.drop_claims(entry.parquet, pid)
 
 
 # --- marks: a CSV the background builder could not cache ---------------------------------------------

@@ -163,6 +163,48 @@ def writer_alive(parts: TempName) -> bool:
     return parts.host == _host() and (parts.pid == os.getpid() or _pid_alive(parts.pid))
 
 
+# -- claims: a process's temporary name of a target, made before it writes it -------------------------
+
+
+def claims(target: Path) -> list[tuple[Path, TempName]]:
+    """The temporary names of `target` beside it (not a swap's `.old`): the claims of the processes that
+    write it (a cache builder's Parquet file, rlsql/cache.py; the questions answered ahead, rlsql/ahead.py)."""
+    try:
+        paths = list(target.parent.iterdir())
+    except OSError:
+        return []
+    found = []
+    for path in paths:
+        parts = parse_temp_name(path.name)
+        if parts is not None and parts.final == target.name and not parts.old:
+            found.append((path, parts))
+    return found
+
+
+def claimant(target: Path, other_than: int | None = None) -> int | None:
+    """The pid of a live process on this host (other than `other_than`) that claims `target`, if any."""
+    for _, parts in claims(target):
+        if parts.pid != other_than and writer_alive(parts):
+            return parts.pid
+    return None
+
+
+def claim(target: Path, pid: int) -> None:
+    """Claim `target` in the name of process `pid` (a dead process's claim on this host goes first)."""
+    for path, parts in claims(target):
+        if parts.host == _host() and not writer_alive(parts):
+            path.unlink(missing_ok=True)
+    temp_name(target, pid=pid).touch()
+
+
+def drop_claims(target: Path, pid: int) -> None:
+    """Remove the claims of `target` made on this host in the name of `pid`."""
+    for path, parts in claims(target):
+        if parts.pid == pid and parts.host == _host():
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
 def _abandoned(entry: Path, parts: TempName) -> bool:
     if parts.host == _host():
         return parts.pid != os.getpid() and not _pid_alive(parts.pid)
