@@ -78,9 +78,13 @@ def questions_over_the_same_files(name: str) -> list[str]:
 
 def unanswered(names: Sequence[str], runs: Sequence[Run]) -> list[str]:
     """Those of `names` with no kept answer over `runs` (with their parameters' defaults)."""
+    try:
+        inputs = answers.inputs_of(runs)  # once for all the keys: the same files
+    except OSError:
+        return []
     left = []
     for name in names:
-        keyed = answers.key_of(name, {}, runs)
+        keyed = answers.key_of(name, {}, runs, inputs)
         if keyed is not None and not answers.is_kept(keyed[0]):
             left.append(name)
     return left

@@ -152,12 +152,15 @@ def _environment() -> list:
     return [[k, os.environ[k]] for k in names] + [["TZ", os.environ.get("TZ")]]
 
 
-def key_of(name: str, params: dict[str, str], runs: Sequence[Run]) -> tuple[str, list] | None:
-    """The answer key of `name` with `params` over `runs`, and the inputs it covers; None if not keepable."""
-    try:
-        inputs = inputs_of(runs)
-    except OSError:
-        return None  # a file vanished between the scan and now: answer it afresh (and fail there if it must)
+def key_of(name: str, params: dict[str, str], runs: Sequence[Run], inputs: list | None = None
+           ) -> tuple[str, list] | None:
+    """The answer key of `name` with `params` over `runs`, and the inputs it covers (`inputs`: inputs_of(runs)
+    read already, for several keys over the same files); None if not keepable."""
+    if inputs is None:
+        try:
+            inputs = inputs_of(runs)
+        except OSError:
+            return None  # a file vanished between the scan and now: answer it afresh (and fail there if it must)
     material = [ANSWER_FORMAT, ANSWER_VERSION, code_digest(), _environment(), name,
                 sorted(params.items()), inputs]
     digest = hashlib.sha256(json.dumps(material, separators=(",", ":")).encode()).hexdigest()[:32]
