@@ -42,9 +42,6 @@ _handed_out: list[cache.Entry] = []
 
 #: CSVs read in place that the default policy caches after the answer: path -> the source reading it
 _deferred: dict[str, str] = {}
-#: the default policy builds after the answer where a detached process can be started (POSIX); elsewhere
-#: it builds before the read, as `--cache` does
-CAN_SPAWN = detached.CAN_SPAWN
 #: the builders this process started and has not reaped (tests wait on them; the CLI exits without
 #: waiting, and the builder carries on)
 builders: list[int] = []
@@ -146,7 +143,8 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
                    + ("it changes)" if entry.read_meta().get("unbuilt") == cache.UNCONVERTIBLE
                       else "nobody has written it for a while)"))
             return None
-        if cache.mode() == "auto" and CAN_SPAWN:
+        # after the answer where a detached process can be started (POSIX); elsewhere before the read, as --cache
+        if cache.mode() == "auto" and detached.CAN_SPAWN:
             # answered in place now, at the speed of a bare read; the copy is built after the answer
             try:
                 cache.ensure_root(root)

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import cache, cachebuild
+from rlsql import cache, cachebuild, detached
 from rlsql.catalog import load_catalog
 from rlsql.duckconn import memory_connection
 from rlsql.duckpaths import why_unnameable
@@ -233,7 +233,7 @@ def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
     if builder is not None:
         cachebuild.notice(f"{path}: read in place (process {builder} is building its cache entry)")
         return None
-    if cache.mode() == "auto" and cachebuild.CAN_SPAWN:
+    if cache.mode() == "auto" and detached.CAN_SPAWN:
         grown = _growth(path, entry, record, st)
         # a log this command reads a second time (the next query of a report) is cached before that
         # read: a report over the 10x bench's logs cost 9.5 CPU-s reading them in place five times,
