@@ -170,19 +170,20 @@ def rlsql_exe() -> str:
     return found
 
 
-#: the test files that take longest (CPU seconds of a whole-suite run, bench/RESULTS.md, session 6), longest first.
-#: `pytest -n auto --dist loadfile` (README) hands whole files to the workers in the collection's order,
-#: so these start first and no worker begins a long file while the other is finishing. test_spark.py
-#: (minutes where pyspark and Java are installed, an instant skip where not) leads; the Spark Connect
-#: test comes last of all (LAST), so that its JVM starts after the other worker's files, not beside
-#: test_spark.py's from the start.
+#: the test files that take longest (wall seconds on their worker in a whole-suite run, bench/RESULTS.md,
+#: session 7), longest first. `pytest -n auto --dist loadfile` (README) hands a worker its next file when
+#: the one it runs has two tests left, in the collection's order, so these start first and no worker begins
+#: a long file while the other is finishing (greedy longest-first). test_spark.py (a minute where pyspark
+#: and Java are installed, an instant skip where not) leads. The Spark Connect test (~11 s, most of it its
+#: server's JVM starting) takes its place by length: run last of all, it left the other worker idle for
+#: its whole length at the end (session 6: the workers ended 11 s apart).
 LONGEST_FIRST = [
-    "test_spark.py", "test_report.py", "test_logcache.py", "test_fleet.py", "test_export_merge.py", "test_writes.py",
-    "test_cache.py", "test_rawlogs.py", "test_many_runs.py", "test_kill9.py", "test_shell.py", "test_adversarial.py",
-    "test_answers.py", "test_queries.py", "test_column_docs.py", "test_turn_counts.py", "test_harbor_damage.py",
-    "test_harlequin.py", "test_grain.py", "test_damaged.py",
+    "test_spark.py", "test_report.py", "test_logcache.py", "test_fleet.py", "test_export_merge.py", "test_cache.py",
+    "test_writes.py", "test_spark_connect.py", "test_answers.py", "test_rawlogs.py", "test_ahead.py", "test_kill9.py",
+    "test_shell.py", "test_configcache.py", "test_column_docs.py", "test_queries.py", "test_adversarial.py",
+    "test_turn_counts.py", "test_many_runs.py", "test_harbor_damage.py", "test_harlequin.py", "test_grain.py",
+    "test_export.py", "test_catalog.py", "test_cachebg.py", "test_damaged.py", "test_baselines.py",
 ]
-LAST = ["test_spark_connect.py"]
 
 
 #: test files that share a session fixture with another file -> that file: xdist runs them on the same worker,
@@ -216,9 +217,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The files of LONGEST_FIRST first, in that order, then the others as collected, then LAST."""
+    """The files of LONGEST_FIRST first, in that order, then the others as collected."""
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    rank.update({name: len(LONGEST_FIRST) + 1 + i for i, name in enumerate(LAST)})
     position = {id(item): i for i, item in enumerate(items)}
     items.sort(key=lambda item: (rank.get(item.path.name, len(LONGEST_FIRST)), position[id(item)]))
 
