@@ -76,7 +76,7 @@ def connect_server(tmp_path_factory):
                     break
             if time.monotonic() > deadline:
                 pytest.fail("the Spark Connect server did not listen within 180 s")
-            time.sleep(1)
+            time.sleep(0.2)  # it listens ~8 s after starting: a finer poll, up to 0.8 s sooner
         yield f"sc://127.0.0.1:{port}"
     finally:
         os.killpg(server.pid, signal.SIGTERM)
