@@ -50,6 +50,17 @@ _hypothesis_settings.register_profile("rlsql", database=None)
 _hypothesis_settings.load_profile("rlsql")
 
 
+@pytest.fixture(autouse=True)
+def _process_left_as_found():
+    """Each test leaves its worker process as it found it: the same priority (rlsql's background
+    processes lower their own, and run in process a test would lower the worker's for every file after
+    it: session 6's test_ahead did) and the same working folder."""
+    priority, folder = os.getpriority(os.PRIO_PROCESS, 0), os.getcwd()
+    yield
+    assert os.getpriority(os.PRIO_PROCESS, 0) == priority, "the test changed its worker's CPU priority (os.nice)"
+    assert os.getcwd() == folder, "the test left its worker in another working folder"
+
+
 class FixtureConnections:
     """One rlsql connection (rlsql.connection.open_connection: every view and macro, the small sources
     loaded once) per set of fixture runs, made when first asked for and shared by the whole session.
