@@ -25,6 +25,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import pytest  # the suite's own dependency: this file is also the plugin each worker loads
+
 ROOT = Path(__file__).resolve().parent.parent
 CI_COMMAND = ["pytest", "-q", "-p", "no:cacheprovider", "-n", "auto", "--dist", "loadfile"]
 OUT_ENV = "RLSQL_SUITE_TIME_OUT"
@@ -76,15 +78,7 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _hookwrapper(function):
-    try:
-        import pytest
-    except ImportError:  # run as a script: the hooks are never called
-        return function
-    return pytest.hookimpl(hookwrapper=True)(function)
-
-
-@_hookwrapper
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     cpu, started = _cpu(), time.monotonic()
     yield
