@@ -11,6 +11,11 @@ from typing import Any
 IGNORED_COLUMNS = {"reason"}  # free text, checked by hand in test_tiny_run.py
 
 
+def result_columns(cursor: Any) -> list[tuple[str, str]]:
+    """The (name, DuckDB type) pairs of the result a DuckDB cursor holds (what DESCRIBE names and types)."""
+    return [(d[0], str(d[1])) for d in cursor.description]
+
+
 def same_value(got: Any, want: Any) -> bool:
     if want is None or got is None:
         return got is None and want is None

@@ -111,6 +111,7 @@ def bound_columns(fixture_connections) -> dict[str, dict[str, list[tuple[str, st
 
     from rlsql.catalog import load_catalog
     from rlsql.sqltext import identifier
+    from tests.compare import result_columns
 
     found: dict[str, dict[str, list[tuple[str, str]]]] = {}
     names = [f.name for f in load_catalog().files.values() if f.kind in ("view", "query")]
@@ -121,7 +122,7 @@ def bound_columns(fixture_connections) -> dict[str, dict[str, list[tuple[str, st
                 cursor = con.execute(f"SELECT * FROM {identifier(name)} LIMIT 0")
             except duckdb.Error:
                 continue  # the runs lack an artifact it reads: nothing to bind
-            found.setdefault(name, {})[label] = [(d[0], str(d[1])) for d in cursor.description]
+            found.setdefault(name, {})[label] = result_columns(cursor)
     return found
 
 

@@ -16,6 +16,7 @@ from rlsql.describe import column_types
 from rlsql.runs import resolve_runs
 from rlsql.shellinit import init_script
 from rlsql.sqltext import identifier
+from tests.compare import result_columns
 from tests.conftest import RUNS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +36,7 @@ def test_bound_columns_are_the_ones_describe_binds() -> None:
     runs = resolve_runs([RUNS / "tiny"])
     con = open_connection(runs)
     for name in ("trials", "metric_rows", "vllm_seconds", "reward_curve", "timing_breakdown", "run_overview"):
-        bound = [(d[0], str(d[1])) for d in con.execute(f"SELECT * FROM {identifier(name)} LIMIT 0").description]
+        bound = result_columns(con.execute(f"SELECT * FROM {identifier(name)} LIMIT 0"))
         assert bound == column_types(name, runs), name
 
 

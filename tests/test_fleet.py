@@ -18,7 +18,7 @@ from rlsql.errors import DataError, UsageError
 from rlsql.runs import resolve_runs, split_alias
 from rlsql.sources import SourceContext
 from tests import oracle
-from tests.compare import assert_rows_match
+from tests.compare import assert_rows_match, result_columns
 from tests.conftest import FIXTURE_RUNS, RUNS
 
 
@@ -160,11 +160,6 @@ def eager_connection(specs: list[Path]) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def columns(cursor: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
-    """The (name, DuckDB type) pairs of the result a cursor holds."""
-    return [(d[0], str(d[1])) for d in cursor.description]
-
-
 def rounded(row: tuple) -> str:
     """A row as text, floats to 12 significant digits (a parallel sum may differ in the last bit)."""
     return repr(tuple(format(v, ".12g") if isinstance(v, float) else v for v in row))
@@ -194,7 +189,7 @@ def test_every_view_answers_as_if_created_eagerly() -> None:
             # nullable, without binding the stack of views below it a second time)
             got_cursor, want_cursor = lazy.execute(sql), eager.execute(sql)
             got, want = got_cursor.fetchall(), want_cursor.fetchall()
-        assert columns(got_cursor) == columns(want_cursor), name
+        assert result_columns(got_cursor) == result_columns(want_cursor), name
         assert sorted(map(rounded, got)) == sorted(map(rounded, want)), name
     listed = {r[0] for r in lazy.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     assert set(objects) <= listed
