@@ -23,10 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import FIXTURE_RUNS, RUNS, SPARK_TEST_CONF, SPARK_TEST_JAVA_OPTIONS  # noqa: E402
-
-os.environ.setdefault("RLSQL_SPARK_JAVA_OPTIONS", SPARK_TEST_JAVA_OPTIONS)
-os.environ.setdefault("RLSQL_SPARK_CONF", SPARK_TEST_CONF)
+# the fixture runs, and the tests' environment: their JVM flags and Spark settings (unless given), their
+# own cache folder, the cache off
+from tests.conftest import FIXTURE_RUNS, RUNS  # noqa: E402
 
 
 def jvm_cpu() -> float:
