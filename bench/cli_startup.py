@@ -3,8 +3,8 @@
 Usage: python bench/cli_startup.py [REF] [ROUNDS]   (default REF: fd0c699, the commit before the lazy
 `rlsql/__init__`; 15 rounds). Exports REF's rlsql/ and sql/ into a temporary folder, puts it first on
 PYTHONPATH for the "before" runs, and prints the median wall seconds of each command per side:
-`import rlsql.cli`, `rlsql --help`, and `rlsql query turn_stats` over the tiny fixture run.
-Also: `python -X importtime -c 'import rlsql.cli' 2>&1 | tail -1` for the import alone.
+`import rlsql.cli.app`, `rlsql --help`, and `rlsql query turn_stats` over the tiny fixture run.
+Also: `python -X importtime -c 'import rlsql.cli.app' 2>&1 | tail -1` for the import alone.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "fixtures" / "runs" / "tiny"
 COMMANDS = {
-    "import rlsql.cli": [sys.executable, "-c", "import rlsql.cli"],
+    "import rlsql.cli.app": [sys.executable, "-c", "import rlsql.cli.app"],
     "rlsql --help": [sys.executable, "-m", "rlsql", "--help"],
     "rlsql query turn_stats (tiny)": [sys.executable, "-m", "rlsql", "query", "turn_stats", "-r", str(TINY)],
 }

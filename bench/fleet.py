@@ -97,7 +97,7 @@ CONNECT_SNIPPET = (
 
 def query_names() -> list[str]:
     sys.path.insert(0, str(REPO))
-    from rlsql.catalog import load_catalog
+    from rlsql.catalog.catalog import load_catalog
 
     return [q.name for q in load_catalog().queries()]
 

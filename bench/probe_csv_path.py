@@ -27,9 +27,9 @@ os.environ["RLSQL_CACHE"] = "off"  # the CSV path, read in place
 
 import duckdb
 
-from rlsql.catalog import load_catalog
-from rlsql.connection import query_connection
-from rlsql.runs import resolve_runs
+from rlsql.catalog.catalog import load_catalog
+from rlsql.engine.statements import query_connection
+from rlsql.runs.folders import resolve_runs
 
 BENCH = Path(__file__).resolve().parent
 QUERIES = ["turn_stats", "turns_by_exception", "turns_by_outcome", "turn_percentiles", "exception_distribution",

@@ -117,9 +117,9 @@ def main(argv: list[str] | None = None) -> None:
         wall, cpu, _ = timed(lambda: target.execute(query).fetchall(), args.repeat)
         report(label, (wall, cpu, peak))
 
-    from rlsql.catalog import load_catalog
-    from rlsql.connection import open_connection
-    from rlsql.runs import resolve_runs
+    from rlsql.catalog.catalog import load_catalog
+    from rlsql.engine.statements import open_connection
+    from rlsql.runs.folders import resolve_runs
 
     runs = resolve_runs([run])
     view_con = open_connection(runs, ["turn_stats", "exception_treatment", "turns_by_outcome"], load_catalog())

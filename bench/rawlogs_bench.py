@@ -121,7 +121,7 @@ def clear_entries(cache_dir: Path) -> None:
 
 
 def log_records(cache_dir: Path) -> list[dict]:
-    """The records of the log entries under `cache_dir` (rlsql/logcache.py)."""
+    """The records of the log entries under `cache_dir` (rlsql/cache/logentries.py)."""
     out = []
     for meta in cache_dir.glob("??/*.json"):
         try:
@@ -224,7 +224,7 @@ def main() -> None:
     lines = sum(1 for p in (raw / "logs").iterdir() for _ in p.open("rb"))
     built = time.perf_counter() - began
     print(f"scale {args.scale}: {size / 1e6:.0f} MB of logs, {lines:,} lines (built in {built:.0f} s)")
-    # the raw-log cache (rlsql/logcache.py) in a folder of its own; the CSVs are far below the CSV
+    # the raw-log cache (rlsql/cache/logentries.py) in a folder of its own; the CSVs are far below the CSV
     # cache's threshold and are read in place either way
     cache_dir = args.root / "cache"
     in_place = {"RLSQL_CACHE": "0"}

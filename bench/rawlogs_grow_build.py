@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from rlsql import cache, logcache
+from rlsql.cache import logentries as logcache
+from rlsql.cache import store as cache
 
 NOISE = "(TerminalBenchGenerator pid=5151, ip=10.0.0.2) 2026-06-04 01:00:00 INFO trial x episode 1 finished\n"
 

@@ -146,7 +146,7 @@ def measure(cmd: list[str], repeat: int, warmup: bool = True) -> Sample:
 
 
 def query_names() -> list[str]:
-    from rlsql.catalog import sql_root
+    from rlsql.catalog.catalog import sql_root
 
     return sorted(p.stem for p in (sql_root() / "queries").glob("*.sql"))
 
@@ -194,13 +194,11 @@ def child_startup(run: str, name: str) -> dict:
     import duckdb  # the biggest import, timed on its own
 
     t1 = time.perf_counter()
-    import rlsql.api
-    import rlsql.cli  # noqa: F401 - typer and the CLI module, as `rlsql` loads them
-    from rlsql.artifacts import check_artifacts
-    from rlsql.catalog import load_catalog
-    from rlsql.connection import object_statements
-    from rlsql.formats import render
-    from rlsql.runs import resolve_runs
+    from rlsql.catalog.catalog import load_catalog
+    from rlsql.engine.statements import object_statements
+    from rlsql.outputs.formats import render
+    from rlsql.runs.artifacts import check_artifacts
+    from rlsql.runs.folders import resolve_runs
 
     t2 = time.perf_counter()
     catalog = load_catalog()
@@ -276,9 +274,9 @@ def child_explain(run: str, names: list[str], out_dir: str, label: str) -> dict:
     Each file has a summary from DuckDB's JSON profile (costliest operators, peak buffer memory, scans)
     followed by the EXPLAIN ANALYZE tree.
     """
-    from rlsql.catalog import load_catalog
-    from rlsql.connection import open_connection
-    from rlsql.runs import resolve_runs
+    from rlsql.catalog.catalog import load_catalog
+    from rlsql.engine.statements import open_connection
+    from rlsql.runs.folders import resolve_runs
 
     catalog = load_catalog()
     runs = resolve_runs([run])
@@ -318,9 +316,9 @@ def scan_kind(projections: list[str]) -> str:
 
 def child_scans(run: str, names: list[str]) -> dict:
     """How many CSV scans each query's physical plan holds (EXPLAIN, not executed), per artifact."""
-    from rlsql.catalog import load_catalog
-    from rlsql.connection import open_connection
-    from rlsql.runs import resolve_runs
+    from rlsql.catalog.catalog import load_catalog
+    from rlsql.engine.statements import open_connection
+    from rlsql.runs.folders import resolve_runs
 
     catalog = load_catalog()
     runs = resolve_runs([run])

@@ -12,7 +12,7 @@ temporary folder (removed at the end). Then, for each named query:
 
 - DuckDB: one cold `rlsql query NAME -r FLEET -f csv` process (what a user runs; `RLSQL_CACHE=0`,
   so the CSVs are read in place) with its wall, CPU seconds and peak RSS; and one process that runs
-  the query twice through `rlsql.api.run_query`, the second run timed (warm: imports and the SQL
+  the query twice through `rlsql.engine.query.run_query`, the second run timed (warm: imports and the SQL
   analysis done, files in the page cache);
 - Spark: one local session (local[2], as rlsql starts it) for all queries: the session start once,
   then per query a fresh `SparkCatalog` (cold: its sources read and cached, its views created), a
@@ -41,8 +41,8 @@ DEFAULT_QUERIES = ["turns_by_exception", "turn_stats", "exception_distribution",
 #: DuckDB's warm run: a second run_query in one process (imports and SQL analysis already done)
 WARM_CHILD = """
 import json, sys, time, resource
-from rlsql.api import run_query
-from rlsql.runs import resolve_runs
+from rlsql.engine.query import run_query
+from rlsql.runs.folders import resolve_runs
 runs = resolve_runs([sys.argv[1]])
 t0 = time.perf_counter(); run_query(sys.argv[2], runs, {}); t1 = time.perf_counter()
 c1 = time.process_time(); run_query(sys.argv[2], runs, {}); t2 = time.perf_counter(); c2 = time.process_time()
@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def measure(fleet: Path, args: argparse.Namespace) -> None:
-    from rlsql.engines.spark import SparkCatalog, get_session, run_query_spark
-    from rlsql.runs import resolve_runs
+    from rlsql.engine.spark import SparkCatalog, get_session, run_query_spark
+    from rlsql.runs.folders import resolve_runs
 
     warnings.simplefilter("ignore")
     runs = resolve_runs([str(fleet)])

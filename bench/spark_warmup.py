@@ -3,7 +3,7 @@
     python bench/spark_warmup.py            # the JVM flags and settings of the tests (tests/conftest.py)
     RLSQL_SPARK_JAVA_OPTIONS='-XX:+UseSerialGC' python bench/spark_warmup.py   # other JVM flags
 
-One local session (rlsql.engines.spark.get_session); every source and view created (SparkCatalog.create,
+One local session (rlsql.engine.spark.get_session); every source and view created (SparkCatalog.create,
 as test_spark.py's "all" run set does), every one collected and every named query run; then the same
 again in the same JVM, and then only the planning of the same view statements (parse, analyse,
 optimise, physical plan) a third time. The JVM's CPU is read from /proc/PID/stat of every java process
@@ -43,10 +43,10 @@ def jvm_cpu() -> float:
 
 
 def main() -> int:
-    from rlsql.catalog import load_catalog
-    from rlsql.engines.spark import SparkCatalog, get_session, run_query_spark
-    from rlsql.errors import RlsqlError
-    from rlsql.runs import resolve_runs
+    from rlsql.catalog.catalog import load_catalog
+    from rlsql.core.errors import RlsqlError
+    from rlsql.engine.spark import SparkCatalog, get_session, run_query_spark
+    from rlsql.runs.folders import resolve_runs
 
     warnings.simplefilter("ignore")
     started = time.monotonic()

@@ -19,10 +19,10 @@ def mark(label: str) -> None:
 
 
 def main() -> None:
-    import rlsql.cli as cli
+    import rlsql.cli.app as cli
 
-    mark("import rlsql.cli")
-    import rlsql.api as api
+    mark("import rlsql.cli.app")
+    import rlsql.engine.query as api
 
     create = api.query_connection
 

@@ -1,6 +1,6 @@
 """rlsql: SQL-first analytics for the logs of reinforcement-learning runs of LLM agents.
 
-The public names load lazily (PEP 562): `import rlsql.cli` must not pay for DuckDB, jinja2, PyYAML
+The public names load lazily (PEP 562): `import rlsql.cli.app` must not pay for DuckDB, jinja2, PyYAML
 and the SQL catalogue before a command needs them.
 """
 
@@ -9,19 +9,20 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from rlsql.version import __version__
+from rlsql.core.version import __version__
 
 #: public name -> the module that defines it
 _LAZY = {
-    "QueryResult": "rlsql.api",
-    "query": "rlsql.api",
-    "connect": "rlsql.lazyconn",
-    "DataError": "rlsql.errors",
-    "ExitCode": "rlsql.errors",
-    "RlsqlError": "rlsql.errors",
-    "RlsqlWarning": "rlsql.errors",
-    "UsageError": "rlsql.errors",
-    "spark": "rlsql.engines.spark",
+    "QueryResult": "rlsql.engine.query",
+    "query": "rlsql.engine.query",
+    "connect": "rlsql.engine.connection",
+    "DataError": "rlsql.core.errors",
+    "ExitCode": "rlsql.core.errors",
+    "RlsqlError": "rlsql.core.errors",
+    "RlsqlWarning": "rlsql.core.errors",
+    "UsageError": "rlsql.core.errors",
+    "spark": "rlsql.engine.spark",
+    "Settings": "rlsql.core.settings",
 }
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "QueryResult",
     "RlsqlError",
     "RlsqlWarning",
+    "Settings",
     "UsageError",
     "__version__",
     "connect",
@@ -38,10 +40,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from rlsql.api import QueryResult, query
-    from rlsql.engines.spark import spark
-    from rlsql.errors import DataError, ExitCode, RlsqlError, RlsqlWarning, UsageError
-    from rlsql.lazyconn import connect
+    from rlsql.core.errors import DataError, ExitCode, RlsqlError, RlsqlWarning, UsageError
+    from rlsql.core.settings import Settings
+    from rlsql.engine.connection import connect
+    from rlsql.engine.query import QueryResult, query
+    from rlsql.engine.spark import spark
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
-"""`python -m rlsql` runs the CLI (its fast path for a plain `query` first, as the console script does)."""
+"""`python -m rlsql` runs the CLI ."""
 
-from rlsql.quickcli import main
+from rlsql.cli.app import main
 
 main()

@@ -14,26 +14,19 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "fixtures" / "runs"
 FIXTURE_RUNS = ["tiny", "calendar", "newest", "harbor", "harbor_csv"]
 
-# Keep tests independent of a developer's ~/.cache: the Parquet cache and, beside it, the SQL analysis,
-# compiled-template and rendered-SQL caches go to a folder of this process's (each xdist worker's), which
-# its rlsql subprocesses share; tests that use a cache of their own point RLSQL_CACHE_DIR elsewhere. The SQL
-# caches stay on (as for a user): with RLSQL_NO_CACHE=1 every rlsql process parsed the catalogue again,
-# ~0.35 of the ~0.5 CPU-s of a small `rlsql query` (bench/RESULTS.md, session 5); tests/test_catalog.py and
-# tests/test_cache.py check the caches themselves, with RLSQL_NO_CACHE set and unset.
+# Keep tests independent of a developer's ~/.cache: the cache goes to a folder of this process's (each xdist
+# worker's), which its rlsql subprocesses share; tests that use a cache of their own point RLSQL_CACHE_DIR
+# elsewhere. The cache stays in its default mode (auto: a fresh copy is read, nothing is built unasked).
 os.environ["RLSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlsql-test-cache-")
-# ...and off unless a test turns it on (tests/test_cache.py does): a large test CSV would otherwise be
-# cached on first read, and a test that changes rlsql's limits between reads would get the earlier copy
-os.environ["RLSQL_CACHE"] = "0"
-# no test's query starts a background process answering other questions (rlsql/ahead.py): a test of
-# kept answers counts what it stored itself; tests/test_ahead.py turns it on where it checks it
-os.environ["RLSQL_CACHE_AHEAD"] = "0"
+for _name in ("RLSQL_CACHE", "RLSQL_FROM_LOGS", "RLSQL_ENGINE"):  # a developer's own choices stay out of the tests
+    os.environ.pop(_name, None)
 
 # Spark tests (tests/test_spark*.py) start short-lived local JVMs over tiny inputs, where compiling costs
 # more than it saves: the JIT's first tier only (C1), with the code cache tiered compilation would get
 # (C1 alone gets a smaller one, fills it within a run set, and the JVM then interprets everything), and
 # the serial collector (bench/RESULTS.md); no whole-stage or expression code generation (Spark
 # interprets the same expressions: the answers are the same, and Spark's own suites check that the two
-# agree) and no adaptive re-planning. A user's session keeps Spark's defaults (rlsql/engines/spark.py).
+# agree) and no adaptive re-planning. A user's session keeps Spark's defaults (rlsql/engine/spark.py).
 SPARK_TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
 # A 2 GB driver: with every object of the five fixture runs created and cached at once (test_spark's "all"),
 # a 1 GB one spent its time in full collections (old generation at 99 %, 27 s of full GC in two minutes).
@@ -52,17 +45,14 @@ _hypothesis_settings.load_profile("rlsql")
 
 @pytest.fixture(autouse=True)
 def _process_left_as_found():
-    """Each test leaves its worker process as it found it: the same priority (rlsql's background
-    processes lower their own, and run in process a test would lower the worker's for every file after
-    it: session 6's test_ahead did) and the same working folder."""
-    priority, folder = os.getpriority(os.PRIO_PROCESS, 0), os.getcwd()
+    """Each test leaves its worker process in the working folder it found (the next file's tests rely on it)."""
+    folder = os.getcwd()
     yield
-    assert os.getpriority(os.PRIO_PROCESS, 0) == priority, "the test changed its worker's CPU priority (os.nice)"
     assert os.getcwd() == folder, "the test left its worker in another working folder"
 
 
 class FixtureConnections:
-    """One rlsql connection (rlsql.connection.open_connection: every view and macro, the small sources
+    """One rlsql connection (rlsql.engine.statements.open_connection: every view and macro, the small sources
     loaded once) per set of fixture runs, made when first asked for and shared by the whole session.
 
     The sets are each fixture run alone and "all" of them together. Tests that only read views through
@@ -78,8 +68,8 @@ class FixtureConnections:
         if label not in self._open:
             import warnings
 
-            from rlsql.connection import open_connection
-            from rlsql.runs import resolve_runs
+            from rlsql.engine.statements import open_connection
+            from rlsql.runs.folders import resolve_runs
 
             names = FIXTURE_RUNS if label == "all" else [label]
             with warnings.catch_warnings():
@@ -109,8 +99,8 @@ def bound_columns(fixture_connections) -> dict[str, dict[str, list[tuple[str, st
     """
     import duckdb
 
-    from rlsql.catalog import load_catalog
-    from rlsql.sqltext import identifier
+    from rlsql.catalog.catalog import load_catalog
+    from rlsql.core.sqltext import identifier
     from tests.compare import result_columns
 
     found: dict[str, dict[str, list[tuple[str, str]]]] = {}
@@ -131,8 +121,8 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The markdown report of the tiny run, written once per session (test_report and test_golden read it)."""
     import warnings
 
-    from rlsql.report import build_report
-    from rlsql.runs import resolve_runs
+    from rlsql.outputs.report import build_report
+    from rlsql.runs.folders import resolve_runs
 
     out = tmp_path_factory.mktemp("tiny-report") / "report"
     with warnings.catch_warnings():
@@ -143,13 +133,13 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def export_clock(monkeypatch: pytest.MonkeyPatch):
-    """A function that moves the clock rlsql.export stamps `rlsql.exported_at` with one second on: tests whose
+    """A function that moves the clock rlsql.outputs.export stamps `rlsql.exported_at` with one second on: tests whose
     exports' stamps (whole seconds) must differ call it between the exports instead of sleeping a second
     (~5 s of a worker's wall time). The stamps are the real time from then on plus the seconds moved."""
     import datetime as dt
     import types
 
-    import rlsql.export as export
+    import rlsql.outputs.export as export
 
     moved = dt.timedelta()
 
@@ -191,10 +181,10 @@ def rlsql_exe() -> str:
 #: its whole length at the end (session 6: the workers ended 11 s apart).
 LONGEST_FIRST = [
     "test_spark.py", "test_report.py", "test_logcache.py", "test_fleet.py", "test_export_merge.py", "test_cache.py",
-    "test_writes.py", "test_spark_connect.py", "test_answers.py", "test_rawlogs.py", "test_ahead.py", "test_kill9.py",
-    "test_shell.py", "test_configcache.py", "test_column_docs.py", "test_queries.py", "test_adversarial.py",
+    "test_writes.py", "test_spark_connect.py", "test_rawlogs.py", "test_kill9.py",
+    "test_shell.py", "test_column_docs.py", "test_queries.py", "test_adversarial.py",
     "test_turn_counts.py", "test_many_runs.py", "test_harbor_damage.py", "test_harlequin.py", "test_grain.py",
-    "test_export.py", "test_catalog.py", "test_cachebg.py", "test_damaged.py", "test_baselines.py",
+    "test_export.py", "test_catalog.py", "test_damaged.py", "test_baselines.py",
 ]
 
 

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import rlsql
-from rlsql.check import check_runs
-from rlsql.runs import resolve_runs
+from rlsql.inspection.check import check_runs
+from rlsql.runs.folders import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
@@ -88,8 +88,8 @@ def test_hostile_folder_name_beside_its_lookalikes(tmp_path: Path, name: str) ->
 
 def test_a_file_outside_the_list_is_an_error_not_filtered(tmp_path: Path, monkeypatch) -> None:
     # undo the escaping, so DuckDB expands `run[1]` to run1's file: the query must fail, naming it
-    from rlsql.catalog import load_catalog
-    from rlsql.sqltext import literal
+    from rlsql.catalog.catalog import load_catalog
+    from rlsql.core.sqltext import literal
 
     write(tmp_path / "run[1]", TRIALS, trials(1))
     write(tmp_path / "run1", TRIALS, trials(2))
@@ -316,7 +316,7 @@ def test_a_line_longer_than_the_read_buffer_is_a_warning_with_its_line(long_line
 
 @pytest.mark.parametrize("mib", [2.5, 10, 15.9, 24])
 def test_a_line_near_the_16_mib_read_buffer_is_a_warning_not_a_lost_row(tmp_path: Path, mib: float) -> None:
-    """rlsql reads with a 16 MiB buffer (rlsql/csvread.py): a line over DuckDB's 2 MiB max_line_size is
+    """rlsql reads with a 16 MiB buffer (rlsql/runs/csvfiles.py): a line over DuckDB's 2 MiB max_line_size is
     rejected and named, never dropped without a word or read as a row. 10 and 15.9 MiB fit the buffer
     whether or not the long-line guard saw them; 24 MiB is always found by the guard and read with a
     buffer twice its size (without the guard, a line of 16.2 MiB or more vanished: measured)."""
@@ -336,7 +336,7 @@ def test_check_reports_the_long_line(long_line_run: Path) -> None:
 
 def test_check_accounts_for_every_line_even_when_duckdb_drops_one(long_line_run: Path, monkeypatch) -> None:
     # without rlsql's buffer sizing DuckDB drops the long line without a word: check must still see it
-    from rlsql import csvread
+    from rlsql.runs import csvfiles as csvread
 
     monkeypatch.setattr(csvread, "buffer_size", lambda paths: None)
     found = issues(long_line_run)
@@ -412,7 +412,7 @@ def test_random_trees_answer_as_the_oracle_and_stay_untouched(tmp_path_factory, 
 
 
 def test_a_line_too_long_for_any_buffer_skips_the_file_naming_its_line(long_line_run: Path, monkeypatch) -> None:
-    from rlsql import csvread
+    from rlsql.runs import csvfiles as csvread
 
     monkeypatch.setattr(csvread, "MAX_BUFFER", 64 * 1024 * 1024)  # the 40 MB line needs ~84 MB
     _, warned = caught_query("reward_summary", [long_line_run])

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 import rlsql
-from rlsql import cli
-from rlsql.catalog import load_catalog
-from rlsql.connection import open_connection
-from rlsql.runs import resolve_runs
+from rlsql.catalog.catalog import load_catalog
+from rlsql.cli import app as cli
+from rlsql.engine.statements import open_connection
+from rlsql.runs.folders import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
@@ -81,7 +81,7 @@ def test_a_changed_csv_is_read_again(cache_dir: Path, tmp_path: Path, capsys, mo
     got = rlsql.query("turn_stats", [run]).to_dicts()
     assert_rows_match(got, oracle.expected("turn_stats", [run]), "turn_stats after the CSV changed")
     code, out, _ = cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)
-    states = {Path(e["csv"]).name: e["state"] for e in json.loads(out)}
+    states = {Path(e["file"]).name: e["state"] for e in json.loads(out)}
     assert states[trials.name] == "stale"
     code, _, err = cli_run(["cache", "clear", "--stale"], capsys, monkeypatch)
     assert code == 0 and "removed 2 files" in err
@@ -228,13 +228,13 @@ def built_trials_entry(run: Path, capsys, monkeypatch) -> Path:
     assert code == 0
     code, out, _ = cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)
     trials = next(run.glob("*_trial_results.csv"))
-    return Path(next(e["parquet"] for e in json.loads(out) if Path(e["csv"]) == trials.resolve()))
+    return Path(next(e["parquet"] for e in json.loads(out) if Path(e["file"]) == trials.resolve()))
 
 
 def cache_states(capsys, monkeypatch) -> dict[str, str]:
     code, out, _ = cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)
     assert code == 0
-    return {Path(e["csv"]).name: e["state"] for e in json.loads(out)}
+    return {Path(e["file"]).name: e["state"] for e in json.loads(out)}
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "emptied"])
@@ -256,7 +256,7 @@ def test_a_damaged_cached_parquet_is_not_read_and_build_repairs_it(damage, cache
     trials = next(run.glob("*_trial_results.csv")).name
     assert cache_states(capsys, monkeypatch)[trials] == "damaged"
     code, out, _ = cli_run(["cache", "build", "-r", str(run), "-f", "json"], capsys, monkeypatch)
-    states = {Path(b["csv"]).name: b["state"] for b in json.loads(out)}
+    states = {Path(b["file"]).name: b["state"] for b in json.loads(out)}
     assert states[trials] == "built" and sorted(states.values()).count("fresh") == 2
     assert set(cache_states(capsys, monkeypatch).values()) == {"fresh"}
     assert "read_parquet" in source_sql([run], "trials_src")
@@ -296,7 +296,7 @@ def test_export_falls_back_to_the_csv_when_a_cached_copy_fails_to_read(cache_dir
     out_dir = tmp_path / "bi"
     code, _, err = cli_run(["export", "turn_stats", "-r", str(run), "-o", str(out_dir)], capsys, monkeypatch)
     assert code == 0, err
-    assert "Traceback" not in err and "answered from the CSV" in err
+    assert "Traceback" not in err and "answered from the file" in err
     rows = pq.read_table(out_dir / "turn_stats.parquet").to_pylist()
     assert_rows_match(rows, oracle.expected("turn_stats", [run]), "export over a damaged cache entry")
     trials = next(run.glob("*_trial_results.csv")).name
@@ -313,7 +313,7 @@ def test_report_falls_back_to_the_csv_when_a_cached_copy_fails_to_read(cache_dir
     _zero_the_pages(built_trials_entry(run, capsys, monkeypatch))
     code, _, err = cli_run(["report", "-r", str(run), "-o", str(tmp_path / "rep")], capsys, monkeypatch)
     assert code == 0, err
-    assert "Traceback" not in err and "answered from the CSV" in err
+    assert "Traceback" not in err and "answered from the file" in err
     # the same report as from the CSVs alone, but for the timestamps it prints
     def text(folder: Path) -> list[str]:
         return [line for line in (folder / "report.md").read_text().splitlines() if "generated" not in line.lower()]
@@ -344,7 +344,7 @@ def test_a_csv_edited_with_its_size_and_mtime_kept_is_read_again(cache_dir, tmp_
 
 
 def test_leftovers_of_a_killed_build_are_swept(cache_dir, tmp_path, capsys, monkeypatch) -> None:
-    from rlsql import cache
+    from rlsql.cache import store as cache
 
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)
@@ -374,7 +374,7 @@ def test_build_rebuilds_only_what_is_missing_or_stale(cache_dir, tmp_path, capsy
     cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
     vllm = next(run.glob("*_vllm_metrics_table.csv"))
     _, out, _ = cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)
-    untouched = [Path(e["parquet"]) for e in json.loads(out) if Path(e["csv"]) != vllm.resolve()]
+    untouched = [Path(e["parquet"]) for e in json.loads(out) if Path(e["file"]) != vllm.resolve()]
     assert len(untouched) == 2
     mtimes = {p: p.stat().st_mtime_ns for p in untouched}
     with vllm.open("a") as fh:
@@ -399,58 +399,44 @@ def test_verbose_says_whether_each_source_read_used_the_cache(cache_dir, tmp_pat
     assert "from the cache" not in err  # quiet without -v
 
 
-# --- caching without asking (issue 15 item 2) ------------------------------------------------------
+# --- nothing is cached unasked; a large file read in place says what a build would save ----------------
 
 
-def wait_for_builders() -> None:
-    from rlsql import cachebuild
-
-    cachebuild.reap_builders(wait=True)
-
-
-def test_a_large_csv_is_answered_in_place_then_cached_in_the_background_and_the_opt_out_is_honoured(
-        cache_dir, tmp_path, capsys, monkeypatch) -> None:
-    from rlsql import cachebuild
-
-    run = tmp_path / "tiny"
-    shutil.copytree(RUNS / "tiny", run)
-    trials = next(run.glob("*_trial_results.csv"))
-    # the threshold lowered so that the fixture's trials file counts as large and the others do not
-    monkeypatch.setenv("RLSQL_CACHE_MIN_BYTES", str(trials.stat().st_size))
-    for opt_out in (["--no-cache"], []):
-        if not opt_out:
-            monkeypatch.setenv("RLSQL_CACHE", "0")
-        code, out, _ = cli_run([*opt_out, "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
-        assert code == 0 and not list(cache_dir.rglob("*.parquet")) and not cachebuild.builders
-    monkeypatch.setenv("RLSQL_CACHE", "")
-    code, out, err = cli_run(["-v", "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
-    assert code == 0
-    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "first read")
-    # the first read answered from the CSV itself; one detached builder was started for the large file only
-    assert [line for line in err.splitlines() if str(trials) in line and "read in place" in line]
-    assert len(cachebuild.builders) == 1
-    wait_for_builders()
-    assert cache_states(capsys, monkeypatch) == {trials.name: "fresh"}
-    assert "read_parquet" in source_sql([run], "trials_src")
-    code, out, err = cli_run(["-v", "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
-    assert code == 0 and [line for line in err.splitlines() if str(trials) in line and "from the cache" in line]
-    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "second read")
-    assert not cachebuild.builders  # a fresh entry starts no builder
-    code, _, err = cli_run(["--no-cache", "query", "turn_stats", "-r", str(run), "-v"], capsys, monkeypatch)
-    assert code == 0 and [line for line in err.splitlines() if str(trials) in line and "read in place" in line]
-    monkeypatch.setenv("RLSQL_CACHE", "0")
-    assert "read_parquet" not in source_sql([run], "trials_src")  # an opt-out also skips existing entries
-
-
-def test_a_changed_large_csv_is_answered_from_the_csv_and_cached_again(cache_dir, tmp_path, capsys,
+def test_a_large_csv_is_read_in_place_with_one_hint_and_nothing_is_built(cache_dir, tmp_path, capsys,
                                                                          monkeypatch) -> None:
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)
     trials = next(run.glob("*_trial_results.csv"))
-    monkeypatch.setenv("RLSQL_CACHE_MIN_BYTES", "1")
-    code, _, _ = cli_run(["query", "turn_stats", "-r", str(run)], capsys, monkeypatch)
-    wait_for_builders()
-    old_rows = {e["csv"]: e["rows"] for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys,
+    # the threshold lowered so that the fixture's trials file counts as large and the others do not
+    monkeypatch.setenv("RLSQL_CACHE_HINT_BYTES", str(trials.stat().st_size))
+    code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "first read")
+    hints = [line for line in err.splitlines() if "hint:" in line]
+    assert len(hints) == 1 and str(trials) in hints[0] and "rlsql cache build" in hints[0], err
+    assert not cache_dir.exists()  # nothing was built, or even created
+    for quiet in (["--no-cache"], ):
+        code, _, err = cli_run([*quiet, "query", "turn_stats", "-r", str(run)], capsys, monkeypatch)
+        assert code == 0 and "hint:" not in err
+    code, _, _ = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    assert code == 0 and cache_states(capsys, monkeypatch)[trials.name] == "fresh"
+    code, out, err = cli_run(["-v", "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0 and "hint:" not in err
+    assert [line for line in err.splitlines() if str(trials) in line and "from the cache" in line]
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "second read")
+    code, _, err = cli_run(["--no-cache", "query", "turn_stats", "-r", str(run), "-v"], capsys, monkeypatch)
+    assert code == 0 and [line for line in err.splitlines() if str(trials) in line and "read in place" in line]
+    monkeypatch.setenv("RLSQL_CACHE", "off")
+    assert "read_parquet" not in source_sql([run], "trials_src")  # an opt-out also skips existing entries
+
+
+def test_a_changed_csv_is_answered_from_the_csv_until_the_next_build(cache_dir, tmp_path, capsys,
+                                                                       monkeypatch) -> None:
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    trials = next(run.glob("*_trial_results.csv"))
+    cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    old_rows = {e["file"]: e["rows"] for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys,
                                                                    monkeypatch)[1])}
     lines = trials.read_text().splitlines()
     trials.write_text("\n".join([*lines, lines[1].replace(lines[1].split(",")[1], "added-trial", 1)]) + "\n")
@@ -458,80 +444,115 @@ def test_a_changed_large_csv_is_answered_from_the_csv_and_cached_again(cache_dir
     code, out, err = cli_run(["-v", "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
     assert code == 0 and [line for line in err.splitlines() if str(trials) in line and "read in place" in line]
     assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "after the edit")
-    wait_for_builders()
-    status = {e["csv"]: e for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)[1])}
+    assert cache_states(capsys, monkeypatch)[trials.name] == "stale"  # a query rebuilds nothing
+    cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    status = {e["file"]: e for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)[1])}
     assert status[str(trials)]["state"] == "fresh" and status[str(trials)]["rows"] == old_rows[str(trials)] + 1
 
 
-def test_a_csv_another_process_is_caching_is_read_in_place_without_a_second_builder(cache_dir, tmp_path, capsys,
-                                                                                    monkeypatch) -> None:
-    from rlsql import cache, cachebuild, writes
-
-    run = tmp_path / "tiny"
-    shutil.copytree(RUNS / "tiny", run)
-    trials = next(run.glob("*_trial_results.csv"))
-    monkeypatch.setenv("RLSQL_CACHE_MIN_BYTES", str(trials.stat().st_size))
-    cache.ensure_root(cache_dir)
-    entry = cache.entry_for(trials, cache_dir)
-    entry.parquet.parent.mkdir(parents=True)
-    claim = writes.temp_name(entry.parquet)  # what a builder creates first; this process is alive
-    claim.touch()
-    assert cache.builder_of(entry) == os.getpid()
-    code, out, err = cli_run(["-v", "query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
-    assert code == 0 and f"process {os.getpid()} is building its cached copy" in err
-    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "read while being cached")
-    assert not cachebuild.builders
-    code, _, err = cli_run(["cache", "status"], capsys, monkeypatch)
-    assert "1 being built now" in err and "0 leftover" in err
-    claim.unlink()
+def test_the_size_limit_removes_the_least_recently_used_entries(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    runs = []
+    for name in ("a", "b", "c"):
+        shutil.copytree(RUNS / "tiny", tmp_path / name)
+        runs.append(tmp_path / name)
+    for run in runs:
+        assert cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)[0] == 0
+    status = json.loads(cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)[1])
+    per_run = {r.name: sum(e["parquet_bytes"] for e in status if Path(e["file"]).parent == r.resolve()) for r in runs}
+    assert len(status) == 9 and len(set(per_run.values())) == 1
+    # run a was used last (a query read its copies): under a limit of two runs' copies, run b's go first
+    every_file = ("SELECT (SELECT count(*) FROM trials), (SELECT count(*) FROM steps), "
+                  "(SELECT count(*) FROM vllm_seconds)")
+    code, _, err = cli_run(["-v", "sql", every_file, "-r", str(runs[0])], capsys, monkeypatch)
+    assert code == 0 and err.count("from the cache") == 3, err
+    monkeypatch.setenv("RLSQL_CACHE_MAX_BYTES", str(2 * per_run["a"]))
+    fresh = tmp_path / "d"
+    shutil.copytree(RUNS / "tiny", fresh)
+    code, _, err = cli_run(["cache", "build", "-r", str(fresh)], capsys, monkeypatch)
+    assert code == 0 and "least recently used entries removed" in err, err
+    left = {Path(e["file"]).parent.name for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys,
+                                                                    monkeypatch)[1])}
+    assert left == {"a", "d"}
+    _, _, err = cli_run(["cache", "status"], capsys, monkeypatch)
+    assert f"of at most {2 * per_run['a']:,} bytes" in err
 
 
 def test_cache_status_says_the_policy(cache_dir, capsys, monkeypatch) -> None:
-    monkeypatch.setenv("RLSQL_CACHE_MIN_BYTES", str(64 * 2**20))
+    monkeypatch.setenv("RLSQL_CACHE_HINT_BYTES", str(64 * 2**20))
     code, _, err = cli_run(["cache", "status"], capsys, monkeypatch)
-    assert code == 0 and "64 MiB" in err and "RLSQL_CACHE=0" in err
-    monkeypatch.setenv("RLSQL_CACHE", "0")
+    assert code == 0 and "64 MiB" in err and "never in the background" in err
+    monkeypatch.setenv("RLSQL_CACHE", "off")
     code, _, err = cli_run(["cache", "status"], capsys, monkeypatch)
-    assert code == 0 and "off" in err
+    assert code == 0 and "the cache is off" in err
+
+
+def test_a_cache_folder_beside_a_stray_log_is_used_and_one_inside_a_run_warns_every_command(
+        tmp_path, capsys, monkeypatch) -> None:
+    """A folder is a run's only when it holds a run's artifacts: a `.log` or `.out` file of anything else
+    beside the cache folder does not make rlsql refuse it; a cache it does refuse says so on every command
+    that would have used it (which folder, why, the fix), not only in `cache status`."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "first.out").write_text("hello\n")
+    (work / "timings.log").write_text("1.2 s\n")
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(work / "cache"))
+    run = RUNS / "tiny"
+    code, _, err = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    assert code == 0, err
+    code, _, err = cli_run(["-v", "query", "turn_stats", "-r", str(run)], capsys, monkeypatch)
+    assert code == 0 and "from the cache" in err and "warning" not in err
+    inside = tmp_path / "copy"
+    shutil.copytree(RUNS / "tiny", inside)
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(inside / "cache"))
+    for args in (["query", "turn_stats"], ["sql", "SELECT count(*) FROM trials"], ["export", "turn_stats", "-o",
+                                                                                   str(tmp_path / "out")]):
+        code, _, err = cli_run([*args, "-r", str(run)], capsys, monkeypatch)
+        warned = [line for line in err.splitlines() if "warning" in line and "inside run folder" in line]
+        assert code == 0 and len(warned) == 1, (args, err)
+        assert str(inside / "cache") in warned[0] and "RLSQL_CACHE" in warned[0]
+    assert not (inside / "cache").exists()
 
 
 # --- where the caches live (issue 9 item 15) -------------------------------------------------------
 
 
-def test_the_sql_analysis_cache_follows_rlsql_cache_dir(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+def test_a_query_writes_nothing_anywhere_unasked(cache_dir, tmp_path, capsys, monkeypatch) -> None:
     xdg = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
-    monkeypatch.delenv("RLSQL_NO_CACHE", raising=False)
-    load_catalog.cache_clear()
-    try:
-        code, _, _ = cli_run(["query", "turn_stats", "-r", str(RUNS / "tiny")], capsys, monkeypatch)
-    finally:
-        load_catalog.cache_clear()
+    code, _, _ = cli_run(["query", "turn_stats", "-r", str(RUNS / "tiny")], capsys, monkeypatch)
     assert code == 0
-    assert not xdg.exists()  # nothing under the user's ~/.cache equivalent
-    assert list(cache_dir.glob("sql-analysis-*.json"))
+    assert not xdg.exists() and not cache_dir.exists()  # no SQL analysis or any other cache is kept
 
 
 def test_an_empty_home_does_not_put_the_cache_at_the_filesystem_root(monkeypatch) -> None:
     import pwd
 
-    from rlsql.cache import cache_root
+    from rlsql.core.settings import Settings
 
-    monkeypatch.delenv("RLSQL_CACHE_DIR", raising=False)
-    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    monkeypatch.setenv("HOME", "")
     expected = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "rlsql" / "parquet"
-    assert cache_root() == expected
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # the XDG spec says: ignore a relative one
-    assert cache_root() == expected
+    assert Settings.from_env({"HOME": ""}).cache_dir == expected
+    # the XDG spec says: ignore a relative one
+    assert Settings.from_env({"HOME": "", "XDG_CACHE_HOME": "relative/path"}).cache_dir == expected
+    assert Settings.from_env({"XDG_CACHE_HOME": "/x"}).cache_dir == Path("/x/rlsql/parquet")
+
+
+def temp_sizes(folder: Path) -> list[int]:
+    """The sizes of the temporary files under `folder` now (one may be renamed away while it is looked at)."""
+    sizes = []
+    for path in folder.rglob("*.rlsql-tmp"):
+        try:
+            sizes.append(path.stat().st_size)
+        except FileNotFoundError:
+            continue
+    return sizes
 
 
 @pytest.mark.slow
 def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(cache_dir, tmp_path, capsys, monkeypatch,
                                                                    rlsql_exe) -> None:
-    """kill -9 at several points of a real `cache build`: never a half entry in use, never a leftover
-    the next build cannot sweep, and the answer afterwards is the oracle's."""
-    import random
+    """kill -9 of a real `cache build` while it writes an entry (its temporary file seen, the process seen
+    alive just before the kill): never a half entry in use, never a leftover the next build cannot sweep,
+    and the answer afterwards is the oracle's."""
     import signal
     import subprocess
     import time
@@ -542,33 +563,31 @@ def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(cache_dir, tm
     body = [line.split(",", 2) for line in lines[1:]]
     with (run / "20260105_120000_trial_results.csv").open("w") as fh:
         fh.write(lines[0] + "\n")
-        for i in range(40_000):
+        for i in range(400_000):
             task, trial, rest = body[i % len(body)]
             fh.write(f"{task},{trial}-{i},{rest}\n")
     before = snapshot(run)
-    # the Parquet cache's files only: the SQL caches, which would share the folder, are off as they were
-    # before the suite turned them on (tests/conftest.py); test_catalog.py checks those
-    monkeypatch.setenv("RLSQL_NO_CACHE", "1")
     env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": ""}
-    rng = random.Random(9)
-    for _ in range(4):
+    allowed = re.compile(r"^(rlsql-cache\.json|[0-9a-f]{24}\.(parquet|json)"
+                         r"|\.[0-9a-f]{24}\.(parquet|json)\.[0-9a-f]{6}-\d+-[0-9a-f]{8}-[0-9a-f]{8}\.rlsql-tmp)$")
+    killed = 0
+    for min_bytes in (0, 1, 2**20):  # as the temporary appears, once it has bytes, once it has a MiB
         proc = subprocess.Popen([rlsql_exe, "cache", "build", "--force", "-r", str(run)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.3, 1.5))
-        proc.send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            if any(size >= min_bytes for size in temp_sizes(cache_dir)):
+                break
+        if proc.poll() is None:  # still writing its entry: killed mid-write
+            proc.send_signal(signal.SIGKILL)
+            killed += 1
         proc.wait()
-        # (the SQL caches' folders aside: a catalogue this worker loaded before RLSQL_NO_CACHE was set
-        # keeps its rendered-SQL cache on for the in-process queries below; test_catalog.py checks those)
-        names = [p.name for p in cache_dir.rglob("*") if p.is_file()
-                 and not any(part.startswith("sql-analysis-") for part in p.relative_to(cache_dir).parts[:-1])]
-        # entries (24 hex digits), kept query answers (32, rlsql/answers.py), and their temporary names
-        allowed = re.compile(r"^(rlsql-cache\.json|sql-analysis-\w+\.json|[0-9a-f]{24}\.(parquet|json)"
-                             r"|[0-9a-f]{32}\.json"
-                             r"|\.[0-9a-f]{24}\.(parquet|json)\.[0-9a-f]{6}-\d+-[0-9a-f]{8}-[0-9a-f]{8}\.rlsql-tmp)$")
+        names = [p.name for p in cache_dir.rglob("*") if p.is_file()]
         assert all(allowed.match(n) for n in names), names
         code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
         assert code == 0, err
         assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "after kill -9")
+    assert killed >= 2, "the build finished before it could be killed: make the CSV larger"
     code, _, err = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
     assert code == 0
     assert not [p for p in cache_dir.rglob("*rlsql-tmp*")]

@@ -9,8 +9,8 @@ import duckdb
 import pytest
 
 import rlsql
-from rlsql.catalog import Catalog, sql_root
-from rlsql.errors import CatalogError
+from rlsql.catalog.catalog import Catalog, sql_root
+from rlsql.core.errors import CatalogError
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_unknown_reference_fails_at_load(sql_copy: Path) -> None:
         "-- name: broken\n-- version: 1\n-- description: refers to nothing real\nSELECT * FROM no_such_view\n"
     )
     with pytest.raises(CatalogError, match="no_such_view"):
-        Catalog.load(sql_copy)
+        Catalog.analyse(sql_copy)  # when the manifest is written (python -m rlsql.outputs.docs)
 
 
 def test_cycle_fails_at_load(sql_copy: Path) -> None:
@@ -65,13 +65,14 @@ def test_cycle_fails_at_load(sql_copy: Path) -> None:
             f"-- name: {a}\n-- version: 1\n-- description: half of a cycle\nSELECT * FROM {b}\n"
         )
     with pytest.raises(CatalogError, match="cycle"):
-        Catalog.load(sql_copy)
+        Catalog.analyse(sql_copy)
 
 
 def test_header_name_must_match_file(sql_copy: Path) -> None:
     (sql_copy / "views" / "named.sql").write_text("-- name: other\n-- version: 1\n-- description: x\nSELECT 1\n")
-    with pytest.raises(CatalogError, match="differs from the file name"):
-        Catalog.load(sql_copy)
+    for load in (Catalog.load, Catalog.analyse):
+        with pytest.raises(CatalogError, match="differs from the file name"):
+            load(sql_copy)
 
 
 def test_fingerprint_ignores_comments_and_follows_logic(sql_copy: Path) -> None:
@@ -79,11 +80,11 @@ def test_fingerprint_ignores_comments_and_follows_logic(sql_copy: Path) -> None:
     path = sql_copy / "views" / "steps.sql"
     text = path.read_text()
     path.write_text(text.replace("SELECT *", "-- a new comment\nSELECT   *"))
-    commented = Catalog.load(sql_copy)
+    commented = Catalog.analyse(sql_copy)
     assert commented.files["steps"].fingerprint == before.files["steps"].fingerprint
     assert commented.files["reward_curve"].fingerprint == before.files["reward_curve"].fingerprint
     path.write_text(text.replace("ORDER BY row_no", "ORDER BY row_no DESC"))
-    changed = Catalog.load(sql_copy)
+    changed = Catalog.analyse(sql_copy)
     assert changed.files["steps"].fingerprint != before.files["steps"].fingerprint
     # a parent's change reaches its children, not unrelated queries
     assert changed.files["best_checkpoint"].fingerprint != before.files["best_checkpoint"].fingerprint
@@ -134,107 +135,45 @@ def test_user_text_never_reaches_sql_unquoted(tmp_path: Path) -> None:
 
 def test_duckdb_shell_sees_same_views_through_connection(runs_dir: Path) -> None:
     con = rlsql.connect([runs_dir / "tiny"])
-    # a DuckDB connection in all but name (rlsql.lazyconn): relations, cursors and frames are DuckDB's own
+    # a DuckDB connection in all but name (rlsql.engine.connection): relations, cursors and frames are DuckDB's own
     assert isinstance(con.sql("SELECT count(*) FROM trials"), duckdb.DuckDBPyRelation)
     assert con.execute("SELECT count(*) FROM trials").fetchone()[0] > 0
     assert con.cursor().execute("SELECT count(*) FROM steps").fetchone()[0] > 0
 
 
-def test_compiled_templates_are_reused_and_an_edited_template_is_compiled_again(sql_copy: Path, tmp_path: Path,
-                                                                               monkeypatch) -> None:
-    """The template code cache (catalog._CodeCache): a second catalogue renders from the stored code without
-    compiling, to the text a catalogue without the cache renders; an edit of a template compiles it again."""
-    import jinja2
+def test_the_manifest_describes_the_sql_files_and_a_stale_one_is_a_clear_error(sql_copy: Path) -> None:
+    """The committed manifest equals a fresh sqlglot analysis of sql/ (the query path never parses SQL),
+    and a catalogue whose files the manifest does not describe fails naming the file and the fix."""
+    from rlsql.catalog import manifest
 
-    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("RLSQL_NO_CACHE", "1")
-    plain = Catalog.load(sql_copy)
-    expected = {name: f.rendered for name, f in plain.files.items() if f.kind != "source"}
-    monkeypatch.delenv("RLSQL_NO_CACHE")
-    first = Catalog.load(sql_copy)
-    assert {name: f.rendered for name, f in first.files.items() if f.kind != "source"} == expected
-    stored = list((tmp_path / "cache").glob("sql-analysis-*-jinja/*.code"))
-    assert len(stored) >= len(expected)
-
-    compiled: list[str] = []
-    real_compile = jinja2.Environment.compile
-
-    def counting_compile(self, source, *args, **kwargs):
-        compiled.append(source)
-        return real_compile(self, source, *args, **kwargs)
-
-    monkeypatch.setattr(jinja2.Environment, "compile", counting_compile)
-    second = Catalog.load(sql_copy)
-    assert compiled == []  # every template came from the stored code
-    assert {name: f.rendered for name, f in second.files.items() if f.kind != "source"} == expected
-
+    loaded = Catalog.load(sql_copy)
+    analysed = Catalog.analyse(sql_copy)
+    assert {n: (f.depends_on, f.fingerprint) for n, f in loaded.files.items()} == \
+        {n: (f.depends_on, f.fingerprint) for n, f in analysed.files.items()}
     view = sql_copy / "views" / "trials.sql"
     view.write_text(view.read_text().replace("SELECT", "SELECT /* edited */", 1))
-    third = Catalog.load(sql_copy)
-    assert len(compiled) == 1 and "/* edited */" in compiled[0]
-    assert "/* edited */" in third.files["trials"].rendered
+    with pytest.raises(CatalogError, match=r"sql/views/trials.sql: changed since .*python -m rlsql.outputs.docs"):
+        Catalog.load(sql_copy)
+    (sql_copy / manifest.NAME).write_text(manifest.render(manifest.build(Catalog.analyse(sql_copy).files.values(),
+                                                                         sql_copy)))
+    assert "/* edited */" in Catalog.load(sql_copy).files["trials"].rendered
+    template = sql_copy / "sources" / "_csv_reader.sql.j2"
+    template.write_text(template.read_text() + "\n")
+    with pytest.raises(CatalogError, match="a template"):
+        Catalog.load(sql_copy)
 
 
-def _renders(catalog: Catalog, runs) -> dict[str, str]:
-    from rlsql.sources import SourceContext
+def test_loading_the_catalogue_does_not_import_sqlglot() -> None:
+    import subprocess
+    import sys
 
-    context = SourceContext(runs)
-    texts = {name: f.rendered for name, f in catalog.files.items() if f.kind != "source"}
-    for name in ("trials_src", "run_files", "harbor_trials_src", "metrics_src", "vllm_src"):
-        texts[name] = context.render(catalog, catalog.files[name])
-    return texts
-
-
-def test_rendered_sql_comes_back_from_the_cache_and_follows_the_files_and_templates(sql_copy: Path, tmp_path: Path,
-                                                                                    monkeypatch) -> None:
-    """The rendered cache (catalog._RenderedCache): a warm catalogue gives the texts a catalogue without caches
-    renders, without running Jinja; a changed CSV header or an edited imported template renders again."""
-    import warnings
-
-    from rlsql.runs import resolve_runs
-
-    run = tmp_path / "tiny"
-    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "tiny", run)
-    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
-    warnings.simplefilter("ignore")
-
-    def fresh(cached: bool) -> dict[str, str]:
-        if cached:
-            monkeypatch.delenv("RLSQL_NO_CACHE", raising=False)
-        else:
-            monkeypatch.setenv("RLSQL_NO_CACHE", "1")
-        return _renders(Catalog.load(sql_copy), resolve_runs([run]))
-
-    expected = fresh(cached=False)
-    assert fresh(cached=True) == expected  # the first: rendered by Jinja, stored
-    with monkeypatch.context() as m:
-        m.setattr(Catalog, "_template", lambda self, f: pytest.fail(f"{f.name} was rendered by Jinja"))
-        assert fresh(cached=True) == expected  # the second: every text from the cache
-
-    trials = next(run.glob("*_trial_results.csv"))
-    lines = trials.read_text().splitlines()
-    trials.write_text("\n".join([lines[0] + ",extra_column", *(line + ",1" for line in lines[1:])]) + "\n")
-    changed = fresh(cached=False)
-    assert "extra_column" in changed["trials_src"]
-    assert fresh(cached=True) == changed
-
-    reader = sql_copy / "sources" / "_csv_reader.sql.j2"
-    reader.write_text(reader.read_text().replace("header = true,", "header = TRUE,", 1))
-    edited = fresh(cached=False)
-    assert edited["trials_src"] != changed["trials_src"]
-    assert fresh(cached=True) == edited
-
-
-def test_a_context_value_the_rendered_cache_cannot_name_is_rendered_every_time() -> None:
-    from rlsql.catalog import _canonical, _Uncacheable
-
-    assert _canonical({"a": [1, 2.0, None, True, Path("/x")]}) != _canonical({"a": [1, 2, None, True, "/x"]})
-    with pytest.raises(_Uncacheable):
-        _canonical({"f": object()})
+    code = "import sys, rlsql; rlsql.query('turn_stats'); print('sqlglot' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 def test_the_sql_folder_is_the_one_importlib_finds() -> None:
-    """rlsql/sqlfolder.py finds the SQL files from its own location; importlib.resources, which packaging
+    """catalog.sql_root finds the SQL files from its own location; importlib.resources, which packaging
     defines, must name the same folder (a checkout on sys.path has no rlsql.sql package: its sql/ then)."""
     from importlib import resources
 

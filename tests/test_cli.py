@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rlsql import cli
+from rlsql.cli import app as cli
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS

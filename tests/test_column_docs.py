@@ -10,12 +10,14 @@ import duckdb
 import pytest
 
 import rlsql
-from rlsql.catalog import CatalogError, _parse_header, load_catalog
-from rlsql.connection import open_connection
-from rlsql.describe import column_types
-from rlsql.runs import resolve_runs
-from rlsql.shellinit import init_script
-from rlsql.sqltext import identifier
+from rlsql.catalog.catalog import load_catalog
+from rlsql.catalog.sqlfile import parse_header as _parse_header
+from rlsql.core.errors import CatalogError
+from rlsql.core.sqltext import identifier
+from rlsql.engine.statements import open_connection
+from rlsql.inspection.describe import column_types
+from rlsql.outputs.shellinit import init_script
+from rlsql.runs.folders import resolve_runs
 from tests.compare import result_columns
 from tests.conftest import RUNS
 
@@ -97,7 +99,7 @@ def test_shell_init_script_carries_the_column_comments(tmp_path: Path) -> None:
 
 
 def test_db_build_carries_the_column_comments(tmp_path: Path) -> None:
-    from rlsql.dbfile import build_database
+    from rlsql.outputs.dbfile import build_database
 
     target = tmp_path / "runs.duckdb"
     build_database(resolve_runs([RUNS / "tiny"]), target)
@@ -151,7 +153,7 @@ def test_export_writes_the_column_descriptions_into_parquet(tmp_path: Path) -> N
 
     import pyarrow.parquet as pq
 
-    from rlsql.export import export, select_items
+    from rlsql.outputs.export import export, select_items
 
     runs = resolve_runs([RUNS / "tiny"])
     export(runs, select_items(["trials", "turn_stats"], False, False), tmp_path, "parquet", progress=lambda _: None)
@@ -167,7 +169,7 @@ def test_parquet_declares_every_column_optional_whatever_the_data(tmp_path: Path
     # issue 16: NOT NULL flags followed the data (a run column from a loaded table came out `required`)
     import pyarrow.parquet as pq
 
-    from rlsql.export import export, select_items
+    from rlsql.outputs.export import export, select_items
 
     schemas = []
     for label, folders in (("tiny", [RUNS / "tiny"]), ("two", [RUNS / "tiny", RUNS / "calendar"])):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import rlsql
-from rlsql.config import config_rows, read_yaml
+from rlsql.runs.config import config_rows, read_yaml
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rlsql
-from rlsql import cli
-from rlsql.check import check_runs
-from rlsql.runs import resolve_runs
+from rlsql.cli import app as cli
+from rlsql.inspection.check import check_runs
+from rlsql.runs.folders import resolve_runs
 from tests.conftest import RUNS
 
 HEADER = "task_name,trial_name,n_episodes,exception_type,reward\n"

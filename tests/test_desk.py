@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rlsql import cli
+from rlsql.cli import app as cli
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
@@ -293,23 +293,24 @@ def test_runs_says_trace_jobs_was_ignored(tmp_path: Path, capsys, monkeypatch) -
 # -- the declarative CLI ----------------------------------------------------------------------------------
 
 def test_choices_agree_with_the_library() -> None:
-    from rlsql.export import EXPORT_FORMATS
-    from rlsql.formats import ExportFormat, ReportFormat
-    from rlsql.report import REPORT_FORMATS
+    from rlsql.outputs.export import EXPORT_FORMATS
+    from rlsql.outputs.formats import ExportFormat, ReportFormat
+    from rlsql.outputs.report import REPORT_FORMATS
 
     assert [f.value for f in ExportFormat] == list(EXPORT_FORMATS)
     assert [f.value for f in ReportFormat] == list(REPORT_FORMATS)
 
 
 def test_shared_options_are_declared_once() -> None:
-    source = (ROOT / "rlsql" / "cli.py").read_text(encoding="utf-8")
+    source = (ROOT / "rlsql" / "cli" / "app.py").read_text(encoding="utf-8")
     for flag in ('"--param"', '"--run"', '"--limit"', "parser=_parse_format"):
         assert source.count(flag) == 1, flag
 
 
 def test_import_cli_loads_no_engine() -> None:
-    code = ("import sys, rlsql.cli; "
-            "print(sorted(m for m in ('duckdb', 'jinja2', 'yaml', 'sqlglot', 'rlsql.catalog', 'rlsql.api') "
+    code = ("import sys, rlsql.cli.app; "
+            "print(sorted(m for m in ('duckdb', 'jinja2', 'yaml', 'sqlglot', 'rlsql.catalog.catalog', "
+            "'rlsql.engine.query') "
             "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,5 @@
-"""The contracts live in the repository: docs/queries.md and docs/data-contract.md equal what rlsql.docs writes."""
+"""The generated files live in the repository: sql/manifest.json and docs/queries.md, data-contract.md and
+settings.md equal what rlsql.outputs.docs writes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import rlsql
-from rlsql import docs
+from rlsql.outputs import docs
 from tests.conftest import RUNS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,14 +21,14 @@ OUTSIDE = re.compile(re.escape("../" + "shared") + "|" + re.escape("/work/" + "s
 
 @pytest.fixture(scope="module")
 def rendered() -> dict[str, str]:
-    """What rlsql.docs writes for each document, rendered once (queries.md binds every view: seconds)."""
+    """What rlsql.outputs.docs writes for each document, rendered once (queries.md binds every view: seconds)."""
     return {name: docs.render(name) for name in docs.DOCS}
 
 
 @pytest.mark.parametrize(("name", "filename"), list(docs.DOCS.items()))
 def test_committed_docs_are_the_generated_ones(name: str, filename: str, rendered: dict[str, str]) -> None:
     committed = (ROOT / "docs" / filename).read_text(encoding="utf-8")
-    assert committed == rendered[name], f"docs/{filename} is out of date: run `python -m rlsql.docs`"
+    assert committed == rendered[name], f"docs/{filename} is out of date: run `python -m rlsql.outputs.docs`"
 
 
 def test_queries_md_lists_every_query_view_and_column() -> None:
@@ -47,9 +48,34 @@ def test_the_documented_routing_defaults_are_the_sql_ones() -> None:
     assert tuple(mask) == docs.DEFAULT_MASK and tuple(zero) == docs.DEFAULT_ZERO
 
 
+def test_the_committed_manifest_is_the_generated_one() -> None:
+    committed = (ROOT / "sql" / "manifest.json").read_text(encoding="utf-8")
+    assert committed == docs.manifest_text(), "sql/manifest.json is out of date: run `python -m rlsql.outputs.docs`"
+
+
+def test_the_settings_table_lists_every_setting() -> None:
+    from dataclasses import fields
+
+    from rlsql.core.settings import Settings
+
+    text = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    for f in fields(Settings):
+        assert f"| `{f.name}` |" in text
+        if f.metadata["env"]:
+            assert f"`{f.metadata['env']}`" in text
+
+
+def test_one_place_reads_the_environment() -> None:
+    """rlsql/core/settings.py is the one module that reads os.environ (every setting is in its table)."""
+    readers = [str(p.relative_to(ROOT)) for p in (ROOT / "rlsql").rglob("*.py")
+               if re.search(r"os\.environ|os\.getenv", p.read_text(encoding="utf-8"))]
+    assert readers == ["rlsql/core/settings.py"]
+
+
 def test_check_mode_says_when_the_docs_are_current(rendered, monkeypatch, capsys) -> None:
-    # `python -m rlsql.docs --check` is docs.main(["--check"]); the texts are the ones rendered above
+    # `python -m rlsql.outputs.docs --check` is docs.main(["--check"]); the texts are the ones rendered above
     monkeypatch.setattr(docs, "render", rendered.__getitem__)
+    monkeypatch.setattr(docs, "manifest_text", lambda: (ROOT / "sql" / "manifest.json").read_text(encoding="utf-8"))
     before = {p.name: p.read_bytes() for p in (ROOT / "docs").iterdir() if p.is_file()}
     assert docs.main(["--check"]) == 0, capsys.readouterr().err
     # ...and says which file is stale, exit 1, writing nothing
@@ -76,7 +102,7 @@ def test_readme_links_the_contracts_and_nothing_points_outside() -> None:
 
 
 def test_rlsql_docs_command_prints_them(capsys, monkeypatch) -> None:
-    from rlsql import cli
+    from rlsql.cli import app as cli
 
     monkeypatch.setattr(sys, "argv", ["rlsql", "docs", "data-contract"])
     with pytest.raises(SystemExit) as stop:

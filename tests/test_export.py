@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rlsql
-from rlsql.catalog import load_catalog
+from rlsql.catalog.catalog import load_catalog
 from tests import oracle
 from tests.compare import assert_rows_match, read_turns_export
 from tests.conftest import RUNS

@@ -22,8 +22,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from rlsql.catalog import load_catalog
-from rlsql.exportmerge import merged_by_run
+from rlsql.catalog.catalog import load_catalog
+from rlsql.outputs.exportmerge import merged_by_run
 from tests import oracle
 from tests.compare import assert_rows_match, read_turns_export
 from tests.conftest import RUNS

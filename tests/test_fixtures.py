@@ -14,7 +14,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 GENERATOR = REPO / "fixtures" / "generate.py"
 RUNS = REPO / "fixtures" / "runs"
-SAMPLE = REPO / "rlsql" / "sample" / "calendar"
+SAMPLE = REPO / "rlsql" / "runs" / "sample" / "calendar"
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -33,8 +33,8 @@ def assert_same_tree(got: Path, want: Path) -> None:
 def test_generator_reproduces_committed_fixtures(tmp_path: Path) -> None:
     subprocess.run([sys.executable, str(GENERATOR), str(tmp_path)], check=True, cwd=REPO)
     assert_same_tree(tmp_path / "fixtures" / "runs", RUNS)
-    assert_same_tree(tmp_path / "rlsql" / "sample" / "calendar", SAMPLE)
-    assert (tmp_path / "rlsql" / "sample" / "__init__.py").is_file()
+    assert_same_tree(tmp_path / "rlsql" / "runs" / "sample" / "calendar", SAMPLE)
+    assert (tmp_path / "rlsql" / "runs" / "sample" / "__init__.py").is_file()
 
 
 def test_generator_is_deterministic(tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ import duckdb
 import pytest
 
 import rlsql
-from rlsql.catalog import load_catalog
-from rlsql.check import CsvProbes, ViewFindings, check_runs
-from rlsql.errors import DataError, UsageError
-from rlsql.runs import resolve_runs, split_alias
-from rlsql.sources import SourceContext
+from rlsql.catalog.catalog import load_catalog
+from rlsql.core.errors import DataError, UsageError
+from rlsql.engine.sources import SourceContext
+from rlsql.inspection.check import CsvProbes, ViewFindings, check_runs
+from rlsql.runs.folders import resolve_runs, split_alias
 from tests import oracle
 from tests.compare import assert_rows_match, result_columns
 from tests.conftest import FIXTURE_RUNS, RUNS
@@ -343,8 +343,8 @@ def test_run_table_columns_are_the_keys_config_diff_lists() -> None:
 def test_a_failed_creation_leaves_no_stand_in_behind(monkeypatch) -> None:
     """A statement whose objects fail to be created leaves the sources earlier statements created real (not
     their empty stand-ins) and no waiting name; the next statement creates what is missing."""
-    from rlsql.errors import DataError
-    from rlsql.sources import SourceContext
+    from rlsql.core.errors import DataError
+    from rlsql.engine.sources import SourceContext
 
     con = rlsql.connect([RUNS / "tiny"])
     rows = len(oracle.read_metric_rows(RUNS / "tiny"))

@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
-from rlsql.catalog import load_catalog
-from rlsql.sqltext import identifier
+from rlsql.catalog.catalog import load_catalog
+from rlsql.core.sqltext import identifier
 from tests.conftest import FixtureConnections
 
 GRAINED = sorted(

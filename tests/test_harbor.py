@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import rlsql
-from rlsql import cli
-from rlsql.runs import resolve_runs
+from rlsql.cli import app as cli
+from rlsql.runs.folders import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS

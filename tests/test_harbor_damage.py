@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 import rlsql
-from rlsql.check import check_runs
-from rlsql.errors import RlsqlWarning
-from rlsql.runs import resolve_runs
+from rlsql.core.errors import RlsqlWarning
+from rlsql.inspection.check import check_runs
+from rlsql.runs.folders import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
@@ -112,7 +112,7 @@ def test_a_path_with_a_backslash_and_a_glob_character_is_skipped_not_misread(tmp
 def test_a_scanned_file_that_was_not_listed_is_an_error(tmp_path: Path, monkeypatch) -> None:
     for name, reward in (("tr[1]", 1.0), ("tr1", 0.0)):
         write_trial(tmp_path / name / "trace_jobs", "t__1", small_trial("t__1", reward=reward))
-    from rlsql import harbor
+    from rlsql.runs import harbor
 
     # without the escaping, DuckDB would read tr1's file for tr[1]'s: rlsql must notice, not answer
     monkeypatch.setattr(harbor, "reader_path", lambda path: path)
@@ -266,7 +266,7 @@ def test_an_unreadable_result_file_is_skipped(tmp_path: Path) -> None:
 
 def test_listing_classifies_without_reading(tmp_path: Path) -> None:
     """harbor.list_trials sorts the trial folders by name and never opens a file."""
-    from rlsql import harbor
+    from rlsql.runs import harbor
 
     run = damaged_run(tmp_path)
     listing = harbor.list_trials(run / "trace_jobs")

@@ -13,8 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from rlsql.runs import resolve_runs
-from rlsql.shellinit import init_script, without_semicolons
+from rlsql.outputs.shellinit import init_script, without_semicolons
+from rlsql.runs.folders import resolve_runs
 from tests import oracle
 from tests.conftest import RUNS
 

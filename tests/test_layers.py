@@ -1,9 +1,9 @@
-"""The package's layers (README, "Architecture"): each module imports only from its own layer or below,
-and no imports go round in a cycle.
+"""The package's layers (README, "Architecture"): one subpackage per layer; a module imports only from
+its own package or the packages below it, and no imports go round in a cycle.
 
 The imports are read from the source with `ast` (top-level and function-level alike: a late import
-still ties two modules together), so the test needs nothing imported. A new module must be given a
-layer here; the README's architecture section lists the same layers.
+still ties two modules together), so the test needs nothing imported. A new package must be given a
+place here; the README's architecture section lists the same packages in the same order.
 """
 
 from __future__ import annotations
@@ -13,35 +13,14 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "rlsql"
-
-#: layer -> modules, bottom first; the README's architecture section says the same in words
-LAYERS: list[tuple[str, set[str]]] = [
-    ("text and errors", {"rlsql.errors", "rlsql.sqltext", "rlsql.version"}),
-    ("files on disk", {
-        "rlsql.writes", "rlsql.duckpaths", "rlsql.csvread", "rlsql.harbor", "rlsql.logfiles",
-        "rlsql.formats", "rlsql.sample", "rlsql.duckconn", "rlsql.sqlfolder", "rlsql.detached",
-    }),
-    ("runs, config and params", {
-        "rlsql.runs", "rlsql.artifacts", "rlsql.config", "rlsql.configcache", "rlsql.params", "rlsql.cache",
-    }),
-    ("the catalogue", {"rlsql.catalog"}),
-    ("sources and the engine", {
-        "rlsql.duckdb_errors", "rlsql.probe", "rlsql.sources", "rlsql.cachebuild", "rlsql.cachebg", "rlsql.connection",
-        "rlsql.lazyconn",
-        "rlsql.provenance", "rlsql.inventory", "rlsql.rawlogs", "rlsql.logcache", "rlsql.badcells", "rlsql.answers",
-        "rlsql.engines.spark_sources", "rlsql.engines.spark_sql",
-    }),
-    ("the API", {"rlsql.api", "rlsql", "rlsql.engines", "rlsql.engines.spark"}),
-    ("commands' work", {
-        "rlsql.check", "rlsql.export", "rlsql.exportmerge", "rlsql.dbfile", "rlsql.shellinit", "rlsql.describe",
-        "rlsql.docs", "rlsql.ahead",
-        "rlsql.report", "rlsql.report.data", "rlsql.report.figures", "rlsql.report.render", "rlsql.report.human",
-    }),
-    ("the command line", {"rlsql.cli", "rlsql.cliout", "rlsql.quickcli", "rlsql.__main__"}),
-]
-
-
 README = PACKAGE.parent / "README.md"
+
+#: the layers, bottom first: each a subpackage of rlsql (the package root `rlsql` and `rlsql.__main__` sit
+#: on top, beside the command line)
+LAYERS = ["core", "runs", "catalog", "cache", "engine", "inspection", "outputs", "serve", "cli"]
+TOP = {"rlsql": len(LAYERS) - 1, "rlsql.__main__": len(LAYERS)}
+#: the most modules a folder may hold (the layers must stay readable in a sitting)
+MAX_MODULES = 12
 
 
 def module_name(path: Path) -> str:
@@ -50,11 +29,17 @@ def module_name(path: Path) -> str:
 
 
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in PACKAGE.rglob("*.py") if "sql" not in p.relative_to(PACKAGE).parts[:1]}
+    return {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def layer(module: str) -> int:
+    if module in TOP:
+        return TOP[module]
+    return LAYERS.index(module.split(".")[1])
 
 
 def imports(path: Path, known: set[str]) -> set[str]:
-    """The rlsql modules `path` imports (`from rlsql import x` counts as rlsql.x when x is a module)."""
+    """The rlsql modules `path` imports (`from rlsql.x import y` counts as rlsql.x.y when y is a module)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("rlsql"):
@@ -71,23 +56,20 @@ def graph() -> dict[str, set[str]]:
     return {name: imports(path, set(mods)) - {name} for name, path in mods.items()}
 
 
-def layer_of() -> dict[str, int]:
-    return {m: i for i, (_, members) in enumerate(LAYERS) for m in members}
-
-
-def test_every_module_has_a_layer() -> None:
-    placed = layer_of()
-    assert sorted(set(modules()) - set(placed)) == []
-    assert sorted(set(placed) - set(modules())) == []
+def test_every_module_is_in_a_layer_and_no_folder_is_crowded() -> None:
+    loose = [m for m in modules() if m not in TOP and (m.count(".") < 1 or m.split(".")[1] not in LAYERS)]
+    assert loose == []
+    for folder in {p.parent for p in PACKAGE.rglob("*.py")}:
+        count = sum(1 for p in folder.glob("*.py") if p.name != "__init__.py")
+        assert count <= MAX_MODULES, f"{folder} holds {count} modules"
 
 
 def test_no_module_imports_from_a_layer_above_its_own() -> None:
-    placed = layer_of()
     upward = [
-        f"{m} ({LAYERS[placed[m]][0]}) imports {t} ({LAYERS[placed[t]][0]})"
+        f"{m} imports {t}"
         for m, targets in graph().items()
         for t in sorted(targets)
-        if m in placed and t in placed and placed[t] > placed[m]
+        if layer(t) > layer(m)
     ]
     assert upward == []
 
@@ -115,19 +97,11 @@ def test_no_import_cycles() -> None:
     assert cycles == []
 
 
-def readme_layers() -> list[tuple[str, set[str]]]:
-    """The README's "Architecture" list: (layer, modules) per numbered line, modules as the backticked names."""
+def test_the_readme_lists_the_same_packages_in_the_same_order() -> None:
+    """The README's architecture section: one line per package, `rlsql/NAME/` first on the line, top first."""
     text = README.read_text(encoding="utf-8")
     section = text[text.index("## Architecture"):]
-    section = section[:section.index("\n## ", 3)]
-    found = []
-    for line in section.splitlines():
-        match = re.match(r"^\d+\. \*\*(?P<layer>[^*]+)\*\*: (?P<rest>.*)$", line)
-        if match:
-            names = re.findall(r"(?:^|, )`([a-z_.]+)`", match["rest"])
-            found.append((match["layer"].lower(), {n if n == "rlsql" else f"rlsql.{n}" for n in names}))
-    return found
-
-
-def test_the_readme_states_the_same_layers() -> None:
-    assert readme_layers() == [(name.lower(), members) for name, members in LAYERS]
+    section = section[:section.index("\n## ", 3)] if "\n## " in section[3:] else section
+    listed = re.findall(r"^\s*rlsql/([a-z]+)/", section, flags=re.M)
+    present = [name for name in LAYERS if (PACKAGE / name).is_dir()]
+    assert listed == list(reversed(present))

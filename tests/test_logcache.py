@@ -1,4 +1,4 @@
-"""The cache of raw training logs (rlsql/logcache.py): cached answers equal in-place ones and the oracle,
+"""The cache of raw training logs (rlsql/cache/logentries.py): cached answers equal in-place ones and the oracle,
 a growing log parses only its tail, a rewritten log starts over, a damaged entry falls back to the log.
 
 Every test points RLSQL_CACHE_DIR at a folder of its own and turns the cache on (RLSQL_CACHE=1: the
@@ -14,17 +14,19 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import rlsql
-from rlsql import cache, cachebuild, logcache, rawlogs
-from rlsql.catalog import load_catalog
-from rlsql.duckconn import memory_connection
-from rlsql.logfiles import find_logs
-from rlsql.runs import resolve_runs
+from rlsql.cache import logentries as logcache
+from rlsql.cache import store as cache
+from rlsql.catalog.catalog import load_catalog
+from rlsql.core import settings
+from rlsql.engine import rawlogs
+from rlsql.runs.folders import resolve_runs
+from rlsql.runs.logfiles import find_logs
+from rlsql.runs.memorydb import memory_connection
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.test_rawlogs import PARAMS, PARSED_AT, QUERIES, RAW, TWIN, copy_run, without
@@ -34,8 +36,8 @@ from tests.test_rawlogs import PARAMS, PARSED_AT, QUERIES, RAW, TWIN, copy_run, 
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "cache"
     monkeypatch.setenv("RLSQL_CACHE_DIR", str(root))
-    monkeypatch.setenv("RLSQL_CACHE", "1")
-    monkeypatch.setattr(cachebuild, "VERBOSE", True)
+    monkeypatch.setenv("RLSQL_CACHE", "on")
+    monkeypatch.setenv("RLSQL_VERBOSE", "1")
     return root
 
 
@@ -215,7 +217,7 @@ def test_status_and_clear_show_and_remove_log_entries(tmp_path: Path, cache_dir:
     assert steps(run) == [(1, 0.25), (2, 0.5)]
     status = subprocess.run([rlsql_exe, "cache", "status", "-f", "json"], capture_output=True, text=True, check=True)
     listed = json.loads(status.stdout)
-    assert [(r["csv"], r["state"]) for r in listed] == [(str(log), "fresh")]
+    assert [(r["file"], r["state"]) for r in listed] == [(str(log), "fresh")]
     cleared = subprocess.run([rlsql_exe, "cache", "clear"], capture_output=True, text=True, check=True)
     assert "removed 2 files" in cleared.stderr
     assert log_records(cache_dir) == {}
@@ -390,7 +392,7 @@ def test_a_log_with_carriage_returns_is_cached(crlf_everywhere: bool, found_by: 
     assert log_records(cache_dir)[str(log)]["parsed_from"] == record["cut"]  # the grown bytes only
     cached = rlsql.query("vllm_summary", [run]).to_dicts()
     assert [(r["seconds"], r["max_total_generation_tps"]) for r in cached] == [(1, 10.0)]
-    with cache.disabled():
+    with settings.in_place():
         rawlogs._metric_keys.cache_clear()
         assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
         assert_rows_match(cached, rlsql.query("vllm_summary", [run]).to_dicts(), "vllm_summary cached vs in place")
@@ -405,7 +407,7 @@ def test_cache_build_builds_the_log_entries(tmp_path: Path, cache_dir: Path, rls
         done = subprocess.run([rlsql_exe, "cache", "build", "--run", str(run), "-f", "json", *flags],
                               capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
-        return [(r["artifact"], r["csv"], r["state"]) for r in json.loads(done.stdout)]
+        return [(r["artifact"], r["file"], r["state"]) for r in json.loads(done.stdout)]
 
     assert build() == [("log", str(log), "built")]
     assert (cache_dir / cache.MARKER).is_file()
@@ -455,17 +457,14 @@ def test_a_log_grown_in_pieces_gives_the_rows_of_the_whole(tmp_path: Path, cache
         assert kept[1] > 0, log
 
 
-# --- the first read answered in place, the entry built in the background (issue 14, round 3) -------
+# --- the first read answered in place; entries built by `cache build` or --cache only -------------
 
 
 @pytest.fixture
-def auto_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The default policy (RLSQL_CACHE unset) with the threshold at one byte: the fixture logs count as large."""
+def auto_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The default policy (RLSQL_CACHE unset): fresh entries read, none built unasked."""
     monkeypatch.setenv("RLSQL_CACHE", "")
-    monkeypatch.setenv("RLSQL_CACHE_MIN_BYTES", "1")
-    cachebuild.reap_builders(wait=True)
-    yield cache_dir
-    cachebuild.reap_builders(wait=True)  # no builder outlives its test
+    return cache_dir
 
 
 def answers(names: list[str], run: Path) -> dict[str, list[dict]]:
@@ -479,7 +478,12 @@ def assert_oracle(got: dict[str, list[dict]], what: str) -> None:
         assert_rows_match(without(rows, "run"), without(want, "run"), f"{name}: {what} vs the oracle on the twin")
 
 
-def test_the_first_query_answers_in_place_and_the_entries_are_built_in_the_background(
+def build_entries(run: Path) -> list[tuple]:
+    """What `rlsql cache build` does for a run's logs."""
+    return logcache.build_log_entries(resolve_runs([str(run)]))
+
+
+def test_the_first_query_answers_in_place_and_builds_nothing_until_cache_build(
         tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture) -> None:
     run = copy_run(RAW, tmp_path / "rawlogs")
     logs = [str(p) for p in find_logs(run)]
@@ -488,25 +492,20 @@ def test_the_first_query_answers_in_place_and_the_entries_are_built_in_the_backg
     first = answers(names, run)
     err = capsys.readouterr().err
     assert_oracle(first, "first query")
-    # the first query read every log in place and started one detached builder for all of them
     for log in logs:
-        assert f"{log}: read in place (no cache entry); its cache entry is built in the background" in err, err
-    assert err.count("building the cached copies of 3 file(s) in process") == 1, err
-    assert len(cachebuild.builders) == 1
-    cachebuild.reap_builders(wait=True)
-    records = log_records(auto_cache)
-    assert sorted(records) == sorted(logs)
-    assert all(r["in_background"] and r["parsed_from"] == 0 for r in records.values())
+        assert f"{log}: read in place" in err, err
+    assert log_records(auto_cache) == {}
+    rows = build_entries(run)
+    assert sorted(r[2] for r in rows) == sorted(logs) and {r[3] for r in rows} == {"built"}
     second = answers(names, run)
     err = capsys.readouterr().err
-    assert_oracle(second, "query after the background build")
+    assert_oracle(second, "query after cache build")
     for log in logs:
         assert f"{log}: read from the cache" in err, err
-    assert "building the cached copies" not in err and not cachebuild.builders  # fresh entries start none
     assert digest(run) == before
 
 
-def test_a_log_grown_while_the_builder_reads_it_gives_no_stale_entry(
+def test_a_log_grown_while_it_is_cached_gives_no_stale_entry(
         tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     run, log = tiny_run(tmp_path)
     os.utime(log, (time.time() - 3600, time.time() - 3600))  # not written to lately: read in parallel first
@@ -514,34 +513,34 @@ def test_a_log_grown_while_the_builder_reads_it_gives_no_stale_entry(
     real_direct_read = logcache.direct_read
 
     def run_writes_meanwhile(con, path, fh, before, **kwargs):
-        with log.open("a") as writer:  # the trainer prints step 3 while the builder reads the log
+        with log.open("a") as writer:  # the trainer prints step 3 while the build reads the log
             writer.write(NOISE + block(3, "0.7500"))
         return real_direct_read(con, path, fh, before, **kwargs)
 
     monkeypatch.setattr(logcache, "direct_read", run_writes_meanwhile)
-    assert logcache.build_in_background(log, auto_cache)  # what rlsql/cachebg.py runs for a log
+    (row,) = build_entries(run)
+    assert row[3] == "built"
     monkeypatch.setattr(logcache, "direct_read", real_direct_read)
     record = log_records(auto_cache)[str(log)]
     # the entry covers the log as it was when the build began, and its record says so; DuckDB read
-    # it again through a pipe fed with exactly those bytes (not the Python scan: issue 14, round 5)
+    # it again through a pipe fed with exactly those bytes (not the Python scan)
     assert (record["cut"], record["size"], record["lines_found_by"]) == (size, size, "DuckDB, piped")
     err = capsys.readouterr().err
     assert err.count(f"read again through a pipe of its first {size:,} bytes (it grew while it was read)") == 1, err
     assert "scanned in Python" not in err
     assert not list(auto_cache.rglob("*.pipe*"))  # the pipe is gone
-    state = {r["csv"]: (r["state"], r["why"]) for r in json.loads(
+    state = {r["file"]: (r["state"], r["why"]) for r in json.loads(
         subprocess.run([sys.executable, "-m", "rlsql", "cache", "status", "-f", "json"], capture_output=True,
                        text=True, check=True).stdout)}
     grown = log.stat().st_size - size
     assert state[str(log)] == ("grown", f"grown: {grown:,} new bytes, parsed on the next read "
                                         "(the entry is extended, not rebuilt)")
-    # the next read sees the step the run wrote meanwhile: a small growth is parsed before the answer
+    # the next read sees the step the run wrote meanwhile: the growth is parsed before the answer
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
     err = capsys.readouterr().err
-    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err and "building the cached copies" not in err
-    assert not cachebuild.builders
+    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err
     record = log_records(auto_cache)[str(log)]
-    assert (record["parsed_from"], record["cut"], record["in_background"]) == (size, log.stat().st_size, False)
+    assert (record["parsed_from"], record["cut"]) == (size, log.stat().st_size)
 
 
 @pytest.mark.parametrize(("age", "found_by"), [(1, "DuckDB, piped"), (3600, "DuckDB")])
@@ -550,7 +549,7 @@ def test_a_log_written_to_lately_is_read_through_the_pipe_at_once(
     run, log = tiny_run(tmp_path)
     os.utime(log, (time.time() - age, time.time() - age))
     size = log.stat().st_size
-    assert logcache.build_in_background(log, auto_cache)
+    assert build_entries(run)[0][3] == "built"
     record = log_records(auto_cache)[str(log)]
     assert (record["cut"], record["lines_found_by"]) == (size, found_by)
     err = capsys.readouterr().err
@@ -561,7 +560,7 @@ def test_a_log_written_to_lately_is_read_through_the_pipe_at_once(
     assert (piped in err) == (age == 1), err
     assert "scanned in Python" not in err and "read again" not in err
     cached = steps(run)
-    with cache.disabled():
+    with settings.in_place():
         rawlogs._metric_keys.cache_clear()
         assert steps(run) == cached == [(1, 0.25), (2, 0.5)]
 
@@ -574,7 +573,7 @@ def test_a_log_written_to_lately_without_named_pipes_is_read_in_parallel(
         raise NotImplementedError("no named pipes here")
 
     monkeypatch.setattr(os, "mkfifo", no_pipes)
-    assert logcache.build_in_background(log, auto_cache)
+    assert build_entries(run)[0][3] == "built"
     assert log_records(auto_cache)[str(log)]["lines_found_by"] == "DuckDB"  # not the Python scan
     assert steps(run) == [(1, 0.25), (2, 0.5)]
 
@@ -583,86 +582,28 @@ def cached_then_grown(tmp_path: Path) -> tuple[Path, Path, int, int]:
     """A tiny run whose log has its entry built, then one more step appended: (run, log, size before, growth)."""
     run, log = tiny_run(tmp_path)
     assert steps(run) == [(1, 0.25), (2, 0.5)]
-    cachebuild.reap_builders(wait=True)
     size = log.stat().st_size
     with log.open("a") as writer:
         writer.write(NOISE + block(3, "0.7500"))
     return run, log, size, log.stat().st_size - size
 
 
-def test_a_large_growth_is_read_in_place_and_extended_in_the_background(
-        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    run, log, size, grown = cached_then_grown(tmp_path)
-    monkeypatch.setenv("RLSQL_LOG_GROWTH_BYTES", "10")  # the growth counts as large
+def test_a_grown_log_is_parsed_from_its_entry_before_the_read_without_cache_on(
+        tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    run, log, size, _ = cached_then_grown(tmp_path)
+    monkeypatch.setenv("RLSQL_CACHE", "")  # the default policy: an entry that only grew is extended anyway
     capsys.readouterr()
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
     err = capsys.readouterr().err
-    assert f"read in place (it grew by {grown:,} bytes since its cache entry)" in err, err
-    assert len(cachebuild.builders) == 1
-    cachebuild.reap_builders(wait=True)
-    record = log_records(auto_cache)[str(log)]
-    assert (record["parsed_from"], record["cut"], record["in_background"]) == (size, log.stat().st_size, True)
-    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
-    assert "read from the cache" in capsys.readouterr().err
+    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err, err
 
 
-@pytest.mark.parametrize(("value", "want"), [(None, 64 * 2**20), ("", 64 * 2**20), ("abc", 64 * 2**20),
-                                           ("1.5", 64 * 2**20), ("-3", 0), ("0", 0), ("1048576", 2**20)])
-def test_the_foreground_growth_threshold_comes_from_the_environment(
-        value: str | None, want: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    # as RLSQL_CACHE_MIN_BYTES: a whole number of bytes, negative as 0, anything else the default (64 MiB)
-    if value is None:
-        monkeypatch.delenv("RLSQL_LOG_GROWTH_BYTES", raising=False)
-    else:
-        monkeypatch.setenv("RLSQL_LOG_GROWTH_BYTES", value)
-    assert logcache.foreground_growth_bytes() == want
-
-
-def test_a_growth_under_the_threshold_is_parsed_before_the_read(
-        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    run, log, size, grown = cached_then_grown(tmp_path)
-    monkeypatch.setenv("RLSQL_LOG_GROWTH_BYTES", str(grown))  # exactly the growth: still the foreground's
-    capsys.readouterr()
-    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
-    err = capsys.readouterr().err
-    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err and "building the cached copies" not in err, err
-    assert not cachebuild.builders
-
-
-def test_no_second_builder_while_one_holds_the_claim(tmp_path: Path, auto_cache: Path,
-                                                     capsys: pytest.CaptureFixture) -> None:
-    from rlsql import writes
-
-    run, log = tiny_run(tmp_path)
-    cache.ensure_root(auto_cache)
-    entry = cache.entry_for(log, auto_cache)
-    entry.parquet.parent.mkdir(parents=True)
-    other = os.getppid()  # a live process that is not this one (pytest's or the shell's)
-    claim = writes.temp_name(entry.parquet, pid=other)  # what a builder's claim looks like
-    claim.touch()
-    try:
-        assert steps(run) == [(1, 0.25), (2, 0.5)]
-        err = capsys.readouterr().err
-        assert f"{log}: read in place (process {other} is building its cache entry)" in err, err
-        assert not cachebuild.builders and log_records(auto_cache) == {}
-        assert not logcache.build_in_background(log, auto_cache)  # a builder started meanwhile gives way
-        (row,) = logcache.build_log_entries(resolve_runs([str(run)]))  # and so does `cache build`
-        assert row[3] == f"being built (by process {other})"
-        assert log_records(auto_cache) == {}
-    finally:
-        claim.unlink()
-    assert steps(run) == [(1, 0.25), (2, 0.5)]
-    assert len(cachebuild.builders) == 1  # the claim gone, the next read defers the log again
-
-
-def test_a_report_of_several_queries_starts_one_builder(tmp_path: Path, auto_cache: Path,
-                                                        capsys: pytest.CaptureFixture) -> None:
+def test_a_report_under_the_default_policy_builds_nothing(tmp_path: Path, auto_cache: Path,
+                                                          capsys: pytest.CaptureFixture) -> None:
     run, _ = tiny_run(tmp_path)
     for name in ("reward_curve", "vllm_summary", "reward_curve"):
-        # the first starts a builder; the next ones, while it runs (perhaps before it has claimed the
-        # entry), read in place and start none; once it is done they read its entry
         rlsql.query(name, [run])
-    assert capsys.readouterr().err.count("building the cached copies") == 1
+    assert log_records(auto_cache) == {} and "read in place" in capsys.readouterr().err
 
 
 def test_cache_status_says_a_log_grew_or_was_rewritten(tmp_path: Path, cache_dir: Path, rlsql_exe: str) -> None:
@@ -686,63 +627,32 @@ def test_cache_status_says_a_log_grew_or_was_rewritten(tmp_path: Path, cache_dir
     assert status()[0] == "stale" and "parsed again" in status()[1]
 
 
-def test_a_report_reads_a_log_in_place_once_then_builds_its_entry_before_the_next_read(
-        tmp_path: Path, auto_cache: Path, rlsql_exe: str) -> None:
+def test_a_report_with_cache_on_builds_each_entry_at_its_first_read(tmp_path: Path, cache_dir: Path,
+                                                                     rlsql_exe: str) -> None:
     run = copy_run(RAW, tmp_path / "rawlogs")
     logs = [str(p) for p in find_logs(run)]
-    env = {**os.environ, "RLSQL_CACHE_DIR": str(auto_cache), "RLSQL_CACHE": "", "RLSQL_CACHE_MIN_BYTES": "1"}
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": ""}
     reports = {}
-    for how in ("--no-cache", "-v"):
-        out = tmp_path / how.strip("-")
-        done = subprocess.run([rlsql_exe, how, "report", "--run", str(run), "-o", str(out)], capture_output=True,
-                              text=True, env=env)
+    for how in ("--no-cache", "--cache"):
+        out = tmp_path / f"report{how}"
+        done = subprocess.run([rlsql_exe, how, "-v", "report", "--run", str(run), "-o", str(out)],
+                              capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
         reports[how] = (out / "report.md").read_text()
     err = done.stderr
     for log in logs:
-        # the report's first read of each log is in place; its second read builds the entry first
-        assert err.count(f"{log}: read in place (no cache entry)") == 1, err
+        # the report's first read of each log builds its entry; every later read uses it
         assert err.count(f"{log}: cache entry updated: parsed ") == 1, err
-    assert "building the cached copies" not in err  # nothing left for a builder
-    assert sorted(log_records(auto_cache)) == sorted(logs)
-    assert reports["-v"] == reports["--no-cache"]
-
-
-def test_cache_clear_during_a_log_build_leaves_no_entry_behind(
-        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    run, log = tiny_run(tmp_path)
-    real_direct_read = logcache.direct_read
-
-    def clear_meanwhile(con, path, fh, before, **kwargs):  # `rlsql cache clear` runs while the builder reads the log
-        subprocess.run([sys.executable, "-m", "rlsql", "cache", "clear"], capture_output=True, check=True)
-        return real_direct_read(con, path, fh, before, **kwargs)
-
-    monkeypatch.setattr(logcache, "direct_read", clear_meanwhile)
-    assert not logcache.build_in_background(log, auto_cache)  # what rlsql/cachebg.py runs for a log
-    monkeypatch.setattr(logcache, "direct_read", real_direct_read)
-    assert str(log) not in log_records(auto_cache)
-    assert not [p for p in auto_cache.rglob("*") if p.is_file() and p.suffix == ".parquet"]
-    # a build that starts after the clear is not affected by it, and reads as the log says
-    assert logcache.build_in_background(log, auto_cache)
-    assert log_records(auto_cache)[str(log)]["cut"] == log.stat().st_size
-    assert steps(run) == [(1, 0.25), (2, 0.5)]
-
-
-def test_the_growth_threshold_is_not_part_of_an_answers_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    # it decides when a log's entry is extended, not what a query answers (rlsql/answers.py)
-    from rlsql import answers
-
-    monkeypatch.setenv(logcache.GROWTH_ENV, "1000")
-    with_it = answers._environment()
-    monkeypatch.delenv(logcache.GROWTH_ENV)
-    assert with_it == answers._environment()
+        assert f"{log}: read from the cache" in err and f"{log}: read in place" not in err, err
+    assert sorted(log_records(cache_dir)) == sorted(logs)
+    assert reports["--cache"] == reports["--no-cache"]
 
 
 def test_a_killed_builds_named_pipe_is_a_leftover_that_clear_removes(cache_dir: Path, tmp_path: Path) -> None:
     """A builder killed while DuckDB read a log through its named pipe (logcache.piped_read) leaves the
     FIFO under rlsql's temporary name: `cache status` counts it as a leftover, not as somebody else's
     file, and `cache clear` removes it (a FIFO is not a regular file, but the name proves it rlsql's)."""
-    from rlsql import writes
+    from rlsql.runs import writes
 
     run = copy_run(RAW, tmp_path / "rawlogs")
     assert rlsql.query("reward_curve", [run]).rows  # the cache folder and an entry folder exist

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import rlsql
-from rlsql.catalog import load_catalog
+from rlsql.catalog.catalog import load_catalog
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS

@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 import rlsql
-from rlsql.catalog import load_catalog
+from rlsql.catalog.catalog import load_catalog
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import FIXTURE_RUNS, RUNS
@@ -89,8 +89,8 @@ def test_sample_run_is_the_default() -> None:
 
 def test_a_statement_over_little_input_runs_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     """query_connection's threads: one for CSVs under LITTLE_INPUT_BYTES in all, DuckDB's default else."""
-    from rlsql import connection
-    from rlsql.runs import resolve_runs
+    from rlsql.engine import statements as connection
+    from rlsql.runs.folders import resolve_runs
 
     tiny = resolve_runs([str(RUNS / "tiny")])
     trials_bytes = sum(p.stat().st_size for p in (RUNS / "tiny").glob("*_trial_results.csv"))

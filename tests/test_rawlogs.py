@@ -22,15 +22,16 @@ from pathlib import Path
 import pytest
 
 import rlsql
-from rlsql.catalog import load_catalog
-from rlsql.logfiles import FROM_LOGS_ENV, find_logs, short_name
-from rlsql.runs import resolve_runs
+from rlsql.catalog.catalog import load_catalog
+from rlsql.runs.folders import resolve_runs
+from rlsql.runs.logfiles import find_logs, short_name
 from tests import oracle
 from tests.compare import assert_rows_match, same_value
 from tests.conftest import RUNS
 from tests.test_cli import run_main
 
 RAW, TWIN = RUNS / "rawlogs", RUNS / "rawlogs_csv"
+FROM_LOGS_ENV = "RLSQL_FROM_LOGS"
 QUERIES = [q.name for q in load_catalog().queries()]
 #: the run has 9 steps: the default save_every (20) would leave best_checkpoint without a candidate
 PARAMS = {"best_checkpoint": {"save_every": 2}}
@@ -382,8 +383,13 @@ def test_a_stray_log_in_a_folder_of_runs_does_not_hide_them(raw: Path, tmp_path:
     alone = tmp_path / "alone"
     alone.mkdir()
     (alone / "train.out").write_text("nothing yet\n")
-    (alone / "checkpoints").mkdir()  # a sub-folder that is no run: the folder is the run of its logs
-    assert [r.name for r in resolve_runs([alone])] == ["alone"]
+    (alone / "checkpoints").mkdir()
+    # a log that holds no training log's lines does not make a run folder (a folder beside a stray .log)
+    with pytest.raises(rlsql.DataError, match="no run artifacts"):
+        resolve_runs([alone])
+    (alone / "train.out").write_text("(TerminalBenchGenerator pid=5, ip=10.0.0.2) Batch generation complete: "
+                                     "4/4 successful, 0 failed instances, 0 masked (excluded from baseline)\n")
+    assert [r.name for r in resolve_runs([alone])] == ["alone"]  # its sub-folder is no run: the run of its logs
 
 
 @pytest.mark.parametrize("name", ["reward_curve", "timing_breakdown", "vllm_summary", "run_overview", "async_health"])

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from rlsql import cli
-from rlsql.report import build_report
-from rlsql.runs import resolve_runs
+from rlsql.cli import app as cli
+from rlsql.outputs.report import build_report
+from rlsql.runs.folders import resolve_runs
 from tests import oracle
 from tests.conftest import RUNS
 
@@ -450,7 +450,7 @@ def test_config_diff_lists_only_differing_keys(reports: dict[str, Path]) -> None
 # -- the rows the figures draw -------------------------------------------------------------------------
 
 def view_rows(view: str, names: list[str]) -> list[dict]:
-    from rlsql.connection import open_connection
+    from rlsql.engine.statements import open_connection
 
     con = open_connection(resolve_runs([RUNS / n for n in names]), [view])
     cursor = con.execute(f"SELECT * FROM {view}")
@@ -589,7 +589,7 @@ def test_missing_matplotlib_is_one_clear_line(tmp_path, capsys, monkeypatch) -> 
 def test_progress_indicator_on_a_terminal_and_in_a_log() -> None:
     import io
 
-    from rlsql.report import Progress
+    from rlsql.outputs.report import Progress
 
     stream = io.StringIO()
     progress = Progress(3, stream=stream, enabled=True)
@@ -840,7 +840,7 @@ def test_a_full_disk_leaves_the_previous_report_as_it_was(tmp_path: Path, capsys
                                                           tiny_report: Path) -> None:
     import errno
 
-    import rlsql.report as report_mod
+    import rlsql.outputs.report as report_mod
 
     out = tmp_path / "rep"
     shutil.copytree(tiny_report, out)  # the session's tiny report, its mark with it (a report rlsql wrote)
@@ -932,8 +932,8 @@ def test_many_runs_warn_once_per_missing_artifact(fleet) -> None:
 
 
 def test_many_runs_figures_have_legends_that_cover_no_data(fleet) -> None:
-    from rlsql.report import data as data_mod
-    from rlsql.report import figures
+    from rlsql.outputs.report import data as data_mod
+    from rlsql.outputs.report import figures
 
     dirs, _, _ = fleet
     with warnings.catch_warnings():
@@ -992,8 +992,8 @@ def test_html_has_a_table_of_contents_and_folds_long_tables(html_all: Path) -> N
 def test_an_outlier_step_is_clipped_with_its_time_written_on_it() -> None:
     """calendar: steps 1-3 (the buffer fill and a job interruption) pass 4x the median step; the figure
     clips them and writes each one's timing/step on its bar."""
-    from rlsql.report import data as data_mod
-    from rlsql.report import figures
+    from rlsql.outputs.report import data as data_mod
+    from rlsql.outputs.report import figures
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -1016,7 +1016,7 @@ def test_an_outlier_step_is_clipped_with_its_time_written_on_it() -> None:
 def test_a_killed_reports_staging_folder_is_swept(tmp_path: Path) -> None:
     """What a SIGKILLed report leaves (its staging folder, under one of rlsql's temporary names of a
     process that is gone) is removed by the next report written beside it."""
-    from rlsql import writes
+    from rlsql.runs import writes
 
     host, pid, nonce = writes._host(), "4194303", "0badf00d"  # a pid above Linux's pid_max: never alive
     leftover = tmp_path / f".rep.{host}-{pid}-{nonce}-{writes._check('rep', host, pid, nonce, False)}.rlsql-tmp"

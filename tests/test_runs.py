@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import rlsql
-from rlsql.errors import DataError, UsageError
-from rlsql.runs import Artifact, resolve_runs, sample_run_path, scan_folder
+from rlsql.core.errors import DataError, UsageError
+from rlsql.runs.folders import Artifact, resolve_runs, sample_run_path, scan_folder
 
 TRIALS_HEADER = (
     "task_name,trial_name,n_episodes,n_input_tokens,n_output_tokens,exception_type,reward,agent_duration_sec\n"

@@ -11,7 +11,7 @@ import json
 import pytest
 
 import rlsql
-from rlsql.catalog import load_catalog
+from rlsql.catalog.catalog import load_catalog
 from tests.conftest import RUNS
 
 SELECTABLE = [f.name for f in load_catalog().files.values() if f.kind in ("view", "query")]

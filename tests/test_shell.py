@@ -13,8 +13,8 @@ import duckdb
 import pytest
 
 import rlsql
-from rlsql.catalog import load_catalog
-from rlsql.shellinit import duckdb_cli
+from rlsql.catalog.catalog import load_catalog
+from rlsql.outputs.shellinit import duckdb_cli
 from tests import oracle
 from tests.compare import assert_rows_match, same_value
 from tests.conftest import RUNS
@@ -100,7 +100,7 @@ def test_shell_command_starts_the_cli(rlsql_exe, duckdb_exe, tmp_path) -> None:
 
 
 def test_shell_without_the_cli_says_how_to_install(capsys, monkeypatch) -> None:
-    monkeypatch.setattr("rlsql.shellinit.duckdb_cli", lambda: None)
+    monkeypatch.setattr("rlsql.outputs.shellinit.duckdb_cli", lambda: None)
     code, out, err = run_main(["shell", "-r", str(RUNS / "tiny")], capsys, monkeypatch)
     assert code == 2 and out == ""
     assert "pip install 'rlsql[shell]'" in one_error_line(err)

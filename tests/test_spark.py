@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from rlsql.api import run_query
-from rlsql.catalog import load_catalog
-from rlsql.connection import open_connection
-from rlsql.errors import RlsqlError, RlsqlWarning
-from rlsql.runs import resolve_runs
+from rlsql.catalog.catalog import load_catalog
+from rlsql.core.errors import RlsqlError, RlsqlWarning
+from rlsql.engine.query import run_query
+from rlsql.engine.statements import open_connection
+from rlsql.runs.folders import resolve_runs
 from tests.compare import same_value
 from tests.conftest import FIXTURE_RUNS, RUNS
 
@@ -52,7 +52,7 @@ def spark():
         if REQUIRED:
             pytest.fail(f"RLSQL_REQUIRE_SPARK=1 but {reason}")
         pytest.skip(reason)
-    from rlsql.engines.spark import get_session
+    from rlsql.engine.spark import get_session
 
     os.environ.pop("SPARK_REMOTE", None)
     # the JVM flags and settings for a short session over tiny inputs: tests/conftest.py SPARK_TEST_*
@@ -60,7 +60,7 @@ def spark():
     yield session
     # the session is the process's; stopping it here frees the JVM for the rest of the suite
     session.stop()
-    import rlsql.engines.spark as engine
+    import rlsql.engine.spark as engine
 
     engine._SESSION = None
 
@@ -198,7 +198,7 @@ def test_every_object_matches_duckdb(spark, awkward, run_set):
     """Every source and view (as multisets of rows), then every named query (in order, with its
     warnings and errors), on one set of Spark objects for the run set, as rlsql.spark()'s runner
     keeps them: views are rebuilt only where a parameter changes their SQL."""
-    from rlsql.engines.spark import SparkCatalog
+    from rlsql.engine.spark import SparkCatalog
 
     runs = _runs(run_set, awkward)
     catalog = load_catalog()
@@ -213,7 +213,7 @@ def test_every_object_matches_duckdb(spark, awkward, run_set):
 
 
 def _compare_every_object(spark, objects, catalog, runs, run_set) -> None:
-    from rlsql.engines.spark import run_query_spark
+    from rlsql.engine.spark import run_query_spark
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RlsqlWarning)
@@ -245,7 +245,7 @@ def _compare_every_object(spark, objects, catalog, runs, run_set) -> None:
             assert_same_rows(got.rows, want.rows, label, ordered=True)
             # the same runs skipped and the same unreadable rows counted, file by file
             assert _skipped(got_warnings) == _skipped(want_warnings), label
-            # DuckDB names a whole-number cell that reads as empty (rlsql/badcells.py) in the queries whose
+            # DuckDB names a whole-number cell that reads as empty (rlsql/engine/badcells.py) in the queries whose
             # answer evaluated it; Spark reads it as empty without that warning (docs/spark.md, Known
             # differences): left out here, and checked to be the only warning left out
             assert [w for w in got_warnings if _BAD_CELLS.search(w)] == [], label
@@ -256,7 +256,7 @@ def _compare_every_object(spark, objects, catalog, runs, run_set) -> None:
 
 def test_the_awkward_run_exercises_what_it_should(spark, awkward):
     """The awkward run is worth comparing: NULL EMAs to order, and rows both engines refuse."""
-    from rlsql.engines.spark import run_query_spark
+    from rlsql.engine.spark import run_query_spark
 
     runs = _runs("awkward", awkward)
     got, messages = _answer(lambda n, r, p: run_query_spark(n, r, p, spark), "reward_curve", runs, {})
@@ -268,7 +268,7 @@ def test_the_awkward_run_exercises_what_it_should(spark, awkward):
 
 
 def test_bad_parameters_fail_alike(spark):
-    from rlsql.engines.spark import run_query_spark
+    from rlsql.engine.spark import run_query_spark
 
     runs = resolve_runs([str(RUNS / "tiny")])
     for params in ({"span": "0"}, {"span": "x"}, {"nope": "1"}):
@@ -278,8 +278,8 @@ def test_bad_parameters_fail_alike(spark):
 
 
 def _console(args: list[str], capsys, monkeypatch) -> tuple[int, str, str]:
-    """The console script's entry (rlsql.quickcli.main) with `args`, in this process: exit code, stdout, stderr."""
-    from rlsql.quickcli import main
+    """The console script's entry (rlsql.cli.app.main) with `args`, in this process: exit code, stdout, stderr."""
+    from rlsql.cli.app import main
 
     monkeypatch.setattr(sys, "argv", ["rlsql", *args])
     with pytest.raises(SystemExit) as stop:
@@ -294,7 +294,6 @@ def test_cli_engine_spark_prints_the_duckdb_table(spark, capsys, monkeypatch):
     In this process, through the console script's entry, on the module's session: a second local JVM
     for one query cost ~7 CPU-s and ~10 s of the Spark worker's time (bench/RESULTS.md, session 5). The
     command as a process of its own, `--engine spark` and all, is test_spark_connect.py's."""
-    monkeypatch.setenv("RLSQL_NO_CACHE", "1")
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     code, duck, duck_err = _console(["query", "turns_by_exception"], capsys, monkeypatch)
     assert code == 0, duck_err
@@ -332,7 +331,7 @@ def test_missing_java_is_one_line_exit_2(tmp_path):
         pytest.skip("pyspark is not installed (pip install 'rlsql[spark]'): the Java check comes after it")
     code = (
         "import sys\n"
-        "from rlsql.cli import main\n"
+        "from rlsql.cli.app import main\n"
         "sys.argv = ['rlsql', 'query', 'turn_stats', '--engine', 'spark']\n"
         "main()\n"
     )

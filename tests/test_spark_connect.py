@@ -91,7 +91,7 @@ def test_named_query_through_spark_connect(connect_server, rlsql_exe):
     """README's "Running at scale", step by step: the server started from the pyspark package, then
     `SPARK_REMOTE=sc://... rlsql query turns_by_exception --engine spark` (the sample run), and the same
     on a fixture run; the tables are DuckDB's."""
-    env = {**os.environ, "RLSQL_NO_CACHE": "1"}
+    env = dict(os.environ)
     env.pop("RLSQL_ENGINE", None)
     for runs in ([], ["-r", str(RUNS / "calendar")]):
         duck = subprocess.run([rlsql_exe, "query", "turns_by_exception", *runs], capture_output=True, text=True,

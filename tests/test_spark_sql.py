@@ -1,17 +1,16 @@
-"""Spark SQL compilation (rlsql/engines/spark_sql.py) without a Spark session: the compiled-SQL cache.
+"""Spark SQL compilation (rlsql/engine/spark_sql.py) without a Spark session: the compiled statements kept.
 
 A `* REPLACE (...)` compiles to an explicit column list read from the session, so its compiled SQL
-belongs to the columns it was compiled for: with the cache on (a user's default), the metric columns of
-one set of runs were once reused for another, and Spark then failed to create `steps` ("cannot resolve
-async/staleness_min"; found when the suite turned the SQL caches on, bench/RESULTS.md, session 5).
+belongs to the columns it was compiled for: the metric columns of one set of runs were once reused for
+another, and Spark then failed to create `steps` ("cannot resolve async/staleness_min").
 """
 
 from __future__ import annotations
 
 import pytest
 
-from rlsql.catalog import load_catalog
-from rlsql.engines.spark_sql import CompiledCache, compile_file
+from rlsql.catalog.catalog import load_catalog
+from rlsql.engine.spark_sql import compile_file
 
 FIXED = ["trainer/global_step", "global_step", "async/discarded_count"]
 
@@ -21,31 +20,14 @@ def listing(extra: list[str]):
     return lambda sql: [*FIXED, *extra]
 
 
-@pytest.mark.parametrize("fresh_process", [False, True])
-def test_a_star_replace_is_compiled_again_for_other_columns(tmp_path, monkeypatch, fresh_process) -> None:
-    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("RLSQL_NO_CACHE", raising=False)
+def test_a_star_replace_is_compiled_again_for_other_columns() -> None:
     catalog = load_catalog()
     f = catalog.files["metric_rows"]
-    cache = CompiledCache()
+    cache: dict = {}
     (_, wide), = compile_file(f, catalog, {}, listing(["timing/step", "a/wide"]), "metrics_src:wide", cache)
-    cache.save()
-    if fresh_process:
-        cache = CompiledCache()  # as the next process finds it on disk
-        assert cache.entries, "the compiled SQL was not saved in RLSQL_CACHE_DIR"
     (_, narrow), = compile_file(f, catalog, {}, listing(["timing/step"]), "metrics_src:narrow", cache)
     assert "a/wide" in wide
     assert "a/wide" not in narrow and "timing/step" in narrow
-    # the same columns again: the cached statement, unchanged
-    (_, again), = compile_file(f, catalog, {}, listing(["timing/step", "a/wide"]), "metrics_src:wide", cache)
+    # the same columns again: the kept statement, unchanged, without compiling
+    (_, again), = compile_file(f, catalog, {}, lambda sql: pytest.fail("compiled again"), "metrics_src:wide", cache)
     assert again == wide
-
-
-def test_the_cache_lives_in_rlsql_cache_dir(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("RLSQL_NO_CACHE", raising=False)
-    catalog = load_catalog()
-    cache = CompiledCache()
-    compile_file(catalog.files["metric_rows"], catalog, {}, listing([]), "metrics_src:x", cache)
-    cache.save()
-    assert (tmp_path / "cache" / CompiledCache.NAME).is_file()

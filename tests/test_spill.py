@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import rlsql
-from rlsql.connection import open_connection
-from rlsql.duckconn import spill_root
-from rlsql.runs import resolve_runs
+from rlsql.engine.statements import open_connection
+from rlsql.runs.folders import resolve_runs
+from rlsql.runs.memorydb import spill_root
 from tests.conftest import RUNS
 
 PACKAGE = Path(rlsql.__file__).parent
@@ -47,11 +47,11 @@ def test_a_spilling_query_writes_nothing_into_the_current_run_folder(opener, tmp
     assert sorted(os.listdir(run)) == before
 
 
-def test_every_duckdb_connection_goes_through_duckconn() -> None:
+def test_every_duckdb_connection_goes_through_memorydb() -> None:
     """One place opens DuckDB connections, so none of them spills into the current folder."""
     offenders = []
     for path in PACKAGE.rglob("*.py"):
-        if path.name == "duckconn.py":
+        if path.name == "memorydb.py":
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if re.search(r"\bduckdb\.connect\(", line):

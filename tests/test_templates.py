@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from rlsql import csvread
-from rlsql.catalog import Catalog, jinja_env, sql_root
-from rlsql.errors import BAD_CELL_FUNCTION, BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError
-from rlsql.sqltext import SQL_TYPES, sql_type
+from rlsql.catalog.catalog import Catalog, sql_root
+from rlsql.catalog.templates import jinja_env
+from rlsql.core.errors import BAD_CELL_FUNCTION, BAD_CELL_MARK, DATA_ERROR_MARK, CatalogError
+from rlsql.core.sqltext import SQL_TYPES, sql_type
+from rlsql.runs import csvfiles as csvread
 
 SQL = Path(__file__).resolve().parent.parent / "sql"
 TEMPLATES = sorted(p for p in SQL.rglob("*") if p.suffix in (".sql", ".j2"))
@@ -43,7 +44,7 @@ def test_the_data_error_marker_is_spelled_in_python_only() -> None:
     marks = (DATA_ERROR_MARK.strip(), BAD_CELL_MARK, BAD_CELL_FUNCTION)
     spelled = [p.relative_to(SQL).as_posix() for p in TEMPLATES if any(m in p.read_text() for m in marks)]
     assert spelled == []
-    # ...and once in Python: rlsql/errors.py, which every other module imports them from
+    # ...and once in Python: rlsql/core/errors.py, which every other module imports them from
     package = Path(__file__).resolve().parent.parent / "rlsql"
     spelled = [p.relative_to(package).as_posix() for p in sorted(package.rglob("*.py"))
                if p.name != "errors.py" and any(m in p.read_text() for m in marks)]
@@ -64,7 +65,7 @@ def test_the_reader_macro_quotes_what_it_is_given() -> None:
     text = str(macros.read_csv(["/runs/a[1]/x's.csv", "/runs/b.csv"], ["n", "we'ird"], types, 4096, "src"))
     assert text.startswith("read_csv(['/runs/a[[]1[]]/x''s.csv', '/runs/b.csv'], header = true")
     assert "filename = 'src'" in text and "buffer_size = 4096" in text
-    # DuckDB's own max_line_size, stated with every buffer (rlsql/csvread.py MAX_LINE says why)
+    # DuckDB's own max_line_size, stated with every buffer (rlsql/runs/csvfiles.py MAX_LINE says why)
     assert f"max_line_size = {csvread.MAX_LINE}," in text
     assert text.endswith("columns = {'n': 'DOUBLE', 'we''ird': 'VARCHAR'})")
     with pytest.raises(ValueError, match="not a type"):
@@ -93,8 +94,8 @@ def test_a_source_declaring_an_unknown_type_fails_at_load(tmp_path: Path) -> Non
 
 
 def test_reported_types_allow_list() -> None:
-    from rlsql.connection import stub_select
-    from rlsql.sqltext import reported_type
+    from rlsql.core.sqltext import reported_type
+    from rlsql.engine.statements import stub_select
 
     assert reported_type("timestamp with time zone") == "TIMESTAMP WITH TIME ZONE"
     assert reported_type("VARCHAR[][]") == "VARCHAR[][]"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rlsql import writes
+from rlsql.runs import writes
 from tests import oracle
 from tests.conftest import RUNS
 from tests.test_cli import one_error_line, run_main
@@ -304,8 +304,8 @@ def test_sweep_puts_back_a_folder_caught_mid_swap(tmp_path) -> None:
 
 
 def test_dbfile_does_not_reach_into_export() -> None:
-    text = (Path(writes.__file__).parent / "dbfile.py").read_text()
-    assert "rlsql.export" not in text and "_tmp_name" not in text
+    text = (Path(writes.__file__).parents[1] / "outputs" / "dbfile.py").read_text()
+    assert "rlsql.outputs.export" not in text and "_tmp_name" not in text
 
 
 # -- kill -9 ---------------------------------------------------------------------------------------

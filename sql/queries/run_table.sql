@@ -35,7 +35,7 @@
 -- column: slowest_span_share: its mean share of the step (0-1)
 -- column: *: a chosen config key, named by the dotted key (`config.KEY` if a column before has that name):
 --   the run's value as text (`null` for a YAML null), NULL where the run lacks the key
-{#- config_columns (rlsql/sources.py SourceContext.config_columns): [{key, column}] in key order, worked out
+{#- config_columns (rlsql/engine/sources.py SourceContext.config_columns): [{key, column}] in key order, worked out
     in Python from the runs' parsed configs (the keys config_diff finds, or the `keys` parameter's), since a
     view's columns cannot depend on the data (DuckDB refuses a PIVOT without IN list in a view). The values
     come from the config view here, as config_diff's do: the first value of a key in document order. -#}

@@ -4,7 +4,7 @@
 -- artifact: harbor
 -- optional: true
 -- columns: task_name VARCHAR, trial_name VARCHAR, n_episodes DOUBLE, n_input_tokens DOUBLE, n_output_tokens DOUBLE, exception_type VARCHAR, reward DOUBLE, agent_duration_sec DOUBLE, trial_duration DOUBLE, environment_setup_duration DOUBLE, agent_setup_duration DOUBLE, agent_execution_duration DOUBLE, verifier_duration DOUBLE, exception_message VARCHAR, started_at VARCHAR, finished_at VARCHAR, problem VARCHAR, bad_values VARCHAR, nonfinite VARCHAR
-{#- One read per run over the result.json files rlsql listed itself (rlsql/harbor.py: os.scandir, one
+{#- One read per run over the result.json files rlsql listed itself (rlsql/runs/harbor.py: os.scandir, one
     stat each, never opening a file, so a FIFO cannot block the read). Each path reaches read_blob
     with its glob characters escaped, and every file DuckDB returns is joined back to its listed
     path: a file that is not one of them fails the query. read_blob + try(decode()) instead of
@@ -61,7 +61,7 @@ SELECT
 WHERE false
 {%- else %}
 WITH listed AS (
-    -- every trial folder's result.json as rlsql/harbor.py listed it, sorted by folder name: a run's
+    -- every trial folder's result.json as rlsql/runs/harbor.py listed it, sorted by folder name: a run's
     -- names come '/'-joined in one literal (no folder name holds a '/'), which DuckDB parses at once
     -- where a VALUES row or list element per file costs seconds over 20,000 files; the runs come as
     -- three lists unnested side by side, one branch for all runs (a UNION ALL branch per run took

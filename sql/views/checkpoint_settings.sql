@@ -8,7 +8,7 @@
 -- column: run: the run: its folder's name
 -- column: save_every: checkpoint interval in steps: the parameter, else trainer.hf_save_interval, else 20
 WITH configured AS (
-    -- a whole number only: TRY_CAST alone would round 2.5 to 3 (rlsql/config.py warns about the rest)
+    -- a whole number only: TRY_CAST alone would round 2.5 to 3 (rlsql/runs/config.py warns about the rest)
     SELECT run, arg_min(
         CASE WHEN TRY_CAST(value AS DOUBLE) = TRY_CAST(value AS INTEGER) THEN TRY_CAST(value AS INTEGER) END,
         ordinal) AS hf_save_interval

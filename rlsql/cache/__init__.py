@@ -1,0 +1,1 @@
+"""Parquet copies of large CSVs and raw-log entries."""

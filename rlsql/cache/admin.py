@@ -1,0 +1,121 @@
+"""`rlsql cache build`, `status` and `clear`: the cache folder as a user manages it.
+
+Every function takes the current settings (rlsql/core/settings.py) for the folder, the mode and the
+size limit, and returns rows and one summary line for the command line to print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlsql.cache import csvcopies, logentries, store
+from rlsql.core import settings
+from rlsql.core.errors import UsageError
+from rlsql.runs.folders import Run
+from rlsql.runs.memorydb import memory_connection
+
+BUILD_COLUMNS = ["run", "artifact", "file", "state", "rows", "parquet_bytes"]
+STATUS_COLUMNS = ["file", "state", "why", "rows", "parquet_bytes", "built_at", "last_used", "parquet"]
+
+
+@dataclass(frozen=True)
+class Done:
+    rows: list[tuple]
+    summary: str
+
+
+def _root() -> Path:
+    root = settings.current().cache_dir
+    if root is None:
+        raise UsageError("no cache folder: HOME is not set; set RLSQL_CACHE_DIR")
+    try:
+        store.check_root(root)
+    except store.CacheUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+    return root
+
+
+def build(runs: Sequence[Run], force: bool) -> Done:
+    """Cached copies of every CSV and of every raw log the runs' queries read, missing or stale ones only
+    (all with `force`); then the folder is brought to its size limit, keeping what this build covers."""
+    _root()
+    try:
+        report = csvcopies.build_cache(runs, force)
+        rows = report.rows + logentries.build_log_entries(runs, force)
+    except store.CacheUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+    covered = report.entries | {store.entry_for(Path(r[2]), report.root).parquet for r in rows if r[1] == "log"}
+    evicted, freed = store.evict(report.root, settings.current().cache_max_bytes, keep=frozenset(covered))
+    count = {state: sum(1 for r in rows if r[3] == state) for state in ("built", "grown", "fresh", "changing")}
+    parts = [f"{count['built']} built"]
+    if count["grown"]:
+        parts.append(f"{count['grown']} grown logs updated")
+    parts.append(f"{count['fresh']} already fresh")
+    if count["changing"]:
+        parts.append(f"{count['changing']} changed while read (not cached)")
+    if report.swept:
+        parts.append(f"{report.swept} leftover temporary file(s) of an interrupted build swept")
+    if evicted:
+        parts.append(f"{evicted} least recently used entries removed ({freed:,} bytes) to keep to the size limit")
+    return Done(rows, f"cache: {', '.join(parts)}, in {report.root}")
+
+
+def status() -> Done:
+    """Each entry with its state (fresh, stale, grown, orphaned, damaged) and why; the folder's size
+    against its limit and the policy."""
+    root = _root()
+    config = settings.current()
+    rows = []
+    listing = store.list_root(root) if root.exists() else store.Listing([], [], 0)
+    con = memory_connection()
+    for entry in listing.entries:
+        meta = entry.read_meta()
+        state, why = logentries.entry_state(entry, con)  # a log's entry in its own words (grown, ...)
+        rows.append((meta.get("source"), state, None if state == "fresh" else why, meta.get("rows"),
+                     meta.get("parquet_bytes"), meta.get("built_at"), _mtime(entry.meta), str(entry.parquet)))
+    size = sum(r[4] or 0 for r in rows)
+    extra = ""
+    if listing.foreign:
+        extra += f"; {listing.foreign} file(s) rlsql did not write (left alone)"
+    if listing.leftovers:
+        extra += f"; {len(listing.leftovers)} temporary file(s) of a build under way or interrupted"
+    return Done(rows, f"cache folder: {root}: {len(rows)} entries, {size:,} of at most {config.cache_max_bytes:,} "
+                      f"bytes (RLSQL_CACHE_MAX_BYTES){extra}; {describe_policy(config)}")
+
+
+def clear(stale_only: bool) -> str:
+    """Delete the entries rlsql wrote (with `stale_only`, those whose file changed, is gone or failed a
+    read; a grown log's entry stays: the next read extends it). Files rlsql did not write stay."""
+    root = _root()
+    if not root.exists() or not store.has_marker(root):
+        return f"cache: nothing to clear (no cache entries in {root})"
+    listing = store.list_root(root)
+    con = memory_connection()
+    entries = [e for e in listing.entries
+               if not stale_only or logentries.entry_state(e, con)[0] not in ("fresh", "grown")]
+    removed, freed = store.delete_entries(root, entries)
+    removed += store.sweep_leftovers(root)
+    kept = f"; left {listing.foreign} file(s) rlsql did not write" if listing.foreign else ""
+    return f"cache: removed {removed} files, {freed:,} bytes{kept}"
+
+
+def describe_policy(config: settings.Settings) -> str:
+    if config.cache == "off":
+        return "the cache is off (RLSQL_CACHE=off or --no-cache): every file is read in place"
+    if config.cache == "on":
+        return ("every file a command reads is cached before it is read (RLSQL_CACHE=on or --cache); "
+                "RLSQL_CACHE=off turns the cache off")
+    return (f"a file's fresh cached copy is read where there is one; copies are made by `rlsql cache build` "
+            f"or --cache, never in the background; a file of {config.cache_hint_bytes / 2**20:g} MiB or more read "
+            "in place prints a hint (RLSQL_CACHE_HINT_BYTES)")
+
+
+def _mtime(path: Path) -> str | None:
+    import time
+
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(path.stat().st_mtime))
+    except OSError:
+        return None

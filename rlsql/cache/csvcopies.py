@@ -1,0 +1,220 @@
+"""The Parquet copies of runs' CSVs: built on request, handed to the sources while fresh.
+
+A source read asks `cached_copy` for a CSV's copy (rlsql/engine/sources.py): a fresh entry is used;
+without one the CSV is read in place, except under `--cache` (RLSQL_CACHE=on), which builds the copy
+first. Nothing is built behind the user's back: `rlsql cache build` builds the copies of a set of
+runs, and a large file read in place earns the answer a hint saying so (rlsql/cache/reading.py).
+rlsql/cache/store.py keeps the files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from rlsql.cache import reading, store
+from rlsql.catalog.catalog import load_catalog
+from rlsql.catalog.sqlfile import SqlFile
+from rlsql.core import settings
+from rlsql.core.errors import DataError, RlsqlWarning, one_line
+from rlsql.core.exactpaths import why_unnameable
+from rlsql.core.rejects import REJECT_EXAMPLES, has_reject_tables, rejected_lines
+from rlsql.runs import csvfiles
+from rlsql.runs.artifacts import INTEGER_COLUMNS
+from rlsql.runs.folders import CSV_ARTIFACTS, Run, read_header
+from rlsql.runs.memorydb import memory_connection
+
+
+def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> str | None:
+    """The fresh Parquet copy of a CSV (built now under `--cache`); None: read the CSV in place."""
+    config = settings.current()
+    root = reading.cache_root(for_writing=config.cache == "on")
+    if root is None or why_unnameable(path):
+        why = "the cache is off" if config.cache == "off" else "no usable cache folder" if root is None else \
+            "DuckDB cannot name its path exactly"
+        reading.notice(f"{path}: read in place ({why})")
+        _read_in_place(path)
+        return None
+    entry = store.entry_for(path, root)
+    state, why = store.quick_state(entry, path)
+    if state != "fresh" and config.cache == "on":
+        try:
+            with store.build_lock(root):
+                built = build_cache_entry(source, path, header, types, root)
+        except store.CacheUnavailable as exc:
+            reading.notice(f"{path}: read in place ({exc})")
+            built = None
+        except DataError as exc:
+            reading.notice(f"{path}: read in place (not cached: {exc})")
+            built = None
+        if built is None:
+            _read_in_place(path)
+            return None
+        reading.notice(f"{path}: cached now ({built.rows:,} rows in {built.seconds:.2f} s), read from the cache")
+        store.evict(root, config.cache_max_bytes, keep=frozenset({entry.parquet}))
+    elif state != "fresh":
+        reading.notice(f"{path}: read in place ({why})")
+        _read_in_place(path)
+        return None
+    else:
+        reading.notice(f"{path}: read from the cache ({entry.parquet})")
+    record = entry.read_meta()
+    if record.get("rejected_rows"):
+        warnings.warn(rejects_warning(path, record.get("rejects", []), record["rejected_rows"]), RlsqlWarning,
+                      stacklevel=3)
+    reading.handed_out(entry)
+    return str(entry.parquet)
+
+
+def _read_in_place(path: Path) -> None:
+    with contextlib.suppress(OSError):  # gone meanwhile: the read says so
+        reading.read_in_place(path, path.stat().st_size)
+
+
+@dataclass(frozen=True)
+class Built:
+    entry: store.Entry
+    rows: int
+    seconds: float
+
+
+def _last_scan(con: duckdb.DuckDBPyConnection) -> int:
+    """The newest reject scan id on `con` (-1: none): the reject tables accumulate over a shared connection."""
+    if not has_reject_tables(con):
+        return -1
+    return con.execute("SELECT coalesce(max(scan_id), -1) FROM reject_scans").fetchone()[0]
+
+
+#: rejected lines kept in an entry's record (the count is always whole)
+MAX_RECORDED_REJECTS = 100
+
+
+def rejects_warning(path: Path | str, rejects: list, total: int) -> str:
+    """The warning a cached read gives for the rows its build skipped: word for word the one an in-place
+    read gives (duckdb_errors.warn_rejected_rows), so a user cannot tell which read it was."""
+    examples = "; ".join(f"line {line}: {why}" for line, why in rejects[:REJECT_EXAMPLES])
+    more = f"; and {total - REJECT_EXAMPLES} more" if total > REJECT_EXAMPLES else ""
+    return f"{path}: skipped {total} unreadable row{'s' if total > 1 else ''} ({examples}{more})"
+
+
+def build_cache_entry(
+    source: SqlFile, path: Path, header: list[str], types: dict[str, str], root: Path,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> Built | None:
+    """Convert one CSV into its cache entry (sources/_cache_csv.sql.j2).
+
+    On `con` when given (`cache build` shares one over every file: a connection costs ten times
+    the conversion of a small CSV, and its root is checked once), else on a connection of its own.
+    None when the CSV changed while it was read (nothing is recorded then). CacheUnavailable when
+    the cache folder cannot take it; DataError when DuckDB cannot convert the CSV.
+    """
+    own = con is None
+    if own:
+        store.ensure_root(root)
+        con = memory_connection()
+    entry = store.entry_for(path, root)
+    started = time.perf_counter()
+    before = store.Stat.of(path)
+    template = load_catalog().env.get_template("sources/_cache_csv.sql.j2")
+    tmp = store.temp_path(entry.parquet)
+    try:
+        entry.parquet.parent.mkdir(exist_ok=True)
+        digest = store.sha256_of(path)
+        buffer = csvfiles.buffer_size([path])
+        scans_before = _last_scan(con)
+        sql = template.render(path=str(path), header=header, types=types, target=str(tmp), key=entry.key,
+                              buffer=buffer, integers=INTEGER_COLUMNS.get(source.artifact or "", ()))
+        rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
+        rejects = [[line, why] for _, line, why in rejected_lines(con, scans_before)]
+        if store.Stat.of(path) != before:
+            return None  # changed while read (a run still writing it): nothing is put in place
+        parquet_bytes = tmp.stat().st_size
+        # the record goes first, so no reader pairs the old record with the new Parquet file
+        entry.meta.unlink(missing_ok=True)
+        os.replace(tmp, entry.parquet)
+        store.write_json(entry.meta, {
+            "format": store.ENTRY_FORMAT,
+            "version": store.ENTRY_VERSION,
+            "key": entry.key,
+            "source": str(path),
+            "size": before.size,
+            "mtime_ns": before.mtime_ns,
+            "ctime_ns": before.ctime_ns,
+            "inode": before.inode,
+            "sha256": digest,
+            "rows": rows,
+            "rejected_rows": len(rejects),
+            "rejects": rejects[:MAX_RECORDED_REJECTS],
+            "parquet_bytes": parquet_bytes,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "seconds": round(time.perf_counter() - started, 3),
+        })
+    except duckdb.Error as exc:
+        raise DataError(f"{path}: cannot build its cached copy: {one_line(exc)}") from exc
+    except OSError as exc:
+        raise store.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
+    finally:
+        if own:
+            con.close()
+        tmp.unlink(missing_ok=True)
+    return Built(entry, rows, time.perf_counter() - started)
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    rows: list[tuple]
+    swept: int
+    root: Path
+    #: the Parquet files of the entries this build covers (kept when the folder is brought to its size limit)
+    entries: frozenset[Path] = frozenset()
+
+
+def build_cache(runs: Sequence[Run], force: bool = False) -> BuildReport:
+    """`rlsql cache build`: a fresh Parquet copy of every CSV artifact of `runs`, building only what is
+    missing, stale or damaged (all with `force`).
+
+    Rows: (run, artifact, csv path, state, rows, parquet bytes); state is built, fresh, changing
+    (the CSV changed while it was read: nothing recorded) or not cached (a path DuckDB cannot name).
+    CacheUnavailable when the folder cannot be used.
+    """
+    config = settings.current()
+    root = config.cache_dir
+    if root is None:
+        raise store.CacheUnavailable("no cache folder: HOME is not set; set RLSQL_CACHE_DIR")
+    store.ensure_root(root)
+    swept = store.sweep_leftovers(root)
+    catalog = load_catalog()
+    con = memory_connection()
+    done = []
+    built_now: set[Path] = set()
+    for run in runs:
+        for kind in CSV_ARTIFACTS:
+            artifact = run.artifact(kind)
+            if artifact is None:
+                continue
+            header = read_header(artifact.path)
+            if not header:
+                continue
+            source = catalog.files[f"{kind}_src"]
+            if why_unnameable(artifact.path):
+                # a path DuckDB cannot be given exactly (rlsql/core/sqltext.py): the in-place reader skips it too
+                done.append((run.name, kind, str(artifact.path), "not cached (DuckDB cannot name its path)",
+                             None, None))
+                continue
+            entry = store.entry_for(artifact.path, root)
+            state = "stale" if force else store.full_state(entry, con)[0]
+            if state != "fresh":
+                with store.build_lock(root):
+                    built = build_cache_entry(source, artifact.path, header, source.column_types(header), root, con)
+                state = "built" if built is not None else "changing"
+            built_now.add(entry.parquet)
+            meta = entry.read_meta() if state != "changing" else {}
+            done.append((run.name, kind, str(artifact.path), state, meta.get("rows"), meta.get("parquet_bytes")))
+    return BuildReport(done, swept, root, frozenset(built_now))

@@ -1,0 +1,484 @@
+"""The cache's files: where the folder is, what an entry is, and proof of what rlsql wrote there.
+
+Each cached file (a run's CSV, or a raw training log: rlsql/cache/logentries.py) may have one entry:
+`<root>/<kk>/<key>.parquet` (the typed, numbered rows) and `<key>.json` (the record of the file it
+was built from), where `key` is a hash of the file's absolute path and `kk` its first two
+characters. The root carries a marker file (MARKER) that rlsql writes when it creates the folder,
+or adopts an empty one; a non-empty folder without it is somebody else's and rlsql neither writes
+nor deletes anything there. A cache folder inside a run folder is refused the same way: rlsql
+never writes into a run folder. A folder rlsql cannot use costs every command that would have used
+it one warning naming the folder, the reason and the fix (`usable_root`).
+
+An entry is used only while its record matches the file as it is now: size, modification time,
+change time (ctime, which no user-level tool can set back, so an edit that restores size and
+mtime still shows) and inode. The Parquet file must have the size the record gives and Parquet's
+magic number at both ends; `cache status` and `cache build` also read its footer (row count, and
+the entry key rlsql stores in the footer's key-value metadata). An entry that fails a read is
+marked damaged and read no more until `cache build` replaces it. The record carries the CSV's
+SHA-256 (computed at build, ~0.4 s for a 680 MB CSV against ~1.5 s for the parse), so the copy can
+always be traced to exact bytes; it is not recomputed on every read, which would cost most of
+what the cache saves.
+
+Entries are built in the foreground only: by `rlsql cache build`, or by a reading command given
+`--cache` (RLSQL_CACHE=on). Each use of an entry sets its record's modification time, so after a
+build the folder keeps to its size limit (Settings.cache_max_bytes) by removing the least recently
+used entries (`evict`). Two builds into one folder run one after the other (`build_lock`).
+
+This module keeps the files; rlsql/cache/csvcopies.py and logentries.py fill them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlsql.core.settings import Settings
+from rlsql.core.sqltext import glob_escaped
+from rlsql.runs import writes
+from rlsql.runs.folders import run_folder_at_or_above
+from rlsql.runs.memorydb import memory_connection
+
+CACHE_ENV = "RLSQL_CACHE_DIR"
+MARKER = "rlsql-cache.json"
+MARKER_FORMAT = "rlsql-parquet-cache"
+ENTRY_FORMAT = "rlsql-parquet-cache-entry"
+#: 3: whole-number columns stored checked, as BIGINT beside their bad cells (sources/_cache_csv.sql.j2)
+ENTRY_VERSION = 3
+#: the footer key-value pair that names the entry a Parquet file belongs to
+FOOTER_KEY = "rlsql_cache_key"
+PARQUET_MAGIC = b"PAR1"
+
+_ENTRY_FILE = re.compile(r"^(?P<key>[0-9a-f]{24})\.(?P<ext>parquet|json)$")
+_FOLDER = re.compile(r"^[0-9a-f]{2}$")
+#: what earlier versions left when killed: mkstemp's `.<entry file>.<random>.tmp` and DuckDB's own
+#: `tmp_` copy of that name, and this version's first scheme (`<entry file>.rlsql-tmp.<host>.<pid>.<token>`)
+_LEGACY_TEMP = re.compile(r"^(?:(?:tmp_)?\.[0-9a-f]{24}\.(?:parquet|json)\.[A-Za-z0-9_]+\.tmp"
+                          r"|[0-9a-f]{24}\.(?:parquet|json)\.rlsql-tmp\.[A-Za-z0-9-]+\.\d+\.[0-9a-f]+)$")
+
+
+class CacheUnavailable(Exception):
+    """The cache folder cannot be used (foreign, inside a run folder, unwritable); the message says why."""
+
+
+# --- the root and its marker -----------------------------------------------------------------
+
+
+def has_marker(root: Path) -> bool:
+    try:
+        record = json.loads((root / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("format") == MARKER_FORMAT
+
+
+def run_folder_around(root: Path) -> Path | None:
+    """The run folder that `root` is (or is inside), if any: rlsql never writes into one."""
+    return run_folder_at_or_above(root)
+
+
+def check_root(root: Path) -> None:
+    """Raise CacheUnavailable unless `root` is, or may become, rlsql's cache folder."""
+    inside = run_folder_around(root)
+    if inside is not None:
+        raise CacheUnavailable(f"cache folder {root} is inside run folder {inside}; "
+                               f"rlsql never writes into a run folder: set {CACHE_ENV} elsewhere")
+    if root.exists() and not has_marker(root):
+        if not root.is_dir():
+            raise CacheUnavailable(f"cache folder {root} is not a folder")
+        try:
+            foreign = any(root.iterdir())
+        except OSError as exc:
+            raise CacheUnavailable(f"cannot list cache folder {root} ({exc.strerror})") from exc
+        if foreign:
+            raise CacheUnavailable(
+                f"{root} is not an rlsql cache folder (no {MARKER}, and it holds files rlsql did not write); "
+                f"set {CACHE_ENV} to a new or empty folder"
+            )
+
+
+#: roots this process has checked: the walk up for run folders is done once per root, not per file
+_checked: set[Path] = set()
+
+
+def ensure_root(root: Path) -> Path:
+    """`root`, created (with its marker) when missing or empty; CacheUnavailable when it cannot be."""
+    if root in _checked and has_marker(root):
+        return root
+    check_root(root)
+    if has_marker(root):
+        _checked.add(root)
+        return root
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        write_json(root / MARKER, {"format": MARKER_FORMAT, "version": 1, "created_at": _now(),
+                                   "note": "rlsql's Parquet cache: `rlsql cache clear` deletes only the "
+                                           "entries rlsql wrote here"})
+    except OSError as exc:
+        raise CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
+    _checked.add(root)
+    return root
+
+
+def usable_root(settings: Settings, for_writing: bool) -> Path | None:
+    """The cache folder a reading command uses, or None (read every file in place): None when the cache
+    is off or there is no folder yet to read from; CacheUnavailable when the folder cannot be used
+    (the caller warns: rlsql/cache/reading.py)."""
+    root = settings.cache_dir
+    if settings.cache == "off" or root is None:
+        return None
+    if for_writing:
+        return ensure_root(root)
+    if root not in _checked:
+        check_root(root)
+        _checked.add(root)
+    return root if has_marker(root) else None
+
+
+@contextlib.contextmanager
+def build_lock(root: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the root's marker for the block: two processes building entries into one
+    folder take turns, so no record is paired with another build's Parquet file. Released when the
+    process ends, however it ends."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - POSIX everywhere rlsql is tested
+        yield
+        return
+    try:
+        fd = os.open(root / MARKER, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise CacheUnavailable(f"cannot open cache folder {root} ({exc.strerror})") from exc
+    try:
+        with contextlib.suppress(OSError):  # a filesystem without locks: builds are then unguarded
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+# --- entries ---------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def temp_path(target: Path) -> Path:
+    """The temporary name a cache file is written under before it is renamed onto `target`: rlsql's
+    one scheme for every write (rlsql/runs/writes.py), which the next build or clear sweeps."""
+    return writes.temp_name(target)
+
+
+def write_json(target: Path, record: dict) -> None:
+    """Written under a temporary name and renamed, without fsync: a cache file lost to a crash is
+    caught by the checks below and rebuilt, so it need not cost every build a disk flush."""
+    tmp = temp_path(target)
+    try:
+        tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Stat:
+    """What identifies a CSV's content without reading it."""
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+
+    @classmethod
+    def of(cls, path: Path) -> Stat:
+        s = path.stat()
+        return cls(s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)
+
+    def matches(self, record: dict) -> bool:
+        return (self.size, self.mtime_ns, self.ctime_ns, self.inode) == (
+            record.get("size"), record.get("mtime_ns"), record.get("ctime_ns"), record.get("inode"))
+
+
+def entry_key(csv: Path) -> str:
+    return hashlib.sha256(f"rlsql-cache-v{ENTRY_VERSION}\0{csv}".encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One cached CSV: the Parquet file and the record of what it was built from."""
+
+    parquet: Path
+    meta: Path
+
+    @property
+    def key(self) -> str:
+        return self.meta.stem
+
+    def read_meta(self) -> dict:
+        """The record when it is one rlsql wrote for this entry, else {}."""
+        try:
+            record = json.loads(self.meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(record, dict) or record.get("format") != ENTRY_FORMAT or record.get("key") != self.key:
+            return {}
+        return record
+
+
+def entry_for(csv: Path, root: Path) -> Entry:
+    key = entry_key(csv)
+    folder = root / key[:2]
+    return Entry(folder / f"{key}.parquet", folder / f"{key}.json")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def parquet_looks_whole(entry: Entry, record: dict) -> str | None:
+    """None when the Parquet file has the recorded size and the magic number at both ends, else why not."""
+    try:
+        size = entry.parquet.stat().st_size
+        if size != record.get("parquet_bytes"):
+            return f"its Parquet file is {size:,} bytes, not the {record.get('parquet_bytes'):,} it was written with"
+        with entry.parquet.open("rb") as fh:
+            head = fh.read(4)
+            fh.seek(-4, os.SEEK_END)
+            tail = fh.read(4)
+    except OSError as exc:
+        return f"its Parquet file cannot be read ({exc.strerror})"
+    except TypeError:
+        return "its record has no Parquet size"
+    if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+        return "its Parquet file is not Parquet (no magic number)"
+    return None
+
+
+def quick_state(entry: Entry, csv: Path) -> tuple[str, str]:
+    """(state, why) from the record, the CSV's stat and the Parquet file's size and magic (no reading).
+
+    state: missing, fresh, stale (the file changed), orphaned (it is gone) or damaged (a raw log's entry:
+    rlsql/cache/logentries.py entry_state words these for a log).
+    """
+    record = entry.read_meta()
+    if not record:
+        return "missing", "no cache entry"
+    if record.get("source") != str(csv):
+        return "damaged", "its record names another file"
+    try:
+        current = Stat.of(csv)
+    except OSError:
+        return "orphaned", "the CSV is gone"
+    if not current.matches(record):
+        return "stale", "the CSV changed since its cache entry was built"
+    if record.get("damaged"):
+        return "damaged", f"its cache entry failed a read ({record['damaged']})"
+    problem = parquet_looks_whole(entry, record)
+    if problem:
+        return "damaged", problem
+    return "fresh", "fresh"
+
+
+def footer_problem(entry: Entry, record: dict, con) -> str | None:
+    """None when DuckDB reads the Parquet footer with the recorded rows and this entry's key."""
+    import duckdb
+
+    try:
+        exact = glob_escaped(entry.parquet)  # DuckDB globs a path it is given, even as a parameter
+        rows = con.execute("SELECT sum(num_rows) FROM parquet_file_metadata(?)", [exact]).fetchone()[0]
+        keys = dict(con.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)", [exact]).fetchall())
+    except duckdb.Error as exc:
+        return f"its Parquet footer does not read ({str(exc).splitlines()[0]})"
+    if keys.get(FOOTER_KEY) != entry.key:
+        return "its Parquet file belongs to another entry"
+    if rows != record.get("rows"):
+        return f"its Parquet file holds {rows} rows, not the {record.get('rows')} recorded"
+    return None
+
+
+def full_state(entry: Entry, con) -> tuple[str, str]:
+    """quick_state plus a read of the Parquet footer (for `cache status` and `cache build`)."""
+    record = entry.read_meta()
+    state, why = quick_state(entry, Path(record.get("source", "")))
+    if state == "fresh":
+        problem = footer_problem(entry, record, con)
+        if problem:
+            return "damaged", problem
+    return state, why
+
+
+def touch(entry: Entry) -> None:
+    """Record that `entry` was just used (its record's mtime), for `evict`'s least-recently-used order."""
+    with contextlib.suppress(OSError):
+        os.utime(entry.meta)
+
+
+def evict(root: Path, limit: int, keep: frozenset[Path] = frozenset()) -> tuple[int, int]:
+    """Remove the least recently used entries until the Parquet files total at most `limit` bytes (the
+    entries in `keep`, just built, stay); returns (entries removed, bytes freed)."""
+    sized = []
+    for entry in list_root(root).entries:
+        try:
+            used_ns = entry.meta.stat().st_mtime_ns
+            size = entry.parquet.stat().st_size
+        except OSError:
+            continue
+        sized.append((used_ns, size, entry))
+    total = sum(size for _, size, _ in sized)
+    gone: list[Entry] = []
+    for _, size, entry in sorted(sized, key=lambda t: t[0]):
+        if total <= limit:
+            break
+        if entry.parquet in keep:
+            continue
+        gone.append(entry)
+        total -= size
+    if not gone:
+        return 0, 0
+    _, freed = delete_entries(root, gone)
+    return len(gone), freed
+
+
+def total_bytes(root: Path) -> int:
+    """The bytes of every entry's Parquet file under `root` (what the size limit counts)."""
+    total = 0
+    for entry in list_root(root).entries:
+        with contextlib.suppress(OSError):
+            total += entry.parquet.stat().st_size
+    return total
+
+
+def mark_damaged(entry: Entry, reason: str) -> None:
+    """Record that a read of this entry failed, so it is not read again until rebuilt."""
+    record = entry.read_meta()
+    if record:
+        record["damaged"] = reason
+        with contextlib.suppress(OSError):
+            write_json(entry.meta, record)
+
+
+# --- listing, sweeping, deleting -------------------------------------------------------------
+
+
+@dataclass
+class Listing:
+    """What a cache folder holds: rlsql's entries (verified), leftovers of killed writes, foreign files."""
+
+    entries: list[Entry]
+    leftovers: list[Path]
+    foreign: int
+
+
+def _is_temporary(path: Path) -> bool:
+    return writes.parse_temp_name(path.name) is not None or bool(_LEGACY_TEMP.match(path.name))
+
+
+def _file_or_pipe(path: Path) -> bool:
+    """A regular file, or a named pipe (logcache.piped_read's, left by a killed build); never a link."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISFIFO(mode)
+
+
+def list_root(root: Path) -> Listing:
+    """rlsql's entries under a marked root: names in rlsql's scheme with a record rlsql wrote (or, for a
+    Parquet file whose record is gone, the entry key in its own footer). Everything else is foreign."""
+    listing = Listing([], [], 0)
+    if not has_marker(root):
+        return listing
+    try:
+        top = sorted(root.iterdir())
+    except OSError:
+        return listing
+    for folder in top:
+        if folder.name == MARKER:
+            continue
+        if not (_FOLDER.match(folder.name) and folder.is_dir() and not folder.is_symlink()):
+            listing.foreign += 1
+            continue
+        try:
+            files = sorted(folder.iterdir())
+        except OSError:
+            continue
+        keys = set()
+        for f in files:
+            match = _ENTRY_FILE.match(f.name)
+            if match and match["key"][:2] == folder.name and f.is_file() and not f.is_symlink():
+                keys.add(match["key"])
+            elif _is_temporary(f) and _file_or_pipe(f):
+                listing.leftovers.append(f)
+            else:
+                listing.foreign += 1
+        for key in sorted(keys):
+            entry = Entry(folder / f"{key}.parquet", folder / f"{key}.json")
+            if entry.read_meta() or (not entry.meta.exists() and _footer_key(entry.parquet) == key):
+                listing.entries.append(entry)
+            else:
+                listing.foreign += entry.parquet.exists() + entry.meta.exists()
+    return listing
+
+
+def _footer_key(parquet: Path) -> str | None:
+    """The entry key stored in a Parquet file's footer, if it is readable and has one."""
+    if not parquet.is_file():
+        return None
+    import duckdb
+
+    try:
+        rows = memory_connection().execute(
+            "SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
+            [glob_escaped(parquet), FOOTER_KEY],
+        ).fetchall()
+    except duckdb.Error:
+        return None
+    return rows[0][0] if rows else None
+
+
+def sweep_leftovers(root: Path) -> int:
+    """Delete the temporary files killed writes left in rlsql's entry folders; returns how many.
+
+    rlsql's own scheme goes through writes.sweep (only names whose checksum holds and whose process
+    is gone); the names earlier versions used are removed outright (no live process writes them).
+    """
+    listing = list_root(root)
+    swept = 0
+    for folder in sorted({p.parent for p in listing.leftovers}):
+        swept += len(writes.sweep(folder))
+    for path in listing.leftovers:
+        if _LEGACY_TEMP.match(path.name):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                swept += 1
+    return swept
+
+
+def delete_entries(root: Path, entries: list[Entry]) -> tuple[int, int]:
+    """Delete entries listed by list_root (and their emptied folders); returns (files removed, bytes freed)."""
+    removed = freed = 0
+    for entry in entries:
+        for f in (entry.parquet, entry.meta):
+            try:
+                size = f.stat().st_size
+                f.unlink()
+            except FileNotFoundError:
+                continue
+            freed += size
+            removed += 1
+    for folder in {e.parquet.parent for e in entries}:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only when empty: a foreign file keeps its folder
+    return removed, freed

@@ -1,0 +1,1 @@
+"""The SQL files of sql/."""

@@ -1,0 +1,1 @@
+"""Text, errors, settings and the one write path."""

@@ -1,0 +1,65 @@
+"""DuckDB's reject tables: the CSV lines a read skipped, once per line, in the words rlsql uses for them.
+
+The sources read every CSV with `store_rejects`; the query warnings, `rlsql check` and the cache's
+records (a copy remembers what its build skipped) all describe a skipped line through here.
+"""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+
+REJECT_EXAMPLES = 3
+
+
+def has_reject_tables(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether any scan has stored rejected rows yet (DuckDB creates the tables with the first one)."""
+    # DuckDB keeps them in the temp catalogue; naming it lets duckdb_tables() skip the others (~3 ms a query)
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'temp' AND table_name = 'reject_errors'"
+    ).fetchone()[0]
+    return bool(found)
+
+
+#: one description per rejected line: DuckDB may record a line twice (a row with a field too many
+#: also fails the cast of the shifted cell); the structural cause is the true one
+REJECTS_BY_LINE = """
+    SELECT s.file_path, e.line,
+        arg_min(struct_pack(t := e.error_type, c := e.column_name, m := e.error_message),
+                CASE e.error_type WHEN 'CAST' THEN 2 ELSE 1 END) AS why
+    FROM reject_errors AS e JOIN reject_scans AS s USING (scan_id, file_id)
+    WHERE e.scan_id > ?
+    GROUP BY s.file_path, e.line
+    ORDER BY s.file_path, e.line
+"""
+_COLUMNS_FOUND = re.compile(r"Expected Number of Columns: (\d+) Found: (\d+)")
+_CAST = re.compile(r"Could not convert string \"(.*)\" to '(\w+)'", re.DOTALL)
+_ACTUAL_SIZE = re.compile(r"Actual Size:\s*(\d+)")
+
+
+def describe_reject(error_type: str, column: str | None, message: str) -> str:
+    """Why DuckDB skipped a row, in the words `rlsql check` and the query warnings both use."""
+    message = message or ""
+    if error_type in ("TOO MANY COLUMNS", "MISSING COLUMNS") and (m := _COLUMNS_FOUND.search(message)):
+        return f"{m[2]} fields, expected {m[1]}"
+    if error_type == "CAST" and (m := _CAST.search(message)):
+        kind = "a number" if m[2] in ("DOUBLE", "FLOAT") else f"a {m[2]}"
+        return f"column {column}: {m[1]!r} is not {kind}"
+    if error_type == "LINE SIZE OVER MAXIMUM" and (m := _ACTUAL_SIZE.search(message)):
+        return f"line size over maximum ({int(m[1]) / 1e6:.1f} MB; the limit is 2 MB)"
+    if error_type == "INVALID ENCODING":
+        return "invalid encoding (not UTF-8)"
+    if error_type == "UNQUOTED VALUE":
+        return "a quote that is not closed, or text after a closing quote"
+    return error_type.lower()
+
+
+def rejected_lines(con: duckdb.DuckDBPyConnection, after_scan: int = -1) -> list[tuple[str, int, str]]:
+    """(file, line, why) of each line the scans after `after_scan` rejected, once per line."""
+    if not has_reject_tables(con):
+        return []  # nothing was rejected: DuckDB creates the tables on the first rejected row
+    return [
+        (path, int(line), describe_reject(why["t"], why["c"], why["m"]))
+        for path, line, why in con.execute(REJECTS_BY_LINE, [after_scan]).fetchall()
+    ]

@@ -1,0 +1,1 @@
+"""DuckDB sources, statements and connections; Spark."""

@@ -1,0 +1,223 @@
+"""The Python API: run a named query and get its rows, a pandas DataFrame or an Arrow table."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from rlsql.cache.reading import answering as with_cache_fallback
+from rlsql.catalog.catalog import load_catalog
+from rlsql.catalog.params import Param
+from rlsql.core.errors import QueryError, UsageError
+from rlsql.core.settings import Settings, active
+from rlsql.core.sqltext import identifier
+from rlsql.engine.badcells import BadCells, answering
+from rlsql.engine.failures import data_error, query_failure, warn_rejected_rows
+from rlsql.engine.statements import RunSpec, open_connection, query_connection
+from rlsql.runs.artifacts import check_artifacts
+from rlsql.runs.folders import Run, resolve_runs
+
+
+@dataclass
+class QueryResult:
+    """A named query's output. Rows are fetched once; df() and arrow() read the same result again."""
+
+    name: str
+    columns: list[str]
+    rows: list[tuple]
+    runs: list[Run] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    _con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
+    _sql: str = field(default="", repr=False)
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def _relation(self) -> duckdb.DuckDBPyRelation:
+        if self._con is None:
+            raise QueryError("this result has no connection left to read from")
+        return self._con.sql(self._sql)
+
+    def df(self):
+        """A pandas DataFrame (needs pandas: `pip install 'rlsql[frames]'`)."""
+        return self._relation().df()
+
+    def arrow(self):
+        """A pyarrow Table (needs pyarrow: `pip install 'rlsql[frames]'`)."""
+        relation = self._relation()
+        # DuckDB 2 renamed fetch_arrow_table() to to_arrow_table(); accept both
+        to_arrow = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+        return to_arrow()
+
+
+def declared_params(name: str) -> list[Param]:
+    """The parameters a query or view takes: its own, then those of the views it reads (first one wins)."""
+    catalog = load_catalog()
+    catalog.query(name)  # an unknown name fails here, with suggestions
+    found: dict[str, Param] = {p.name: p for p in catalog.files[name].params}
+    for f in reversed(catalog.closure([name])):
+        for p in f.params:
+            found.setdefault(p.name, p)
+    return list(found.values())
+
+
+def bind_params(name: str, given: dict[str, Any]) -> dict[str, Any]:
+    """Validate `given` against the query's (or view's) declared params; returns every param with its value."""
+    declared = {p.name: p for p in declared_params(name)}
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        accepted = ", ".join(declared) or "none"
+        raise UsageError(f"{name} has no parameter {', '.join(unknown)} (accepted: {accepted})")
+    return {pname: _convert(param, given.get(pname)) for pname, param in declared.items()}
+
+
+def _convert(param: Param, raw: Any) -> Any:
+    if raw is None:
+        return param.default
+    return param.convert(raw if isinstance(raw, str) else str(raw))
+
+
+def _set_variables(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> None:
+    for pname, value in values.items():
+        # the name is a validated identifier (SQL header or checked here); the value is a bound parameter
+        con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
+
+
+def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryResult:
+    """Run the named query or view `name` over `runs`."""
+    catalog = load_catalog()
+    qfile = catalog.query(name)
+    values = bind_params(name, params)
+    needed = catalog.closure([name])
+    check_artifacts(runs, needed, name)
+
+    def answer(bad_cells: BadCells | None) -> QueryResult:
+        con, sql = query_connection(runs, qfile.name, catalog, bad_cells, values.get("keys"))
+        _set_variables(con, values)
+        try:
+            cursor = con.execute(sql)
+            columns = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+            warn_rejected_rows(con)
+        except duckdb.Error as exc:
+            raise query_failure(exc, name, runs, needed) from exc
+        return QueryResult(name, columns, rows, list(runs), values, con, sql)
+
+    # a cached copy that fails to read costs a second answer from the CSVs, never a failed query
+    # a bad whole-number cell costs a second answer that names it (rlsql/engine/badcells.py)
+    return with_cache_fallback(lambda: answering(answer))
+
+
+def query(name: str, runs: RunSpec = None, settings: Settings | None = None, **params: Any) -> QueryResult:
+    """Run the named query (or view) `name` over `runs` (default: the packaged sample run).
+
+    Warnings about skipped runs or rows are issued through the `warnings` module (RlsqlWarning).
+    `settings` (rlsql.Settings) replaces the environment's for this call.
+    """
+    with active(settings):
+        return run_query(name, resolve_runs(runs), params)
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_VARIABLE = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def referenced_objects(sql: str) -> list[str]:
+    """The catalog's views, queries and macros that ad hoc `sql` may read, each with what it needs.
+
+    Every word of the text that names a catalog object counts (a column called like a view costs
+    only that view's creation), so no SQL parser has to understand the user's dialect.
+    """
+    catalog = load_catalog()
+    words = {w.lower() for w in _WORD.findall(sql)}
+    names = [f.name for f in catalog.order if f.kind != "source" and f.name in words]
+    return [f.name for f in catalog.closure(names)]
+
+
+def sql_params(names: Sequence[str], given: dict[str, str]) -> dict[str, Any]:
+    """Values for `rlsql sql -p`: typed as the objects in `names` declare them; any other name is text."""
+    catalog = load_catalog()
+    declared: dict[str, Param] = {}
+    for name in names:
+        for p in catalog.files[name].params:
+            declared.setdefault(p.name, p)
+    values = {pname: _convert(param, given.get(pname)) for pname, param in declared.items()}
+    for pname, raw in given.items():
+        if pname in declared:
+            continue
+        if not _VARIABLE.match(pname):
+            raise UsageError(f"-p {pname}=...: a variable name is lower-case letters, digits and _")
+        values[pname] = raw
+    return values
+
+
+_MISSING_TABLE = re.compile(r"Table with name (?P<name>[^\s!]+) does not exist!")
+
+
+def sql_failure(exc: duckdb.Error) -> str:
+    """DuckDB's message for a failed ad hoc statement on one line: the error and its hint, no caret drawing.
+
+    The connection holds only the views the SQL names, so for an unknown table DuckDB's own
+    "did you mean" cannot see the rest of the catalog: the hint then comes from the catalog.
+    """
+    kept = []
+    for line in str(exc).splitlines():
+        if line.startswith("LINE "):
+            break
+        if line.strip():
+            kept.append(line.strip())
+    missing = _MISSING_TABLE.search(kept[0]) if kept and isinstance(exc, duckdb.CatalogException) else None
+    if missing:
+        import difflib
+
+        names = [f.name for f in load_catalog().files.values() if f.kind in ("view", "query")]
+        close = difflib.get_close_matches(missing["name"].lower(), names, n=3, cutoff=0.6)
+        kept = [kept[0], *([f"Did you mean {', '.join(close)}?"] if close else [])]
+    return " ".join(kept) or type(exc).__name__
+
+
+def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None) -> QueryResult:
+    """Run ad hoc SQL (one or more statements; the last one's rows come back) over every view and macro."""
+    if not sql.strip():
+        raise UsageError("no SQL given")
+    catalog = load_catalog()
+    names = referenced_objects(sql)
+    needed = catalog.closure(names)
+    check_artifacts(runs, needed, "the SQL")
+    values = sql_params(names, params or {})
+
+    def answer() -> QueryResult:
+        # run_table's columns are laid out when its view is created: `-p keys=` picks them then
+        keys = values.get("keys") if any(catalog.files[n].per_runs for n in names) else None
+        con = open_connection(runs, names, catalog, config_keys=keys)
+        _set_variables(con, values)
+        try:
+            cursor = con.execute(sql)
+            columns = [d[0] for d in cursor.description] if cursor.description else []
+            rows = cursor.fetchall() if cursor.description else []
+            warn_rejected_rows(con)
+        except duckdb.Error as exc:
+            problem = data_error(exc)
+            if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):
+                problem = query_failure(exc, "the SQL", runs, needed)
+            raise problem or QueryError(f"SQL: {sql_failure(exc)}") from exc
+        return QueryResult("sql", columns, rows, list(runs), values, con, sql)
+
+    # as run_query: a cached copy that fails to read costs a second answer from the CSVs
+    return with_cache_fallback(answer)
+
+
+def sql(text: str, runs: RunSpec = None, settings: Settings | None = None, **params: Any) -> QueryResult:
+    """Run ad hoc SQL over `runs` with every rlsql view and macro (default: the packaged sample run)."""
+    with active(settings):
+        return run_sql(text, resolve_runs(runs), {k: str(v) for k, v in params.items()})

@@ -1,0 +1,255 @@
+"""The source templates' context: what `rlsql.runs.folders` found (paths, headers, the flattened config, Harbor's
+trial folders, the raw logs to read), turned into the values sql/sources/*.sql is rendered with. Every
+value reaches the SQL through the templates' literal, identifier and type filters (rlsql/core/sqltext.py).
+
+rlsql.engine.statements creates the rendered sources on a connection; this module only renders them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rlsql.cache.csvcopies import cached_copy
+from rlsql.catalog.catalog import Catalog
+from rlsql.catalog.sqlfile import Column, SqlFile
+from rlsql.core.errors import DataError, RlsqlWarning
+from rlsql.core.exactpaths import why_unnameable
+from rlsql.engine.rawlogs import LOG_SOURCES, log_context, reads_logs
+from rlsql.runs import csvfiles as csvread
+from rlsql.runs import harbor
+from rlsql.runs.artifacts import INTEGER_COLUMNS
+from rlsql.runs.config import config_rows
+from rlsql.runs.folders import Run, csv_header
+
+
+@dataclass(frozen=True)
+class CsvFile:
+    """One CSV as a source template sees it; `cached` is its fresh Parquet copy, if any (rlsql/cache/store.py)."""
+
+    run: str
+    path: str
+    header: list[str]
+    types: dict[str, str]
+    cached: str | None = None
+    #: the read buffer DuckDB needs for the file's longest line (None: its default)
+    buffer: int | None = None
+
+
+class SourceContext:
+    """What the source templates are rendered with; each piece is computed once, when first needed."""
+
+    def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None,
+                 config_keys: str | None = None):
+        self.runs = list(runs)
+        #: run_table's `keys` parameter (comma-separated): the config keys that get a column; None: those
+        #: whose values differ between the runs
+        self.config_keys = config_keys
+        #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
+        self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
+        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/engine/badcells.py)
+        self.bad_cells = bad_cells
+
+    @functools.cached_property
+    def run_rows(self) -> list[dict]:
+        return [
+            {"name": r.name, "path": str(r.path), "vllm_base_date": r.vllm_base_date()} for r in self.runs
+        ]
+
+    @functools.cached_property
+    def run_files(self) -> list[dict]:
+        files = [
+            {"run": r.name, "kind": a.kind, "path": str(a.path), "prefix": a.prefix}
+            for r in self.runs
+            for a in r.artifacts.values()
+        ]
+        # a run without a metrics or vLLM CSV reads them from its raw logs: listed as that artifact too
+        files.extend(
+            {"run": r.name, "kind": kind, "path": str(r.artifacts["logs"].path), "prefix": None}
+            for r in self.runs
+            for kind in LOG_SOURCES.values()
+            if reads_logs(r, kind)
+        )
+        return files
+
+    @functools.cached_property
+    def config_leaves(self) -> dict[str, list[dict]]:
+        """run -> its config's flattened leaves (rlsql.runs.config.config_rows), for each run with a config file."""
+        return {
+            run.name: config_rows(run.name, config.path)
+            for run in self.runs
+            if (config := run.artifact("config")) is not None
+        }
+
+    def differing_keys(self) -> list[str]:
+        """The config keys config_diff lists: over the runs with a config file, a key whose JSON values differ
+        (a run lacking it counts as one more value), sorted."""
+        values: dict[str, set[str]] = {}
+        for rows in self.config_leaves.values():
+            for r in rows:
+                values.setdefault(r["key"], set())
+        for rows in self.config_leaves.values():
+            own: dict[str, set[str]] = {}
+            for r in rows:
+                own.setdefault(r["key"], set()).add(r["value_json"])
+            for key, seen in values.items():
+                seen.update(own.get(key, {"\0absent"}))
+        return sorted(key for key, seen in values.items() if len(seen) > 1)
+
+    def config_columns(self, f: SqlFile, keys: str | None = None) -> list[dict]:
+        """run_table's config columns: [{key, column}] for the `keys` given (else this context's), else the
+        differing keys, in key order. A column is named by its key, or `config.KEY` when that name
+        (case-insensitively, as DuckDB compares names) is already one of `f`'s own columns or an earlier key's."""
+        keys_given = self.config_keys if keys is None else keys
+        if keys_given is not None:
+            keys = sorted({k.strip() for k in keys_given.split(",") if k.strip()})
+        else:
+            keys = self.differing_keys()
+        taken = {name.lower() for name in f.column_docs if name != "*"}
+        columns = []
+        for key in keys:
+            column = key if key.lower() not in taken else f"config.{key}"
+            n = 2
+            while column.lower() in taken:
+                column, n = f"config.{key}#{n}", n + 1
+            taken.add(column.lower())
+            columns.append({"key": key, "column": column})
+        return columns
+
+    @functools.cached_property
+    def config_docs(self) -> list[dict]:
+        """Per run with a config: its flattened leaves as one JSON text of parallel lists (config_src.sql)."""
+        docs: list[dict] = []
+        for run_name, rows in self.config_leaves.items():
+            doc = {
+                "keys": [r["key"] for r in rows],
+                "texts": [r["value"] for r in rows],
+                "jsons": [r["value_json"] for r in rows],
+            }
+            docs.append({"run": run_name, "doc": json.dumps(doc, ensure_ascii=False)})
+        return docs
+
+    def csv_context(self, source: SqlFile) -> dict:
+        """files (one per run that has the artifact) and the union of their columns, declared ones first."""
+        columns: list[Column] = list(source.columns)
+        seen = {c.name for c in columns}
+        files: list[CsvFile] = []
+        for run in self.runs:
+            artifact = run.artifact(source.artifact or "")
+            if artifact is None:
+                continue
+            unnameable = why_unnameable(artifact.path)
+            if unnameable:
+                warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
+            unparsable = csvread.unparsable.get(csvread.file_version(str(artifact.path)))
+            if unparsable is not None:
+                warnings.warn(f"{unparsable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
+            try:
+                read = csv_header(artifact.path)
+            except DataError as exc:
+                # one damaged file must not cost the other runs their answer: skip it, say so
+                warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                continue
+            header = read.names
+            if read.notice():
+                warnings.warn(f"{artifact.path}:1: {read.notice()}", RlsqlWarning, stacklevel=2)
+            if not header:
+                warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
+                continue
+            types = source.column_types(header)
+            cached = cached_copy(source, artifact.path, header, types)
+            buffer = None
+            if cached is None:
+                try:
+                    buffer = csvread.buffer_size([artifact.path])
+                except DataError as exc:
+                    warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                    continue
+            files.append(CsvFile(run.name, str(artifact.path), header, types, cached, buffer))
+            for name in header:
+                if name not in seen:
+                    seen.add(name)
+                    columns.append(Column(name, source.other_columns_type))
+        groups: dict[tuple[bool, tuple[str, ...]], dict] = {}
+        for f in files:
+            key = (f.cached is not None, tuple(f.header))
+            group = groups.setdefault(
+                key,
+                {"header": f.header, "types": f.types, "files": [], "parquet": f.cached is not None, "buffer": None},
+            )
+            group["files"].append(f)
+            if f.buffer:
+                group["buffer"] = max(group["buffer"] or 0, f.buffer)
+        integers = INTEGER_COLUMNS.get(source.artifact or "", ())
+        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers,
+                "bad_cells": self.bad_cells}
+
+    def reads_harbor(self) -> bool:
+        """Whether any run's trials are read from Harbor's trace_jobs (it has them and no trials CSV)."""
+        return any(run.artifact("harbor") is not None and run.artifact("trials") is None for run in self.runs)
+
+    def harbor_context(self) -> dict:
+        """files: per run that has trace_jobs and no trials CSV (the CSV wins), its listed trial folders.
+
+        `names` holds every listed folder name, sorted and '/'-joined (a name cannot hold a '/');
+        `read_names` the ones DuckDB reads, escaped (harbor.reader_path) as `reader_prefix` is, so
+        that no path is taken as a glob pattern. `refused`: the files rlsql does not read, and why.
+        """
+        files: list[dict] = []
+        refused: list[dict] = []
+        for run in self.runs:
+            artifact = run.artifact("harbor")
+            if artifact is None or run.artifact("trials") is not None:
+                continue
+            prefix = str(artifact.path)
+            listing = harbor.list_trials(artifact.path)
+            names = [harbor.sql_name(f.folder) for f in listing.files]
+            read = [harbor.reader_path(f.folder) for f in listing.files if f.problem is None]
+            refused.extend(
+                {"run": run.name, "path": f"{prefix}/{harbor.sql_name(f.folder)}/{harbor.HARBOR_RESULT}",
+                 "problem": f.problem}
+                for f in listing.files if f.problem is not None
+            )
+            files.append({"run": run.name, "prefix": prefix, "names": "/".join(names),
+                          "reader_prefix": harbor.reader_path(prefix), "read_names": "/".join(read)})
+        return {"files": files, "refused": refused}
+
+    def specialised(self, catalog: Catalog, f: SqlFile, keys: str | None = None) -> SqlFile:
+        """`f` as these runs give it (for an engine that compiles `rendered`, such as Spark's): a per-runs view
+        rendered with its config columns, its fingerprint changed with them; any other file as it is."""
+        if not f.per_runs:
+            return f
+        rendered = catalog.render(f, config_columns=self.config_columns(f, keys))
+        fingerprint = hashlib.sha256(f"{f.fingerprint}\0{rendered}".encode()).hexdigest()[:16]
+        return dataclasses.replace(f, rendered=rendered, fingerprint=fingerprint)
+
+    def object_sql(self, catalog: Catalog, f: SqlFile) -> str:
+        """The SQL that defines `f` over these runs: a source rendered with them, a view or query whose
+        columns depend on them (SqlFile.per_runs) rendered with its config columns, anything else as loaded."""
+        if f.kind == "source":
+            return self.render(catalog, f)
+        if f.per_runs:
+            return catalog.render(f, config_columns=self.config_columns(f))
+        return f.rendered
+
+    def render(self, catalog: Catalog, source: SqlFile) -> str:
+        context: dict = {"runs": self.run_rows}
+        if source.name == "run_files":
+            context["run_files"] = self.run_files
+        elif source.artifact == "config":
+            context["config_function"] = self.config_function
+            context["config_docs"] = [] if self.config_function else self.config_docs
+        elif source.artifact == "harbor":
+            context.update(self.harbor_context(), columns=source.columns)
+        elif source.artifact:
+            context.update(self.csv_context(source))
+            # runs without the CSV read their raw training logs (rlsql/engine/rawlogs.py)
+            context.update(log_context(self.runs, source, context["columns"]))
+        return catalog.render(source, **context)

@@ -1,0 +1,313 @@
+"""Build a DuckDB connection holding rlsql's views and macros over a set of runs: the DDL, in dependency
+order, and the connections that run it.
+
+The sources are rendered by rlsql.engine.sources (what `runs.py` found, every value through the templates'
+filters); whether the runs have what a query reads is rlsql.runs.artifacts'. Only the views a caller needs
+are created, so a query pays for its own dependencies only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import duckdb
+
+from rlsql.catalog.catalog import Catalog, load_catalog
+from rlsql.catalog.sqlfile import SqlFile
+from rlsql.core.errors import DataError, one_line
+from rlsql.core.sqltext import identifier, literal, reported_type
+from rlsql.engine import badcells
+from rlsql.engine.badcells import BadCells
+from rlsql.engine.failures import data_error
+from rlsql.engine.sources import SourceContext
+from rlsql.runs import harbor
+from rlsql.runs.folders import Run
+from rlsql.runs.memorydb import memory_connection
+
+RunSpec = str | Path | Sequence[str | Path] | None
+
+
+#: Sources a query connection loads into its in-memory database instead of defining as views.
+#: The trainer metrics are small (a row per step) but wide, and many views stack on them: as a view,
+#: every stacked view re-binds and re-plans the whole union of every run's CSV (300 runs: ~10 s to
+#: create the views, ~13 s to plan one query). Loaded once, they cost one read. Trials and vLLM
+#: seconds can be millions of rows and stay views read in place. Harbor's result.json files are
+#: loaded too (a row per file): the same rows then tell which files were skipped and why
+#: (warn_harbor_problems) without reading any file twice.
+LOADED_SOURCES = frozenset({"runs", "run_files", "config_src", "metrics_src", "harbor_trials_src"})
+#: loaded sources that a named query (query_connection, one statement with CTEs, bound once) reads in its
+#: statement instead: only the columns it uses are read (1,000 runs, CPU-s of the whole answer:
+#: compare_runs 3.28 -> 2.68, run_overview 1.14 -> 0.86, from the Parquet cache 1.07 -> 0.6)
+IN_STATEMENT = frozenset({"metrics_src"})
+
+
+def after_loading(con: duckdb.DuckDBPyConnection, f: SqlFile) -> None:
+    """Warnings a loaded source's rows carry: the result.json files skipped or read with empty values."""
+    if f.name == "harbor_trials_src":
+        harbor.warn_harbor_problems(con)
+
+
+def object_statements(
+    runs: Sequence[Run], files: Iterable[SqlFile], catalog: Catalog, load: frozenset[str] = frozenset()
+) -> list[tuple[SqlFile, str]]:
+    """The DDL that creates `files` (already in dependency order) over `runs`: (file, statement) pairs, in order.
+
+    Sources are rendered with the runs' absolute paths, so the statements work from any folder.
+    Each source view not in `load` is first created as an empty stand-in with its columns (learnt
+    by binding it once here), and for real after every other object: the views above it bind over
+    the stand-in (see create_objects for why).
+    """
+    sources = SourceContext(runs)
+    statements: list[tuple[SqlFile, str]] = []
+    last: list[tuple[SqlFile, str]] = []
+    scratch = memory_connection()
+    for f in files:
+        sql = sources.object_sql(catalog, f)
+        real = [(f, statement) for statement in f.create_statements(sql, as_table=f.name in load)]
+        if f.kind != "source" or f.name in load:
+            statements.extend(real)
+            continue
+        try:
+            described = scratch.execute(f"DESCRIBE {sql}").fetchall()
+        except duckdb.Error as exc:
+            raise DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+        stub = stub_select([(row[0], row[1]) for row in described])
+        statements.append((f, f"CREATE OR REPLACE VIEW {identifier(f.name)} AS {stub}"))
+        last.extend(real)
+    scratch.close()
+    return statements + last
+
+
+#: the function of an rlsql.connect() connection that gives config_src its rows (create_objects)
+CONFIG_FUNCTION = "rlsql_config_docs"
+#: the name a source's real view waits under while the views above it are created (create_objects)
+_WAITING = "__rlsql_source_{}"
+
+
+def stub_select(columns: Sequence[tuple[str, str]]) -> str:
+    """An empty SELECT with `columns` (name, DuckDB type): a source's stand-in while the views above it are created."""
+    cells = ", ".join(f"CAST(NULL AS {reported_type(ctype)}) AS {identifier(name)}" for name, ctype in columns)
+    return f"SELECT {cells} WHERE false"
+
+
+def _view_columns(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str]]:
+    """A view's columns as DuckDB stored them when it bound the view (no second bind)."""
+    return con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+        "AND database_name = current_database() AND schema_name = current_schema() ORDER BY column_index",
+        [name],
+    ).fetchall()
+
+
+def _run(con: duckdb.DuckDBPyConnection, f: SqlFile, statement: str) -> None:
+    try:
+        con.execute(statement)
+    except duckdb.Error as exc:
+        raise data_error(exc) or DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+
+
+def register_config_function(con: duckdb.DuckDBPyConnection, sources: SourceContext) -> None:
+    """Give `con` the function config_src reads the parsed configs through, when `sources` asks for one."""
+    if sources.config_function is not None:
+        con.create_function(CONFIG_FUNCTION, lambda: sources.config_docs, [], "STRUCT(run VARCHAR, doc VARCHAR)[]",
+                            side_effects=True)  # not folded into a constant when a view binds
+
+
+def create_objects(
+    con: duckdb.DuckDBPyConnection,
+    runs: Sequence[Run],
+    files: Iterable[SqlFile],
+    catalog: Catalog,
+    load: frozenset[str] = frozenset(),
+    lazy_config: bool = False,
+    config_keys: str | None = None,
+    sources: SourceContext | None = None,
+    bound: dict[str, list[tuple[str, str]]] | None = None,
+) -> None:
+    """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables.
+
+    `lazy_config` (rlsql.connect): the runs' rl_config.yaml files are parsed when a query first
+    reads config_src, through a Python function registered on `con` (CONFIG_FUNCTION), instead of
+    now (YAML is most of a connection's start-up over many runs: ~1 ms a file). `config_keys`:
+    run_table's `keys` parameter, which picks its columns (SqlFile.per_runs).
+
+    CREATE VIEW binds the view, and binding a view binds every view below it down to the sources:
+    over many runs a source (read_csv over hundreds of files, a glob per Harbor run, thousands of
+    config VALUES) costs 0.05-1 s to bind, once per view stacked on it (1,000 runs: tens of
+    seconds). So each source view is bound once, under a waiting name; the views above it are
+    created over an empty stand-in with the same columns and types (binding that costs nothing),
+    then the stand-in is dropped and the real view renamed into place. A view stores its SQL,
+    not its plan: every query binds it afresh over the real source, so nothing a query sees differs.
+
+    A connection that creates its objects in several calls (rlsql.engine.connection) passes its own `sources`
+    (the runs' files looked at once, the config function registered once) and `bound`: source view
+    -> its columns, for the source views earlier calls created. Those are renamed out of the way for
+    the time this call creates views over them (a stand-in in their place), and `bound` gains the
+    sources this call creates.
+    """
+    if sources is None:
+        sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys)
+        register_config_function(con, sources)
+    bound = {} if bound is None else bound
+    files = list(files)
+    waiting: list[SqlFile] = []
+    new_views = {f.name for f in files if f.kind in ("view", "query")}
+    if new_views:  # the sources already created that the new views read: stand-ins while they are created
+        wanted = {f.name for f in catalog.closure(new_views) if f.kind == "source"}
+        for name in sorted(wanted & set(bound)):
+            f = catalog.files[name]
+            _run(con, f, f"ALTER VIEW {identifier(name)} RENAME TO {identifier(_WAITING.format(name))}")
+            _run(con, f, f"CREATE VIEW {identifier(name)} AS {stub_select(bound[name])}")
+            waiting.append(f)
+    renamed = list(waiting)
+    try:
+        for f in files:
+            sql = sources.object_sql(catalog, f)
+            if f.kind != "source" or f.name in load:
+                for statement in f.create_statements(sql, as_table=f.name in load):
+                    _run(con, f, statement)
+                    if f.name in load and statement.startswith("CREATE"):
+                        after_loading(con, f)
+                continue
+            hidden = identifier(_WAITING.format(f.name))
+            _run(con, f, f"CREATE OR REPLACE VIEW {hidden} AS\n{sql}")
+            columns = _view_columns(con, _WAITING.format(f.name))
+            _run(con, f, f"CREATE OR REPLACE VIEW {identifier(f.name)} AS {stub_select(columns)}")
+            bound[f.name] = columns
+            waiting.append(f)
+    except BaseException:
+        # no empty stand-in may outlive a failed call as if it were the source (a lazy connection goes on):
+        # the sources earlier calls created go back, the ones this call began are dropped
+        for f in waiting:
+            con.execute(f"DROP VIEW IF EXISTS {identifier(f.name)}")
+            if f in renamed:
+                con.execute(f"ALTER VIEW {identifier(_WAITING.format(f.name))} RENAME TO {identifier(f.name)}")
+            else:
+                con.execute(f"DROP VIEW IF EXISTS {identifier(_WAITING.format(f.name))}")
+                bound.pop(f.name, None)
+        raise
+    for f in waiting:
+        name = identifier(f.name)
+        _run(con, f, f"DROP VIEW {name}")
+        _run(con, f, f"ALTER VIEW {identifier(_WAITING.format(f.name))} RENAME TO {name}")
+        _run(con, f, f.create_statements("", as_table=False)[1])  # the COMMENT ON VIEW
+
+
+def column_comment_statements(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) -> list[str]:
+    """COMMENT ON COLUMN for every column of the views and queries in `files` that `con` holds.
+
+    Read from DuckDB's catalog after the objects exist, so the columns a view passes through from
+    a file (a run's trainer metrics) get their `-- column: *:` description too.
+    """
+    by_name = {f.name: f for f in files if f.kind in ("view", "query")}
+    rows = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() "
+        "WHERE NOT internal AND database_name = current_database() AND schema_name = current_schema() "
+        "ORDER BY table_name, column_index"
+    ).fetchall()
+    statements = []
+    for table, column in rows:
+        f = by_name.get(table)
+        doc = f.column_doc(column) if f is not None else ""
+        if doc:
+            statements.append(f"COMMENT ON COLUMN {identifier(table)}.{identifier(column)} IS {literal(doc)}")
+    return statements
+
+
+def comment_columns(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) -> None:
+    """Attach every column description of `files` on `con` (the shell, `connect()`, `db build`)."""
+    for statement in column_comment_statements(con, files):
+        con.execute(statement)
+
+
+def open_connection(
+    runs: Sequence[Run],
+    names: Iterable[str] | None = None,
+    catalog: Catalog | None = None,
+    load: frozenset[str] = LOADED_SOURCES,
+    config_keys: str | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once.
+
+    `config_keys`: run_table's `keys` parameter, which picks its columns (SqlFile.per_runs).
+    """
+    catalog = catalog or load_catalog()
+    files = catalog.closure(names) if names is not None else catalog.order
+    con = memory_connection()
+    create_objects(con, runs, files, catalog, load, config_keys=config_keys)
+    return con
+
+
+#: a statement reading CSVs of fewer bytes than this in all runs one thread: as fast (19 against 21 ms at
+#: 45,711 trials, 3 MB) and 4-7 MB less peak memory than a second thread's buffers (bench/RESULTS.md,
+#: "Questions answered ahead")
+LITTLE_INPUT_BYTES = 8 * 2**20
+#: artifacts whose size says what a read costs (Harbor's folders and raw logs are read otherwise)
+_SIZED = frozenset({"trials", "metrics", "vllm", "config"})
+
+
+def reads_little(runs: Sequence[Run], files: Iterable[SqlFile]) -> bool:
+    """Whether the sources among `files` read, over `runs`, only CSVs (and configs) of fewer than
+    LITTLE_INPUT_BYTES bytes in all."""
+    kinds = {f.artifact for f in files if f.kind == "source" and f.artifact}
+    total = 0
+    for run in runs:
+        for kind in kinds:
+            artifact = run.artifact(kind)
+            if artifact is None:
+                if kind in _SIZED and "logs" in run.artifacts:
+                    return False  # read from the raw training logs instead
+                continue
+            if kind not in _SIZED:
+                return False
+            try:
+                total += artifact.path.stat().st_size
+            except OSError:
+                return False
+            if total >= LITTLE_INPUT_BYTES:
+                return False
+    return True
+
+
+def query_connection(
+    runs: Sequence[Run], name: str, catalog: Catalog | None = None, bad_cells: BadCells | None = None,
+    config_keys: str | None = None,
+) -> tuple[duckdb.DuckDBPyConnection, str]:
+    """A connection and the one statement that answers named query `name` over `runs`.
+
+    The query's views go into that statement as CTEs, in dependency order, so DuckDB binds the
+    chain once: created as views, each CREATE VIEW re-binds every view below it (half the
+    start-up of a deep query such as timing_breakdown). Macros and the loaded sources are created
+    first. A view referenced once is inlined as before; DuckDB may compute one referenced by
+    several CTEs once. A whole-number cell that reads as empty fails the statement, or with
+    `bad_cells` is recorded there (rlsql/engine/badcells.py). `config_keys`: run_table's `keys` parameter,
+    which picks its columns when the statement is rendered (SqlFile.per_runs).
+    """
+    catalog = catalog or load_catalog()
+    sources = SourceContext(runs, bad_cells="fail" if bad_cells is None else "record", config_keys=config_keys)
+    closure = catalog.closure([name])
+    con = memory_connection(threads=1 if reads_little(runs, closure) else None)
+    if bad_cells is not None:
+        badcells.register(con, bad_cells)
+    ctes = []
+    for f in closure:
+        sql = sources.object_sql(catalog, f)
+        # the trainer metrics stay in the one statement (IN_STATEMENT): DuckDB then reads only the columns the
+        # query uses instead of loading every column of every run's CSV or cache copy first
+        load = f.name in LOADED_SOURCES and f.name not in IN_STATEMENT
+        if f.artifact == "harbor" and not sources.reads_harbor():
+            # no result.json to read: its empty rows stay in the statement, no table and no check of
+            # problems (~5 ms and 4 MB of a trial query's start on a run with a trials CSV)
+            load = False
+        if f.kind == "macro" or load:
+            statement = f.create_statements(sql, as_table=load)[0]
+            try:
+                con.execute(statement)
+            except duckdb.Error as exc:
+                raise data_error(exc) or DataError(f"{f.path}: cannot create {f.name}: {one_line(exc)}") from exc
+            if load:
+                after_loading(con, f)
+        else:
+            ctes.append(f"{identifier(f.name)} AS (\n{sql}\n)")
+    return con, "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {identifier(name)}"

@@ -1,0 +1,1 @@
+"""What runs and the catalogue hold."""

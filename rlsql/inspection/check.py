@@ -1,0 +1,423 @@
+"""`rlsql check`: validate run folders and list every problem with its file and line.
+
+A run is unusable when none of its CSV artifacts yields a readable row; `rlsql check` then exits 3.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from rlsql.catalog.catalog import load_catalog
+from rlsql.core import settings
+from rlsql.core.errors import DataError
+from rlsql.core.exactpaths import why_unnameable
+from rlsql.core.rejects import has_reject_tables, rejected_lines
+from rlsql.engine.csvprobe import PROBE_FILE, parser_failure, probe_sql
+from rlsql.engine.failures import data_error_text
+from rlsql.engine.rawlogs import metrics_origin, reads_logs, unread_stat_lines, vllm_origin
+from rlsql.engine.statements import open_connection
+from rlsql.runs import csvfiles as csvread
+from rlsql.runs import harbor
+from rlsql.runs.artifacts import ARTIFACT_LABELS, INTEGER_COLUMNS
+from rlsql.runs.config import config_problems, read_yaml
+from rlsql.runs.folders import CSV_ARTIFACTS, HeaderError, Run, csv_header
+
+#: columns a query reads from each artifact; a file without them still loads, with NULLs
+EXPECTED_COLUMNS = {
+    "metrics": ("log_file", "reward/avg_raw_reward", "timing/step"),
+    "trials": ("trial_name", "n_episodes", "exception_type", "reward"),
+    "vllm": ("log_file", "datetime_str", "avg_running_requests_per_engine", "total_waiting_requests"),
+}
+STEP_COLUMNS = ("trainer/global_step", "global_step")
+
+
+@dataclass
+class Issue:
+    run: str
+    severity: str  # error, warning or info
+    file: str
+    line: int | None
+    problem: str
+
+
+@dataclass
+class RunReport:
+    run: str
+    path: str
+    usable: bool = True
+    readable_rows: dict[str, int] = field(default_factory=dict)
+    issues: list[Issue] = field(default_factory=list)
+
+    def add(self, severity: str, file: Path | str, problem: str, line: int | None = None) -> None:
+        self.issues.append(Issue(self.run, severity, str(file), line, problem))
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(1 for i in self.issues if i.severity == s) for s in ("error", "warning", "info")}
+
+    def as_dict(self) -> dict:
+        return {
+            "run": self.run, "path": self.path, "usable": self.usable, "readable_rows": self.readable_rows,
+            **self.counts(), "issues": [asdict(i) for i in self.issues],
+        }
+
+
+class CsvProbes:
+    """Each CSV's probe (row, cell and reject counts), for all runs in one scan per header.
+
+    A probe per file is a DuckDB query per file (~15 ms each however small the file: 1,000 runs
+    hold 3,000 CSVs); files that share a header and read buffer, as the runs of one parser
+    version do, are scanned by one read_csv over the list and counted per file. A group whose
+    scan fails (a file DuckDB cannot parse at all), or whose rejects name a file outside it, is
+    probed file by file instead, exactly as a check of each run alone (_check_csv).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, runs: Sequence[Run]):
+        self.results: dict[str, tuple[dict, list[tuple[str, int, str]]]] = {}
+        groups: dict[tuple[str, tuple[str, ...], int | None], list[Path]] = {}
+        for run in runs:
+            for kind in CSV_ARTIFACTS:
+                artifact = run.artifact(kind)
+                if artifact is None or why_unnameable(artifact.path):
+                    continue
+                try:
+                    header = csv_header(artifact.path).names
+                    buffer = csvread.buffer_size([artifact.path]) if header else None
+                except DataError:
+                    continue  # _check_csv reports it
+                if header and PROBE_FILE not in header:
+                    groups.setdefault((kind, tuple(header), buffer), []).append(artifact.path)
+        for (kind, header, buffer), paths in groups.items():
+            if len(paths) > 1:
+                self._probe(con, kind, list(header), buffer, paths)
+
+    def _probe(self, con: duckdb.DuckDBPyConnection, kind: str, header: list[str], buffer: int | None,
+               paths: list[Path]) -> None:
+        before = _last_reject_scan(con)
+        try:
+            rows = con.execute(probe_sql(kind, None, header, buffer, paths)).fetchall()
+        except duckdb.Error:
+            return  # each file alone, so the failure is the file's own
+        columns = [d[0] for d in con.description]
+        counted = {row[0]: dict(zip(columns[1:], row[1:], strict=True)) for row in rows}
+        rejected = rejected_lines(con, before)
+        wanted = {str(p) for p in paths}
+        if not set(counted) <= wanted or not {r[0] for r in rejected} <= wanted:
+            return
+        empty = {name: 0 for name in columns[1:]}
+        for path in wanted:
+            self.results[path] = (counted.get(path, empty), [r for r in rejected if r[0] == path])
+
+    def get(self, path: Path) -> tuple[dict, list[tuple[str, int, str]]] | None:
+        """(counts, rejected lines) of the CSV at `path`, when its group was probed together."""
+        return self.results.get(str(path))
+
+
+def _last_reject_scan(con: duckdb.DuckDBPyConnection) -> int:
+    """The newest scan id in reject_errors, so one file's rejects are told from the ones before it."""
+    if not has_reject_tables(con):
+        return -1
+    return con.execute("SELECT coalesce(max(scan_id), -1) FROM reject_errors").fetchone()[0]
+
+
+def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str,
+               probes: CsvProbes | None = None) -> None:
+    artifact = run.artifact(kind)
+    if artifact is None:
+        if reads_logs(run, kind):
+            return  # read from the raw training logs: _check_logs
+        prefixed, plain = CSV_ARTIFACTS[kind]
+        report.add("info", run.path, f"no {ARTIFACT_LABELS[kind]} file (*_{prefixed} or {plain})")
+        return
+    unnameable = why_unnameable(artifact.path)
+    if unnameable:
+        skip_file(report, kind, artifact.path, unnameable)
+        return
+    try:
+        read = csv_header(artifact.path)
+    except HeaderError as exc:
+        skip_file(report, kind, artifact.path, exc.problem, exc.line)
+        return
+    except DataError as exc:
+        skip_file(report, kind, artifact.path, str(exc))
+        return
+    header = read.names
+    if read.notice():
+        report.add("warning", artifact.path, read.notice(), 1)
+    if not header:
+        report.add("warning", artifact.path, "empty file (not even a header)", 1)
+        report.readable_rows[kind] = 0
+        return
+    missing = [c for c in EXPECTED_COLUMNS[kind] if c not in header]
+    if kind == "metrics" and not any(c in header for c in STEP_COLUMNS):
+        missing.append("trainer/global_step or global_step")
+    if missing:
+        report.add("warning", artifact.path, f"no column {', '.join(missing)}: queries read it as empty", 1)
+    try:
+        buffer = csvread.buffer_size([artifact.path])
+    except csvread.LongLineError as exc:
+        skip_file(report, kind, artifact.path, exc.problem, exc.line)
+        return
+    except DataError as exc:
+        skip_file(report, kind, artifact.path, str(exc))
+        return
+    probed = probes.get(artifact.path) if probes is not None else None
+    if probed is not None:
+        values, rejected = probed
+    else:
+        before = _last_reject_scan(con)
+        try:
+            # fetchall: DuckDB stores the rejects once the scan has finished
+            row = con.execute(probe_sql(kind, artifact.path, header, buffer)).fetchall()[0]
+        except duckdb.Error as exc:
+            line, problem = parser_failure(artifact.path, exc)
+            report.add("error", artifact.path, problem, line)
+            report.readable_rows[kind] = 0
+            return
+        columns = [d[0] for d in con.description]
+        values = dict(zip(columns, row, strict=True))
+        rejected = rejected_lines(con, before)
+    report.readable_rows[kind] = values["rows"]
+    for _, line, why in rejected:
+        report.add("warning", artifact.path, f"row skipped: {why}", line)
+    types = load_catalog().files[f"{kind}_src"].column_types(header)
+    whole = INTEGER_COLUMNS[kind]
+    cells = any(values.get(f"nonfinite_{i}", 0) or values.get(f"notwhole_{i}", 0) for i in range(len(header)))
+    scan = csvread.scan_records(artifact.path, [n for n in header if types[n] == "DOUBLE"], whole, cells)
+    for index, name in enumerate(header):
+        nonfinite = values.get(f"nonfinite_{index}", 0)
+        if nonfinite:
+            lines = [line for line, _ in scan.nonfinite.get(name, [])]
+            report.add("warning", artifact.path, f"{nonfinite} nan/inf cell(s) in column {name}: read as empty"
+                       + _lines_note(lines), lines[0] if lines else None)
+        if values.get(f"notwhole_{index}", 0) - (nonfinite or 0) > 0:
+            for line, cell in scan.not_whole.get(name, []):
+                report.add("warning", artifact.path,
+                           f"column {name}: {cell!r} is not a whole number up to 2**53: read as empty", line)
+    # every data line must be a row DuckDB read or one it rejected (a line it dropped without a
+    # word is what this catches); the count comes from Python's csv module, not from DuckDB
+    if scan.failed is None and scan.records != values["rows"] + len(rejected):
+        report.add("warning", artifact.path,
+                   f"{scan.records} data rows in the file, DuckDB read {values['rows']} and rejected "
+                   f"{len(rejected)}: {scan.records - values['rows'] - len(rejected)} row(s) unaccounted for")
+    if values["rows"] == 0:
+        report.add("info", artifact.path, "no readable data rows")
+
+
+def skip_file(report: RunReport, kind: str, path: Path, problem: str, line: int | None = None) -> None:
+    """A file no query reads: an error naming it (and the line), and no readable rows from it."""
+    report.add("error", path, f"{problem}; file skipped, no rows read", line)
+    report.readable_rows[kind] = 0
+
+
+def _lines_note(lines: Sequence[int], shown: int = 5) -> str:
+    if not lines:
+        return ""
+    more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+    return f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:shown]))}{more})"
+
+
+#: rows read from raw training logs (runs whose metrics or vLLM stats come from their logs)
+LOG_ROWS = {"metric_rows": "SELECT run, count(*) FROM metric_rows {where} GROUP BY run",
+            "vllm_seconds": "SELECT run, count(*) FROM vllm_seconds {where} GROUP BY run"}
+
+
+class ViewFindings:
+    """The findings that need the typed views, for every run at once: one grouped query per finding.
+
+    Asked per run (`WHERE run = ?`), each query re-read every run's files: a check over N runs
+    read N x N files (300 runs: 100 s). Grouped by run, each is read once. When a grouped query
+    fails (a damaged file DuckDB cannot read at all), that finding falls back to one query per
+    run, so it is found, or fails, for the run it belongs to exactly as a check of that run alone.
+    """
+
+    HARBOR = ("SELECT run, source_file, problem, bad_values, nonfinite FROM harbor_trials_src {where} "
+              "ORDER BY run, row_no")
+    TWICE = ("SELECT run, step, list(DISTINCT log_file ORDER BY log_file) FROM metric_rows "
+             "WHERE step IS NOT NULL {also} GROUP BY run, step HAVING count(*) > 1 ORDER BY run, step")
+    NO_STEP = "SELECT run, count(*) FROM metric_rows WHERE step IS NULL {also} GROUP BY run"
+    # the first bad stamp in file order is the example, so the finding is the same however DuckDB
+    # splits the scan among threads
+    BAD_STAMPS = ("SELECT run, count(*), arg_min(datetime_str, row_no) FROM vllm_seconds "
+                  "WHERE ts IS NULL {also} GROUP BY run")
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, runs: Sequence[Run]):
+        self.con = con
+        self.grouped: dict[str, dict[str, list[tuple]] | None] = {}
+        wanted = {
+            "harbor": any(r.artifact("harbor") and r.artifact("trials") is None for r in runs),
+            "twice": any(r.artifact("metrics") or r.artifact("logs") for r in runs),
+            "no_step": any(r.artifact("metrics") or r.artifact("logs") for r in runs),
+            "bad_stamps": any(r.artifact("vllm") or r.artifact("logs") for r in runs),
+            "metric_rows": any(r.artifact("logs") for r in runs),
+            "vllm_seconds": any(r.artifact("logs") for r in runs),
+        }
+        for key, needed in wanted.items():
+            self.grouped[key] = self._all(key) if needed else {}
+
+    def _sql(self, key: str, run: str | None) -> tuple[str, list]:
+        template = {"harbor": self.HARBOR, "twice": self.TWICE, "no_step": self.NO_STEP,
+                    "bad_stamps": self.BAD_STAMPS, **LOG_ROWS}[key]
+        if run is None:
+            return template.format(where="", also=""), []
+        return template.format(where="WHERE run = ?", also="AND run = ?"), [run]
+
+    def _execute(self, key: str, run: str | None) -> list[tuple]:
+        sql, params = self._sql(key, run)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the rows skipped here are reported per line by _check_csv
+            return self.con.execute(sql, params).fetchall()
+
+    def _all(self, key: str) -> dict[str, list[tuple]] | None:
+        try:
+            rows = self._execute(key, None)
+        except duckdb.Error:
+            return None  # asked run by run instead (rows_for)
+        by_run: dict[str, list[tuple]] = {}
+        for row in rows:
+            by_run.setdefault(row[0], []).append(row[1:])
+        return by_run
+
+    def rows_for(self, key: str, run: str) -> list[tuple]:
+        """The finding's rows for one run (without the run column)."""
+        grouped = self.grouped[key]
+        if grouped is not None:
+            return grouped.get(run, [])
+        return [row[1:] for row in self._execute(key, run)]
+
+
+def _check_harbor(report: RunReport, run: Run, found: ViewFindings) -> None:
+    """Harbor trial folders read in place: every result.json that is no trial or has values read as
+    empty, each with its reason; the trials in flight (no result.json yet) as one count."""
+    trace_jobs = run.artifact("harbor")
+    if trace_jobs is None:
+        return
+    if run.artifact("trials") is not None:
+        report.add("info", trace_jobs.path, "trace_jobs not read: the run's trials CSV is used instead")
+        return
+    try:
+        rows = found.rows_for("harbor", run.name)
+    except duckdb.Error as exc:
+        report.readable_rows["harbor"] = 0
+        report.add("error", trace_jobs.path, data_error_text(exc))
+        return
+    report.readable_rows["harbor"] = sum(1 for _, problem, _, _ in rows if problem is None)
+    for path, problem, bad, nonfinite in rows:
+        if problem is not None:
+            report.add("warning", path, f"{problem}: skipped, not a trial")
+            continue
+        if bad is not None:
+            report.add("warning", path, f"{bad}: read as empty")
+        if nonfinite is not None:
+            report.add("warning", path, f"NaN or Infinity in {nonfinite}: read as empty")
+    in_flight = harbor.list_trials(trace_jobs.path).in_flight
+    if in_flight:
+        report.add("info", trace_jobs.path,
+                   f"{in_flight} trial folder{'s' if in_flight != 1 else ''} without a result.json yet (in flight): "
+                   "not read")
+
+
+def _check_logs(report: RunReport, run: Run, found: ViewFindings) -> None:
+    """Raw training logs: which artifacts they give and how many rows; or that the CSV wins."""
+    logs = run.artifact("logs")
+    if logs is None:
+        return
+    for kind, view, origin in (("metrics", "metric_rows", metrics_origin), ("vllm", "vllm_seconds", vllm_origin)):
+        label = ARTIFACT_LABELS[kind]
+        if not reads_logs(run, kind):
+            report.add("info", logs.path, f"{label} not read from the training logs: the run's CSV is used "
+                       "(rlsql --from-logs reads the logs)")
+            continue
+        try:
+            rows = sum(n for (n,) in found.rows_for(view, run.name))
+        except duckdb.Error as exc:
+            report.readable_rows[kind] = 0
+            report.add("error", logs.path, data_error_text(exc))
+            continue
+        report.readable_rows[kind] = rows
+        report.add("info", logs.path, f"{label} read from the training logs: {origin(run)}; {rows} row(s)")
+        if kind == "vllm":
+            for path, count, example in unread_stat_lines(run):
+                report.add("info", path, f"{count} line(s) mention 'Avg prompt throughput' but are not vLLM stat lines "
+                           f"rlsql reads (another actor, an unknown vLLM format, or a line still being written), "
+                           f"e.g. {example[:120]!r}")
+
+
+def _check_config(report: RunReport, run: Run) -> None:
+    config = run.artifact("config")
+    if config is None:
+        report.add("info", run.path, "no rl_config.yaml: the trainer's default exception routing applies")
+        return
+    tree, problem = read_yaml(config.path)
+    if problem is not None:
+        report.add("warning", config.path, f"{problem.problem}; the trainer's default routing applies", problem.line)
+    if tree is not None:
+        for problem in config_problems(tree):
+            report.add("warning", config.path, f"{problem}; the trainer's default applies")
+
+
+def _check_views(report: RunReport, run: Run, found: ViewFindings) -> None:
+    """Findings that need the typed views: steps logged twice, vLLM stamps that do not parse."""
+    metrics = run.artifact("metrics") or (run.artifact("logs") if reads_logs(run, "metrics") else None)
+    if metrics is not None and report.readable_rows.get("metrics"):
+        for step, logs in found.rows_for("twice", run.name):
+            report.add("info", metrics.path,
+                       f"step {step} logged {len(logs) if len(logs) > 1 else 'more than once'} times "
+                       f"({', '.join(logs)}): the first-seen row is used")
+        no_step = sum(n for (n,) in found.rows_for("no_step", run.name))
+        if no_step:
+            report.add("warning", metrics.path, f"{no_step} metric row(s) without a step number")
+    vllm = run.artifact("vllm") or (run.artifact("logs") if reads_logs(run, "vllm") else None)
+    if vllm is not None and report.readable_rows.get("vllm"):
+        for count, example in found.rows_for("bad_stamps", run.name):
+            if count:
+                report.add("warning", vllm.path,
+                           f"{count} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {example!r}): no timestamp")
+
+
+def check_runs(runs: Sequence[Run]) -> list[RunReport]:
+    reports = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", harbor.HarborFilesWarning)  # each file is listed as an issue below
+        con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
+    found = ViewFindings(con, runs)
+    probes = CsvProbes(con, runs)
+    for run in runs:
+        report = RunReport(run.name, str(run.path))
+        for ignored in run.ignored:
+            if settings.current().from_logs and "logs" in run.artifacts and ignored.name.endswith(
+                CSV_ARTIFACTS["metrics"] + CSV_ARTIFACTS["vllm"]
+            ):
+                report.add("info", ignored, "not read: --from-logs reads the run's training logs instead")
+                continue
+            report.add("info", ignored, "older parse (or unprefixed copy) not read: a newer file wins")
+        for kind in CSV_ARTIFACTS:
+            _check_csv(con, report, run, kind, probes)
+        _check_harbor(report, run, found)
+        _check_logs(report, run, found)
+        _check_config(report, run)
+        _check_views(report, run, found)
+        if not any(report.readable_rows.values()):
+            report.usable = False
+            report.add("error", run.path, "no readable rows in any artifact: no query can use this run")
+        reports.append(report)
+    return reports
+
+
+ISSUE_COLUMNS = ["run", "severity", "file", "line", "problem"]
+SUMMARY_COLUMNS = [
+    "run", "usable", "errors", "warnings", "infos", "metric_rows", "trials", "vllm_seconds", "harbor_trials",
+]
+
+
+def summary_rows(reports: Sequence[RunReport]) -> list[tuple]:
+    return [
+        (r.run, r.usable, *r.counts().values(),
+         r.readable_rows.get("metrics"), r.readable_rows.get("trials"), r.readable_rows.get("vllm"),
+         r.readable_rows.get("harbor"))
+        for r in reports
+    ]

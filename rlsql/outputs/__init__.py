@@ -1,0 +1,1 @@
+"""What rlsql writes and prints."""

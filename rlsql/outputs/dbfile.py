@@ -1,0 +1,152 @@
+"""`rlsql db build`: a DuckDB database file holding rlsql's views and macros, for tools that want a file.
+
+The views read the runs' files in place through absolute paths; with `materialize` the sources and
+views become tables (the file no longer needs the CSVs) while the named queries, and the views that
+read a parameter, stay views, so parameters (`SET VARIABLE span = 10`) still work. A table `rlsql_metadata(key, value)`
+records the rlsql and DuckDB versions, the runs and every source file read.
+
+The file is built under a temporary name beside the target (rlsql.runs.writes' scheme; DuckDB adds a
+`.wal` beside it) and renamed onto it when complete; the next build sweeps what a killed one left.
+A new file gets mode 0666 minus the umask, a replaced one keeps its mode.
+It is written in an older storage format (DEFAULT_STORAGE_VERSION) unless asked otherwise, so
+that DuckDB releases back to that version, the `duckdb-cli` package among them, can open it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from rlsql.catalog.catalog import Catalog, load_catalog
+from rlsql.catalog.sqlfile import SqlFile
+from rlsql.core import settings
+from rlsql.core.errors import DataError, RlsqlError, UsageError, one_line
+from rlsql.core.sqltext import identifier, literal
+from rlsql.core.version import __version__
+from rlsql.engine.statements import comment_columns, create_objects
+from rlsql.outputs.provenance import SourceFingerprints
+from rlsql.runs.folders import Run
+from rlsql.runs.memorydb import memory_connection
+from rlsql.runs.writes import atomic_path, check_writable_target, disk_failure, failures_named
+
+#: readable by DuckDB 1.4 and later (rlsql itself needs duckdb>=1.4)
+DEFAULT_STORAGE_VERSION = "v1.4.0"
+_ALIAS = "rlsql_build"
+_BUILDING = "__rlsql_building"
+
+
+@dataclass(frozen=True)
+class Built:
+    path: Path
+    views: int
+    tables: int
+    macros: int
+    bytes: int
+
+
+def build_database(
+    runs: Sequence[Run],
+    target: Path,
+    materialize: bool = False,
+    storage_version: str = DEFAULT_STORAGE_VERSION,
+    catalog: Catalog | None = None,
+) -> Built:
+    catalog = catalog or load_catalog()
+    check_writable_target(target, runs)  # an empty path too
+    with failures_named(target):
+        if target.is_dir():
+            raise UsageError(f"{target}: is a folder; give the database FILE to write (e.g. runs.duckdb)")
+    with atomic_path(target) as tmp:
+        wal = tmp.with_name(tmp.name + ".wal")
+        try:
+            tables = _build(tmp, target, runs, materialize, storage_version, catalog)
+        except (duckdb.Error, RlsqlError) as exc:
+            # DuckDB's write failures surface anywhere (a commit while creating a view): name the target
+            failure = disk_failure(target, tmp, str(exc))
+            if failure is not None:
+                raise failure from exc
+            raise
+        finally:
+            with contextlib.suppress(OSError):
+                wal.unlink()
+            shutil.rmtree(tmp.with_name(tmp.name + ".tmp"), ignore_errors=True)  # DuckDB's spill folder
+    macros = sum(1 for f in catalog.order if f.kind == "macro")
+    views = sum(1 for f in catalog.order if f.kind != "macro") - tables
+    return Built(target, views, tables + 1, macros, target.stat().st_size)
+
+
+def _build(
+    tmp: Path, target: Path, runs: Sequence[Run], materialize: bool, storage_version: str, catalog: Catalog
+) -> int:
+    """Write the database at `tmp`; returns the number of tables materialized."""
+    con = memory_connection()
+    try:
+        try:
+            con.execute(f"ATTACH {literal(str(tmp))} AS {_ALIAS} (STORAGE_VERSION {literal(storage_version)})")
+        except duckdb.Error as exc:
+            if disk_failure(target, tmp, str(exc)):
+                raise
+            raise UsageError(f"cannot write storage version {storage_version!r}: {one_line(exc)}") from exc
+        con.execute(f"USE {_ALIAS}")
+        with settings.in_place():  # the file's views read the runs' files, never a cache copy that may go
+            create_objects(con, runs, catalog.order, catalog)
+        comment_columns(con, catalog.order)
+        tables = 0
+        if materialize:
+            for f in catalog.order:
+                if not _materializable(f, catalog):
+                    continue
+                name = identifier(f.name)
+                try:
+                    con.execute(f"CREATE TABLE {_BUILDING} AS SELECT * FROM {name}")
+                except duckdb.Error as exc:
+                    if disk_failure(target, tmp, str(exc)):
+                        raise
+                    raise DataError(f"{f.path}: cannot materialize {f.name}: {one_line(exc)}") from exc
+                con.execute(f"DROP VIEW {name}")
+                con.execute(f"ALTER TABLE {_BUILDING} RENAME TO {name}")
+                con.execute(f"COMMENT ON TABLE {name} IS {literal(f.description)}")
+                tables += 1
+        _write_metadata(con, runs, catalog, materialize, storage_version)
+        con.execute("CHECKPOINT")
+        con.execute("USE memory")
+        con.execute(f"DETACH {_ALIAS}")
+    finally:
+        con.close()
+    return tables
+
+
+def _materializable(f: SqlFile, catalog: Catalog) -> bool:
+    """Sources and views that read no parameter, themselves or below: a table of them means the same."""
+    if f.kind not in ("source", "view"):
+        return False
+    return all(not g.params and g.kind != "query" for g in catalog.closure([f.name]))
+
+
+def _write_metadata(
+    con: duckdb.DuckDBPyConnection, runs: Sequence[Run], catalog: Catalog, materialize: bool, storage_version: str
+) -> None:
+    rows = [
+        ("rlsql_version", __version__),
+        ("duckdb_version", duckdb.__version__),
+        ("storage_version", storage_version),
+        ("built_at", dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()),
+        ("materialized", "true" if materialize else "false"),
+        ("runs", json.dumps([{"name": r.name, "path": str(r.path)} for r in runs])),
+        ("sources", json.dumps(SourceFingerprints().for_files(runs, catalog.order))),
+        ("queries", json.dumps({q.name: {"version": q.version, "fingerprint": q.fingerprint}
+                                for q in catalog.queries()})),
+    ]
+    con.execute("CREATE TABLE rlsql_metadata (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.executemany("INSERT INTO rlsql_metadata VALUES (?, ?)", rows)
+    con.execute(
+        "COMMENT ON TABLE rlsql_metadata IS "
+        + literal("How rlsql built this file: versions, runs, source files (path, size, mtime, sha256), queries.")
+    )

@@ -1,0 +1,221 @@
+"""Render rows for people (table, markdown) and for programs (csv, json, jsonl).
+
+Machine formats keep full precision; people formats round like Python's `format` (half to even on
+the exact binary value), never half away from zero as SQL's round() does.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import decimal
+import io
+import json
+import math
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+
+class OutputFormat(StrEnum):
+    """How `query`, `sql`, `list`, `runs`, `check` and `cache` print rows: the one list of choices."""
+
+    TABLE = "table"
+    CSV = "csv"
+    JSON = "json"
+    JSONL = "jsonl"
+    MARKDOWN = "markdown"
+
+    @classmethod
+    def parse(cls, text: str) -> OutputFormat:
+        """The format a user typed: any case, `md` for markdown; ValueError names the choices."""
+        wanted = text.strip().lower()
+        wanted = FORMAT_ALIASES.get(wanted, wanted)
+        for member in cls:
+            if member.value == wanted:
+                return member
+        raise ValueError(f"unknown format {text!r}; choose one of {', '.join(FORMATS)} (or md)")
+
+    @classmethod
+    def for_output(cls, path: Path | None) -> OutputFormat:
+        """The format an output file's extension asks for (`best.csv` -> csv); a table otherwise."""
+        if path is None:
+            return cls.TABLE
+        return SUFFIX_FORMATS.get(path.suffix.lower(), cls.TABLE)
+
+
+class ExportFormat(StrEnum):
+    """`rlsql export --format`: files for BI tools (rlsql/outputs/export.py writes them)."""
+
+    PARQUET = "parquet"
+    CSV = "csv"
+    JSON = "json"
+
+
+class ReportFormat(StrEnum):
+    """`rlsql report --format`: report.md with PNG figures, or one self-contained report.html."""
+
+    MD = "md"
+    HTML = "html"
+
+
+class Partition(StrEnum):
+    """`rlsql export --partition-by`: a hive tree NAME/run=RUN/data_0.parquet, or for an item with about one
+    row per run one file NAME.parquet merged run by run (rlsql.outputs.exportmerge)."""
+
+    RUN = "run"
+
+
+#: names accepted besides the formats' own (lower case)
+FORMAT_ALIASES = {"md": "markdown"}
+FORMATS = tuple(member.value for member in OutputFormat)
+#: `-o FILE` without `-f`: the extension picks the format
+SUFFIX_FORMATS = {
+    ".csv": OutputFormat.CSV,
+    ".json": OutputFormat.JSON,
+    ".jsonl": OutputFormat.JSONL,
+    ".ndjson": OutputFormat.JSONL,
+    ".md": OutputFormat.MARKDOWN,
+    ".markdown": OutputFormat.MARKDOWN,
+}
+ELLIPSIS = "\u2026"
+#: a column is never squeezed below this many characters to fit the terminal
+MIN_COLUMN_WIDTH = 6
+
+
+def display(value: Any) -> str:
+    """A value as a person reads it in a table cell."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        if value != 0 and abs(value) < 0.001:
+            return format(value, ".4g")
+        text = format(value, ".4f").rstrip("0").rstrip(".")
+        return "0" if text == "-0" else text
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (list, tuple)):
+        return ", ".join(display(v) for v in value)
+    return str(value)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def to_json(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    objects = [{c: _jsonable(v) for c, v in zip(columns, row, strict=True)} for row in rows]
+    return json.dumps(objects, indent=2, ensure_ascii=False) + "\n"
+
+
+def to_jsonl(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    return "".join(
+        json.dumps({c: _jsonable(v) for c, v in zip(columns, row, strict=True)}, ensure_ascii=False) + "\n"
+        for row in rows
+    )
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return json.dumps(_jsonable(value))
+    return _jsonable(value)
+
+
+def to_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([_csv_cell(v) for v in row] for row in rows)
+    return buffer.getvalue()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
+
+
+def to_markdown(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    numeric = [bool(rows) and all(_is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
+    lines = ["| " + " | ".join(cell(c) for c in columns) + " |"]
+    lines.append("|" + "|".join("---:" if n else "---" for n in numeric) + "|")
+    lines.extend("| " + " | ".join(cell(display(v)) for v in row) + " |" for row in rows)
+    return "\n".join(lines) + "\n"
+
+
+def fit_widths(widths: Sequence[int], width: int, gap: int = 2) -> list[int]:
+    """Column widths that fit `width` characters: the widest column gives way first, down to MIN_COLUMN_WIDTH."""
+    fitted = list(widths)
+    excess = sum(fitted) + gap * max(len(fitted) - 1, 0) - width
+    while excess > 0:
+        widest = max(range(len(fitted)), key=lambda i: fitted[i])
+        if fitted[widest] <= MIN_COLUMN_WIDTH:
+            break  # nothing left to squeeze: the line stays longer than the terminal
+        fitted[widest] -= 1
+        excess -= 1
+    return fitted
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + ELLIPSIS
+
+
+def to_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None) -> str:
+    """A plain aligned text table: numbers right-aligned, no wrapping, readable in any pager.
+
+    With `width` (a terminal's), cells that would overflow it are cut with an ellipsis; without it
+    (a file, a pipe) every cell is printed whole.
+    """
+    cells = [[display(v).replace("\n", " ") for v in row] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    if width is not None:
+        widths = fit_widths(widths, width)
+    numeric = [bool(rows) and all(_is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [_clip(v, w).rjust(w) if n else _clip(v, w).ljust(w)
+                 for v, w, n in zip(values, widths, numeric, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    out = [line(columns), "  ".join("-" * w for w in widths)]
+    out.extend(line(r) for r in cells)
+    return "\n".join(out) + "\n"
+
+
+RENDERERS: dict[OutputFormat, Callable[[Sequence[str], Sequence[Sequence[Any]]], str]] = {
+    OutputFormat.TABLE: to_table,
+    OutputFormat.CSV: to_csv,
+    OutputFormat.JSON: to_json,
+    OutputFormat.JSONL: to_jsonl,
+    OutputFormat.MARKDOWN: to_markdown,
+}
+
+
+def render(
+    fmt: OutputFormat | str, columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None
+) -> str:
+    """Rows in `fmt`; `width` (a terminal's) only ever shortens a table's cells."""
+    fmt = fmt if isinstance(fmt, OutputFormat) else OutputFormat.parse(fmt)
+    if fmt is OutputFormat.TABLE:
+        return to_table(columns, rows, width)
+    return RENDERERS[fmt](columns, rows)

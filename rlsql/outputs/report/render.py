@@ -1,0 +1,433 @@
+"""Lay the gathered rows out as the report: tables of display strings, rendered by a Jinja template.
+
+Every number is printed for a person (rlsql.outputs.report.human): rates as percentages with one decimal,
+seconds as h/m/s, counts with thousands separators, other figures rounded as Python's format
+rounds. Each table carries the name of the query or view its rows come from (an HTML comment in
+markdown, a data attribute in HTML), so a reader, or a test, can trace any printed figure back to
+its SQL, where the raw figure is.
+"""
+
+from __future__ import annotations
+
+import base64
+import decimal
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
+
+from rlsql.core.version import __version__
+from rlsql.outputs.report import human
+from rlsql.outputs.report.data import ReportData, Rows
+from rlsql.outputs.report.figures import FEW_RUNS, FIGURES
+from rlsql.runs.artifacts import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS
+
+#: metric families in the order the report lists them (data-contract.md section 2); others follow by name
+FAMILIES = ("async", "generate", "loss", "policy", "reward", "system", "timing", "trainer", "batch_errors")
+#: indentation per level of the timing tree (an em space survives markdown and HTML alike)
+INDENT = "\u2003\u2003"
+#: a table longer than this folds away (HTML <details>) and, in markdown, moves to the appendix
+LONG_TABLE = 25
+
+#: columns holding a rate 0-1, printed as a percentage
+RATE_COLUMNS = frozenset({
+    "success_rate", "timeout_rate", "context_length_rate", "mean_discard_rate", "share_of_within", "share_of_step",
+    "share_of_trial", "slowest_span_share",
+})
+#: columns holding seconds, printed as h/m/s
+DURATION_COLUMNS = frozenset({
+    "mean_seconds", "step_seconds", "generation_wait_seconds", "total_time_s", "mean_step_time_s",
+    "training_time_s", "slowest_span_mean_s", "mean_step_s", "mean_generation_wait_s", "median_s", "mean_s",
+    "total_s",
+})
+#: integer columns that name a step or a setting: printed without thousands separators
+PLAIN_COLUMNS = frozenset({"step", "first_step", "last_step", "best_ema_step", "best_checkpoint_step", "k",
+                           "save_every", "turns", "total_steps"})
+
+
+def unit_of(column: str) -> str:
+    """How a column's figures are printed: rate, pct (already 0-100), duration, plain or number."""
+    if column in RATE_COLUMNS:
+        return "rate"
+    if column == "pct" or column.endswith("_pct"):
+        return "pct"
+    if column in DURATION_COLUMNS:
+        return "duration"
+    if column in PLAIN_COLUMNS:
+        return "plain"
+    return "number"
+
+
+def human_cell(value: Any, unit: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
+        return human.number(value)
+    if unit == "rate":
+        return human.percent(float(value))
+    if unit == "pct":
+        return human.percent(float(value), scale=1)
+    if unit == "duration":
+        return human.duration(float(value))
+    if unit == "plain":
+        return str(value)
+    return human.number(value)
+
+
+@dataclass
+class Table:
+    """A printed table: the query or view it shows, optional row filters, and cells as display strings."""
+
+    source: str
+    columns: list[str]
+    rows: list[list[str]]
+    numeric: list[bool]
+    filters: dict[str, str] = field(default_factory=dict)
+    title: str = ""
+
+    @property
+    def marker(self) -> str:
+        return " ".join([self.source, *(f"{k}={v}" for k, v in self.filters.items())])
+
+    @property
+    def long(self) -> bool:
+        return len(self.rows) > LONG_TABLE
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
+
+
+def make_table(source: str, rows: Rows, columns: Sequence[str], filters: dict[str, str] | None = None,
+               cells: dict[str, Callable[[dict], str]] | None = None, units: dict[str, str] | None = None,
+               title: str = "") -> Table:
+    """Rows (dicts) -> a Table of `columns`; `cells` maps a column to a function giving its text for a row,
+    `units` overrides a column's unit (see unit_of)."""
+    cells = cells or {}
+    units = units or {}
+    printed = [[cells[c](r) if c in cells else human_cell(r.get(c), units.get(c) or unit_of(c)) for c in columns]
+               for r in rows]
+    numeric = [bool(rows) and c not in cells and all(_is_number(r.get(c)) or r.get(c) is None for r in rows)
+               for c in columns]
+    return Table(source, list(columns), printed, numeric, dict(filters or {}), title)
+
+
+#: the summary block: label -> run_summary column, in the order a reader asks
+SUMMARY_FIGURES = (
+    ("Success rate (trials with a reward > 0)", "success_rate"),
+    ("Mean reward", "mean_reward"),
+    ("Trials", "trials"),
+    ("Trials with a reward", "trials_with_reward"),
+    ("Best checkpoint: step", "best_checkpoint_step"),
+    ("Best checkpoint: EMA of reward", "best_checkpoint_ema"),
+    ("Final EMA of reward", "final_ema"),
+    ("Steps (deduplicated)", "steps"),
+    ("Training time (timing/step, every row)", "training_time_s"),
+    ("Mean step time", "mean_step_time_s"),
+    ("Agent timeouts (share of trials)", "timeout_rate"),
+    ("Context-length errors (share of trials)", "context_length_rate"),
+    ("Mean staleness (steps)", "mean_staleness"),
+    ("Slowest span in a step", "slowest_span"),
+    ("Slowest span: mean time", "slowest_span_mean_s"),
+    ("Slowest span: share of step", "slowest_span_share"),
+)
+#: the cross-run table's headline columns (run_table), before the config keys
+CROSS_RUN_COLUMNS = ("run", "steps", "trials", "success_rate", "mean_reward", "final_ema", "best_ema",
+                     "best_checkpoint_step", "mean_step_time_s", "timeout_rate", "context_length_rate",
+                     "mean_staleness")
+#: the cross-run table shows at most this many config keys (the appendix lists them all)
+CONFIG_COLUMNS = 8
+#: the progression table's columns (progression_rows); a column no row has a value in is left out
+PROGRESSION_COLUMNS = ("run", "step", "log_file", "rerun", "reward", "pass_at_k", "kl_or_entropy", "loss", "epoch",
+                       "grad_norm", "ppo_clip_ratio", "policy_loss", "log_ratio_mean", "step_seconds",
+                       "generation_wait_seconds")
+
+
+class Layout:
+    """Turns ReportData into the template's context."""
+
+    def __init__(self, data: ReportData, per_run: bool = False):
+        self.data = data
+        self.multi = len(data.runs) > 1
+        self.compare = len(data.runs) > FEW_RUNS
+        self.per_run = per_run or not self.compare
+        self.hidden_keys = 0
+
+    def cols(self, name: str, columns: Sequence[str] | None = None) -> list[str]:
+        """The columns to print: the given ones (or all of the query's), without `run` for a single run."""
+        chosen = list(columns) if columns is not None else list(self.data.columns[name])
+        return [c for c in chosen if self.multi or c != "run"]
+
+    def table(self, name: str, columns: Sequence[str] | None = None, **kw: Any) -> Table:
+        return make_table(name, self.data[name], self.cols(name, columns), **kw)
+
+    # -- the first screen ----------------------------------------------------------------------------
+    def summary(self) -> Table:
+        """The headline figures: one column per run (a few runs)."""
+        rows = self.data["run_summary"]
+        runs = [r["run"] for r in rows]
+        by_run = {r["run"]: r for r in rows}
+        grid = [{"figure": label, "column": column, **{run: by_run[run][column] for run in runs}}
+                for label, column in SUMMARY_FIGURES]
+        cells = {run: (lambda g, run=run: human_cell(g[run], unit_of(g["column"]))) for run in runs}
+        table = make_table("run_summary", grid, ["figure", *runs], cells=cells, filters={"layout": "columns"})
+        table.numeric = [False, *([True] * len(runs))]
+        return table
+
+    def cross_run(self) -> Table:
+        """run_table, one row per run, a column per config key that differs (or chosen with -p keys=).
+
+        At most CONFIG_COLUMNS keys get a column, those most runs have first (then by name); the
+        appendix's config_diff table lists every differing key.
+        """
+        rows = self.data["run_table_map"]
+        present: dict[str, int] = {}
+        for r in rows:
+            for key, value in (r["config"] or {}).items():
+                present[key] = present.get(key, 0) + (value is not None)
+        keys = sorted(present, key=lambda k: (-present[k], k))[:CONFIG_COLUMNS]
+        self.hidden_keys = max(len(present) - len(keys), 0)
+        flat = [{**r, **{f"config.{k}": (r["config"] or {}).get(k) for k in keys}} for r in rows]
+        cells = {f"config.{k}": (lambda r, k=k: "" if r[f"config.{k}"] is None else str(r[f"config.{k}"]))
+                 for k in keys}
+        return make_table("run_table", flat, [*CROSS_RUN_COLUMNS, *cells], cells=cells)
+
+    def highlight_note(self) -> str:
+        best, worst = self.data.highlighted()
+        if best is None:
+            return ""
+        text = f"In the figures the best run ({best}) is blue"
+        text += f" and the worst ({worst}) red" if worst else ""
+        return text + ("; every other run is grey. Best and worst are by final EMA of reward (by success rate "
+                       "when no run has one).")
+
+    def caveats(self) -> dict[str, Any]:
+        """What `rlsql check` found: problems (errors, warnings) for the first screen, notes (info) for the
+        appendix, each as run, severity, where (file:line, relative to the run folder), problem."""
+        runs = {r.name: r for r in self.data.runs}
+
+        def where(issue) -> str:
+            run = runs.get(issue.run)
+            path = issue.file
+            if run is not None and path.startswith(str(run.path)):
+                path = path[len(str(run.path)):].lstrip("/") or "."
+            return f"{path}:{issue.line}" if issue.line is not None else path
+
+        def table(severities: tuple[str, ...]) -> Table:
+            rows = [{"run": i.run, "severity": i.severity, "where": where(i), "problem": i.problem}
+                    for report in self.data.checks for i in report.issues if i.severity in severities]
+            columns = ["run", "severity", "where", "problem"] if self.multi else ["severity", "where", "problem"]
+            return make_table("check", rows, columns, cells={c: (lambda r, c=c: str(r[c])) for c in columns},
+                              filters={"severity": "+".join(severities)})
+
+        return {"problems": table(("error", "warning")), "notes": table(("info",)),
+                "line": caveat_line(self.data)}
+
+    # -- sections ------------------------------------------------------------------------------------
+    def runs(self) -> list[dict]:
+        out = []
+        for run in self.data.runs:
+            files = [f"{kind}: {a.path.name}" for kind, a in sorted(run.artifacts.items())]
+            missing = [ARTIFACT_LABELS[k] for k in ("metrics", "trials", "vllm", "config")
+                       if all(run.artifact(a) is None for a in ARTIFACT_ALTERNATIVES.get(k, (k,)))]
+            out.append({"name": run.name, "path": str(run.path), "files": files, "missing": missing})
+        return out
+
+    def progression_notes(self) -> list[str]:
+        seen: dict[str, tuple] = {}
+        k_of = {r["run"]: r["k"] for r in self.data["reward_curve"] if r["k"] is not None}
+        for r in self.data["progression_rows"]:
+            seen.setdefault(r["run"], (r["kl_or_entropy_metric"], r["loss_metric"]))
+        notes = []
+        for run, (kl, loss) in seen.items():
+            who = f"{run}: " if self.multi else ""
+            notes.append(f"{who}pass_at_k is pass@{k_of.get(run, '?')}; kl_or_entropy is {kl or 'not logged'}; "
+                         f"loss is {loss or 'not logged'}")
+        return notes
+
+    def progression(self) -> Table:
+        rows = self.data["progression_rows"]
+        columns = [c for c in self.cols("progression_rows", PROGRESSION_COLUMNS)
+                   if c in ("run", "step", "log_file", "rerun") or any(r.get(c) is not None for r in rows)]
+        if not any(r["rerun"] for r in rows):
+            columns.remove("rerun")
+
+        def rerun(r: dict) -> str:
+            if not r["rerun"]:
+                return ""
+            return "re-run: used" if r["used"] else "re-run: not used"
+
+        return make_table("progression_rows", rows, columns, cells={"rerun": rerun})
+
+    def metric_tables(self) -> list[tuple[str, Table]]:
+        rows = self.data["metric_stats"]
+        families = [f for f in FAMILIES if any(r["family"] == f for r in rows)]
+        families += sorted({r["family"] for r in rows} - set(FAMILIES) - {"other"})
+        if any(r["family"] == "other" for r in rows):
+            families.append("other")
+        columns = self.cols("metric_stats", ["run", "metric", "mean", "std", "min", "max", "count"])
+        out = []
+        for family in families:
+            units = {c: "duration" for c in ("mean", "std", "min", "max")} if family == "timing" else {}
+            title = "Other (keys without a family)" if family == "other" else family
+            out.append((title, make_table("metric_stats", [r for r in rows if r["family"] == family], columns,
+                                          filters={"family": family}, units=units)))
+        return out
+
+    def timing_table(self) -> Table:
+        """timing_table in timing_breakdown's order (depth first from step), the spans indented by depth."""
+        order = {(r["run"], r["span"]): i for i, r in enumerate(self.data["timing_breakdown"])}
+        rows = sorted(self.data["timing_table"], key=lambda r: order.get((r["run"], r["span"]), len(order)))
+        depth: dict[tuple[str, str], int] = {}
+        for r in rows:
+            parent = depth.get((r["run"], r["within"]))
+            depth[(r["run"], r["span"])] = 0 if parent is None else parent + 1
+
+        def span_cell(r: dict) -> str:
+            return INDENT * depth[(r["run"], r["span"])] + r["span"]
+
+        return make_table("timing_table", rows, self.cols("timing_table"), cells={"span": span_cell})
+
+    def config_diff(self) -> Table | None:
+        if not self.multi or self.compare:
+            return None
+        runs = [r.name for r in self.data.runs if r.artifact("config") is not None]
+        keys: dict[str, dict[str, Any]] = {}
+        for r in self.data["config_diff"]:
+            keys.setdefault(r["key"], {"key": r["key"]})[r["run"]] = r["value"]
+        absent = "(absent)"
+        cells: dict[str, Callable[[dict], str]] = {
+            run: (lambda row, run=run: absent if row.get(run) is None else str(row[run])) for run in runs}
+        cells["key"] = lambda row: str(row["key"])
+        return make_table("config_diff", list(keys.values()), ["key", *runs], cells=cells)
+
+    def per_run_tables(self) -> dict[str, Any]:
+        """The tables of each run's own sections (left out with many runs unless --per-run)."""
+        return {
+            "overview": self.table("run_overview"),
+            "logs": self.table("log_summary"),
+            "progression_notes": self.progression_notes(),
+            "async_health": self.table("async_health"),
+            "best": self.table("best_checkpoint"),
+            "timing": self.timing_table(),
+            "vllm": self.table("vllm_summary"),
+        }
+
+    def context(self, figure_src: dict[str, str]) -> dict[str, Any]:
+        data = self.data
+        figures = {name: {"src": src, "alt": FIGURES[name][0]} for name, src in figure_src.items()}
+        trial_tables = []
+        if self.per_run:
+            trial_tables = [
+                ("Reward summary", self.table("reward_summary")),
+                ("Turn statistics", self.table("turn_stats")),
+                ("Exception distribution and treatment", self.table("exception_distribution")),
+                ("Trials per effective treatment", self.table("exception_treatment")),
+                ("Turns by exception type", self.table("turns_by_exception")),
+                ("Turns by outcome", self.table("turns_by_outcome")),
+                ("Turn percentiles", self.table("turn_percentiles")),
+            ]
+            if data["trial_phases"]:
+                trial_tables.append(("Phase durations", self.table("trial_phases")))
+        cross_run = self.cross_run() if self.multi else None
+        caveats = self.caveats()
+        appendix = []
+        if self.compare and self.data["config_diff"]:
+            appendix.append(("Config keys that differ between runs",
+                             self.table("config_diff", filters={"layout": "long"},
+                                        cells={c: (lambda r, c=c: "" if r[c] is None else str(r[c]))
+                                               for c in ("run", "key", "value")}),
+                             "Every rl_config.yaml key whose value differs between the runs, one row per run "
+                             "and key (empty: the run lacks the key)."))
+        if caveats["notes"].rows:
+            appendix.append(("Notes from rlsql check", caveats["notes"],
+                             "What `rlsql check` notes without calling it a problem: files not read, steps "
+                             "logged twice, artifacts a run lacks."))
+        if self.per_run:
+            appendix.append(("Training progression per logged row", self.progression(),
+                             "Every metric row with a step. A resumed job re-runs the step it resumed from: "
+                             "both rows are listed, and the deduplicated curve (the figures, the EMA) uses the "
+                             "first-seen one (`re-run: used`)."))
+            appendix.append(("EMA per step and checkpoint eligibility",
+                             self.table("checkpoint_ema", ["run", "step", "reward", "ema", "rolling_mean",
+                                                           "eligible", "is_best"]),
+                             "Eligible steps are multiples of save_every from 2 x save_every on (the first save "
+                             "is skipped); the best is the eligible step with the highest EMA, ties to the "
+                             "earliest."))
+            for title, t in self.metric_tables():
+                appendix.append((f"Metrics: {title}", t,
+                                 "Mean, sample standard deviation, min, max and count over every metric row."))
+        return {
+            "version": __version__,
+            "multi": self.multi,
+            "compare": self.compare,
+            "per_run": self.per_run,
+            "run_count": len(data.runs),
+            "runs": self.runs(),
+            "figures": figures,
+            "params": {k: v for k, v in data.params.items() if v is not None},
+            "has": {kind: bool(data.has(kind)) for kind in ("metrics", "trials", "vllm", "config")},
+            "summary": None if self.compare else self.summary(),
+            "cross_run": cross_run,
+            "hidden_keys": self.hidden_keys,
+            "highlight": self.highlight_note() if self.compare else "",
+            "caveats": caveats,
+            **(self.per_run_tables() if self.per_run else {}),
+            "trial_tables": trial_tables,
+            "config_diff": self.config_diff(),
+            "appendix": appendix,
+        }
+
+
+def caveat_line(data: ReportData) -> str:
+    """One line saying what `rlsql check` found over the report's runs."""
+    counts = {s: 0 for s in ("error", "warning", "info")}
+    runs: set[str] = set()
+    for report in data.checks:
+        for issue in report.issues:
+            counts[issue.severity] = counts.get(issue.severity, 0) + 1
+            if issue.severity != "info":
+                runs.add(issue.run)
+    if not counts["error"] and not counts["warning"]:
+        return f"data caveats: none in {human.count(len(data.runs))} run{'s' if len(data.runs) != 1 else ''}" + (
+            f" ({human.count(counts['info'])} note{'s' if counts['info'] != 1 else ''})" if counts["info"] else "")
+    parts = [f"{human.count(counts[s])} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning")
+             if counts[s]]
+    return (f"data caveats: {', '.join(parts)} in {human.count(len(runs))} run{'s' if len(runs) != 1 else ''} "
+            "(listed in the report's Data caveats section; `rlsql check` shows the same)")
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _anchor(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("rlsql", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default_for_string=False),
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["md_cell"] = _md_cell
+    env.filters["anchor"] = _anchor
+    return env
+
+
+def render_markdown(data: ReportData, figure_names: Sequence[str], per_run: bool = False) -> str:
+    context = Layout(data, per_run).context({name: name for name in figure_names})
+    text = environment().get_template("report.md.j2").render(**context)
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def render_html(data: ReportData, figures: dict[str, bytes], per_run: bool = False) -> str:
+    srcs = {name: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for name, png in figures.items()}
+    context = Layout(data, per_run).context(srcs)
+    return environment().get_template("report.html.j2").render(**context)

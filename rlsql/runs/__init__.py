@@ -1,0 +1,1 @@
+"""Run folders and what they hold."""

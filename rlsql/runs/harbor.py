@@ -1,0 +1,193 @@
+"""Harbor's trial folders: list `trace_jobs/<trial>/result.json` exactly, and say which files are no trial.
+
+The listing uses os.scandir and one stat per trial folder; it never opens a file (a FIFO would
+block the reader). DuckDB then reads the listed files in one pass (sql/sources/harbor_trials_src.sql),
+and that SQL finds the problems only reading can show (not UTF-8, not JSON, not an object).
+Warnings about both kinds come from the loaded rows (warn_harbor_problems), one per run.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import duckdb
+
+from rlsql.core.errors import RlsqlWarning
+from rlsql.core.exactpaths import has_glob, unlistable_parent
+from rlsql.core.sqltext import glob_cannot_name, glob_escaped
+
+HARBOR_RESULT = "result.json"
+#: how many files a warning names before "and N more"
+SHOWN_FILES = 3
+
+
+
+class HarborFilesWarning(RlsqlWarning):
+    """Result.json files skipped or read with empty values (`rlsql check` lists them itself)."""
+
+
+class TrialFile(NamedTuple):
+    """One trial folder's result.json: its folder name, its path and, when rlsql will not read it, why."""
+
+    folder: str
+    path: str
+    problem: str | None = None
+
+
+@dataclass
+class Listing:
+    """A trace_jobs folder: its trial files sorted by folder name, and the folders without a result.json yet."""
+
+    files: list[TrialFile] = field(default_factory=list)
+    in_flight: int = 0
+
+
+def reader_path(path: str) -> str:
+    """`path` as DuckDB's file readers must be given it to open exactly that file.
+
+    DuckDB treats `*`, `?` and `[` as glob characters in every path (a list element too): `tr[1]`
+    would read `tr1`. Each becomes a one-character class (sqltext.glob_escaped).
+    """
+    return glob_escaped(path)
+
+
+def sql_name(folder: str) -> str:
+    """A folder name as SQL text can carry it: one that is not valid UTF-8 (never read) is shown escaped."""
+    try:
+        folder.encode("utf-8")
+    except UnicodeEncodeError:
+        return shown(folder)
+    return folder
+
+
+def _kind(mode: int) -> str | None:
+    """Why a stat result is not a file DuckDB can read whole, or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder, not a file"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe), not a regular file: not opened"
+    if stat.S_ISSOCK(mode):
+        return "a socket, not a regular file"
+    return "a device, not a regular file: not opened"
+
+
+def _problem(folder: str, path: str, backslash_in_prefix: bool) -> str | bool | None:
+    """Why `path` cannot be read as a trial, None when it can, False when it does not exist (in flight)."""
+    if not folder.isascii():
+        try:
+            folder.encode("utf-8")
+        except UnicodeEncodeError:
+            return "its folder name is not valid UTF-8: DuckDB cannot be given the path"
+    if (backslash_in_prefix or "\\" in folder) and glob_cannot_name(path):
+        # DuckDB's globbing takes `\` for a path separator: `b\x[1]` would read `b/x1`
+        return "its path holds a backslash and a glob character ([ ] * ?): DuckDB cannot read it as this exact file"
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "a dangling symbolic link" if os.path.islink(path) else False
+    except OSError as exc:
+        return f"cannot read ({exc.strerror})"
+    kind = _kind(info.st_mode)
+    if kind is not None:
+        return kind
+    # a file anyone may read needs no access() call (one syscall less per trial on a slow file system)
+    if not info.st_mode & stat.S_IROTH and os.geteuid() != 0 and not os.access(path, os.R_OK):
+        return "cannot read (permission denied)"
+    if info.st_size == 0:
+        return "empty file (being written?)"
+    return None
+
+
+def list_trials(trace_jobs: Path) -> Listing:
+    """Every trial folder of `trace_jobs` (sorted by name) with its result.json classified.
+
+    A folder without any result.json entry is a trial Harbor has not finished writing: counted in
+    `in_flight`, not listed. Entries that are not folders (logs, Harbor's job files) are no trials.
+    """
+    listing = Listing()
+    try:
+        with os.scandir(trace_jobs) as entries:
+            found = [(e.name, _is_dir(e)) for e in entries]
+    except OSError:
+        return listing
+    folders = sorted(name for name, is_dir in found if is_dir)
+    base = str(trace_jobs)
+    backslash_in_prefix = "\\" in base
+    unlistable = unlistable_parent(base)
+    if unlistable is None and any(name.startswith("\\") for name, _ in found):
+        unlistable = base  # only for the trial folders whose names hold a glob character
+    for folder in folders:
+        path = f"{base}/{folder}/{HARBOR_RESULT}"
+        problem = _problem(folder, path, backslash_in_prefix)
+        if problem is False:
+            listing.in_flight += 1
+            continue
+        if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
+            problem = (f"DuckDB cannot look for it: its glob of {shown(unlistable)} fails on a name there "
+                       "starting with a backslash")
+        listing.files.append(TrialFile(folder, path, problem or None))
+    return listing
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()  # follows a link to a folder, as a glob does
+    except OSError:
+        return False
+
+
+def shown(path: str) -> str:
+    """A path as one printable line: control characters (a newline in a folder name) escaped."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def _listed(items: Sequence[tuple[str, str]]) -> str:
+    named = ", ".join(f"{shown(path)} ({why})" for path, why in items[:SHOWN_FILES])
+    more = len(items) - SHOWN_FILES
+    return named + (f", and {more} more" if more > 0 else "")
+
+
+def _plural(n: int) -> str:
+    return f"{n} result.json file{'s' if n != 1 else ''}"
+
+
+def harbor_problems(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str | None, str | None]]:
+    """(run, file, problem, bad values) for each result.json that is no trial or has values read as empty."""
+    return con.execute(
+        "SELECT run, source_file, problem, bad_values FROM harbor_trials_src "
+        "WHERE problem IS NOT NULL OR bad_values IS NOT NULL ORDER BY run, row_no"
+    ).fetchall()
+
+
+def warn_harbor_problems(con: duckdb.DuckDBPyConnection) -> None:
+    """At most two warnings per run: the result.json files skipped, and those with values of the wrong type."""
+    skipped: dict[str, list[tuple[str, str]]] = {}
+    wrong: dict[str, list[tuple[str, str]]] = {}
+    for run, path, problem, bad in harbor_problems(con):
+        if problem is not None:
+            skipped.setdefault(run, []).append((path, problem))
+        else:
+            wrong.setdefault(run, []).append((path, bad))
+    for run, items in skipped.items():
+        warnings.warn(
+            f"run {shown(run)!r}: skipped {_plural(len(items))} that "
+            f"{'is not a trial result' if len(items) == 1 else 'are not trial results'}: {_listed(items)}",
+            HarborFilesWarning,
+            stacklevel=3,
+        )
+    for run, items in wrong.items():
+        warnings.warn(
+            f"run {shown(run)!r}: {_plural(len(items))} {'holds' if len(items) == 1 else 'hold'} values of the "
+            f"wrong type, read as empty: {_listed(items)}",
+            HarborFilesWarning,
+            stacklevel=3,
+        )

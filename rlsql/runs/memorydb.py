@@ -1,0 +1,57 @@
+"""Every DuckDB connection rlsql opens, so that DuckDB spills only into a folder rlsql owns.
+
+DuckDB's default temp_directory for an in-memory database is `.tmp` in the current folder, which
+may be a run folder: rlsql never writes there. Each process spills into its own folder under
+`$TMPDIR/rlsql-UID/` (made 0700), named by rlsql.runs.writes.temp_name, so what a killed process left
+is swept by the next one (DuckDB removes the folder itself when the connection closes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+import duckdb
+
+from rlsql.runs import writes
+
+
+def spill_root() -> Path:
+    """The folder under which rlsql processes of this user spill (not created here)."""
+    return Path(tempfile.gettempdir()) / f"rlsql-{os.getuid()}"
+
+
+def _ours(folder: Path) -> bool:
+    """A real folder (not a link) of this user that no one else can write into."""
+    try:
+        st = folder.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+@functools.cache
+def spill_folder() -> Path:
+    """This process's spill folder (DuckDB creates it on the first spill); leftovers swept once."""
+    root = spill_root()
+    with contextlib.suppress(OSError):  # unwritable: mkdtemp below says so, or DuckDB does on a spill
+        root.mkdir(mode=0o700, exist_ok=True)
+    if not _ours(root):  # someone else's (or a link) at that name: a private folder of our own
+        root = Path(tempfile.mkdtemp(prefix="rlsql-spill-"))
+    writes.sweep(root)
+    return writes.temp_name(root / "duckdb-spill")
+
+
+def memory_connection(threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect(":memory:") with its temp_directory in spill_folder(); `threads` DuckDB's threads
+    (None: one per core, DuckDB's default)."""
+    # set at connect, not by a SET statement after it: the same setting, ~4 MB less peak memory
+    # (bench/RESULTS.md, "Questions answered ahead")
+    config: dict[str, str | int] = {"temp_directory": str(spill_folder())}
+    if threads is not None:
+        config["threads"] = threads
+    return duckdb.connect(":memory:", config=config)
