@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -234,13 +235,14 @@ def test_no_cache_writes_no_entry(tmp_path: Path, cache_dir: Path, rlsql_exe: st
 
 
 def direct_lines(log: Path) -> list[tuple] | None:
-    """The kept lines DuckDB finds in `log` (logcache.direct_read), or None when it cannot prove them exact."""
+    """The kept lines DuckDB finds in `log` (logcache.direct_read), or None when it cannot prove them exact.
+    The log is given an hour-old mtime first: one written to just now is left to the Python scan."""
+    os.utime(log, (time.time() - 3600, time.time() - 3600))
     con = memory_connection()
     with log.open("rb") as fh:
-        found = logcache.direct_read(con, log, fh, os.fstat(fh.fileno()))
-    if found is None:
+        cut = logcache.direct_read(con, log, fh, os.fstat(fh.fileno()))
+    if cut is None:
         return None
-    cut = found[0]
     return con.execute("SELECT line_no, text, is_metric, is_vllm FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) "
                        "ORDER BY line_no", [cut]).fetchall()
 
@@ -255,106 +257,13 @@ def test_duckdb_finds_the_lines_the_python_scan_finds(tmp_path: Path) -> None:
                                  (50, "Avg prompt throughput: 1", False, True)]  # fmt: skip
     want = [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(log.read_bytes()[:75])]
     assert direct_lines(log) == want
-    for fixture_log in find_logs(RAW):
+    for committed in find_logs(RAW):
+        fixture_log = tmp_path / committed.name
+        shutil.copyfile(committed, fixture_log)
         data = fixture_log.read_bytes()
         cut = data.rfind(b"\n") + 1
         got = direct_lines(fixture_log)
         assert got == [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(data[:cut])], fixture_log
-
-
-def test_a_piped_read_reads_exactly_a_prefix(tmp_path: Path) -> None:
-    """The read a log gets when it grew while DuckDB read it: its first `size` bytes through a named pipe."""
-    for fixture_log in find_logs(RAW):
-        data = fixture_log.read_bytes()
-        # the whole log, and its first half as if the rest had been written after the build began
-        for size in (len(data), len(data) // 2):
-            cut = data.rfind(b"\n", 0, size) + 1
-            con = memory_connection()
-            pipe = tmp_path / "x.pipe"
-            with fixture_log.open("rb") as fh:
-                assert logcache.piped_read(con, fh.fileno(), size, cut, pipe), fixture_log
-                assert fh.tell() == 0  # the caller's position stays
-            assert not pipe.exists()
-            got = con.execute("SELECT line_no, text, is_metric, is_vllm FROM direct WHERE cum <= ? "
-                              "AND (is_metric OR is_vllm) ORDER BY line_no", [cut]).fetchall()
-            want = [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(data[:cut])]
-            assert got == want and want, (fixture_log, size)
-            # every byte of the prefix, and none after it, reached DuckDB
-            total = con.execute("SELECT max(cum) FROM direct").fetchone()[0]
-            assert total == logcache.expected_line_bytes(size, data[cut:size]), (fixture_log, size)
-            con.close()
-
-
-def test_a_feeder_scheduled_late_still_ends_when_the_read_fails(tmp_path: Path, monkeypatch) -> None:
-    """The feeder thread reaching its open of the pipe only after piped_read gave up (a loaded machine):
-    it must still end, not wait in open() for a reader forever. It did wait, and the join's 10 s ran
-    out (test_a_failed_piped_read_leaves_no_pipe_and_no_thread failed so in 3 of 4 whole-suite runs)."""
-    import time
-
-    real = logcache._feed
-
-    def late(fd, pipe, size, done):
-        done.wait()  # piped_read's finally has begun
-        time.sleep(0.1)
-        real(fd, pipe, size, done)
-
-    monkeypatch.setattr(logcache, "_feed", late)
-    log = tmp_path / "a.out"
-    log.write_bytes(b"Step 1: x\n")
-    with log.open("rb") as fh:
-        assert_a_failed_piped_read_leaves_nothing(fh, tmp_path / "y.pipe")
-
-
-def assert_a_failed_piped_read_leaves_nothing(fh, pipe: Path) -> None:
-    """piped_read where DuckDB's statement fails (its table exists already): False, no pipe, no thread left."""
-    import threading
-
-    con = memory_connection()
-    con.execute("CREATE TEMP TABLE direct AS SELECT 1")
-    before = threading.active_count()
-    assert logcache.piped_read(con, fh.fileno(), 10, 10, pipe) is False
-    assert threading.active_count() == before and not pipe.exists()
-
-
-def test_a_failed_piped_read_leaves_no_pipe_and_no_thread(tmp_path: Path) -> None:
-
-    log = tmp_path / "a.out"
-    log.write_bytes(b"Step 1: x\n")
-    pipe = tmp_path / "missing" / "x.pipe"  # a folder that does not exist: no pipe can be made
-    with log.open("rb") as fh:
-        assert logcache.piped_read(memory_connection(), fh.fileno(), 10, 10, pipe) is None
-        assert_a_failed_piped_read_leaves_nothing(fh, tmp_path / "y.pipe")
-
-
-def test_a_pipe_opened_again_after_its_bytes_reads_empty_instead_of_waiting(tmp_path: Path) -> None:
-    """The feeder's guard: a reader that opens the pipe a second time (after the feeder wrote every
-    byte and closed it) gets an empty read at once, not a wait for a writer that never comes."""
-    import threading
-
-    log = tmp_path / "a.out"
-    log.write_bytes(b"Step 1: x\nStep 2: y\n")
-    pipe = tmp_path / "x.pipe"
-    os.mkfifo(pipe)
-    done = threading.Event()
-    fh = log.open("rb")
-    feeder = threading.Thread(target=logcache._feed, args=(fh.fileno(), pipe, 10, done), daemon=True)
-    feeder.start()
-    with open(pipe, "rb") as first:
-        assert first.read() == b"Step 1: x\n"  # exactly the first 10 bytes
-    got: list[bytes] = []
-
-    def read_again() -> None:
-        with open(pipe, "rb") as second:
-            got.append(second.read())
-
-    again = threading.Thread(target=read_again, daemon=True)
-    again.start()
-    again.join(timeout=5)
-    assert not again.is_alive() and got == [b""]
-    done.set()
-    feeder.join(timeout=5)
-    fh.close()
-    assert not feeder.is_alive()
 
 
 @pytest.mark.parametrize("data", [b"x\na NUL\0byte Step 9:\nStep 1: y\n", b"x\nnot \xff UTF-8 Step 9:\nStep 1: y\n",
@@ -522,13 +431,11 @@ def test_a_log_grown_while_it_is_cached_gives_no_stale_entry(
     assert row[3] == "built"
     monkeypatch.setattr(logcache, "direct_read", real_direct_read)
     record = log_records(auto_cache)[str(log)]
-    # the entry covers the log as it was when the build began, and its record says so; DuckDB read
-    # it again through a pipe fed with exactly those bytes (not the Python scan)
-    assert (record["cut"], record["size"], record["lines_found_by"]) == (size, size, "DuckDB, piped")
+    # the entry covers the log as it was when the build began, and its record says so: DuckDB's read
+    # was thrown away (the log changed under it) and Python scanned exactly those bytes
+    assert (record["cut"], record["size"], record["lines_found_by"]) == (size, size, "Python")
     err = capsys.readouterr().err
-    assert err.count(f"read again through a pipe of its first {size:,} bytes (it grew while it was read)") == 1, err
-    assert "scanned in Python" not in err
-    assert not list(auto_cache.rglob("*.pipe*"))  # the pipe is gone
+    assert err.count(f"{log}: scanned in Python (it changed while it was read)") == 1, err
     state = {r["file"]: (r["state"], r["why"]) for r in json.loads(
         subprocess.run([sys.executable, "-m", "rlsql", "cache", "status", "-f", "json"], capture_output=True,
                        text=True, check=True).stdout)}
@@ -543,39 +450,21 @@ def test_a_log_grown_while_it_is_cached_gives_no_stale_entry(
     assert (record["parsed_from"], record["cut"]) == (size, log.stat().st_size)
 
 
-@pytest.mark.parametrize(("age", "found_by"), [(1, "DuckDB, piped"), (3600, "DuckDB")])
-def test_a_log_written_to_lately_is_read_through_the_pipe_at_once(
+@pytest.mark.parametrize(("age", "found_by"), [(1, "Python"), (3600, "DuckDB")])
+def test_a_log_written_to_lately_is_scanned_in_python_at_once(
         age: int, found_by: str, tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture) -> None:
+    # a log written to in the last 10 s is probably still being written: a parallel read of it would
+    # most likely be thrown away (it changed meanwhile), so it is scanned up to its size from the start
     run, log = tiny_run(tmp_path)
     os.utime(log, (time.time() - age, time.time() - age))
     size = log.stat().st_size
     assert build_entries(run)[0][3] == "built"
     record = log_records(auto_cache)[str(log)]
     assert (record["cut"], record["lines_found_by"]) == (size, found_by)
-    err = capsys.readouterr().err
-    # a log written to in the last 10 s is probably still being written: a parallel read of it would
-    # most likely be thrown away (it changed meanwhile), so it is piped from the start
-    piped = (f"read through a pipe of its first {size:,} bytes "
-             f"(written to {logcache.RECENT_WRITE_SECONDS} s ago or less)")
-    assert (piped in err) == (age == 1), err
-    assert "scanned in Python" not in err and "read again" not in err
     cached = steps(run)
     with settings.in_place():
         rawlogs._metric_keys.cache_clear()
         assert steps(run) == cached == [(1, 0.25), (2, 0.5)]
-
-
-def test_a_log_written_to_lately_without_named_pipes_is_read_in_parallel(
-        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    run, log = tiny_run(tmp_path)  # written just now
-
-    def no_pipes(*args, **kwargs):
-        raise NotImplementedError("no named pipes here")
-
-    monkeypatch.setattr(os, "mkfifo", no_pipes)
-    assert build_entries(run)[0][3] == "built"
-    assert log_records(auto_cache)[str(log)]["lines_found_by"] == "DuckDB"  # not the Python scan
-    assert steps(run) == [(1, 0.25), (2, 0.5)]
 
 
 def cached_then_grown(tmp_path: Path) -> tuple[Path, Path, int, int]:
@@ -649,7 +538,7 @@ def test_a_report_with_cache_on_builds_each_entry_at_its_first_read(tmp_path: Pa
 
 
 def test_a_killed_builds_named_pipe_is_a_leftover_that_clear_removes(cache_dir: Path, tmp_path: Path) -> None:
-    """A builder killed while DuckDB read a log through its named pipe (logcache.piped_read) leaves the
+    """A build of an earlier version killed while DuckDB read a log through its named pipe left the
     FIFO under rlsql's temporary name: `cache status` counts it as a leftover, not as somebody else's
     file, and `cache clear` removes it (a FIFO is not a regular file, but the name proves it rlsql's)."""
     from rlsql.runs import writes

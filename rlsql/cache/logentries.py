@@ -21,12 +21,12 @@ kept lines and that line.
 Lines end at every LF and every CR, as DuckDB's line reader (the in-place reader's) ends them. A
 log parsed from its start is read by that reader itself, in parallel (direct_read: several times
 faster than a Python scan), when the lengths it gives add up to the log's size (nothing dropped)
-and the log did not change meanwhile; a log that grew meanwhile, or was written to in the last
-RECENT_WRITE_SECONDS (a run still training), is read by the same reader through a named pipe fed
-with exactly its first bytes (piped_read). Else, and for the bytes a grown log gained, the kept lines
-are found here, in Python (bytes.find of each substring, then the line around it), which can
-start at an offset. Both keep the same lines with the same byte offsets: a line truncated at a
-NUL byte, skipped when it is not UTF-8, ANSI colour codes removed.
+and the log did not change meanwhile. A log written to in the last RECENT_WRITE_SECONDS (a run still
+training), one that changed while DuckDB read it, and the bytes a grown log gained have their kept
+lines found here, in Python (bytes.find of each substring, then the line around it), which can
+start at an offset and stop at the size the log had when the build began. Both keep the same lines
+with the same byte offsets: a line truncated at a NUL byte, skipped when it is not UTF-8, ANSI colour
+codes removed.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ import contextlib
 import hashlib
 import os
 import re
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +56,7 @@ VLLM_NEEDLES = ("Avg prompt throughput",)
 PROBE_BYTES = 64 * 1024
 LOG_KIND = "log"
 #: a log whose mtime is at most this many seconds old when its entry is built from its start is taken
-#: for one a run is still writing, and read through a pipe of its first bytes at once (direct_read)
+#: for one a run is still writing, and scanned in Python up to its size then (direct_read)
 RECENT_WRITE_SECONDS = 10
 #: the layout of a log entry's parts (sql/sources/_log_cache.sql.j2); an entry of another layout is rebuilt
 LOG_FORMAT = 3
@@ -317,52 +316,30 @@ def expected_line_bytes(size: int, after_cut: bytes) -> int:
     return size + (1 if after_cut and not after_cut.endswith(b"\r") else 0)
 
 
-def direct_read(con, path: Path, fh, before: os.stat_result, pipe: Path | None = None) -> tuple[int, str] | None:
+def direct_read(con, path: Path, fh, before: os.stat_result) -> int | None:
     """Read the kept lines of the whole log with DuckDB's parallel line reader (the in-place reader's
-    own) into the temporary table `direct` on `con`; the entry's cut (the log's last LF) and how its
-    lines were found ("DuckDB", or "DuckDB, piped"), or None
-    when the result cannot be proved to be the log's lines byte for byte: then nothing is kept and
-    the caller scans the log in Python.
+    own) into the temporary table `direct` on `con`; the entry's cut (the log's last LF), or None when
+    the result cannot be proved to be the log's lines byte for byte: then nothing is kept and the
+    caller scans the log in Python (several times slower on a large log).
 
     Each line's byte offset is the running sum of the lengths DuckDB gives plus one per terminator;
     that sum equals the log's size only when DuckDB dropped nothing (a CRLF counted as one
     terminator, a line cut at a NUL byte or skipped as not UTF-8 or too long all make it smaller),
-    and the log must not change while it is read. A log that grew meanwhile (a run writing it: the
-    usual case for a build of a run in progress) is read again by DuckDB through a pipe
-    at `pipe` fed with exactly its first `before.st_size` bytes (piped_read), so the same proof holds;
-    a Python scan of 850 MB cost ~2 CPU-s, the piped read ~0.55 (bench/RESULTS.md, session 5). A log
-    written to in the last RECENT_WRITE_SECONDS is piped at once."""
+    and the log must not change while it is read: a log a run is writing (written to in the last
+    RECENT_WRITE_SECONDS) is scanned in Python at once, up to the size it had when the build began."""
     size = before.st_size
-    if size == 0:
+    if size == 0 or time.time() - before.st_mtime <= RECENT_WRITE_SECONDS:
         return None
     cut = last_line_end(fh, size)
     fh.seek(cut)
     after_cut = fh.read(size - cut)
-    if pipe is not None and time.time() - before.st_mtime <= RECENT_WRITE_SECONDS:
-        # written to just now: a run still writing it, whose parallel read would most likely change
-        # under DuckDB and be thrown away (~1 CPU-s at 10x): piped at once (where a pipe can be made)
-        piped = piped_read(con, fh.fileno(), size, cut, pipe)
-        if piped and _direct_is_exact(con, fh, size, cut, after_cut):
-            reading.notice(f"{path}: read through a pipe of its first {size:,} bytes "
-                              f"(written to {RECENT_WRITE_SECONDS} s ago or less)")
-            return cut, "DuckDB, piped"
-        if piped is not None:
-            con.execute("DROP TABLE IF EXISTS direct")
-            reading.notice(f"{path}: scanned in Python (its piped read could not be proved exact)")
-            return None
     sql = load_catalog().env.get_template("sources/_log_direct.sql.j2").render(path=str(path), cut=cut)
     con.execute(sql)
     after = os.stat(path)
     same = (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
     if same and _direct_is_exact(con, fh, size, cut, after_cut):
-        return cut, "DuckDB"
+        return cut
     con.execute("DROP TABLE direct")
-    if not same and pipe is not None and after.st_ino == before.st_ino and after.st_size >= size:
-        if piped_read(con, fh.fileno(), size, cut, pipe) and _direct_is_exact(con, fh, size, cut, after_cut):
-            reading.notice(f"{path}: read again through a pipe of its first {size:,} bytes "
-                              "(it grew while it was read)")
-            return cut, "DuckDB, piped"
-        con.execute("DROP TABLE IF EXISTS direct")
     why = "it changed while it was read" if not same else "DuckDB's line lengths do not add up to its size"
     reading.notice(f"{path}: scanned in Python ({why})")
     return None
@@ -374,82 +351,6 @@ def _direct_is_exact(con, fh, size: int, cut: int, after_cut: bytes) -> bool:
     total, at_cut = con.execute("SELECT max(cum), bool_or(cum = ?) FROM direct", [cut]).fetchone()
     exact = total == expected_line_bytes(size, after_cut) and (cut == 0 or bool(at_cut))
     return exact and _spans_end_lines(con, fh, cut)
-
-
-def piped_read(con, fd: int, size: int, cut: int, pipe: Path) -> bool | None:
-    """Read the first `size` bytes of the log open as `fd` into the table `direct`
-    (sources/_log_direct.sql.j2) through a named pipe at `pipe` that a thread feeds with exactly those
-    bytes (os.splice where the platform has it; reads at offsets, so `fd`'s position stays, and the
-    bytes are those of the very file the caller opened, even if the log is replaced meanwhile): DuckDB
-    cannot be told to stop at an offset, and a run appending to the log while it is read must not
-    change what is read. False when the read failed (nothing is kept then), None when no named pipe
-    can be made there (a platform without them). DuckDB reads a pipe on one thread: a little more CPU than the
-    parallel read of a file that stays still, and more wall time."""
-    try:
-        os.mkfifo(pipe, 0o600)
-    except (AttributeError, NotImplementedError, OSError):
-        return None
-    done = threading.Event()
-    feeder = threading.Thread(target=_feed, args=(fd, pipe, size, done), daemon=True)
-    feeder.start()
-    try:
-        con.execute(load_catalog().env.get_template("sources/_log_direct.sql.j2").render(path=str(pipe), cut=cut))
-        return True
-    except duckdb.Error:
-        return False
-    finally:
-        done.set()
-        deadline = time.monotonic() + 10
-        while feeder.is_alive() and time.monotonic() < deadline:
-            # DuckDB never opened the pipe (or stopped early): opening and closing its read end lets the
-            # feeder's open return and its next write fail, so the thread ends. Again until it has ended:
-            # a feeder scheduled late reaches its open only after a single such open and close, and
-            # would then wait there for a reader for ever
-            with contextlib.suppress(OSError):
-                os.close(os.open(pipe, os.O_RDONLY | os.O_NONBLOCK))
-            feeder.join(timeout=0.05)
-        pipe.unlink(missing_ok=True)
-
-
-def _feed(fd: int, pipe: Path, size: int, done: threading.Event) -> None:
-    """Write the first `size` bytes of the file open as `fd` into `pipe` (the piped_read's feeder thread); then, until
-    `done`, open and close the pipe's write end now and then, so that a reader opening the pipe once
-    more (a DuckDB that opens a file twice) reads an empty file, and the read is refused, instead of
-    waiting forever for a writer."""
-    try:
-        with open(pipe, "wb", buffering=0) as dst:
-            _copy(fd, dst, size)
-    except OSError:
-        pass  # a pipe DuckDB closed early (or a log gone): the read is refused by its checks
-    while not done.wait(0.05):
-        with contextlib.suppress(OSError):  # ENXIO: no reader has it open
-            os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
-
-
-def _copy(fd: int, dst, size: int) -> None:
-    """The first `size` bytes of the file open as `fd` into pipe `dst`, at offsets (`fd`'s position
-    stays): by os.splice (no copy through Python) where the platform and file system allow it, else by
-    os.pread and writes."""
-    offset = 0
-    splice = getattr(os, "splice", None)
-    while offset < size:
-        count = min(size - offset, 1 << 20)
-        if splice is not None:
-            try:
-                moved = splice(fd, dst.fileno(), count, offset_src=offset)
-            except OSError as exc:
-                if isinstance(exc, BrokenPipeError):
-                    raise
-                splice = None  # a file system splice cannot read from: plain reads
-                continue
-        else:
-            chunk = os.pread(fd, count, offset)
-            moved = len(chunk)
-            if moved:
-                dst.write(chunk)
-        if moved == 0:
-            return  # the log shrank: DuckDB's sum then falls short of the size, and the read is refused
-        offset += moved
 
 
 def _spans_end_lines(con, fh, cut: int) -> bool:
@@ -508,10 +409,9 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
             before = os.fstat(fh.fileno())
             usable = record and cache.parquet_looks_whole(entry, record) is None
             start = reusable_prefix(record, path, before, fh) if usable else 0
-            pipe = cache.temp_path(entry.parquet.with_suffix(".pipe"))
-            direct = direct_read(con, path, fh, before, pipe=pipe) if start == 0 else None
+            direct = direct_read(con, path, fh, before) if start == 0 else None
             if direct is not None:
-                cut, how = direct
+                cut, how = direct, "DuckDB"
                 kept = con.execute("SELECT count(*) FROM direct WHERE cum <= ?", [cut]).fetchone()[0]
             else:
                 with tail_file.open("wb") as out:

@@ -351,15 +351,6 @@ def evict(root: Path, limit: int, keep: frozenset[Path] = frozenset()) -> tuple[
     return len(gone), freed
 
 
-def total_bytes(root: Path) -> int:
-    """The bytes of every entry's Parquet file under `root` (what the size limit counts)."""
-    total = 0
-    for entry in list_root(root).entries:
-        with contextlib.suppress(OSError):
-            total += entry.parquet.stat().st_size
-    return total
-
-
 def mark_damaged(entry: Entry, reason: str) -> None:
     """Record that a read of this entry failed, so it is not read again until rebuilt."""
     record = entry.read_meta()
@@ -386,7 +377,7 @@ def _is_temporary(path: Path) -> bool:
 
 
 def _file_or_pipe(path: Path) -> bool:
-    """A regular file, or a named pipe (logcache.piped_read's, left by a killed build); never a link."""
+    """A regular file, or a named pipe (an earlier version's log reads left them when killed); never a link."""
     try:
         mode = path.lstat().st_mode
     except OSError:

@@ -55,11 +55,6 @@ def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _lit(value: Any) -> str:
-    """A Spark SQL string literal (Spark reads backslash escapes inside quotes)."""
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def small_frame(spark: Any, rows: Sequence[dict], columns: Sequence[tuple[str, str]]) -> Any:
     schema = ", ".join(f"{_q(name)} {ctype}" for name, ctype in columns)
     return spark.createDataFrame([tuple(row[name] for name, _ in columns) for row in rows], schema)

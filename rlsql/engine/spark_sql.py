@@ -37,7 +37,6 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, ClassVar
 
 import sqlglot
@@ -49,9 +48,6 @@ from rlsql.catalog.catalog import Catalog
 from rlsql.catalog.params import Param
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core.errors import CatalogError
-
-#: the compiler's own text: any change to a rewrite invalidates the cached compilations
-COMPILER_VERSION = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 _MACRO = re.compile(
     r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+(?P<name>\w+)\s*\((?P<params>[^)]*)\)\s+AS\s+(?P<table>TABLE\s+)?"

@@ -113,11 +113,6 @@ def _check(final: str, host: str, pid: str, nonce: str, old: bool) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def host_id() -> str:
-    """This host's part of a temporary name."""
-    return _host()
-
-
 def temp_name(target: Path, old: bool = False, pid: int | None = None) -> Path:
     """A hidden name beside `target` that only this process (or process `pid`) uses and that `sweep` can
     prove is rlsql's.
@@ -156,53 +151,6 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def writer_alive(parts: TempName) -> bool:
-    """Whether the process on this host that made a temporary name is still running (another host's: False)."""
-    return parts.host == _host() and (parts.pid == os.getpid() or _pid_alive(parts.pid))
-
-
-# -- claims: a process's temporary name of a target, made before it writes it -------------------------
-
-
-def claims(target: Path) -> list[tuple[Path, TempName]]:
-    """The temporary names of `target` beside it (not a swap's `.old`): the claims of the processes that
-    write it (a cache builder's Parquet file, rlsql/cache/store.py; the questions answered ahead, rlsql/ahead.py)."""
-    try:
-        paths = list(target.parent.iterdir())
-    except OSError:
-        return []
-    found = []
-    for path in paths:
-        parts = parse_temp_name(path.name)
-        if parts is not None and parts.final == target.name and not parts.old:
-            found.append((path, parts))
-    return found
-
-
-def claimant(target: Path, other_than: int | None = None) -> int | None:
-    """The pid of a live process on this host (other than `other_than`) that claims `target`, if any."""
-    for _, parts in claims(target):
-        if parts.pid != other_than and writer_alive(parts):
-            return parts.pid
-    return None
-
-
-def claim(target: Path, pid: int) -> None:
-    """Claim `target` in the name of process `pid` (a dead process's claim on this host goes first)."""
-    for path, parts in claims(target):
-        if parts.host == _host() and not writer_alive(parts):
-            path.unlink(missing_ok=True)
-    temp_name(target, pid=pid).touch()
-
-
-def drop_claims(target: Path, pid: int) -> None:
-    """Remove the claims of `target` made on this host in the name of `pid`."""
-    for path, parts in claims(target):
-        if parts.pid == pid and parts.host == _host():
-            with contextlib.suppress(OSError):
-                path.unlink()
 
 
 def _abandoned(entry: Path, parts: TempName) -> bool:
@@ -345,11 +293,6 @@ def atomic_file(target: Path, binary: bool = False, mark: bool = False) -> Itera
 def write_text(target: Path, text: str, mark: bool = False) -> None:
     with atomic_file(target, mark=mark) as fh:
         fh.write(text)
-
-
-def write_bytes(target: Path, data: bytes) -> None:
-    with atomic_file(target, binary=True) as fh:
-        fh.write(data)
 
 
 # -- folders ---------------------------------------------------------------------------------------
