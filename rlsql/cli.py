@@ -619,6 +619,23 @@ def cache_clear_command(
     say(f"cache: removed {removed} files, {freed:,} bytes{kept}")
 
 
+@app.command("serve")
+def serve_command(
+    run: RunOption = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind; beyond 127.0.0.1 a token is required "
+                                      "in the URL (printed).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8765,
+    memory: Annotated[str | None, typer.Option("--memory", metavar="SIZE", show_default=False,
+                                               help="Memory budget for the answers kept (e.g. 512MB, 2GiB; "
+                                               "default RLSQL_SERVE_MEMORY, else 512MiB).")] = None,
+) -> None:
+    """Serve the runs in a browser: fleet, run, compare, trials, every query and view, SQL; live while they
+    train (pip install 'rlsql[serve]'; docs/serve.md)."""
+    from rlsql.serve import serve
+
+    serve(run, host=host, port=port, memory=memory, say=say)
+
+
 def _version(value: bool) -> None:
     if value:
         import duckdb
