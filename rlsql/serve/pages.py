@@ -84,6 +84,8 @@ class Chart:
     xlog: bool = False
     #: per x index, a label shown on hover (the run of a fleet point)
     labels: list[str] | None = None
+    #: a missing value breaks the line (else lines span it)
+    gaps: bool = False
 
     def add(self, label: str, values: Sequence[Any], **style: Any) -> None:
         self.series.append({"label": label, "values": [number(v) for v in values], **style})
@@ -96,7 +98,7 @@ class Chart:
         return {
             "id": self.id, "title": self.title, "kind": self.kind, "x": self.x, "series": series,
             "xlabel": self.xlabel, "ylabel": self.ylabel, "xtime": self.xtime, "ylog": self.ylog, "xlog": self.xlog,
-            "labels": self.labels,
+            "labels": self.labels, "gaps": self.gaps,
         }
 
     @property
@@ -156,8 +158,9 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
         for key in all_keys:
             distinct[key].add(mine.get(key))
     keys = sorted(distinct, key=lambda k: (len(distinct[k]) < 2, k))
-    numeric = [k for k in keys if len(distinct[k]) > 1 and all(_float(v) is not None for v in distinct[k]
-                                                                if v is not None)]
+    # a figure needs a key with two numbers or more among the runs
+    numeric = [k for k in keys if len(distinct[k] - {None}) > 1
+               and all(_float(v) is not None for v in distinct[k] if v is not None)]
     figures = [c for c in table.columns if c != "run" and is_numeric(table, c)]
     columns = table.columns
 
@@ -303,13 +306,18 @@ def step_time_chart(stack: Answer | str) -> Chart | None:
 def vllm_charts(series: Answer | str) -> list[Chart]:
     if not isinstance(series, Answer) or not series.rows:
         return []
-    rows = sorted(series.dicts(), key=lambda r: r["ts"])
+    rows: list[dict[str, Any]] = []
+    for r in sorted(series.dicts(), key=lambda r: r["ts"]):
+        if rows and rows[-1]["log_file"] != r["log_file"]:
+            # a gap between two logs' seconds, not a line across it
+            rows.append({**dict.fromkeys(r, None), "ts": r["ts"], "log_file": r["log_file"]})
+        rows.append(r)
     xs = [epoch(r["ts"]) for r in rows]
     tps = Chart("vllm-tps", "vLLM generation throughput per engine", xs, xlabel="time (node-local)",
-                ylabel="tokens/s", xtime=True)
+                ylabel="tokens/s", xtime=True, gaps=True)
     tps.add("generation tokens/s per engine", [r["avg_generation_throughput_per_engine"] for r in rows])
     load = Chart("vllm-requests", "vLLM requests per engine", xs, xlabel="time (node-local)", ylabel="requests",
-                 xtime=True)
+                 xtime=True, gaps=True)
     load.add("running", [r["avg_running_requests_per_engine"] for r in rows])
     load.add("waiting", [r["avg_waiting_requests_per_engine"] for r in rows])
     return [tps, load]

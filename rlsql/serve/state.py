@@ -150,7 +150,7 @@ class Served:
         try:
             with deadline.running():
                 result = core.run_named(name, runs, params)
-        except core.RlsqlError as exc:
+        except (core.RlsqlError, duckdb.Error) as exc:
             if deadline.expired:
                 raise TimeLimit(f"{name}: stopped after the time limit of {self.settings.time_limit:g} s") from exc
             raise

@@ -31,7 +31,7 @@
     const series = [x];
     spec.series.forEach((s, i) => {
       const color = s.color || PALETTE[i % PALETTE.length];
-      const o = {label: s.label, stroke: color, width: s.width === undefined ? 1.5 : s.width, spanGaps: true,
+      const o = {label: s.label, stroke: color, width: s.width === undefined ? 1.5 : s.width, spanGaps: !spec.gaps,
                  value: (u, v) => fmt(v), points: {show: false}};
       if (s.dash) o.dash = s.dash;
       if (spec.kind === "bars") {
