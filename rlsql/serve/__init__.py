@@ -7,6 +7,7 @@ work runs in the loop's worker threads; all of it ends with the server (Ctrl-C s
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import sys
 from collections.abc import Sequence
@@ -52,4 +53,6 @@ def serve(runs: Sequence[str] | None, host: str = "127.0.0.1", port: int = 8765,
             "can read these runs")
     say(f"serving {len(served.runs)} run(s) at {url} (memory budget {settings.memory_budget / 2**20:,.0f} MiB; "
         "Ctrl-C stops)")
-    server.run()
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn stops cleanly on Ctrl-C, then raises it again
+        server.run()
+    say("stopped")

@@ -11,7 +11,7 @@ import contextlib
 import json
 import secrets
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -80,7 +80,7 @@ class TokenGate:
             await PlainTextResponse("a token is required: open the URL rlsql serve printed", 403)(scope, receive, send)
             return
 
-        async def send_with_cookie(message: dict[str, Any]) -> None:
+        async def send_with_cookie(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start" and request.query_params.get("token"):
                 cookie = f"{TOKEN_COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict"
                 message.setdefault("headers", []).append((b"set-cookie", cookie.encode()))
@@ -128,7 +128,7 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
     # -- pages ----------------------------------------------------------------------------------
     def fleet(request: Request) -> Response:
         given = _given(request)
-        state = {k: given.get(k, "") for k in ("group", "sort", "desc", "x", "y", "span")}
+        state: dict[str, Any] = {k: given.get(k, "") for k in ("group", "sort", "desc", "x", "y", "span")}
         state["f"] = [f for f in request.query_params.getlist("f") if f.partition("=")[0]]
         return page("fleet.html.j2", request, fleet=pages.fleet(served, state), state=state)
 

@@ -201,12 +201,14 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
 
 
 def _fleet_chart(rows: list[tuple], x: str, y: str, group: str, cell: Any) -> Chart | None:
-    points = [(_float(core.display(cell(r, x))) if cell(r, x) is not None else None, number(cell(r, y)), r)
-              for r in rows]
-    points = sorted((p for p in points if p[0] is not None and p[1] is not None), key=lambda p: (p[0], p[2][0]))
+    found = [(_float(core.display(cell(r, x))) if cell(r, x) is not None else None, number(cell(r, y)), r)
+             for r in rows]
+    points: list[tuple[float, float, tuple]] = sorted(
+        ((px, py, r) for px, py, r in found if px is not None and py is not None), key=lambda p: (p[0], p[2][0]))
     if not points:
         return None
-    xlog = all(p[0] > 0 for p in points) and max(p[0] for p in points) / min(p[0] for p in points) >= 100
+    xs = [p[0] for p in points]
+    xlog = min(xs) > 0 and max(xs) / min(xs) >= 100
     chart = Chart("fleet", f"{y} against {x}", [p[0] for p in points], kind="points", xlabel=x, ylabel=y,
                   xlog=xlog, labels=[p[2][0] for p in points])
     names = [core.display(cell(p[2], group)) if group and cell(p[2], group) is not None else None for p in points]

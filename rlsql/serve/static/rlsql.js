@@ -168,4 +168,5 @@
     document.body.dataset.ready = "1";
   });
   window.rlsqlFormat = fmt;
+  window.rlsqlCharts = charts; // the charts drawn, by element id (tests read their scales)
 })();
