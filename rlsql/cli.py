@@ -629,8 +629,10 @@ def serve_command(
                                                help="Memory budget for the answers kept (e.g. 512MB, 2GiB; "
                                                "default RLSQL_SERVE_MEMORY, else 512MiB).")] = None,
 ) -> None:
-    """Serve the runs in a browser: fleet, run, compare, trials, every query and view, SQL; live while they
-    train (pip install 'rlsql[serve]'; docs/serve.md)."""
+    """Serve the runs in a browser, live while they train: fleet, run, compare, trials, queries, SQL.
+
+    Needs the serve extra (Starlette, uvicorn); docs/serve.md describes the pages and the JSON API.
+    """
     from rlsql.serve import serve
 
     serve(run, host=host, port=port, memory=memory, say=say)

@@ -36,6 +36,8 @@ LAYERS: list[tuple[str, set[str]]] = [
         "rlsql.check", "rlsql.export", "rlsql.exportmerge", "rlsql.dbfile", "rlsql.shellinit", "rlsql.describe",
         "rlsql.docs", "rlsql.ahead",
         "rlsql.report", "rlsql.report.data", "rlsql.report.figures", "rlsql.report.render", "rlsql.report.human",
+        "rlsql.serve", "rlsql.serve.rlsql_core", "rlsql.serve.memory", "rlsql.serve.watch", "rlsql.serve.state",
+        "rlsql.serve.pages", "rlsql.serve.app",
     }),
     ("the command line", {"rlsql.cli", "rlsql.cliout", "rlsql.quickcli", "rlsql.__main__"}),
 ]
