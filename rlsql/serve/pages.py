@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -21,6 +22,7 @@ from rlsql.serve.state import NotFound, Served
 #: the compare page overlays this many runs at most
 COMPARE_MAX = 6
 TRIALS_PAGE = 50
+FLEET_PAGE = 100
 #: named queries and views the run page reads, by section
 RUN_SECTIONS = {
     "summary": ("run_summary", "best_checkpoint", "async_health", "run_overview"),
@@ -140,6 +142,11 @@ class Fleet:
     total: int
     #: run -> config key -> value (text), for the columns of keys run_table does not have
     config: dict[str, dict[str, str | None]]
+    page: int
+    pages: int
+    #: group -> its runs (on every page)
+    group_sizes: dict[str | None, int]
+    page_size: int = FLEET_PAGE
 
 
 def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
@@ -183,21 +190,32 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     shown = [k for k in [group, *(f.partition("=")[0] for f in state.get("f", []))]
              if k and k not in columns]
     shown = list(dict.fromkeys(shown))
-    groups: list[tuple[str | None, list[tuple]]] = []
+    ordered: list[tuple[str | None, tuple]] = [(None, r) for r in rows]
     if group:
-        by: dict[str | None, list[tuple]] = {}
-        for r in rows:
-            by.setdefault(core.display(cell(r, group)) if cell(r, group) is not None else None, []).append(r)
-        groups = sorted(by.items(), key=lambda kv: (kv[0] is None, _sort_key(kv[0])))
-    else:
-        groups = [(None, rows)]
+        def label(r: tuple) -> str | None:
+            return core.display(cell(r, group)) if cell(r, group) is not None else None
+
+        ordered = sorted(((label(r), r) for r in rows), key=lambda gr: (gr[0] is None, _sort_key(gr[0])))
+    sizes: dict[str | None, int] = {}
+    for name, _ in ordered:
+        sizes[name] = sizes.get(name, 0) + 1
+    # the table is paged (a page of 1,000 runs' rows costs a browser seconds to lay out); the figure has every run
+    pages = max(1, -(-len(ordered) // FLEET_PAGE))
+    page = int(state["page"]) if str(state.get("page") or "").isdigit() else 1
+    if not 1 <= page <= pages:
+        raise core.UsageError(f"page: {state.get('page')!r} is not a page of 1 to {pages}")
+    groups: list[tuple[str | None, list[tuple]]] = []
+    for name, r in ordered[(page - 1) * FLEET_PAGE:page * FLEET_PAGE]:
+        if not groups or groups[-1][0] != name:
+            groups.append((name, []))
+        groups[-1][1].append(r)
     x = state.get("x") or (numeric[0] if numeric else "")
     y = state.get("y") or ("success_rate" if "success_rate" in figures else (figures[0] if figures else ""))
     chart = None
     if x and y and y in figures:
         chart = _fleet_chart(rows, x, y, group, cell)
     return Fleet(Answer(columns, rows, table.truncated), figures, keys, numeric, shown, groups, chart,
-                 {**state, "x": x, "y": y, "sort": sort}, len(table.rows), values)
+                 {**state, "x": x, "y": y, "sort": sort}, len(table.rows), values, page, pages, sizes)
 
 
 def _fleet_chart(rows: list[tuple], x: str, y: str, group: str, cell: Any) -> Chart | None:
@@ -236,10 +254,7 @@ def _sort_key(value: Any) -> tuple:
 def run_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str, Any]:
     """A run's answers (named queries and views) and its figures."""
     runs = served.pick([name])
-    answers = {}
-    for section in RUN_SECTIONS.values():
-        for item in section:
-            answers[item] = _maybe(served, item, runs, given)
+    answers = answer_all(served, [i for section in RUN_SECTIONS.values() for i in section], runs, given)
     charts = [c for c in (
         reward_chart("reward", answers["reward_curve"], answers["best_checkpoint"]),
         *signal_charts(answers["step_signals"], runs),
@@ -248,6 +263,15 @@ def run_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str, A
         turns_chart(answers["turn_histogram"], [r.name for r in runs]),
     ) if c is not None and not c.empty]
     return {"run": runs[0], "answers": answers, "charts": {c.id: c for c in charts}}
+
+
+def answer_all(served: Served, items: Sequence[str], runs: Sequence[core.Run],
+               given: Mapping[str, str]) -> dict[str, Answer | str]:
+    """Each item's answer: those not kept in memory asked two at a time (the machine's cores; DuckDB lets
+    go of the GIL), in threads that end before this returns."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rlsql-page") as pool:
+        futures = {item: pool.submit(_maybe, served, item, runs, given) for item in items}
+        return {item: future.result() for item, future in futures.items()}
 
 
 def _maybe(served: Served, item: str, runs: Sequence[core.Run], given: Mapping[str, str]) -> Answer | str:
@@ -343,9 +367,8 @@ def compare_page(served: Served, names: Sequence[str], given: Mapping[str, str])
                               "tick them on the fleet page")
     runs = served.pick(names)
     run_names = [r.name for r in runs]
-    answers = {item: _maybe(served, item, runs, given)
-               for item in ("compare_runs", "reward_curve", "best_checkpoint", "step_time_stack", "step_signals",
-                            "turn_histogram", "exception_treatment")}
+    answers = answer_all(served, ("compare_runs", "reward_curve", "best_checkpoint", "step_time_stack",
+                                  "step_signals", "turn_histogram", "exception_treatment"), runs, given)
     charts: list[Chart] = []
     curve = answers["reward_curve"]
     if isinstance(curve, Answer) and curve.rows:
