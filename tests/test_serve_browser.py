@@ -265,7 +265,16 @@ def test_live_update_of_a_copied_run(page, server, runs) -> None:
     assert page.inner_text("#live").startswith("updated ")
 
 
+def test_hover_values_are_formatted_as_the_cli_prints_them(page, server) -> None:
+    load(page, server["url"] + "/queries")
+    values = [0.0, 1.0, -0.5, 0.12345678, 12.34567, 1234567.0, 1e-06, 0.0005, 0.00012345, -3.2e-07, 0.000999,
+              2.5e-05, 0.9101, 43290.9425, 3.0, 0.33333333]
+    shown = page.evaluate("vs => vs.map(v => window.rlsqlFormat(v))", values)
+    assert shown == [display(v) for v in values]
+
+
 def test_ctrl_c_stops_the_server_and_leaves_nothing_behind(browser, server) -> None:
+    """Last in this file: it stops the module's server."""
     # an open page holds an event stream: the server must still stop at once, and start nothing that stays
     context = browser.new_context()
     tab = context.new_page()

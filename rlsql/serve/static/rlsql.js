@@ -11,9 +11,21 @@
   function fmt(v) {
     if (v === null || v === undefined) return "–";
     if (!isFinite(v)) return String(v);
-    if (v !== 0 && Math.abs(v) < 0.001) return v.toPrecision(4);
+    if (v !== 0 && Math.abs(v) < 0.001) {  // Python's format(v, ".4g")
+      const [m, e] = v.toExponential(3).split("e");
+      const n = Number(e);
+      if (n >= -4) return String(Number(v.toPrecision(4)));
+      return m.replace(/\.?0+$/, "") + "e" + (n < 0 ? "-" : "+") + String(Math.abs(n)).padStart(2, "0");
+    }
     const t = v.toFixed(4).replace(/0+$/, "").replace(/\.$/, "");
     return t === "-0" ? "0" : t;
+  }
+  // an axis tick: small and huge numbers (a learning rate of 1e-6) in exponent form, others as they are
+  function tick(v) {
+    if (v === null || v === undefined) return "";
+    const a = Math.abs(v);
+    if (v !== 0 && (a < 0.001 || a >= 1e7)) return v.toExponential(1).replace(".0e", "e");
+    return Number(v.toPrecision(6)).toLocaleString("en-US", {maximumFractionDigits: 6});
   }
   function utc(v) {
     return v === null || v === undefined ? "–" : new Date(v * 1000).toISOString().replace("T", " ").slice(0, 19);
@@ -51,7 +63,8 @@
       height: spec.kind === "points" ? 340 : 260,
       series: series,
       scales: {x: {time: !!spec.xtime, distr: spec.xlog ? 3 : 1}, y: {distr: spec.ylog ? 3 : 1}},
-      axes: [{label: spec.xlabel}, {label: spec.ylabel, size: 64}],
+      axes: [spec.xtime ? {label: spec.xlabel} : {label: spec.xlabel, values: (u, splits) => splits.map(tick)},
+             {label: spec.ylabel, size: 64, values: (u, splits) => splits.map(tick)}],
       cursor: {drag: {x: true, y: false}},
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
     };
