@@ -44,7 +44,8 @@ class Server:
     def __init__(self, runs: list[Path]):
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rlsql", "serve", "--port", str(self.port), *(a for r in runs for a in ("-r", str(r)))],
+            [sys.executable, "-m", "rlsql", "serve", "--port", str(self.port),
+             *(a for r in runs for a in ("-r", str(r)))],
             stderr=subprocess.DEVNULL)
         self.url = f"http://127.0.0.1:{self.port}"
         while True:
@@ -154,7 +155,8 @@ def poll_cost(fleet: Path, rounds: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--run", type=Path, required=True, help="a run of the real run's size (make_run.py --preset real)")
+    parser.add_argument("--run", type=Path, required=True,
+                        help="a run of the real run's size (make_run.py --preset real)")
     parser.add_argument("--fleet", type=Path, required=True, help="a folder of 1,000 runs (make_fleet.py 1000)")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
@@ -165,7 +167,8 @@ def main() -> None:
     try:
         for label, path in [("run page", f"/run?run={name}"),
                             ("run page, new smoothing (span=9)", f"/run?run={name}&span=9"),
-                            ("trials page (45,711 trials), Failure, by turns", f"/trials?run={name}&outcome=Failure&sort=n_episodes&desc=1"),
+                            ("trials page (45,711 trials), Failure, by turns",
+                             f"/trials?run={name}&outcome=Failure&sort=n_episodes&desc=1"),
                             ("API reward_curve", f"/api/query/reward_curve?run={name}")]:
             cold, warm, worst = cold_warm(server, path, args.rounds)
             rows.append((label, ms(cold), ms(warm), ms(worst)))
@@ -199,7 +202,8 @@ def main() -> None:
 
     load = os.getloadavg()
     print(f"rlsql serve, {dt.date.today()}, {os.cpu_count()} cores, load {load[0]:.1f}, rounds {args.rounds}")
-    print(f"server memory: run {run_rss[0]} MB (peak {run_rss[1]} MB); fleet {fleet_rss[0]} MB (peak {fleet_rss[1]} MB)\n")
+    print(f"server memory: run {run_rss[0]} MB (peak {run_rss[1]} MB); "
+          f"fleet {fleet_rss[0]} MB (peak {fleet_rss[1]} MB)\n")
     print("| what | cold (first request) | after the first load: median | max |")
     print("|---|---:|---:|---:|")
     for row in rows:
