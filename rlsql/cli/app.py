@@ -515,6 +515,25 @@ def cache_clear_command(
     say(admin.clear(stale_only))
 
 
+@app.command("serve")
+def serve_command(
+    run: RunOption = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind; beyond 127.0.0.1 a token is required "
+                                      "in the URL (printed).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8765,
+    memory: Annotated[str | None, typer.Option("--memory", metavar="SIZE", show_default=False,
+                                               help="Memory budget for the answers kept (e.g. 512MB, 2GiB; "
+                                               "default RLSQL_SERVE_MEMORY, else 512MiB).")] = None,
+) -> None:
+    """Serve the runs in a browser, live while they train: fleet, run, compare, trials, queries, SQL.
+
+    Needs the serve extra (Starlette, uvicorn); docs/serve.md describes the pages and the JSON API.
+    """
+    from rlsql.serve import serve
+
+    serve(run, host=host, port=port, memory=memory, say=say)
+
+
 def _version(value: bool) -> None:
     if value:
         import duckdb

@@ -14,6 +14,7 @@ import contextlib
 import contextvars
 import dataclasses
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,11 @@ from rlsql.core.errors import UsageError
 CACHE_MODES = ("auto", "on", "off")
 ENGINES = ("duckdb", "spark")
 _TRUE = {"1", "true", "yes", "on"}
+_SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>|b|k|kb|kib|m|mb|mib|g|gb|gib)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 10**3, "kib": 2**10, "m": 2**20, "mb": 10**6, "mib": 2**20,
+          "g": 2**30, "gb": 10**9, "gib": 2**30}
+#: the settings that are sizes in bytes (`512MB`, `2GiB` or a number of bytes)
+_SIZES = frozenset({"cache_max_bytes", "cache_hint_bytes", "serve_memory"})
 _FALSE = {"0", "false", "no", "off", ""}
 
 
@@ -72,6 +78,16 @@ class Settings:
         "SPARK_REMOTE", "", "Spark's own: `sc://host:port` sends Spark queries to that Spark Connect server."))
     java_home: str | None = field(default=None, metadata=_doc(
         "JAVA_HOME", "", "Java's own: the JDK or JRE a local Spark session starts."))
+    serve_host: str = field(default="127.0.0.1", metadata=_doc(
+        "", "rlsql serve --host", "The address `rlsql serve` binds; beyond the loopback a token is required."))
+    serve_port: int = field(default=8765, metadata=_doc("", "rlsql serve --port", "The port `rlsql serve` listens on."))
+    serve_memory: int = field(default=512 * 2**20, metadata=_doc(
+        "RLSQL_SERVE_MEMORY", "rlsql serve --memory",
+        "What `rlsql serve` keeps of answers in memory (and each of its DuckDB connections' memory limit)."))
+    serve_time_limit: float = field(default=60.0, metadata=_doc(
+        "RLSQL_SERVE_TIME_LIMIT", "", "Seconds one `rlsql serve` request's DuckDB work may take before it is stopped."))
+    serve_row_limit: int = field(default=100_000, metadata=_doc(
+        "RLSQL_SERVE_ROW_LIMIT", "", "The most rows one `rlsql serve` answer holds; more are cut, and it says so."))
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:
@@ -98,9 +114,19 @@ class Settings:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
+def parse_size(text: str, what: str = "size") -> int:
+    """`512MB`, `1GiB`, `300m`, `1000000` -> bytes; UsageError otherwise."""
+    match = _SIZE.match(str(text))
+    if not match:
+        raise UsageError(f"{what} {text!r}: give a size such as 512MB or 2GiB, or a number of bytes")
+    return int(float(match["n"]) * _UNITS[match["unit"].lower()])
+
+
 def _parse(f: dataclasses.Field, raw: str) -> Any:
     name = f.metadata["env"]
     kind = type(f.default) if f.default is not None else str
+    if f.name in _SIZES:
+        return parse_size(raw, name)
     if f.name == "cache_dir":
         return Path(raw).expanduser().absolute()
     if f.name == "cache":
@@ -112,11 +138,11 @@ def _parse(f: dataclasses.Field, raw: str) -> Any:
         if raw.lower() in _FALSE:
             return False
         raise UsageError(f"{name}={raw!r}: give 1 or 0")
-    if kind is int:
+    if kind in (int, float):
         try:
-            return max(0, int(raw))
+            return max(0, kind(raw))
         except ValueError:
-            raise UsageError(f"{name}={raw!r}: give a whole number of bytes or rows") from None
+            raise UsageError(f"{name}={raw!r}: give a number") from None
     if kind is tuple:
         return tuple(raw.split())
     return raw.lower() if f.name == "engine" else raw

@@ -9,10 +9,12 @@ is swept by the next one (DuckDB removes the folder itself when the connection c
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -46,6 +48,12 @@ def spill_folder() -> Path:
     return writes.temp_name(root / "duckdb-spill")
 
 
+#: a callable every connection opened in this context is handed to (rlsql serve interrupts a request's
+#: connections at its time limit: rlsql/serve/rlsql_core.py)
+opened: contextvars.ContextVar[Callable[[duckdb.DuckDBPyConnection], None] | None] = contextvars.ContextVar(
+    "rlsql_opened", default=None)
+
+
 def memory_connection(threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """duckdb.connect(":memory:") with its temp_directory in spill_folder(); `threads` DuckDB's threads
     (None: one per core, DuckDB's default)."""
@@ -54,4 +62,7 @@ def memory_connection(threads: int | None = None) -> duckdb.DuckDBPyConnection:
     config: dict[str, str | int] = {"temp_directory": str(spill_folder())}
     if threads is not None:
         config["threads"] = threads
-    return duckdb.connect(":memory:", config=config)
+    con = duckdb.connect(":memory:", config=config)
+    if (watcher := opened.get()) is not None:
+        watcher(con)
+    return con

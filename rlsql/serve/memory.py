@@ -1,0 +1,83 @@
+"""The answers `rlsql serve` keeps in memory: rows of named queries and SQL, least recently used first out,
+within a budget of bytes; an answer is dropped as soon as a file of one of its runs changes."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Answer:
+    """Rows as DuckDB gave them (the pages format them as the CLI's table does, the API as its JSON)."""
+
+    columns: list[str]
+    rows: list[tuple]
+    #: rows were left out past the row limit
+    truncated: bool = False
+    runs: frozenset[str] = field(default_factory=frozenset)
+    nbytes: int = 0
+
+    def dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+def estimate_bytes(rows: Sequence[tuple]) -> int:
+    """About what the rows take in memory: the first 200 measured, the rest assumed alike."""
+    if not rows:
+        return 64
+    sample = rows[:200]
+    measured = sum(sys.getsizeof(r) + sum(sys.getsizeof(v) for v in r) for r in sample)
+    return measured * len(rows) // len(sample) + 64
+
+
+class Memory:
+    """Answers by key, within `budget` bytes: least recently used first out; one larger than the budget is
+    not kept at all."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.used = 0
+        self._answers: OrderedDict[Hashable, Answer] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Hashable) -> Answer | None:
+        with self._lock:
+            answer = self._answers.get(key)
+            if answer is None:
+                self.misses += 1
+                return None
+            self._answers.move_to_end(key)
+            self.hits += 1
+            return answer
+
+    def put(self, key: Hashable, answer: Answer) -> None:
+        answer.nbytes = answer.nbytes or estimate_bytes(answer.rows)
+        with self._lock:
+            old = self._answers.pop(key, None)
+            if old is not None:
+                self.used -= old.nbytes
+            if answer.nbytes > self.budget:
+                return
+            self._answers[key] = answer
+            self.used += answer.nbytes
+            while self.used > self.budget:
+                _, gone = self._answers.popitem(last=False)
+                self.used -= gone.nbytes
+
+    def forget_runs(self, names: set[str]) -> int:
+        """Drop every answer that read one of the runs `names`; how many went."""
+        with self._lock:
+            stale = [k for k, a in self._answers.items() if a.runs & names]
+            for key in stale:
+                self.used -= self._answers.pop(key).nbytes
+            return len(stale)
+
+    def __len__(self) -> int:
+        return len(self._answers)

@@ -1,0 +1,460 @@
+"""What each page shows: which named queries and views it reads, and its figures as chart specs.
+
+Every number comes from a named query or view (Served.named) or from the pages' own SQL over the views
+(rlsql/serve/sql/, Served.select); this module computes no statistic. It picks, orders, filters and groups
+rows, and turns them into the charts' series (rlsql/serve/static/rlsql.js draws them with uPlot).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from rlsql.serve import rlsql_core as core
+from rlsql.serve.memory import Answer
+from rlsql.serve.state import NotFound, Served
+
+#: the compare page overlays this many runs at most
+COMPARE_MAX = 6
+TRIALS_PAGE = 50
+FLEET_PAGE = 100
+#: named queries and views the run page reads, by section
+RUN_SECTIONS = {
+    "summary": ("run_summary", "best_checkpoint", "async_health", "run_overview"),
+    "reward": ("reward_curve",),
+    "signals": ("step_signals",),
+    "timing": ("step_time_stack", "timing_breakdown"),
+    "vllm": ("vllm_series", "vllm_summary"),
+    "exceptions": ("exception_distribution", "exception_treatment"),
+    "turns": ("turn_histogram", "turn_stats", "turns_by_outcome", "turns_by_exception"),
+}
+SIGNALS = (
+    ("entropy", "policy entropy"),
+    ("grad_norm", "raw grad norm"),
+    ("log_ratio_mean", "mean |log ratio|"),
+    ("timeouts_per_batch", "agent timeouts per batch"),
+    ("context_length_per_batch", "context-length failures per batch"),
+)
+#: trials page: the filters, each a bound parameter of sql/trials.sql
+TRIAL_FILTERS = ("outcome", "exception", "turns_min", "turns_max", "task")
+OUTCOMES = ("Success", "Failure", "No reward")
+
+
+@cache
+def page_sql(name: str) -> str:
+    """One of the pages' SQL files (rlsql/serve/sql/NAME.sql), read once."""
+    return resources.files("rlsql.serve").joinpath("sql", f"{name}.sql").read_text(encoding="utf-8")
+
+
+def number(value: Any) -> float | None:
+    """A cell as a chart value: numbers as floats, everything else (and NaN) as a gap."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return None if math.isnan(value) or math.isinf(value) else float(value)
+
+
+def is_numeric(answer: Answer, column: str) -> bool:
+    i = answer.columns.index(column)
+    values = [r[i] for r in answer.rows if r[i] is not None]
+    return bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def params_for(served: Served, name: str, given: Mapping[str, str]) -> dict[str, str]:
+    """The page's parameters that the query or view `name` declares."""
+    declared = {p.name for p in core.item(name).params}
+    return {k: v for k, v in given.items() if k in declared and v not in (None, "")}
+
+
+@dataclass
+class Chart:
+    """One figure: x values, series of y values aligned with them, and how to draw them (rlsql.js)."""
+
+    id: str
+    title: str
+    x: list[Any]
+    series: list[dict[str, Any]] = field(default_factory=list)
+    kind: str = "line"  # line, bars, points
+    xlabel: str = ""
+    ylabel: str = ""
+    xtime: bool = False
+    ylog: bool = False
+    xlog: bool = False
+    #: per x index, a label shown on hover (the run of a fleet point)
+    labels: list[str] | None = None
+    #: a missing value breaks the line (else lines span it)
+    gaps: bool = False
+
+    def add(self, label: str, values: Sequence[Any], **style: Any) -> None:
+        self.series.append({"label": label, "values": [number(v) for v in values], **style})
+
+    def spec(self) -> dict[str, Any]:
+        def positive(values: list[Any]) -> list[Any]:
+            return [v if v is not None and v > 0 else None for v in values]
+
+        series = [{**s, "values": positive(s["values"])} for s in self.series] if self.ylog else self.series
+        return {
+            "id": self.id, "title": self.title, "kind": self.kind, "x": self.x, "series": series,
+            "xlabel": self.xlabel, "ylabel": self.ylabel, "xtime": self.xtime, "ylog": self.ylog, "xlog": self.xlog,
+            "labels": self.labels, "gaps": self.gaps,
+        }
+
+    @property
+    def empty(self) -> bool:
+        return not self.x or all(all(v is None for v in s["values"]) for s in self.series)
+
+
+def by_run(answer: Answer, x: str, y: str, runs: Sequence[str]) -> tuple[list[Any], dict[str, list[Any]]]:
+    """`y` by `x` for each run, aligned on the sorted union of x values (None where a run has none)."""
+    xi, yi, ri = answer.columns.index(x), answer.columns.index(y), answer.columns.index("run")
+    points: dict[str, dict[Any, Any]] = {r: {} for r in runs}
+    for row in answer.rows:
+        if row[ri] in points and row[xi] is not None:
+            points[row[ri]].setdefault(row[xi], row[yi])
+    xs = sorted({k for p in points.values() for k in p})
+    return xs, {r: [points[r].get(k) for k in xs] for r in runs}
+
+
+def epoch(value: Any) -> float | None:
+    """A vLLM second (naive, node-local) as seconds since 1970 read as UTC: the chart shows it unshifted."""
+    if value is None:
+        return None
+    import datetime as dt
+
+    return value.replace(tzinfo=dt.UTC).timestamp()
+
+
+# -- the fleet ------------------------------------------------------------------------------------
+@dataclass
+class Fleet:
+    table: Answer
+    figures: list[str]
+    config_keys: list[str]
+    numeric_keys: list[str]
+    shown_keys: list[str]
+    groups: list[tuple[str | None, list[tuple]]]
+    chart: Chart | None
+    state: dict[str, Any]
+    total: int
+    #: run -> config key -> value (text), for the columns of keys run_table does not have
+    config: dict[str, dict[str, str | None]]
+    page: int
+    pages: int
+    #: group -> its runs (on every page)
+    group_sizes: dict[str | None, int]
+    page_size: int = FLEET_PAGE
+
+
+def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
+    """Every run with run_table's figures; filtered (`f`: KEY=VALUE on a config key or a column), sorted,
+    grouped by a config key, and a figure against a numeric config key."""
+    runs = served.pick(None)
+    table = served.named("run_table", runs, {"span": state.get("span") or ""} if state.get("span") else {})
+    config = served.select(page_sql("config"), runs)
+    values: dict[str, dict[str, str | None]] = {}
+    for run, key, value in config.rows:
+        values.setdefault(run, {})[key] = value
+    all_keys = {k for v in values.values() for k in v}
+    distinct: dict[str, set[str | None]] = {key: set() for key in all_keys}
+    for run in table.rows:
+        mine = values.get(run[0], {})
+        for key in all_keys:
+            distinct[key].add(mine.get(key))
+    keys = sorted(distinct, key=lambda k: (len(distinct[k]) < 2, k))
+    # a figure needs a key with two numbers or more among the runs
+    numeric = [k for k in keys if len(distinct[k] - {None}) > 1
+               and all(_float(v) is not None for v in distinct[k] if v is not None)]
+    figures = [c for c in table.columns if c != "run" and is_numeric(table, c)]
+    columns = table.columns
+
+    def cell(row: tuple, name: str) -> Any:
+        if name in columns:
+            return row[columns.index(name)]
+        return values.get(row[0], {}).get(name)
+
+    rows = list(table.rows)
+    for f in state.get("f", []):
+        key, _, wanted = f.partition("=")
+        rows = [r for r in rows if core.display(cell(r, key)) == wanted]
+    sort = state.get("sort") or "run"
+    desc = bool(state.get("desc"))
+    present = [r for r in rows if cell(r, sort) is not None]
+    missing = [r for r in rows if cell(r, sort) is None]
+    present.sort(key=lambda r: _sort_key(cell(r, sort)), reverse=desc)
+    rows = present + missing  # no value last, either way
+    group = state.get("group") or ""
+    shown = [k for k in [group, *(f.partition("=")[0] for f in state.get("f", []))]
+             if k and k not in columns]
+    shown = list(dict.fromkeys(shown))
+    ordered: list[tuple[str | None, tuple]] = [(None, r) for r in rows]
+    if group:
+        def label(r: tuple) -> str | None:
+            return core.display(cell(r, group)) if cell(r, group) is not None else None
+
+        ordered = sorted(((label(r), r) for r in rows), key=lambda gr: (gr[0] is None, _sort_key(gr[0])))
+    sizes: dict[str | None, int] = {}
+    for name, _ in ordered:
+        sizes[name] = sizes.get(name, 0) + 1
+    # the table is paged (a page of 1,000 runs' rows costs a browser seconds to lay out); the figure has every run
+    pages = max(1, -(-len(ordered) // FLEET_PAGE))
+    page = int(state["page"]) if str(state.get("page") or "").isdigit() else 1
+    if not 1 <= page <= pages:
+        raise core.UsageError(f"page: {state.get('page')!r} is not a page of 1 to {pages}")
+    groups: list[tuple[str | None, list[tuple]]] = []
+    for name, r in ordered[(page - 1) * FLEET_PAGE:page * FLEET_PAGE]:
+        if not groups or groups[-1][0] != name:
+            groups.append((name, []))
+        groups[-1][1].append(r)
+    x = state.get("x") or (numeric[0] if numeric else "")
+    y = state.get("y") or ("success_rate" if "success_rate" in figures else (figures[0] if figures else ""))
+    chart = None
+    if x and y and y in figures:
+        chart = _fleet_chart(rows, x, y, group, cell)
+    return Fleet(Answer(columns, rows, table.truncated), figures, keys, numeric, shown, groups, chart,
+                 {**state, "x": x, "y": y, "sort": sort}, len(table.rows), values, page, pages, sizes)
+
+
+def _fleet_chart(rows: list[tuple], x: str, y: str, group: str, cell: Any) -> Chart | None:
+    found = [(_float(core.display(cell(r, x))) if cell(r, x) is not None else None, number(cell(r, y)), r)
+             for r in rows]
+    points: list[tuple[float, float, tuple]] = sorted(
+        ((px, py, r) for px, py, r in found if px is not None and py is not None), key=lambda p: (p[0], p[2][0]))
+    if not points:
+        return None
+    xs = [p[0] for p in points]
+    xlog = min(xs) > 0 and max(xs) / min(xs) >= 100
+    chart = Chart("fleet", f"{y} against {x}", [p[0] for p in points], kind="points", xlabel=x, ylabel=y,
+                  xlog=xlog, labels=[p[2][0] for p in points])
+    names = [core.display(cell(p[2], group)) if group and cell(p[2], group) is not None else None for p in points]
+    for name in sorted(set(names), key=lambda n: (n is None, _sort_key(n))) if group else [None]:
+        label = f"{group} = {name}" if group else y
+        chart.add(label, [p[1] if not group or names[i] == name else None for i, p in enumerate(points)])
+    return chart
+
+
+def _float(value: Any) -> float | None:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def _sort_key(value: Any) -> tuple:
+    """Numbers by value (text that reads as a number too), then text."""
+    f = _float(value) if not isinstance(value, bool) else None
+    return (0, f, "") if f is not None else (1, 0.0, str(value))
+
+
+# -- a run ----------------------------------------------------------------------------------------
+def run_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str, Any]:
+    """A run's answers (named queries and views) and its figures."""
+    runs = served.pick([name])
+    answers = answer_all(served, [i for section in RUN_SECTIONS.values() for i in section], runs, given)
+    charts = [c for c in (
+        reward_chart("reward", answers["reward_curve"], answers["best_checkpoint"]),
+        *signal_charts(answers["step_signals"], runs),
+        step_time_chart(answers["step_time_stack"]),
+        *vllm_charts(answers["vllm_series"]),
+        turns_chart(answers["turn_histogram"], [r.name for r in runs]),
+    ) if c is not None and not c.empty]
+    return {"run": runs[0], "answers": answers, "charts": {c.id: c for c in charts}}
+
+
+def answer_all(served: Served, items: Sequence[str], runs: Sequence[core.Run],
+               given: Mapping[str, str]) -> dict[str, Answer | str]:
+    """Each item's answer: those not kept in memory asked two at a time (the machine's cores; DuckDB lets
+    go of the GIL), in threads that end before this returns."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rlsql-page") as pool:
+        futures = {item: pool.submit(_maybe, served, item, runs, given) for item in items}
+        return {item: future.result() for item, future in futures.items()}
+
+
+def _maybe(served: Served, item: str, runs: Sequence[core.Run], given: Mapping[str, str]) -> Answer | str:
+    """The answer, or the one-line reason there is none (a run without vLLM stats has no vLLM section)."""
+    try:
+        return served.named(item, runs, params_for(served, item, given))
+    except (core.DataError, core.QueryError) as exc:
+        return str(exc)
+
+
+def reward_chart(cid: str, curve: Answer | str, best: Answer | str) -> Chart | None:
+    if not isinstance(curve, Answer) or not curve.rows:
+        return None
+    rows = curve.dicts()
+    chart = Chart(cid, "Reward per step", [r["step"] for r in rows], xlabel="step", ylabel="reward")
+    chart.add("reward", [r["reward"] for r in rows], color="#9aa5b1", width=1, points=True)
+    k = next((r["k"] for r in rows if r["k"] is not None), None)
+    if any(r["pass_at_k"] is not None for r in rows):
+        chart.add(f"pass@{k}", [r["pass_at_k"] for r in rows], color="#7fb77e", width=1, dash=[4, 3])
+    chart.add("rolling mean", [r["rolling_mean"] for r in rows], color="#e8a33d", width=1.5)
+    chart.add("EMA", [r["ema"] for r in rows], color="#2f6fdf", width=2.5)
+    if isinstance(best, Answer) and best.rows and best.dicts()[0]["step"] is not None:
+        b = best.dicts()[0]
+        chart.add(f"best checkpoint (step {b['step']})", [b["ema"] if s == b["step"] else None for s in chart.x],
+                  color="#d6336c", width=0, points=True, size=11)
+    return chart
+
+
+def signal_charts(signals: Answer | str, runs: Sequence[core.Run]) -> list[Chart]:
+    if not isinstance(signals, Answer) or not signals.rows:
+        return []
+    names = [r.name for r in runs]
+    charts = []
+    for column, title in SIGNALS:
+        xs, per = by_run(signals, "step", column, names)
+        chart = Chart(f"signal-{column}", title, xs, xlabel="step", ylabel=column)
+        for run in names:
+            chart.add(run if len(names) > 1 else column, per[run])
+        charts.append(chart)
+    return charts
+
+
+def step_time_chart(stack: Answer | str) -> Chart | None:
+    if not isinstance(stack, Answer) or not stack.rows:
+        return None
+    rows = stack.dicts()
+    steps = sorted({r["step"] for r in rows})
+    spans = list(dict.fromkeys(r["span"] for r in rows))
+    seconds = {(r["step"], r["span"]): r["seconds"] for r in rows}
+    total = {r["step"]: r["step_seconds"] for r in rows}
+    chart = Chart("step-time", "Step time by span (log scale)", steps, xlabel="step", ylabel="seconds", ylog=True)
+    chart.add("step (timing/step)", [total.get(s) for s in steps], color="#222", width=2)
+    for span in spans:
+        chart.add(span, [seconds.get((s, span)) for s in steps])
+    return chart
+
+
+def vllm_charts(series: Answer | str) -> list[Chart]:
+    if not isinstance(series, Answer) or not series.rows:
+        return []
+    rows: list[dict[str, Any]] = []
+    for r in sorted(series.dicts(), key=lambda r: r["ts"]):
+        if rows and rows[-1]["log_file"] != r["log_file"]:
+            # a gap between two logs' seconds, not a line across it
+            rows.append({**dict.fromkeys(r, None), "ts": r["ts"], "log_file": r["log_file"]})
+        rows.append(r)
+    xs = [epoch(r["ts"]) for r in rows]
+    tps = Chart("vllm-tps", "vLLM generation throughput per engine", xs, xlabel="time (node-local)",
+                ylabel="tokens/s", xtime=True, gaps=True)
+    tps.add("generation tokens/s per engine", [r["avg_generation_throughput_per_engine"] for r in rows])
+    load = Chart("vllm-requests", "vLLM requests per engine", xs, xlabel="time (node-local)", ylabel="requests",
+                 xtime=True, gaps=True)
+    load.add("running", [r["avg_running_requests_per_engine"] for r in rows])
+    load.add("waiting", [r["avg_waiting_requests_per_engine"] for r in rows])
+    return [tps, load]
+
+
+def turns_chart(hist: Answer | str, runs: Sequence[str]) -> Chart | None:
+    if not isinstance(hist, Answer) or not hist.rows:
+        return None
+    xs, per = by_run(hist, "turns", "trials", runs)
+    chart = Chart("turns", "Trials by number of turns", xs, kind="bars" if len(runs) == 1 else "line",
+                  xlabel="turns", ylabel="trials")
+    for run in runs:
+        chart.add(run if len(runs) > 1 else "trials", per[run])
+    return chart
+
+
+# -- compare --------------------------------------------------------------------------------------
+def compare_page(served: Served, names: Sequence[str], given: Mapping[str, str]) -> dict[str, Any]:
+    if not 2 <= len(set(names)) <= COMPARE_MAX:
+        raise core.UsageError(f"compare takes 2 to {COMPARE_MAX} runs ({len(set(names))} given): "
+                              "tick them on the fleet page")
+    runs = served.pick(names)
+    run_names = [r.name for r in runs]
+    answers = answer_all(served, ("compare_runs", "reward_curve", "best_checkpoint", "step_time_stack",
+                                  "step_signals", "turn_histogram", "exception_treatment"), runs, given)
+    charts: list[Chart] = []
+    curve = answers["reward_curve"]
+    if isinstance(curve, Answer) and curve.rows:
+        for column, title in (("ema", "Reward EMA per step"), ("reward", "Reward per step")):
+            xs, per = by_run(curve, "step", column, run_names)
+            chart = Chart(f"cmp-{column}", title, xs, xlabel="step", ylabel=column)
+            for run in run_names:
+                chart.add(run, per[run])
+            charts.append(chart)
+    stack = answers["step_time_stack"]
+    if isinstance(stack, Answer) and stack.rows:
+        xs, per = by_run(stack, "step", "step_seconds", run_names)
+        chart = Chart("cmp-step-time", "Step time (timing/step, log scale)", xs, xlabel="step", ylabel="seconds",
+                      ylog=True)
+        for run in run_names:
+            chart.add(run, per[run])
+        charts.append(chart)
+    charts.extend(signal_charts(answers["step_signals"], runs))
+    turns = turns_chart(answers["turn_histogram"], run_names)
+    if turns is not None:
+        charts.append(turns)
+    return {"runs": runs, "answers": answers, "charts": {c.id: c for c in charts if not c.empty}}
+
+
+# -- trials ---------------------------------------------------------------------------------------
+def trial_filters(given: Mapping[str, str]) -> dict[str, Any]:
+    """The trials page's filters as bound values (None: not filtered); UsageError for a bad number."""
+    values: dict[str, Any] = {}
+    for name in TRIAL_FILTERS:
+        raw = (given.get(name) or "").strip()
+        if name.startswith("turns_") and raw:
+            if not raw.isdigit():
+                raise core.UsageError(f"{name}: {raw!r} is not a whole number of turns")
+            values[name] = int(raw)
+        else:
+            values[name] = raw or None
+    return values
+
+
+def trials_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str, Any]:
+    """One page of a run's trials, filtered and sorted on the server."""
+    runs = served.pick([name])
+    filters = trial_filters(given)
+    bound = {"run": runs[0].name, **filters}
+    filtered = page_sql("trials")
+    count = served.select(f"SELECT count(*) AS trials FROM (\n{filtered}\n)", runs, bound).rows[0][0]
+    columns = served.select(f"SELECT * FROM (\n{filtered}\n) LIMIT 0", runs, bound).columns
+    sort = given.get("sort") or "row_no"
+    if sort not in columns:
+        raise core.UsageError(f"sort: no column {sort!r} in trials (columns: {', '.join(columns)})")
+    desc = given.get("desc") in ("1", "true", "on")
+    pages = max(1, -(-count // TRIALS_PAGE))
+    page = given.get("page") or "1"
+    if not page.isdigit() or not 1 <= int(page) <= pages:
+        raise core.UsageError(f"page: {page!r} is not a page of 1 to {pages}")
+    order = f"{core.identifier(sort)} {'DESC' if desc else 'ASC'} NULLS LAST, row_no"
+    rows = served.select(
+        f"SELECT * FROM (\n{filtered}\n) ORDER BY {order} LIMIT {TRIALS_PAGE} OFFSET $offset", runs,
+        {**bound, "offset": (int(page) - 1) * TRIALS_PAGE})
+    exceptions = _maybe(served, "exception_distribution", runs, {})
+    return {"run": runs[0], "rows": rows, "count": count, "page": int(page), "pages": pages, "sort": sort,
+            "desc": desc, "filters": {k: given.get(k, "") for k in TRIAL_FILTERS}, "outcomes": OUTCOMES,
+            "exceptions": [r["exception_type"] for r in exceptions.dicts()] if isinstance(exceptions, Answer) else [],
+            "page_size": TRIALS_PAGE}
+
+
+def trial_page(served: Served, name: str, trial: str) -> dict[str, Any]:
+    """One trial's trials row, and its transcript where the catalogue has the trajectory views."""
+    runs = served.pick([name])
+    row = served.select(page_sql("trial"), runs, {"run": runs[0].name, "trial": trial})
+    if not row.rows:
+        raise NotFound(f"run {runs[0].name} has no trial {trial!r}")
+    return {"run": runs[0], "trial": trial, "row": row, "transcript": transcript(served, runs, trial)}
+
+
+#: the views of a trial's transcript (docs: "Agent trajectories"); they come with the trajectory work
+TRANSCRIPT_VIEWS = ("trajectory_steps", "tool_calls")
+
+
+def transcript(served: Served, runs: Sequence[core.Run], trial: str) -> dict[str, Answer] | None:
+    """The trial's steps and tool calls, or None while the catalogue lacks the trajectory views.
+
+    Here is where the transcript goes: once `trajectory_steps` and `tool_calls` are views, the trial page
+    shows their rows for the trial (the `rlsql trial` text can replace them then).
+    """
+    if not all(core.has_object(v) for v in TRANSCRIPT_VIEWS):
+        return None
+    return {view: served.select(page_sql(view), runs, {"run": runs[0].name, "trial": trial})
+            for view in TRANSCRIPT_VIEWS}

@@ -1,0 +1,195 @@
+"""Every rlsql internal that `rlsql serve` uses, in one module: the rest of rlsql/serve/ reaches the package
+through the public API (rlsql.query's QueryResult, rlsql's errors) and through the names below, so a
+restructuring of the package re-points these imports here and nowhere else.
+
+What is used, and why the public API does not do it:
+- the catalogue's queries and views with their descriptions and parameters (rlsql.catalog,
+  rlsql.engine.query): the query pages and their forms;
+- runs resolved once as Run objects and folders scanned again (rlsql.runs.folders): the server names its
+  runs once, and a run whose files appear is looked at again without resolving every run;
+- rlsql.engine.query.run_query over those Run objects: the CLI's own path for a named query (a fresh
+  cached copy is read as the CLI reads it; nothing is built);
+- a lazy connection over Run objects (rlsql.engine.connection), sandboxed here, for ad hoc SQL and the
+  pages' SQL;
+- rlsql.runs.memorydb's `opened` hook: every connection a request opens, to interrupt at the time limit;
+- rlsql.outputs.formats' JSON cell conversion and CSV rendering, so the API's rows are `rlsql query -f json`'s;
+- rlsql.engine.query.sql_failure: a DuckDB error as the CLI's one line with DuckDB's hint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from rlsql.catalog.catalog import load_catalog
+from rlsql.core import settings
+from rlsql.core.errors import DataError, QueryError, RlsqlError, UsageError
+from rlsql.core.sqltext import identifier
+from rlsql.engine.connection import LazyConnection, OnDemand
+from rlsql.engine.query import QueryResult, declared_params, run_query, sql_failure
+from rlsql.outputs.formats import _jsonable, display, to_csv, to_json
+from rlsql.runs import memorydb
+from rlsql.runs.folders import HARBOR_DIR, Run, prefer_logs, resolve_runs, scan_folder
+
+Settings = settings.Settings
+
+__all__ = [
+    "HARBOR_DIR",
+    "DataError",
+    "QueryError",
+    "QueryResult",
+    "RlsqlError",
+    "Run",
+    "Settings",
+    "UsageError",
+    "display",
+    "identifier",
+    "settings",
+    "to_csv",
+    "to_json",
+]
+
+#: a JSON-ready cell exactly as `rlsql query -f json` writes it (NaN and inf as null, dates ISO 8601)
+json_cell: Callable[[Any], Any] = _jsonable
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    name: str
+    type: str
+    default: Any
+    minimum: float | None
+    doc: str
+
+
+@dataclass(frozen=True)
+class Item:
+    """A named query or view: what its page and the query list show."""
+
+    name: str
+    kind: str  # "query" or "view"
+    description: str
+    params: tuple[ParamInfo, ...]
+
+
+def items() -> list[Item]:
+    """Every named query, then every view, each by name."""
+    catalog = load_catalog()
+    return [Item(f.name, f.kind, " ".join(f.description.split()),
+                 tuple(ParamInfo(p.name, p.type, p.default, p.minimum, p.doc) for p in declared_params(f.name)))
+            for f in [*catalog.queries(), *catalog.views()]]
+
+
+def item(name: str) -> Item:
+    """The named query or view `name`; UsageError with a did-you-mean otherwise."""
+    load_catalog().query(name)
+    return next(i for i in items() if i.name == name)
+
+
+def has_object(name: str) -> bool:
+    """Whether the catalogue has a view or query `name` (the transcript views arrive with another branch)."""
+    f = load_catalog().files.get(name)
+    return f is not None and f.kind in ("view", "query")
+
+
+def resolve(specs: Sequence[str] | None) -> list[Run]:
+    """`--run` values as the CLI resolves them (names, aliases, globs, folders of runs)."""
+    return resolve_runs(list(specs) if specs else None)
+
+
+def rescan(run: Run) -> Run:
+    """`run` looked at again (a file appeared or went), keeping its name."""
+    found = scan_folder(run.path)
+    fresh = Run(run.name, run.path, found.artifacts if found else {}, found.ignored if found else ())
+    return prefer_logs(fresh) if settings.current().from_logs else fresh
+
+
+def run_named(name: str, runs: Sequence[Run], params: dict[str, str]) -> QueryResult:
+    """`rlsql query NAME -p ...` over `runs`: the CLI's path."""
+    return run_query(name, runs, params)
+
+
+def write_parquet(result: QueryResult, path: Path) -> None:
+    """A named query's rows as a Parquet file, with DuckDB's own types (read again on its connection)."""
+    try:
+        result._relation().write_parquet(str(path))
+    except duckdb.Error as exc:
+        raise QueryError(f"{result.name}: {sql_failure(exc)}") from exc
+
+
+def sandboxed(runs: Sequence[Run], memory_limit: str) -> LazyConnection:
+    """A connection with every view and macro over `runs` that can read only the runs' folders, cannot load
+    extensions, and cannot change any setting (DuckDB enforces it; statements are checked as well: a COPY
+    into a run folder would be allowed by these settings alone)."""
+    con = LazyConnection(OnDemand(memorydb.memory_connection(), list(runs), load_catalog()))
+    folders = sorted({str(r.path).rstrip("/") + "/" for r in runs})
+    con.execute("SET memory_limit = ?", [memory_limit])
+    con.execute("SET allowed_directories = ?", [folders])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    return con
+
+
+def check_select(con: LazyConnection, sql: str) -> None:
+    """Refuse anything but one SELECT (DESCRIBE, SHOW, SUMMARIZE, FROM ..., VALUES and WITH are SELECTs),
+    as DuckDB's own parser reads the text."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryError(f"SQL: {sql_failure(exc)}") from exc
+    if len(statements) != 1:
+        raise PermissionError(f"one statement at a time, please ({len(statements)} given)")
+    kind = statements[0].type
+    if kind != duckdb.StatementType.SELECT:
+        raise PermissionError(f"read-only: {kind.name} statements are refused; only SELECT runs here")
+
+
+def one_line(exc: duckdb.Error) -> str:
+    """A DuckDB error as `rlsql sql` prints it: one line with DuckDB's hint."""
+    return sql_failure(exc)
+
+
+class Deadline:
+    """Interrupts every DuckDB connection handed to it once `seconds` have passed (rlsql.runs.memorydb's hook
+    hands it each connection a request opens); `expired` says whether it fired."""
+
+    def __init__(self, seconds: float, active: set[Deadline] | None = None):
+        self.expired = False
+        self._active = active if active is not None else set()
+        self._cons: list[duckdb.DuckDBPyConnection] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self.fire)
+        self._timer.daemon = True
+
+    def watch(self, con: duckdb.DuckDBPyConnection) -> None:
+        with self._lock:
+            self._cons.append(con)
+            if self.expired:
+                con.interrupt()
+
+    def fire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for con in self._cons:
+                with contextlib.suppress(duckdb.Error):
+                    con.interrupt()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[Deadline]:
+        """While the block runs: its connections are watched and the timer is on; both end with it."""
+        token = memorydb.opened.set(self.watch)
+        self._active.add(self)
+        self._timer.start()
+        try:
+            yield self
+        finally:
+            self._timer.cancel()
+            self._timer.join()
+            self._active.discard(self)
+            memorydb.opened.reset(token)

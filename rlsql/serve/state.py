@@ -1,0 +1,193 @@
+"""What a running `rlsql serve` holds: its settings, the runs it serves and how often each changed, the
+answers kept in memory, and the sandboxed connections its SQL runs on. Every answer a page or the API
+gives comes from `named` (a named query or view, the CLI's own path) or `select` (SQL checked read-only,
+on a sandboxed connection), each within the time and row limits.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import duckdb
+
+from rlsql.serve import rlsql_core as core
+from rlsql.serve.memory import Answer, Memory
+from rlsql.serve.watch import Watcher
+
+#: sandboxed connections kept open (one per set of runs a page asked about), least recently used out
+CONNECTIONS_KEPT = 4
+#: changes remembered for the pages' event streams (a page further behind reloads whole)
+CHANGES_KEPT = 10_000
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class TimeLimit(core.RlsqlError):
+    """A request's DuckDB work ran past the time limit and was interrupted."""
+
+
+class Refused(core.RlsqlError):
+    """SQL that is not one read-only SELECT."""
+
+
+class NotFound(core.UsageError):
+    """No such run, query or trial."""
+
+
+class Served:
+    """The runs served and everything kept about them."""
+
+    def __init__(self, runs: Sequence[core.Run], settings: core.Settings | None = None, token: str | None = None,
+                 poll_seconds: float = 1.0):
+        #: rlsql's one settings object: serve_memory, serve_time_limit, serve_row_limit, serve_host
+        self.settings = settings or core.settings.current()
+        #: required in every request's URL (or its cookie) when bound beyond the loopback
+        self.token = token
+        #: seconds between two looks at the runs' files
+        self.poll_seconds = poll_seconds
+        self.runs: dict[str, core.Run] = {r.name: r for r in sorted(runs, key=lambda r: r.name)}
+        self.generation: dict[str, int] = dict.fromkeys(self.runs, 0)
+        #: bumped on every change; changes lists (version, run) for the event streams
+        self.version = 0
+        self.changes: deque[tuple[int, str]] = deque(maxlen=CHANGES_KEPT)
+        self.memory = Memory(self.settings.serve_memory)
+        self.watcher = Watcher({name: run.path for name, run in self.runs.items()})
+        self._connections: OrderedDict[tuple[tuple[str, int], ...], Any] = OrderedDict()
+        self._lock = threading.Lock()
+        #: the deadlines of the DuckDB work under way (stop() fires them: the server is going)
+        self._active: set[core.Deadline] = set()
+
+    def deadline(self) -> core.Deadline:
+        """A time limit for one request's DuckDB work, fired early by stop()."""
+        deadline = core.Deadline(self.settings.serve_time_limit, self._active)
+        return deadline
+
+    def stop(self) -> None:
+        """Interrupt every DuckDB statement still running (the server is shutting down)."""
+        for deadline in list(self._active):
+            deadline.fire()
+
+    @property
+    def limit(self) -> float:
+        """Seconds one request's DuckDB work may take (Settings.serve_time_limit)."""
+        return self.settings.serve_time_limit
+
+    @property
+    def local(self) -> bool:
+        """Bound to the loopback only (no token needed)."""
+        return self.settings.serve_host in LOOPBACK
+
+    # -- runs -----------------------------------------------------------------------------------
+    def pick(self, names: Sequence[str] | None) -> list[core.Run]:
+        """The runs named (all of them for none), in the served order; NotFound names one that is not served."""
+        if not names:
+            return list(self.runs.values())
+        picked = []
+        for name in dict.fromkeys(names):
+            run = self.runs.get(name)
+            if run is None:
+                close = difflib.get_close_matches(name, list(self.runs), n=3, cutoff=0.6)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise NotFound(f"no run {name!r} is served{hint}")
+            picked.append(run)
+        return sorted(picked, key=lambda r: r.name)
+
+    def _stamp(self, runs: Sequence[core.Run]) -> tuple[tuple[str, int], ...]:
+        return tuple((r.name, self.generation[r.name]) for r in runs)
+
+    def refresh(self) -> list[str]:
+        """Look at the files; the runs that changed are scanned again and everything kept about them dropped."""
+        changed = self.watcher.poll()
+        if not changed:
+            return []
+        with self._lock:
+            for name in changed:
+                self.runs[name] = core.rescan(self.runs[name])
+                self.generation[name] += 1
+                self.version += 1
+                self.changes.append((self.version, name))
+            for key in [k for k in self._connections if any(n in changed for n, _ in k)]:
+                del self._connections[key]
+        self.memory.forget_runs(set(changed))
+        return changed
+
+    def changed_since(self, version: int) -> list[str] | None:
+        """The runs changed after `version` (None: too far behind to say)."""
+        if version == self.version:
+            return []
+        if self.changes and self.changes[0][0] > version + 1:
+            return None
+        return sorted({name for v, name in self.changes if v > version})
+
+    # -- answers --------------------------------------------------------------------------------
+    def named(self, name: str, runs: Sequence[core.Run], params: Mapping[str, str] | None = None) -> Answer:
+        """`rlsql query NAME -p ...` over `runs`, from memory when its files have not changed since."""
+        params = {k: str(v) for k, v in (params or {}).items() if v is not None and str(v) != ""}
+        key = ("named", name, self._stamp(runs), tuple(sorted(params.items())))
+        kept = self.memory.get(key)
+        if kept is not None:
+            return kept
+        core.item(name)  # an unknown name is a UsageError with a did-you-mean, before any file is read
+        deadline = self.deadline()
+        try:
+            with deadline.running():
+                result = core.run_named(name, runs, params)
+        except (core.RlsqlError, duckdb.Error) as exc:
+            if deadline.expired:
+                raise TimeLimit(f"{name}: stopped after the time limit of {self.limit:g} s") from exc
+            raise
+        answer = self._answer(result.columns, result.rows, runs)
+        self.memory.put(key, answer)
+        return answer
+
+    def select(self, sql: str, runs: Sequence[core.Run], params: Mapping[str, Any] | None = None) -> Answer:
+        """SQL over every view of `runs`: one SELECT (checked), on a connection that cannot read other files,
+        write any, load extensions or change settings; bound `params` ($name in the SQL)."""
+        key = ("select", sql, self._stamp(runs), tuple(sorted((params or {}).items())))
+        kept = self.memory.get(key)
+        if kept is not None:
+            return kept
+        cursor = self._connection(runs).cursor()
+        try:
+            try:
+                core.check_select(cursor, sql)
+            except PermissionError as exc:
+                raise Refused(str(exc)) from exc
+            deadline = self.deadline()
+            try:
+                with deadline.running():
+                    deadline.watch(cursor)
+                    result = cursor.execute(sql, dict(params)) if params else cursor.execute(sql)
+                    columns = [d[0] for d in result.description] if result.description else []
+                    rows = result.fetchmany(self.settings.serve_row_limit + 1) if result.description else []
+            except duckdb.Error as exc:
+                if deadline.expired:
+                    raise TimeLimit(f"SQL: stopped after the time limit of {self.limit:g} s") from exc
+                raise core.QueryError(f"SQL: {core.one_line(exc)}") from exc
+        finally:
+            cursor.close()
+        answer = self._answer(columns, rows, runs)
+        self.memory.put(key, answer)
+        return answer
+
+    def _answer(self, columns: list[str], rows: list[tuple], runs: Sequence[core.Run]) -> Answer:
+        limit = self.settings.serve_row_limit
+        return Answer(columns, rows[:limit], len(rows) > limit, frozenset(r.name for r in runs))
+
+    def _connection(self, runs: Sequence[core.Run]) -> Any:
+        key = self._stamp(runs)
+        with self._lock:
+            con = self._connections.get(key)
+            if con is not None:
+                self._connections.move_to_end(key)
+                return con
+        memory_limit = f"{max(self.settings.serve_memory // 2**20, 64)}MiB"
+        con = core.sandboxed(runs, memory_limit)
+        with self._lock:
+            self._connections[key] = con
+            while len(self._connections) > CONNECTIONS_KEPT:
+                self._connections.popitem(last=False)
+        return con

@@ -1,0 +1,97 @@
+"""Noticing that a run's files grew or appeared: one look per poll at each run folder's files (and its
+logs/ folder), and at Harbor's trace_jobs/ folder and the trial folders still waiting for their
+result.json. Only stat calls: nothing is read until a page asks again, and then only the runs that changed.
+
+A trial folder whose result.json exists is not looked at again (Harbor writes it once, at the end of the
+trial); a new trial folder shows as a change of trace_jobs/ itself.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlsql.serve.rlsql_core import HARBOR_DIR
+
+RESULT = "result.json"
+#: sub-folders of a run whose files count (raw training logs may lie in logs/)
+WATCHED_FOLDERS = ("logs",)
+
+Stamp = tuple[str, int, int]  # name, size, mtime_ns
+
+
+def _files(folder: Path) -> frozenset[Stamp]:
+    try:
+        with os.scandir(folder) as entries:
+            stamps = []
+            for e in entries:
+                try:
+                    if e.is_file():
+                        st = e.stat()
+                        stamps.append((e.name, st.st_size, st.st_mtime_ns))
+                except OSError:
+                    continue  # gone between the listing and the stat: the next poll sees it
+            return frozenset(stamps)
+    except OSError:
+        return frozenset()
+
+
+@dataclass
+class _Harbor:
+    """A run's trace_jobs/: its own mtime, the trial folders it held, and those without a result.json yet."""
+
+    mtime_ns: int = -1
+    trials: set[str] = field(default_factory=set)
+    pending: set[str] = field(default_factory=set)
+
+    def changed(self, trace_jobs: Path) -> bool:
+        try:
+            mtime = trace_jobs.stat().st_mtime_ns
+        except OSError:
+            mtime = -1
+        moved = False
+        if mtime != self.mtime_ns:
+            self.mtime_ns = mtime
+            listed = _subfolders(trace_jobs)
+            new = listed - self.trials
+            moved = bool(new) or bool(self.trials - listed)
+            self.trials = listed
+            self.pending = (self.pending & listed) | {t for t in new if not (trace_jobs / t / RESULT).exists()}
+        done = {t for t in self.pending if (trace_jobs / t / RESULT).exists()}
+        self.pending -= done
+        return moved or bool(done)
+
+
+def _subfolders(folder: Path) -> set[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return {e.name for e in entries if e.is_dir()}
+    except OSError:
+        return set()
+
+
+@dataclass
+class _RunState:
+    path: Path
+    stamps: tuple[frozenset[Stamp], ...] = ()
+    harbor: _Harbor = field(default_factory=_Harbor)
+
+    def look(self) -> bool:
+        """Look at the files again; True when something grew, appeared, went or was rewritten."""
+        stamps = (_files(self.path), *(_files(self.path / sub) for sub in WATCHED_FOLDERS))
+        changed = stamps != self.stamps
+        self.stamps = stamps
+        return self.harbor.changed(self.path / HARBOR_DIR) | changed
+
+
+class Watcher:
+    """The runs' folders, polled: `poll()` returns the names of the runs whose files changed since the last."""
+
+    def __init__(self, runs: dict[str, Path]):
+        self._states = {name: _RunState(path) for name, path in runs.items()}
+        for state in self._states.values():
+            state.look()
+
+    def poll(self) -> list[str]:
+        return [name for name, state in self._states.items() if state.look()]
