@@ -25,11 +25,11 @@ from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
 from rlsql.core.exactpaths import why_unnameable
-from rlsql.core.rejects import REJECT_EXAMPLES, has_reject_tables, rejected_lines
 from rlsql.runs import csvfiles
 from rlsql.runs.artifacts import INTEGER_COLUMNS
 from rlsql.runs.folders import CSV_ARTIFACTS, Run, read_header
 from rlsql.runs.memorydb import memory_connection
+from rlsql.runs.rejects import REJECT_EXAMPLES, last_scan, rejected_lines
 
 
 def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> str | None:
@@ -85,13 +85,6 @@ class Built:
     seconds: float
 
 
-def _last_scan(con: duckdb.DuckDBPyConnection) -> int:
-    """The newest reject scan id on `con` (-1: none): the reject tables accumulate over a shared connection."""
-    if not has_reject_tables(con):
-        return -1
-    return con.execute("SELECT coalesce(max(scan_id), -1) FROM reject_scans").fetchone()[0]
-
-
 #: rejected lines kept in an entry's record (the count is always whole)
 MAX_RECORDED_REJECTS = 100
 
@@ -116,7 +109,7 @@ def build_cache_entry(
     the cache folder cannot take it; DataError when DuckDB cannot convert the CSV.
     """
     own = con is None
-    if own:
+    if con is None:
         store.ensure_root(root)
         con = memory_connection()
     entry = store.entry_for(path, root)
@@ -128,7 +121,7 @@ def build_cache_entry(
         entry.parquet.parent.mkdir(exist_ok=True)
         digest = store.sha256_of(path)
         buffer = csvfiles.buffer_size([path])
-        scans_before = _last_scan(con)
+        scans_before = last_scan(con)
         sql = template.render(path=str(path), header=header, types=types, target=str(tmp), key=entry.key,
                               buffer=buffer, integers=INTEGER_COLUMNS.get(source.artifact or "", ()))
         rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
@@ -162,7 +155,7 @@ def build_cache_entry(
         raise store.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
     finally:
         if own:
-            con.close()
+            con.close()  # (con is ours: made above)
         tmp.unlink(missing_ok=True)
     return Built(entry, rows, time.perf_counter() - started)
 

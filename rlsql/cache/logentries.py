@@ -47,7 +47,7 @@ from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.exactpaths import why_unnameable
-from rlsql.runs.memorydb import memory_connection
+from rlsql.runs.memorydb import memory_connection, scalar
 
 #: the substrings that keep a line for each pipeline: those of sources/_rawlogs.sql.j2
 METRIC_NEEDLES = ("': ", "}", "Step ", "WANDB_MIRROR", "Batch generation complete", "Exception breakdown")
@@ -348,7 +348,7 @@ def direct_read(con, path: Path, fh, before: os.stat_result) -> int | None:
 def _direct_is_exact(con, fh, size: int, cut: int, after_cut: bytes) -> bool:
     """The table `direct` holds exactly the lines of the first `size` bytes of the log: the lengths add
     up to the size, a line ends at the cut, and the spot check of _spans_end_lines passes."""
-    total, at_cut = con.execute("SELECT max(cum), bool_or(cum = ?) FROM direct", [cut]).fetchone()
+    total, at_cut = con.execute("SELECT max(cum), bool_or(cum = ?) FROM direct", [cut]).fetchone() or (None, None)
     exact = total == expected_line_bytes(size, after_cut) and (cut == 0 or bool(at_cut))
     return exact and _spans_end_lines(con, fh, cut)
 
@@ -412,7 +412,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
             direct = direct_read(con, path, fh, before) if start == 0 else None
             if direct is not None:
                 cut, how = direct, "DuckDB"
-                kept = con.execute("SELECT count(*) FROM direct WHERE cum <= ?", [cut]).fetchone()[0]
+                kept = scalar(con, "SELECT count(*) FROM direct WHERE cum <= ?", [cut])
             else:
                 with tail_file.open("wb") as out:
                     cut, kept = scan_kept(path, fh, start, out, before.st_size)

@@ -44,7 +44,7 @@ from rlsql.core.settings import Settings
 from rlsql.core.sqltext import glob_escaped
 from rlsql.runs import writes
 from rlsql.runs.folders import run_folder_at_or_above
-from rlsql.runs.memorydb import memory_connection
+from rlsql.runs.memorydb import memory_connection, scalar
 
 CACHE_ENV = "RLSQL_CACHE_DIR"
 MARKER = "rlsql-cache.json"
@@ -297,7 +297,7 @@ def footer_problem(entry: Entry, record: dict, con) -> str | None:
 
     try:
         exact = glob_escaped(entry.parquet)  # DuckDB globs a path it is given, even as a parameter
-        rows = con.execute("SELECT sum(num_rows) FROM parquet_file_metadata(?)", [exact]).fetchone()[0]
+        rows = scalar(con, "SELECT sum(num_rows) FROM parquet_file_metadata(?)", [exact])
         keys = dict(con.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)", [exact]).fetchall())
     except duckdb.Error as exc:
         return f"its Parquet footer does not read ({str(exc).splitlines()[0]})"

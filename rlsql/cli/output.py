@@ -135,10 +135,12 @@ def run_named_query(
     if settings.current().engine == "spark":
         from rlsql.engine.spark import run_query_spark
 
-        result = run_query_spark(name, runs, params)
+        on_spark = run_query_spark(name, runs, params)
+        columns, rows = on_spark.columns, on_spark.rows
     else:
         result = run_query(name, runs, params)
-    _emit_rows(fmt, result.columns, result.rows, output, runs, limit)
+        columns, rows = result.columns, result.rows
+    _emit_rows(fmt, columns, rows, output, runs, limit)
 
 
 def run_main(entry: Callable[[], object]) -> None:

@@ -124,7 +124,7 @@ def parse_size(text: str, what: str = "size") -> int:
 
 def _parse(f: dataclasses.Field, raw: str) -> Any:
     name = f.metadata["env"]
-    kind = type(f.default) if f.default is not None else str
+    kind: type = type(f.default) if f.default is not None else str
     if f.name in _SIZES:
         return parse_size(raw, name)
     if f.name == "cache_dir":

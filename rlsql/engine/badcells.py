@@ -83,7 +83,7 @@ def _lines(path: str, columns: list[str]) -> str | None:
 
 def register(con: duckdb.DuckDBPyConnection, bad: BadCells) -> None:
     """Create FUNCTION on `con`, recording into `bad`."""
-    con.create_function(FUNCTION, bad.record, ["VARCHAR", "BIGINT", "VARCHAR", "DOUBLE"], "DOUBLE",
+    con.create_function(FUNCTION, bad.record, ["VARCHAR", "BIGINT", "VARCHAR", "DOUBLE"], "DOUBLE",  # type: ignore[call-overload]
                         type="arrow", null_handling="special", side_effects=True)
 
 

@@ -69,7 +69,7 @@ def locate_unparsable_csv(runs: Sequence[Run], kinds: Sequence[str]) -> DataErro
         for kind in kinds:
             artifact = run.artifact(kind)
             header = read_header(artifact.path) if artifact is not None else []
-            if not header:
+            if artifact is None or not header:
                 continue
             try:
                 con.execute(probe_sql(kind, artifact.path, header)).fetchall()

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from rlsql.core.errors import DATA_ERROR_MARK, DataError, QueryError, RlsqlError, RlsqlWarning, UnparsableCsv, one_line
-from rlsql.core.rejects import REJECT_EXAMPLES, rejected_lines
 from rlsql.engine.csvprobe import locate_unparsable_csv, parser_failure
 from rlsql.runs.folders import CSV_ARTIFACTS, Run
+from rlsql.runs.rejects import REJECT_EXAMPLES, rejected_lines
 
 if TYPE_CHECKING:
     from rlsql.catalog.sqlfile import SqlFile

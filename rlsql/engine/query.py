@@ -12,7 +12,7 @@ import duckdb
 from rlsql.cache.reading import answering as with_cache_fallback
 from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.params import Param
-from rlsql.core.errors import QueryError, UsageError
+from rlsql.core.errors import QueryError, RlsqlError, UsageError
 from rlsql.core.settings import Settings, active
 from rlsql.core.sqltext import identifier
 from rlsql.engine.badcells import BadCells, answering
@@ -207,7 +207,7 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None)
             rows = cursor.fetchall() if cursor.description else []
             warn_rejected_rows(con)
         except duckdb.Error as exc:
-            problem = data_error(exc)
+            problem: RlsqlError | None = data_error(exc)
             if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):
                 problem = query_failure(exc, "the SQL", runs, needed)
             raise problem or QueryError(f"SQL: {sql_failure(exc)}") from exc

@@ -99,7 +99,7 @@ def _frozen(tail: tuple) -> tuple:
 
 
 def _stamp(files: Sequence[LogFile]) -> tuple:
-    out = []
+    out: list[tuple] = []
     for f in files:
         try:
             st = Path(f.path).stat()
@@ -180,9 +180,10 @@ def log_context(runs: Sequence[Run], source: SqlFile, columns: list[Column]) -> 
 
 def metrics_origin(run: Run) -> str | None:
     """How `rlsql runs` names where a run's metric rows come from: the CSV, or its logs and their form."""
-    if run.artifact("metrics") is not None:
-        return run.artifact("metrics").path.name
-    if run.artifact("logs") is None:
+    csv, logs = run.artifact("metrics"), run.artifact("logs")
+    if csv is not None:
+        return csv.path.name
+    if logs is None:
         return None
     files = log_files([run], "metrics")
     forms = metric_keys(files).forms
@@ -190,7 +191,7 @@ def metrics_origin(run: Run) -> str | None:
     for f in files:
         form = forms.get(f.path, ("no metric rows", 0))[0]
         counts[form] = counts.get(form, 0) + 1
-    where = run.artifact("logs").path.relative_to(run.path).as_posix()
+    where = logs.path.relative_to(run.path).as_posix()
     where = "" if where == "." else f"{where}/"
     labels = {"wandb_mirror": "WANDB_MIRROR", "console": "console"}
     parts = ", ".join(f"{n} {labels.get(form, form)}" for form, n in sorted(counts.items()))
@@ -198,9 +199,10 @@ def metrics_origin(run: Run) -> str | None:
 
 
 def vllm_origin(run: Run) -> str | None:
-    if run.artifact("vllm") is not None:
-        return run.artifact("vllm").path.name
-    if run.artifact("logs") is None:
+    csv, logs = run.artifact("vllm"), run.artifact("logs")
+    if csv is not None:
+        return csv.path.name
+    if logs is None:
         return None
-    where = run.artifact("logs").path.relative_to(run.path).as_posix()
+    where = logs.path.relative_to(run.path).as_posix()
     return f"{'' if where == '.' else where + '/'}*.out|*.log: vLLM stat lines"

@@ -107,12 +107,12 @@ class SourceContext:
         (case-insensitively, as DuckDB compares names) is already one of `f`'s own columns or an earlier key's."""
         keys_given = self.config_keys if keys is None else keys
         if keys_given is not None:
-            keys = sorted({k.strip() for k in keys_given.split(",") if k.strip()})
+            chosen = sorted({k.strip() for k in keys_given.split(",") if k.strip()})
         else:
-            keys = self.differing_keys()
+            chosen = self.differing_keys()
         taken = {name.lower() for name in f.column_docs if name != "*"}
         columns = []
-        for key in keys:
+        for key in chosen:
             column = key if key.lower() not in taken else f"config.{key}"
             n = 2
             while column.lower() in taken:

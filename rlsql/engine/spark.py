@@ -198,7 +198,7 @@ class SparkCatalog:
         self.kept: list[Any] = []
         self.source_warnings: dict[str, list[str]] = {}
 
-    def compiled(self, f: SqlFile, values: dict[str, Any]) -> str:
+    def compiled(self, f: SqlFile, values: dict[str, Any]) -> list[tuple[str, str]]:
         # run_table: its config columns depend on the runs and `keys` (SqlFile.per_runs)
         f = self.sources.context.specialised(self.catalog, f, values.get("keys"))
         sources = [d.name for d in self.catalog.closure([f.name]) if d.kind == "source"]
@@ -374,8 +374,11 @@ def spark(runs: RunSpec = None, session: Any = None, name: str | None = None, **
 class SparkRunner:
     """Named queries over one set of runs in one Spark session; sources and views are created once."""
 
-    def __init__(self, runs: RunSpec = None, session_: Any = None):
-        self.runs = resolve_runs(runs) if not _is_run_list(runs) else list(runs)
+    def __init__(self, runs: RunSpec | Sequence[Run] = None, session_: Any = None):
+        if isinstance(runs, list | tuple) and runs and all(isinstance(r, Run) for r in runs):
+            self.runs: list[Run] = [r for r in runs if isinstance(r, Run)]
+        else:
+            self.runs = resolve_runs(runs)  # type: ignore[arg-type]  # (paths: what --run takes)
         self.session = session_
         self.objects: SparkCatalog | None = None
 
@@ -384,10 +387,6 @@ class SparkRunner:
             require_pyspark()
             self.objects = SparkCatalog(get_session(self.session), self.runs)
         return run_query_spark(name, self.runs, params, objects=self.objects)
-
-
-def _is_run_list(runs: Any) -> bool:
-    return isinstance(runs, list | tuple) and bool(runs) and all(isinstance(r, Run) for r in runs)
 
 
 def show_spark(name: str) -> str:

@@ -87,9 +87,9 @@ class RlsqlSpark(Spark):
 
 
 # -- macros ---------------------------------------------------------------------------------------
-def scalar_macros(catalog: Catalog) -> dict[str, tuple[list[str], exp.Expression]]:
+def scalar_macros(catalog: Catalog) -> dict[str, tuple[list[str], exp.Expr]]:
     """name -> (parameters, body) of every scalar macro; table macros are DuckDB-only."""
-    macros: dict[str, tuple[list[str], exp.Expression]] = {}
+    macros: dict[str, tuple[list[str], exp.Expr]] = {}
     for f in catalog.files.values():
         if f.kind != "macro":
             continue
@@ -103,8 +103,8 @@ def scalar_macros(catalog: Catalog) -> dict[str, tuple[list[str], exp.Expression
     return macros
 
 
-def _inline(tree: exp.Expression, macros: Mapping[str, tuple[list[str], exp.Expression]], path: str) -> exp.Expression:
-    def expand(node: exp.Expression) -> exp.Expression:
+def _inline(tree: exp.Expr, macros: Mapping[str, tuple[list[str], exp.Expr]], path: str) -> exp.Expr:
+    def expand(node: exp.Expr) -> exp.Expr:
         if not isinstance(node, exp.Anonymous) or node.name.lower() not in macros:
             return node
         params, body = macros[node.name.lower()]
@@ -113,7 +113,7 @@ def _inline(tree: exp.Expression, macros: Mapping[str, tuple[list[str], exp.Expr
             raise SparkCompileError(f"{path}: {node.name} takes {len(params)} arguments, not {len(args)}")
         bound = dict(zip(params, args, strict=True))
 
-        def substitute(inner: exp.Expression) -> exp.Expression:
+        def substitute(inner: exp.Expr) -> exp.Expr:
             if isinstance(inner, exp.Column):
                 if not inner.table and inner.name in bound:
                     return bound[inner.name].copy()
@@ -131,7 +131,7 @@ def _inline(tree: exp.Expression, macros: Mapping[str, tuple[list[str], exp.Expr
 
 
 # -- parameters -----------------------------------------------------------------------------------
-def _typed_literal(param: Param, value: Any) -> exp.Expression:
+def _typed_literal(param: Param, value: Any) -> exp.Expr:
     from rlsql.core.sqltext import literal
 
     spark_type = _SPARK_TYPES[param.type]
@@ -141,7 +141,7 @@ def _typed_literal(param: Param, value: Any) -> exp.Expression:
     return exp.cast(sqlglot.parse_one(literal(value), read="duckdb"), spark_type, dialect="spark")
 
 
-def _fold_integer(node: exp.Expression, path: str) -> int:
+def _fold_integer(node: exp.Expr, path: str) -> int:
     """The value of a window frame bound built from literals (Spark accepts only a literal there)."""
     if isinstance(node, exp.Paren):
         return _fold_integer(node.this, path)
@@ -167,8 +167,8 @@ def _fold_integer(node: exp.Expression, path: str) -> int:
     raise SparkCompileError(f"{path}: a window frame bound must be built from literals and parameters: {node.sql()}")
 
 
-def _bind(tree: exp.Expression, f: SqlFile, values: Mapping[str, Any]) -> exp.Expression:
-    def replace(node: exp.Expression) -> exp.Expression:
+def _bind(tree: exp.Expr, f: SqlFile, values: Mapping[str, Any]) -> exp.Expr:
+    def replace(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Anonymous) and node.name.lower() == "getvariable":
             arg = node.expressions[0] if node.expressions else None
             if not isinstance(arg, exp.Literal) or not arg.is_string:
@@ -190,15 +190,15 @@ def _bind(tree: exp.Expression, f: SqlFile, values: Mapping[str, Any]) -> exp.Ex
 
 
 # -- function and operator rewrites ---------------------------------------------------------------
-def _func(name: str, *args: exp.Expression) -> exp.Anonymous:
+def _func(name: str, *args: exp.Expr) -> exp.Anonymous:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def _not_null(node: exp.Expression) -> exp.Expression:
+def _not_null(node: exp.Expr) -> exp.Expr:
     return exp.Not(this=exp.Is(this=node.copy(), expression=exp.Null()))
 
 
-def _stringish(node: exp.Expression) -> bool:
+def _stringish(node: exp.Expr) -> bool:
     """Whether an expression is text by its form (casts of text to integers must not be rounded)."""
     if isinstance(node, exp.Literal):
         return node.is_string
@@ -207,7 +207,7 @@ def _stringish(node: exp.Expression) -> bool:
     return isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES)
 
 
-def _rewrite(node: exp.Expression, path: str) -> exp.Expression:
+def _rewrite(node: exp.Expr, path: str) -> exp.Expr:
     if isinstance(node, exp.PercentileCont):
         quantile = node.expression
         if isinstance(quantile, exp.Array):
@@ -261,10 +261,10 @@ def _rewrite(node: exp.Expression, path: str) -> exp.Expression:
     return node
 
 
-def _rewrite_all(tree: exp.Expression, path: str) -> exp.Expression:
+def _rewrite_all(tree: exp.Expr, path: str) -> exp.Expr:
     """_rewrite over the whole tree, inside each replacement too (sqlglot's transform skips those)."""
 
-    def visit(node: exp.Expression) -> exp.Expression:
+    def visit(node: exp.Expr) -> exp.Expr:
         new = node if isinstance(node, exp.Pivot) else _rewrite(node, path)
         if new is not node:
             for child in list(new.iter_expressions()):
@@ -274,21 +274,21 @@ def _rewrite_all(tree: exp.Expression, path: str) -> exp.Expression:
     return tree.transform(visit, copy=False)
 
 
-def _is_list(node: exp.Expression) -> bool:
+def _is_list(node: exp.Expr) -> bool:
     """Whether an expression is a list by its form (`len(list)` is Spark's size, not length)."""
     if isinstance(node, exp.Window):
         node = node.this.this if isinstance(node.this, exp.Filter) else node.this
     return isinstance(node, exp.Array | exp.ArrayAgg | exp.ArrayAppend | exp.ArraySort)
 
 
-def _skip_null_arg(node: exp.ArgMin | exp.ArgMax) -> exp.Expression:
+def _skip_null_arg(node: exp.ArgMin | exp.ArgMax) -> exp.Expr:
     # DuckDB's arg_min/arg_max look only at rows whose value is not NULL; Spark's min_by/max_by do not
     if isinstance(node.parent, exp.Filter):
         return node
     return exp.Filter(this=node.copy(), expression=exp.Where(this=_not_null(node.this)))
 
 
-def _utc_wall_clock(args: list[exp.Expression], path: str) -> exp.Expression:
+def _utc_wall_clock(args: list[exp.Expr], path: str) -> exp.Expr:
     """timezone('UTC', <TIMESTAMPTZ>): the instant as UTC wall-clock time (TIMESTAMP_NTZ; the session is UTC)."""
     zone = args[0] if args else None
     if len(args) != 2 or not isinstance(zone, exp.Literal) or zone.this.upper() != "UTC":
@@ -299,7 +299,7 @@ def _utc_wall_clock(args: list[exp.Expression], path: str) -> exp.Expression:
     return exp.Cast(this=value, to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
 
 
-def _try_strptime(args: list[exp.Expression], path: str) -> exp.Expression:
+def _try_strptime(args: list[exp.Expr], path: str) -> exp.Expr:
     fmt = args[1] if len(args) == 2 else None
     if not isinstance(fmt, exp.Literal) or not fmt.is_string:
         raise SparkCompileError(f"{path}: try_strptime needs a literal format")
@@ -311,7 +311,7 @@ def _try_strptime(args: list[exp.Expression], path: str) -> exp.Expression:
     return _func("try_to_timestamp", args[0], exp.Literal.string(java))
 
 
-def _list_reduce(args: list[exp.Expression], path: str) -> exp.Expression:
+def _list_reduce(args: list[exp.Expr], path: str) -> exp.Expr:
     if len(args) != 2 or not isinstance(args[1], exp.Lambda):
         raise SparkCompileError(f"{path}: list_reduce takes a list and a lambda (no initial value)")
     values = args[0]
@@ -320,7 +320,7 @@ def _list_reduce(args: list[exp.Expression], path: str) -> exp.Expression:
     return _func("aggregate", tail, head, args[1])
 
 
-def _windowed_list(window: exp.Window, path: str) -> exp.Expression:
+def _windowed_list(window: exp.Window, path: str) -> exp.Expr:
     """list(x ORDER BY k) FILTER (WHERE x IS NOT NULL) OVER (... ORDER BY k ...) -> collect_list(x) OVER (...)."""
     filtered = window.this
     agg = filtered.this
@@ -341,7 +341,7 @@ def _windowed_list(window: exp.Window, path: str) -> exp.Expression:
 
 
 # -- UNPIVOT --------------------------------------------------------------------------------------
-def _unpivot(tree: exp.Expression, columns_of: Callable[[str], list[str]] | None, path: str) -> exp.Expression:
+def _unpivot(tree: exp.Expr, columns_of: Callable[[str], list[str]] | None, path: str) -> exp.Expr:
     """DuckDB's `UNPIVOT (q) ON COLUMNS(* EXCLUDE (k...)) INTO NAME n VALUE v` as Spark's UNPIVOT clause."""
     if not isinstance(tree, exp.Pivot) or not tree.args.get("unpivot") or not tree.args.get("into"):
         return tree
@@ -395,7 +395,7 @@ def compile_tree(
     return [*helpers, (f.name, tree.sql(dialect=RlsqlSpark, pretty=True))]
 
 
-def _star_replace(tree: exp.Expression, columns_of: Callable[[str], list[str]] | None, path: str) -> exp.Expression:
+def _star_replace(tree: exp.Expr, columns_of: Callable[[str], list[str]] | None, path: str) -> exp.Expr:
     """`* EXCLUDE (...) REPLACE (expr AS c)` as the explicit column list (Spark has no REPLACE)."""
     for star in list(tree.find_all(exp.Star)):
         replaced = star.args.get("replace")
@@ -418,7 +418,7 @@ def _star_replace(tree: exp.Expression, columns_of: Callable[[str], list[str]] |
     return tree
 
 
-def _hoist_recursive_inputs(tree: exp.Expression, name: str) -> tuple[list[tuple[str, str]], exp.Expression]:
+def _hoist_recursive_inputs(tree: exp.Expr, name: str) -> tuple[list[tuple[str, str]], exp.Expr]:
     """The plain CTEs of a WITH RECURSIVE as helper views `NAME__CTE`, created (and cached) before it.
 
     Spark re-evaluates every CTE a recursive CTE reads at each iteration (timing_breakdown: ~40 s on
@@ -429,7 +429,7 @@ def _hoist_recursive_inputs(tree: exp.Expression, name: str) -> tuple[list[tuple
         return [], tree
     hoisted: dict[str, str] = {}
 
-    def rename(node: exp.Expression) -> exp.Expression:
+    def rename(node: exp.Expr) -> exp.Expr:
         for table in list(node.find_all(exp.Table)):
             if table.name in hoisted and not table.args.get("db"):
                 alias = table.alias or table.name

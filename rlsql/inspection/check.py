@@ -16,7 +16,6 @@ from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
 from rlsql.core.errors import DataError
 from rlsql.core.exactpaths import why_unnameable
-from rlsql.core.rejects import has_reject_tables, rejected_lines
 from rlsql.engine.csvprobe import PROBE_FILE, parser_failure, probe_sql
 from rlsql.engine.failures import data_error_text
 from rlsql.engine.rawlogs import metrics_origin, reads_logs, unread_stat_lines, vllm_origin
@@ -26,6 +25,7 @@ from rlsql.runs import harbor
 from rlsql.runs.artifacts import ARTIFACT_LABELS, INTEGER_COLUMNS
 from rlsql.runs.config import config_problems, read_yaml
 from rlsql.runs.folders import CSV_ARTIFACTS, HeaderError, Run, csv_header
+from rlsql.runs.rejects import last_scan, rejected_lines
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
 EXPECTED_COLUMNS = {
@@ -91,13 +91,13 @@ class CsvProbes:
                     continue  # _check_csv reports it
                 if header and PROBE_FILE not in header:
                     groups.setdefault((kind, tuple(header), buffer), []).append(artifact.path)
-        for (kind, header, buffer), paths in groups.items():
+        for (kind, names, buffer), paths in groups.items():
             if len(paths) > 1:
-                self._probe(con, kind, list(header), buffer, paths)
+                self._probe(con, kind, list(names), buffer, paths)
 
     def _probe(self, con: duckdb.DuckDBPyConnection, kind: str, header: list[str], buffer: int | None,
                paths: list[Path]) -> None:
-        before = _last_reject_scan(con)
+        before = last_scan(con)
         try:
             rows = con.execute(probe_sql(kind, None, header, buffer, paths)).fetchall()
         except duckdb.Error:
@@ -115,13 +115,6 @@ class CsvProbes:
     def get(self, path: Path) -> tuple[dict, list[tuple[str, int, str]]] | None:
         """(counts, rejected lines) of the CSV at `path`, when its group was probed together."""
         return self.results.get(str(path))
-
-
-def _last_reject_scan(con: duckdb.DuckDBPyConnection) -> int:
-    """The newest scan id in reject_errors, so one file's rejects are told from the ones before it."""
-    if not has_reject_tables(con):
-        return -1
-    return con.execute("SELECT coalesce(max(scan_id), -1) FROM reject_errors").fetchone()[0]
 
 
 def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str,
@@ -146,8 +139,9 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         skip_file(report, kind, artifact.path, str(exc))
         return
     header = read.names
-    if read.notice():
-        report.add("warning", artifact.path, read.notice(), 1)
+    notice = read.notice()
+    if notice:
+        report.add("warning", artifact.path, notice, 1)
     if not header:
         report.add("warning", artifact.path, "empty file (not even a header)", 1)
         report.readable_rows[kind] = 0
@@ -169,7 +163,7 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
     if probed is not None:
         values, rejected = probed
     else:
-        before = _last_reject_scan(con)
+        before = last_scan(con)
         try:
             # fetchall: DuckDB stores the rejects once the scan has finished
             row = con.execute(probe_sql(kind, artifact.path, header, buffer)).fetchall()[0]
@@ -356,8 +350,8 @@ def _check_config(report: RunReport, run: Run) -> None:
     if problem is not None:
         report.add("warning", config.path, f"{problem.problem}; the trainer's default routing applies", problem.line)
     if tree is not None:
-        for problem in config_problems(tree):
-            report.add("warning", config.path, f"{problem}; the trainer's default applies")
+        for text in config_problems(tree):
+            report.add("warning", config.path, f"{text}; the trainer's default applies")
 
 
 def _check_views(report: RunReport, run: Run, found: ViewFindings) -> None:

@@ -114,7 +114,7 @@ def data_contract_md(catalog: Catalog | None = None) -> str:
         for f in catalog.order if f.kind == "source"
     ]
     return _environment().get_template("data-contract.md.j2").render(
-        artifacts=artifacts, sources=sorted(sources, key=lambda s: s["name"]),
+        artifacts=artifacts, sources=sorted(sources, key=lambda s: str(s["name"])),
         default_mask=", ".join(DEFAULT_MASK), default_zero=", ".join(DEFAULT_ZERO),
     )
 

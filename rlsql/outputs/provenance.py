@@ -48,7 +48,7 @@ class SourceFingerprints:
     def for_files(self, runs: Sequence[Run], files: Sequence[SqlFile]) -> list[dict[str, Any]]:
         """Every artifact the files' sources read, run by run."""
         kinds = {f.artifact for f in files if f.kind == "source" and f.artifact}
-        out = []
+        out: list[dict[str, Any]] = []
         for run in runs:
             # the raw training logs, once per run, when a source reads them instead of a CSV
             if any(kind in LOG_SOURCES.values() and reads_logs(run, kind) for kind in kinds):

@@ -84,7 +84,7 @@ class LimitedLoader(yaml.SafeLoader):
         self.depth = 0
         self.aliases = 0
 
-    def compose_node(self, parent, index):  # type: ignore[override]
+    def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             self.aliases += 1
             if self.aliases > MAX_ALIASES:

@@ -133,7 +133,7 @@ def list_trials(trace_jobs: Path) -> Listing:
         if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
             problem = (f"DuckDB cannot look for it: its glob of {shown(unlistable)} fails on a name there "
                        "starting with a backslash")
-        listing.files.append(TrialFile(folder, path, problem or None))
+        listing.files.append(TrialFile(folder, path, problem if isinstance(problem, str) else None))
     return listing
 
 
@@ -175,7 +175,7 @@ def warn_harbor_problems(con: duckdb.DuckDBPyConnection) -> None:
     for run, path, problem, bad in harbor_problems(con):
         if problem is not None:
             skipped.setdefault(run, []).append((path, problem))
-        else:
+        elif bad is not None:
             wrong.setdefault(run, []).append((path, bad))
     for run, items in skipped.items():
         warnings.warn(

@@ -16,6 +16,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -59,10 +60,16 @@ def memory_connection(threads: int | None = None) -> duckdb.DuckDBPyConnection:
     (None: one per core, DuckDB's default)."""
     # set at connect, not by a SET statement after it: the same setting, ~4 MB less peak memory
     # (bench/RESULTS.md, "Questions answered ahead")
-    config: dict[str, str | int] = {"temp_directory": str(spill_folder())}
+    config: dict[str, str | bool | int | float | list[str]] = {"temp_directory": str(spill_folder())}
     if threads is not None:
         config["threads"] = threads
     con = duckdb.connect(":memory:", config=config)
     if (watcher := opened.get()) is not None:
         watcher(con)
     return con
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> Any:
+    """The first column of the first row `sql` gives (None for no row)."""
+    row = con.execute(sql, params or []).fetchone()
+    return None if row is None else row[0]

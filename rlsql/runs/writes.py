@@ -119,9 +119,9 @@ def temp_name(target: Path, old: bool = False, pid: int | None = None) -> Path:
 
     `old=True` names the place a folder being replaced waits during `swap_dir`.
     """
-    host, pid, nonce = _host(), str(os.getpid() if pid is None else pid), os.urandom(4).hex()
-    check = _check(target.name, host, pid, nonce, old)
-    return target.with_name(f".{target.name}.{host}-{pid}-{nonce}-{check}{'.old' if old else ''}{TMP_SUFFIX}")
+    host, owner, nonce = _host(), str(os.getpid() if pid is None else pid), os.urandom(4).hex()
+    check = _check(target.name, host, owner, nonce, old)
+    return target.with_name(f".{target.name}.{host}-{owner}-{nonce}-{check}{'.old' if old else ''}{TMP_SUFFIX}")
 
 
 @dataclass(frozen=True)

@@ -355,8 +355,8 @@ def signals_figure(data: ReportData):
                 x, y = _xy(by_run[run], "step", name)
                 if not x:
                     continue  # a run that does not log it gets no line and no legend entry
-                label = styles.label(run, what) if shown or name != "context_length_per_batch" else None
-                ax.plot(x, y, color=styles.color(run), linewidth=width, alpha=alpha, linestyle=style, label=label)
+                legend = styles.label(run, what) if shown or name != "context_length_per_batch" else None
+                ax.plot(x, y, color=styles.color(run), linewidth=width, alpha=alpha, linestyle=style, label=legend)
         ax.set_ylabel(label, fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].set_title("Training signals per step (deduplicated)", fontsize=12)

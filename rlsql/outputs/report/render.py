@@ -100,6 +100,16 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
 
 
+def _text_of(column: str, empty: str = "") -> Callable[[dict], str]:
+    """A table cell: the column's value as text, `empty` for NULL."""
+    return lambda row: empty if row.get(column) is None else str(row[column])
+
+
+def _human_in(column: str) -> Callable[[dict], str]:
+    """A cell of the summary grid: the run's figure as a person reads it, in the unit of the grid's row."""
+    return lambda row: human_cell(row[column], unit_of(row["column"]))
+
+
 def make_table(source: str, rows: Rows, columns: Sequence[str], filters: dict[str, str] | None = None,
                cells: dict[str, Callable[[dict], str]] | None = None, units: dict[str, str] | None = None,
                title: str = "") -> Table:
@@ -171,7 +181,7 @@ class Layout:
         by_run = {r["run"]: r for r in rows}
         grid = [{"figure": label, "column": column, **{run: by_run[run][column] for run in runs}}
                 for label, column in SUMMARY_FIGURES]
-        cells = {run: (lambda g, run=run: human_cell(g[run], unit_of(g["column"]))) for run in runs}
+        cells = {run: _human_in(run) for run in runs}
         table = make_table("run_summary", grid, ["figure", *runs], cells=cells, filters={"layout": "columns"})
         table.numeric = [False, *([True] * len(runs))]
         return table
@@ -190,8 +200,7 @@ class Layout:
         keys = sorted(present, key=lambda k: (-present[k], k))[:CONFIG_COLUMNS]
         self.hidden_keys = max(len(present) - len(keys), 0)
         flat = [{**r, **{f"config.{k}": (r["config"] or {}).get(k) for k in keys}} for r in rows]
-        cells = {f"config.{k}": (lambda r, k=k: "" if r[f"config.{k}"] is None else str(r[f"config.{k}"]))
-                 for k in keys}
+        cells = {f"config.{k}": _text_of(f"config.{k}") for k in keys}
         return make_table("run_table", flat, [*CROSS_RUN_COLUMNS, *cells], cells=cells)
 
     def highlight_note(self) -> str:
@@ -219,7 +228,7 @@ class Layout:
             rows = [{"run": i.run, "severity": i.severity, "where": where(i), "problem": i.problem}
                     for report in self.data.checks for i in report.issues if i.severity in severities]
             columns = ["run", "severity", "where", "problem"] if self.multi else ["severity", "where", "problem"]
-            return make_table("check", rows, columns, cells={c: (lambda r, c=c: str(r[c])) for c in columns},
+            return make_table("check", rows, columns, cells={c: _text_of(c, empty="None") for c in columns},
                               filters={"severity": "+".join(severities)})
 
         return {"problems": table(("error", "warning")), "notes": table(("info",)),
@@ -298,9 +307,8 @@ class Layout:
         for r in self.data["config_diff"]:
             keys.setdefault(r["key"], {"key": r["key"]})[r["run"]] = r["value"]
         absent = "(absent)"
-        cells: dict[str, Callable[[dict], str]] = {
-            run: (lambda row, run=run: absent if row.get(run) is None else str(row[run])) for run in runs}
-        cells["key"] = lambda row: str(row["key"])
+        cells = {run: _text_of(run, empty=absent) for run in runs}
+        cells["key"] = _text_of("key")
         return make_table("config_diff", list(keys.values()), ["key", *runs], cells=cells)
 
     def per_run_tables(self) -> dict[str, Any]:

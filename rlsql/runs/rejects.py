@@ -10,16 +10,25 @@ import re
 
 import duckdb
 
+from rlsql.runs.memorydb import scalar
+
 REJECT_EXAMPLES = 3
 
 
 def has_reject_tables(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether any scan has stored rejected rows yet (DuckDB creates the tables with the first one)."""
     # DuckDB keeps them in the temp catalogue; naming it lets duckdb_tables() skip the others (~3 ms a query)
-    found = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'temp' AND table_name = 'reject_errors'"
-    ).fetchone()[0]
+    found = scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'temp' "
+                        "AND table_name = 'reject_errors'")
     return bool(found)
+
+
+def last_scan(con: duckdb.DuckDBPyConnection) -> int:
+    """The newest reject scan id on `con` (-1: none): the reject tables accumulate over a shared connection,
+    so the lines one read rejected are those of the scans after it."""
+    if not has_reject_tables(con):
+        return -1
+    return int(scalar(con, "SELECT coalesce(max(scan_id), -1) FROM reject_scans"))
 
 
 #: one description per rejected line: DuckDB may record a line twice (a row with a field too many
