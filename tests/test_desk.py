@@ -246,7 +246,7 @@ def test_limit_says_how_many_more(capsys, monkeypatch) -> None:
     code, out, err = run_main(["query", "trials", "-r", str(CALENDAR), "-n", "3", "-f", "csv"], capsys, monkeypatch)
     assert code == 0
     assert len(out.splitlines()) == 4
-    assert f"{total - 3} more rows" in err
+    assert f"{total - 3:,} more rows (3 of {total:,} shown)" in err
     code, _, err = run_main(["query", "trials", "-r", str(CALENDAR), "-n", str(total), "-f", "csv"],
                             capsys, monkeypatch)
     assert code == 0 and "more row" not in err

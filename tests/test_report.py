@@ -8,6 +8,7 @@ Chromium (Debian's package), which this file starts.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -131,9 +132,10 @@ MARKER = re.compile(r"^<!-- source: (?P<source>\w+)(?P<filters>(?: \w+=\S+)*) --
 
 
 def split_row(line: str) -> list[str]:
+    """A markdown table row's cells as a reader shows them: `\\|` and `\\`` unescaped, entities decoded."""
     assert line.startswith("|") and line.endswith("|"), line
     cells = re.split(r"(?<!\\)\|", line[1:-1])
-    return [c.strip().replace("\\|", "|") for c in cells]
+    return [html.unescape(c.strip().replace("\\|", "|").replace("\\`", "`")) for c in cells]
 
 
 def parse_tables(text: str) -> list[dict]:
@@ -261,7 +263,7 @@ def expect_config_diff(run_dirs: list[Path]) -> list[dict]:
 
 #: the summary block: printed label -> run_summary column (what each line of the block must show)
 SUMMARY_LABELS = {
-    "Success rate (trials with a reward > 0)": "success_rate", "Mean reward": "mean_reward", "Trials": "trials",
+    "Success rate (trials with a reward above 0)": "success_rate", "Mean reward": "mean_reward", "Trials": "trials",
     "Trials with a reward": "trials_with_reward", "Best checkpoint: step": "best_checkpoint_step",
     "Best checkpoint: EMA of reward": "best_checkpoint_ema", "Final EMA of reward": "final_ema",
     "Steps (deduplicated)": "steps", "Training time (timing/step, every row)": "training_time_s",
@@ -414,7 +416,7 @@ def test_summary_comes_first_in_human_units(reports: dict[str, Path]) -> None:
     first = parse_tables(text)[0]
     assert first["source"] == "run_summary"
     cells = {row[0]: row[1] for row in first["rows"]}
-    assert cells["Success rate (trials with a reward > 0)"] == "91.0%"  # 3,556 of 3,908 (fixture)
+    assert cells["Success rate (trials with a reward above 0)"] == "91.0%"  # 3,556 of 3,908 (fixture)
     assert cells["Trials"] == "4,000"
     assert re.fullmatch(r"\d+ h \d+ m", cells["Training time (timing/step, every row)"])
     assert cells["Agent timeouts (share of trials)"] == "3.1%" and cells["Best checkpoint: step"] == "20"

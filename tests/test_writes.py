@@ -67,13 +67,12 @@ def test_export_into_a_folder_of_runs_never_replaces_a_run(tmp_path, capsys, mon
     code, stdout, err = run_main(["export", "trials", "--run", str(folder), "-o", str(folder),
                                   "--partition-by", "run"], capsys, monkeypatch)
     assert code == 2, err
-    assert "trials" in one_error_line(err) and stdout == ""
+    assert f"{folder}: holds run folder {folder / 'other'}" in one_error_line(err) and stdout == ""
     assert tree_hash(folder) == before
-    # unpartitioned, `trials.parquet` beside the runs is a new name: allowed, and the runs stay as they were
+    # unpartitioned too: a folder of runs is no output folder, not even for new names beside the runs
     code, _, err = run_main(["export", "trials", "--run", str(folder), "-o", str(folder)], capsys, monkeypatch)
-    assert code == 0, err
-    after = tree_hash(folder)
-    assert {k: v for k, v in after.items() if k in before} == before
+    assert code == 2 and "holds run folder" in one_error_line(err), err
+    assert tree_hash(folder) == before
 
 
 def test_export_refuses_a_file_it_did_not_write(tmp_path, capsys, monkeypatch) -> None:

@@ -15,7 +15,17 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from rlsql.cli.output import _emit, _emit_rows, _parse_format, _parse_params, _resolve, run_main, run_named_query, say
+from rlsql.cli.output import (
+    _emit,
+    _emit_rows,
+    _parse_format,
+    _parse_params,
+    _resolve,
+    emit_query,
+    run_main,
+    run_named_query,
+    say,
+)
 from rlsql.core import settings
 from rlsql.core.errors import DataError, UsageError
 from rlsql.core.version import __version__
@@ -157,7 +167,8 @@ def _read_sql(text: str | None, file: Path | None) -> str:
     return text
 
 
-@app.command("sql")
+# an SQL text may begin with a `--` comment: click must not take it for an option
+@app.command("sql", context_settings={"ignore_unknown_options": True})
 def sql_command(
     sql: Annotated[
         str | None,
@@ -184,9 +195,8 @@ def sql_command(
     if not text.strip():
         raise UsageError("the SQL is empty")
     runs = _resolve(run)
-    result = run_sql(text, runs, _parse_params(param))
-    if result.columns:
-        _emit_rows(fmt, result.columns, result.rows, output, runs, limit)
+    params = _parse_params(param)
+    emit_query(fmt, output, limit, lambda consume: run_sql(text, runs, params, consume))
 
 
 @app.command("list")
@@ -401,7 +411,7 @@ def shell_init_command(run: RunOption = None, output: OutputOption = None) -> No
     from rlsql.outputs.shellinit import init_script
 
     runs = _resolve(run)
-    _emit(init_script(runs), output, runs)
+    _emit(init_script(runs), output)
 
 
 @app.command("shell", context_settings={"allow_interspersed_args": False})

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsql.core.errors import DataError, ExitCode, RlsqlError, UsageError
-from rlsql.outputs.formats import OutputFormat, render
+from rlsql.outputs.formats import OutputFormat
 
 
 def say(message: str) -> None:
@@ -68,25 +68,15 @@ def _resolve(run: list[str] | None, announce: bool = True):
     return resolve_runs(run or None)
 
 
-def _emit(text: str, output: Path | None, runs) -> None:
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    from rlsql.runs.writes import refuse_run_folders, write_text
+def _emit(text: str, output: Path | None) -> None:
+    """A text (a script, a document) to stdout or -o (rlsql/outputs/rows.py: a FIFO, a device or - too)."""
+    from rlsql.outputs.rows import Output
 
-    refuse_run_folders(output, runs)
-    write_text(output, text)
-    say(f"wrote {output}")
-
-
-def _terminal_width(output: Path | None) -> int | None:
-    """The terminal's width when rows go to one; None (print every cell whole) for files and pipes."""
-    import shutil
-
-    if output is not None or not sys.stdout.isatty():
-        return None
-    return shutil.get_terminal_size().columns
+    out = Output(None, output)
+    out.write_text(text)
+    out.commit()
+    if out.kind == "file":
+        say(f"wrote {output}")
 
 
 def _emit_rows(
@@ -94,17 +84,39 @@ def _emit_rows(
     columns: Sequence[str],
     rows: Sequence[Sequence[Any]],
     output: Path | None = None,
-    runs: Sequence = (),
     limit: int | None = None,
 ) -> None:
-    """Rows in `fmt` (else the one -o's extension names) to stdout or -o; --limit says what it left out."""
-    fmt = fmt or OutputFormat.for_output(output)
-    shown = rows if limit is None else rows[:limit]
-    width = _terminal_width(output) if fmt is OutputFormat.TABLE else None
-    _emit(render(fmt, columns, shown, width), output, runs)
-    hidden = len(rows) - len(shown)
-    if hidden:
-        say(f"{hidden} more row{'s' if hidden != 1 else ''} (--limit {limit} of {len(rows)})")
+    """Rows a command holds (a listing, a check's issues) in `fmt` (else the one -o's extension names)."""
+    from rlsql.outputs.rows import Output
+
+    out = Output(fmt, output, limit)
+    written = out.write_rows(columns, rows)
+    out.commit()
+    _say_written(out, written)
+
+
+def _say_written(out, written) -> None:
+    """What a limit left out (--limit, or a table on a terminal), and where -o put the rows."""
+    if written is not None and written.total is not None:
+        more = written.total - written.rows
+        hint = "; -f csv or -o FILE gives them all" if written.by_terminal else ""
+        say(f"{more:,} more row{'s' if more != 1 else ''} ({written.rows:,} of {written.total:,} shown{hint})")
+    if out.kind == "file":
+        say(f"wrote {out.target}" + (f" ({written.rows:,} rows)" if written is not None else ""))
+
+
+def emit_query(fmt: OutputFormat | None, output: Path | None, limit: int | None, run) -> None:
+    """Rows of a query to stdout or -o as DuckDB produces them: `run(consume)` answers with `consume`
+    taking the connection and the statement (rlsql/engine/query.py)."""
+    from rlsql.outputs.rows import Output
+
+    out = Output(fmt, output, limit)  # a target that cannot be written is refused before any file is read
+    try:
+        written = run(out.write_query)
+        out.commit()
+    finally:
+        out.discard()
+    _say_written(out, written)
 
 
 def _parse_params(pairs: list[str] | None) -> dict[str, str]:
@@ -136,11 +148,9 @@ def run_named_query(
         from rlsql.engine.spark import run_query_spark
 
         on_spark = run_query_spark(name, runs, params)
-        columns, rows = on_spark.columns, on_spark.rows
-    else:
-        result = run_query(name, runs, params)
-        columns, rows = result.columns, result.rows
-    _emit_rows(fmt, columns, rows, output, runs, limit)
+        _emit_rows(fmt, on_spark.columns, on_spark.rows, output, limit)
+        return
+    emit_query(fmt, output, limit, lambda consume: run_query(name, runs, params, consume))
 
 
 def run_main(entry: Callable[[], object]) -> None:

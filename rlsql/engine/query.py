@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -20,6 +20,8 @@ from rlsql.engine.failures import data_error, query_failure, warn_rejected_rows
 from rlsql.engine.statements import RunSpec, open_connection, query_connection
 from rlsql.runs.artifacts import check_artifacts
 from rlsql.runs.folders import Run, resolve_runs
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -93,25 +95,36 @@ def _set_variables(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> No
         con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
 
 
-def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryResult:
-    """Run the named query or view `name` over `runs`."""
+#: what takes a statement's rows: the connection and the statement, run on it by the consumer (the CLI
+#: writes them out as DuckDB produces them, rlsql/outputs/rows.py; the Python API fetches them)
+Consume = Callable[[duckdb.DuckDBPyConnection, str], T]
+
+
+def run_query(name: str, runs: Sequence[Run], params: dict[str, Any], consume: Consume | None = None) -> Any:
+    """Run the named query or view `name` over `runs`: a QueryResult, or what `consume` returns.
+
+    The whole answer, `consume` included, is retried where a retry mends it (rlsql/cache/reading.py,
+    rlsql/engine/badcells.py): `consume` must be able to start over."""
     catalog = load_catalog()
     qfile = catalog.query(name)
     values = bind_params(name, params)
     needed = catalog.closure([name])
     check_artifacts(runs, needed, name)
 
-    def answer(bad_cells: BadCells | None) -> QueryResult:
+    def answer(bad_cells: BadCells | None) -> Any:
         con, sql = query_connection(runs, qfile.name, catalog, bad_cells, values.get("keys"))
         _set_variables(con, values)
         try:
-            cursor = con.execute(sql)
-            columns = [d[0] for d in cursor.description]
-            rows = cursor.fetchall()
+            if consume is not None:
+                result = consume(con, sql)
+            else:
+                cursor = con.execute(sql)
+                columns = [d[0] for d in cursor.description or []]
+                result = QueryResult(name, columns, cursor.fetchall(), list(runs), values, con, sql)
             warn_rejected_rows(con)
         except duckdb.Error as exc:
             raise query_failure(exc, name, runs, needed) from exc
-        return QueryResult(name, columns, rows, list(runs), values, con, sql)
+        return result
 
     # a cached copy that fails to read costs a second answer from the CSVs, never a failed query
     # a bad whole-number cell costs a second answer that names it (rlsql/engine/badcells.py)
@@ -186,8 +199,10 @@ def sql_failure(exc: duckdb.Error) -> str:
     return " ".join(kept) or type(exc).__name__
 
 
-def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None) -> QueryResult:
-    """Run ad hoc SQL (one or more statements; the last one's rows come back) over every view and macro."""
+def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
+            consume: Consume | None = None) -> Any:
+    """Run ad hoc SQL (one or more statements; the last one's rows come back, or go to `consume` as in
+    run_query) over every view and macro."""
     if not sql.strip():
         raise UsageError("no SQL given")
     catalog = load_catalog()
@@ -196,22 +211,29 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None)
     check_artifacts(runs, needed, "the SQL")
     values = sql_params(names, params or {})
 
-    def answer() -> QueryResult:
+    def answer() -> Any:
         # run_table's columns are laid out when its view is created: `-p keys=` picks them then
         keys = values.get("keys") if any(catalog.files[n].per_runs for n in names) else None
         con = open_connection(runs, names, catalog, config_keys=keys)
         _set_variables(con, values)
         try:
-            cursor = con.execute(sql)
-            columns = [d[0] for d in cursor.description] if cursor.description else []
-            rows = cursor.fetchall() if cursor.description else []
+            if consume is not None:
+                statements = con.extract_statements(sql)
+                for statement in statements[:-1]:
+                    con.execute(statement)
+                result = consume(con, statements[-1].query) if statements else None
+            else:
+                cursor = con.execute(sql)
+                columns = [d[0] for d in cursor.description] if cursor.description else []
+                rows = cursor.fetchall() if cursor.description else []
+                result = QueryResult("sql", columns, rows, list(runs), values, con, sql)
             warn_rejected_rows(con)
         except duckdb.Error as exc:
             problem: RlsqlError | None = data_error(exc)
             if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):
                 problem = query_failure(exc, "the SQL", runs, needed)
             raise problem or QueryError(f"SQL: {sql_failure(exc)}") from exc
-        return QueryResult("sql", columns, rows, list(runs), values, con, sql)
+        return result
 
     # as run_query: a cached copy that fails to read costs a second answer from the CSVs
     return with_cache_fallback(answer)

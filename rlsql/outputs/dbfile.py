@@ -34,7 +34,7 @@ from rlsql.engine.statements import comment_columns, create_objects
 from rlsql.outputs.provenance import SourceFingerprints
 from rlsql.runs.folders import Run
 from rlsql.runs.memorydb import memory_connection
-from rlsql.runs.writes import atomic_path, check_writable_target, disk_failure, failures_named
+from rlsql.runs.writes import atomic_path, disk_failure, failures_named, guard
 
 #: readable by DuckDB 1.4 and later (rlsql itself needs duckdb>=1.4)
 DEFAULT_STORAGE_VERSION = "v1.4.0"
@@ -59,7 +59,7 @@ def build_database(
     catalog: Catalog | None = None,
 ) -> Built:
     catalog = catalog or load_catalog()
-    check_writable_target(target, runs)  # an empty path too
+    guard(target)  # an empty path too; never in a run folder, given or not
     with failures_named(target):
         if target.is_dir():
             raise UsageError(f"{target}: is a folder; give the database FILE to write (e.g. runs.duckdb)")

@@ -55,15 +55,15 @@ from rlsql.runs.folders import Run
 from rlsql.runs.writes import (
     MARK,
     atomic_path,
-    check_writable_target,
     disk_failure,
     failures_named,
     folder_lock,
     fsync_tree,
+    guard,
+    guard_folder,
     owns_file,
     parse_temp_name,
     read_mark,
-    refuse_run_folders,
     remove_dir,
     swap_dir,
     sweep,
@@ -239,7 +239,7 @@ def export(
         raise UsageError(f"--partition-by {partition_by!r}: only {', '.join(PARTITIONS)} is supported")
     if replace_all and partition_by is None:
         raise UsageError("--replace-all goes with --partition-by (an unpartitioned file is always replaced whole)")
-    refuse_run_folders(out_dir, runs)  # an empty path too
+    guard_folder(out_dir)  # an empty path too; never at, in or around a run
     with failures_named(out_dir):
         if out_dir.exists() and not out_dir.is_dir():
             raise UsageError(f"{out_dir}: not a folder; -o takes the folder the files go to")
@@ -287,7 +287,7 @@ def _check_targets(
     with failures_named(out_dir):
         for item in kept:
             target = targets[item.name]
-            check_writable_target(target, runs)
+            guard_folder(target) if item.name in trees else guard(target)
             if item.name in trees:
                 _check_tree_replaceable(target, item.name, runs, replace_all)
                 continue

@@ -148,19 +148,29 @@ def to_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return buffer.getvalue()
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
 
 
-def to_markdown(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
+def markdown_cell(text: str) -> str:
+    """Text that stays one cell of a markdown table and shows as written: `|` and backticks escaped, `<`
+    and `>` as entities (a run folder named `<b>x</b>` is not HTML), line breaks as spaces."""
+    text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    return "".join(_MARKDOWN_ESCAPES.get(ch, ch) for ch in text)
 
-    numeric = [bool(rows) and all(_is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
-    lines = ["| " + " | ".join(cell(c) for c in columns) + " |"]
-    lines.append("|" + "|".join("---:" if n else "---" for n in numeric) + "|")
-    lines.extend("| " + " | ".join(cell(display(v)) for v in row) + " |" for row in rows)
-    return "\n".join(lines) + "\n"
+
+_MARKDOWN_ESCAPES = {"|": "\\|", "`": "\\`", "<": "&lt;", ">": "&gt;"}
+
+
+def to_markdown(columns: Sequence[str], rows: Sequence[Sequence[Any]], header: bool = True) -> str:
+    """A markdown table; `header=False`: its rows only (a table written batch by batch)."""
+    lines = []
+    if header:
+        numeric = [bool(rows) and all(is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
+        lines.append("| " + " | ".join(markdown_cell(c) for c in columns) + " |")
+        lines.append("|" + "|".join("---:" if n else "---" for n in numeric) + "|")
+    lines.extend("| " + " | ".join(markdown_cell(display(v)) for v in row) + " |" for row in rows)
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def fit_widths(widths: Sequence[int], width: int, gap: int = 2) -> list[int]:
@@ -180,26 +190,31 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + ELLIPSIS
 
 
-def to_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None) -> str:
+def to_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None,
+             widths: Sequence[int] | None = None, numeric: Sequence[bool] | None = None, header: bool = True) -> str:
     """A plain aligned text table: numbers right-aligned, no wrapping, readable in any pager.
 
     With `width` (a terminal's), cells that would overflow it are cut with an ellipsis; without it
-    (a file, a pipe) every cell is printed whole.
+    (a file, a pipe) every cell is printed whole. `widths` and `numeric` given (a table written batch by
+    batch, rlsql/outputs/rows.py) lay out its rows as the first batch's; `header=False`: the rows only.
     """
     cells = [[display(v).replace("\n", " ") for v in row] for row in rows]
-    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-    if width is not None:
-        widths = fit_widths(widths, width)
-    numeric = [bool(rows) and all(_is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
+    if widths is None:
+        widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+        if width is not None:
+            widths = fit_widths(widths, width)
+    if numeric is None:
+        numeric = [bool(rows) and all(is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
+    clip = width is not None
 
     def line(values: Sequence[str]) -> str:
-        parts = [_clip(v, w).rjust(w) if n else _clip(v, w).ljust(w)
+        parts = [(_clip(v, w) if clip else v).rjust(w) if n else (_clip(v, w) if clip else v).ljust(w)
                  for v, w, n in zip(values, widths, numeric, strict=True)]
         return "  ".join(parts).rstrip()
 
-    out = [line(columns), "  ".join("-" * w for w in widths)]
+    out = [line(columns), "  ".join("-" * w for w in widths)] if header else []
     out.extend(line(r) for r in cells)
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" if out else ""
 
 
 RENDERERS: dict[OutputFormat, Callable[[Sequence[str], Sequence[Sequence[Any]]], str]] = {

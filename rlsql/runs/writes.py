@@ -11,8 +11,11 @@ cache through the same functions) goes through this module, so that:
   final name, so a file rlsql did not name this way is never touched;
 - files are created as any Unix tool creates them: mode 0666 minus the umask, and a file that is
   replaced keeps its mode;
-- nothing is written into, or replaces, a run folder (`check_writable_target`), and an export only
-  replaces what an earlier export wrote and marked (`read_mark`, `owns_file`).
+- nothing is written into, replaces or deletes a run folder, given on the command line or not
+  (`guard`, called by every write below), and an export only replaces what an earlier export wrote and
+  marked (`read_mark`, `owns_file`);
+- `-o` onto a FIFO or a character device writes into it as a shell's `>` does (`output_kind`), never
+  renaming a file over it.
 
 OSError while writing becomes `WriteError` (exit 4) naming the path, or `UsageError` (exit 2) when
 the path itself is wrong (a folder where a file goes, an empty name).
@@ -33,22 +36,16 @@ import os
 import re
 import shutil
 import socket
+import stat
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 from rlsql.core.errors import ExitCode, RlsqlError, RlsqlWarning, UsageError
-
-
-class RunFolder(Protocol):
-    """What the write path needs of a run (an rlsql.runs.folders.Run): its folder. A protocol rather than an
-    import, because this module sits below the run layer (README, "Architecture")."""
-
-    @property
-    def path(self) -> Path: ...
+from rlsql.runs.folders import run_folder_at_or_above, scan_folder
 
 TMP_SUFFIX = ".rlsql-tmp"
 #: the file in a folder rlsql wrote (an export tree, one of its partitions, an export folder) that says so
@@ -229,52 +226,101 @@ def fsync_dir(folder: Path) -> None:
 
 # -- targets ---------------------------------------------------------------------------------------
 
-def refuse_run_folders(target: Path, runs: Sequence[RunFolder]) -> None:
-    """Refuse to write at or inside a run folder (rlsql never writes into a user's run)."""
+def guard(target: Path) -> None:
+    """Refuse to write, replace or delete `target` when it is a run folder or lies inside one: any folder
+    rlsql recognises as a run by what it holds (rlsql.runs.folders.scan_folder), given on the command
+    line or not. Every write below calls it, so every command gets the rule."""
     if str(target) == "":
         raise UsageError("the output path is empty; give a file or folder name")
-    resolved = target.resolve()
-    for run in runs:
-        if resolved == run.path or run.path in resolved.parents:
-            raise UsageError(f"{target}: refusing to write inside run folder {run.path}; choose another path")
+    absolute = Path(os.path.abspath(target))
+    run = run_folder_at_or_above(absolute if absolute.is_dir() and not absolute.is_symlink() else absolute.parent)
+    if run is not None:
+        where = "is run folder" if run == absolute else f"is inside run folder {run}"
+        raise UsageError(f"{target}: {where}; rlsql never writes into a run folder: choose another path")
 
 
-def check_writable_target(target: Path, runs: Sequence[RunFolder]) -> None:
-    """Refuse a target to be replaced that is a run folder, lies inside one, or holds one."""
-    refuse_run_folders(target, runs)
-    resolved = target.resolve()
-    for run in runs:
-        if resolved in run.path.parents:
-            raise UsageError(f"{target}: refusing to replace a folder that holds run {run.path}; choose another path")
+def guard_folder(target: Path) -> None:
+    """guard(), and for a folder rlsql would replace or fill: none of its sub-folders is a run folder (a
+    folder of runs is not an output folder)."""
+    guard(target)
+    try:
+        subs = [p for p in target.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return  # new (or unreadable: the write itself says so)
+    for sub in sorted(subs):
+        try:
+            found = scan_folder(sub)
+        except RlsqlError:
+            continue
+        if found is not None:
+            raise UsageError(f"{target}: holds run folder {sub}; rlsql never writes among a user's runs: "
+                             "choose another path")
+
+
+#: what `-o` can be besides a regular file or a new name: written into as a shell's `>` writes
+STDOUT = Path("-")
+
+
+def output_kind(target: Path) -> str:
+    """How `-o target` is written: "stdout" (`-`), "stream" (a FIFO or a character device such as
+    /dev/null: written into in place, never renamed over), or "file" (a regular file or a new name:
+    written under a temporary name and renamed). Anything else (a folder, a socket, a block device) is
+    a UsageError; a symbolic link is classified by what it points to."""
+    if target == STDOUT:
+        return "stdout"
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return "file"
+    except OSError as exc:
+        raise write_failure(target, exc) from exc
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        return "stream"
+    what = "a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+    raise UsageError(f"{target}: is {what}; -o takes a file (or a FIFO, a device, or - for stdout)")
 
 
 # -- writing files ---------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def atomic_path(target: Path, mark: bool = False) -> Iterator[Path]:
-    """Yield a temporary path beside `target` for a writer (DuckDB, matplotlib) to create; when the block
-    succeeds it is fsynced, given `target`'s mode and renamed onto it. On failure nothing is left.
-
-    `mark=True` records the file in its folder's mark before the rename (see `record_file`), so a
-    later export may replace it.
-    """
+def stage(target: Path) -> Path:
+    """The temporary name `target` is written under (beside it; its folder made, a killed writer's
+    leftovers there swept): `commit` renames it onto `target`. Refused where `guard` refuses."""
     if str(target) == "":
         raise UsageError("the output path is empty; give a file name")
+    guard(target)
     with failures_named(target):
         if target.is_dir():
             raise UsageError(f"{target}: is a folder; give a file name")
         target.parent.mkdir(parents=True, exist_ok=True)
         sweep(target.parent)
-    tmp = temp_name(target)
+    return temp_name(target)
+
+
+def commit(tmp: Path, target: Path, mark: bool = False) -> None:
+    """Put the staged file `tmp` in `target`'s place: fsynced, given `target`'s mode, renamed onto it.
+
+    `mark=True` records the file in its folder's mark before the rename (see `record_file`), so a
+    later export may replace it.
+    """
+    with failures_named(target):
+        os.chmod(tmp, _mode_for(target))
+        _fsync_path(tmp)
+        if mark:
+            record_file(target.parent, target.name, tmp)
+        os.replace(tmp, target)
+        fsync_dir(target.parent)
+
+
+@contextlib.contextmanager
+def atomic_path(target: Path, mark: bool = False) -> Iterator[Path]:
+    """Yield a temporary path beside `target` for a writer (DuckDB, matplotlib) to create; when the block
+    succeeds it is committed onto `target` (`stage`, `commit`). On failure nothing is left."""
+    tmp = stage(target)
     try:
         yield tmp
-        with failures_named(target):
-            os.chmod(tmp, _mode_for(target))
-            _fsync_path(tmp)
-            if mark:
-                record_file(target.parent, target.name, tmp)
-            os.replace(tmp, target)
-            fsync_dir(target.parent)
+        commit(tmp, target, mark)
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
@@ -345,6 +391,7 @@ def _exchange(a: Path, b: Path) -> bool:
 
 def remove_dir(target: Path) -> None:
     """Remove a folder rlsql wrote: renamed away first, so it vanishes at once and whole."""
+    guard_folder(target)
     gone = temp_name(target, old=False)
     with failures_named(target):
         os.rename(target, gone)
@@ -376,6 +423,7 @@ def folder_lock(folder: Path, waiting: Callable[[str], None] | None = None) -> I
         yield
         return
     path = folder / LOCK
+    guard(path)
     with failures_named(path):
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666 & ~umask())
     try:

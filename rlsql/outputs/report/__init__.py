@@ -21,9 +21,9 @@ from rlsql.core.errors import UsageError
 from rlsql.runs.folders import Run
 from rlsql.runs.writes import (
     MARK,
-    check_writable_target,
     failures_named,
     fsync_tree,
+    guard_folder,
     read_mark,
     swap_dir,
     sweep,
@@ -81,7 +81,7 @@ def written_by_rlsql(folder: Path) -> bool:
 
 def check_target(out_dir: Path, runs: Sequence[Run]) -> None:
     """-o must be a new folder, an empty one, or a report folder rlsql wrote (never at, in or around a run)."""
-    check_writable_target(out_dir, runs)
+    guard_folder(out_dir)
     if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
         raise UsageError(f"{out_dir}: exists and is not a folder; -o takes the folder to write the report into")
     with failures_named(out_dir):

@@ -19,6 +19,7 @@ from typing import Any
 import jinja2
 
 from rlsql.core.version import __version__
+from rlsql.outputs.formats import markdown_cell
 from rlsql.outputs.report import human
 from rlsql.outputs.report.data import ReportData, Rows
 from rlsql.outputs.report.figures import FEW_RUNS, FIGURES
@@ -126,7 +127,7 @@ def make_table(source: str, rows: Rows, columns: Sequence[str], filters: dict[st
 
 #: the summary block: label -> run_summary column, in the order a reader asks
 SUMMARY_FIGURES = (
-    ("Success rate (trials with a reward > 0)", "success_rate"),
+    ("Success rate (trials with a reward above 0)", "success_rate"),
     ("Mean reward", "mean_reward"),
     ("Trials", "trials"),
     ("Trials with a reward", "trials_with_reward"),
@@ -407,10 +408,6 @@ def caveat_line(data: ReportData) -> str:
             "(listed in the report's Data caveats section; `rlsql check` shows the same)")
 
 
-def _md_cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def _anchor(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
@@ -424,7 +421,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["md_cell"] = _md_cell
+    env.filters["md_cell"] = lambda text: markdown_cell(str(text))
     env.filters["anchor"] = _anchor
     return env
 

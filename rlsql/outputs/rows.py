@@ -1,0 +1,248 @@
+"""Rows to stdout or `-o`, in every format, as DuckDB produces them: memory stays bounded at any size.
+
+A query's rows never become a Python list here. The machine formats (csv, json, jsonl) are written
+by DuckDB's own COPY; the people formats (table, markdown) are rendered batch by batch from the
+cursor. Either way the output is first written whole to a staging file, and only then put in place:
+
+- `-o FILE` (a regular file or a new name): staged beside it and renamed onto it (rlsql/runs/writes.py),
+  so an interrupted or failed command leaves the old file whole;
+- stdout, `-o -`, or `-o` onto a FIFO or a character device (/dev/null): staged in rlsql's own
+  temporary folder and copied into it as a shell's `>` writes, never renamed over it.
+
+Staging whole first is what lets a failed read be answered again (a damaged cached copy, a CSV
+DuckDB cannot parse: rlsql/cache/reading.py) without half an answer already printed.
+
+In a table a column is as wide as the widest cell of the first batch (BATCH rows); a later, longer cell
+widens its own line only. A table on a terminal holds at most TERMINAL_ROWS rows and says how many
+more there were.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import duckdb
+
+from rlsql.core.sqltext import identifier, literal
+from rlsql.outputs.formats import OutputFormat, display, fit_widths, is_number, render, to_markdown, to_table
+from rlsql.runs import writes
+from rlsql.runs.memorydb import scalar, spill_folder
+
+#: rows fetched from DuckDB at a time for the people formats
+BATCH = 10_000
+#: the most rows a table printed on a terminal holds (the rest: `-f csv`, `-o FILE`, `--limit`)
+TERMINAL_ROWS = 1_000
+_COPY_OPTIONS = {
+    OutputFormat.CSV: "FORMAT csv, HEADER true",
+    OutputFormat.JSON: "FORMAT json, ARRAY true",
+    OutputFormat.JSONL: "FORMAT json",
+}
+_FLOATS = frozenset({"DOUBLE", "FLOAT", "REAL"})
+#: the view a statement's rows are read through when the statement is no SELECT
+_ROWS = "__rlsql_rows"
+
+
+@dataclass(frozen=True)
+class Written:
+    """What went out: the rows written, and when a limit cut them, how many the answer had."""
+
+    rows: int
+    total: int | None = None
+    #: the limit that cut them came from the terminal (TERMINAL_ROWS), not --limit
+    by_terminal: bool = False
+
+
+class Output:
+    """Where a command's rows go (stdout or `-o`) and in which format; `write_*` stages them whole,
+    `commit` puts them in place (see the module docstring)."""
+
+    def __init__(self, fmt: OutputFormat | None, target: Path | None, limit: int | None = None):
+        self.fmt = fmt or OutputFormat.for_output(None if target == writes.STDOUT else target)
+        self.target = target
+        self.kind = "stdout" if target is None else writes.output_kind(target)
+        self.terminal = self.kind == "stdout" and _isatty(sys.stdout)
+        #: the --limit asked for; a table on a terminal is held to TERMINAL_ROWS besides
+        self.limit = limit
+        self.shown = limit
+        if self.terminal and self.fmt in (OutputFormat.TABLE, OutputFormat.MARKDOWN):
+            self.shown = TERMINAL_ROWS if limit is None else min(limit, TERMINAL_ROWS)
+        #: the terminal's width, which a table's cells are cut to (None: every cell whole)
+        self.width = shutil.get_terminal_size().columns if self.terminal and self.fmt is OutputFormat.TABLE else None
+        if self.kind == "file":
+            assert target is not None
+            self.staged = writes.stage(target)  # refused here, before any file is read, where a write would be
+            #: what a failure to write the staged file is said about (the file asked for, not its temporary)
+            self.named: Path = target
+        else:
+            self.staged = writes.temp_name(spill_folder().parent / "rows")
+            self.named = self.staged.parent
+            with writes.failures_named(self.named):
+                self.staged.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    # -- staging ----------------------------------------------------------------------------------
+    def write_query(self, con: duckdb.DuckDBPyConnection, sql: str) -> Written | None:
+        """Stage the rows of statement `sql` on `con` (None: a statement without rows, such as CREATE, which
+        has run). Raises what DuckDB raises (the caller may answer again)."""
+        (statement,) = con.extract_statements(sql)
+        if statement.type != duckdb.StatementType.SELECT:
+            relation = con.sql(sql)  # DESCRIBE, SHOW, PRAGMA: rows DuckDB holds once run
+            if relation is None:
+                return None
+            con.register(_ROWS, relation)
+            sql = f"SELECT * FROM {_ROWS}"
+        if self.fmt in _COPY_OPTIONS:
+            return self._copy(con, sql)
+        return self._render(con, sql)
+
+    def write_rows(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Written:
+        """Stage rows a command holds already (a listing, a check's issues): few, by their nature."""
+        shown = rows if self.shown is None else rows[: self.shown]
+        with writes.failures_named(self.named), self.staged.open("w", encoding="utf-8", newline="") as fh:
+            fh.write(render(self.fmt, columns, shown, self.width))
+        return self._written(len(shown), len(rows))
+
+    def write_text(self, text: str) -> None:
+        """Stage a text (a script, a document) as it is."""
+        with writes.failures_named(self.named), self.staged.open("w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+
+    def _copy(self, con: duckdb.DuckDBPyConnection, sql: str) -> Written:
+        relation = con.sql(sql)
+        select = ", ".join(_json_cell(c, str(t)) if self.fmt is not OutputFormat.CSV else identifier(c)
+                           for c, t in zip(relation.columns, relation.types, strict=True))
+        inner = f"SELECT {select} FROM ({sql}) AS rows_out"
+        if self.shown is not None:
+            inner += f" LIMIT {int(self.shown)}"
+        try:
+            written = scalar(con, f"COPY ({inner}) TO {literal(str(self.staged))} "
+                                  f"({_COPY_OPTIONS[self.fmt]}, USE_TMP_FILE false)")
+        except duckdb.Error as exc:  # a full or read-only disk: the one line naming the output, exit 4
+            failure = writes.disk_failure(self.named, self.staged, str(exc))
+            if failure is None:
+                raise
+            raise failure from exc
+        rows = int(written or 0)
+        total = None
+        if self.shown is not None and rows == self.shown:
+            total = int(scalar(con, f"SELECT count(*) FROM ({sql}) AS rows_out"))
+        return self._written(rows, total)
+
+    def _render(self, con: duckdb.DuckDBPyConnection, sql: str) -> Written:
+        cursor = con.execute(sql)
+        columns = [d[0] for d in cursor.description or []]
+        rows = 0
+        left = self.shown
+        with writes.failures_named(self.named), self.staged.open("w", encoding="utf-8", newline="") as fh:
+            batch = cursor.fetchmany(BATCH if left is None else min(BATCH, left))
+            widths, numeric = _layout(columns, batch, self.width)
+            if self.fmt is OutputFormat.MARKDOWN:
+                header, _, _ = to_markdown(columns, batch).partition("\n")
+                fh.write(header + "\n" + "|" + "|".join("---:" if n else "---" for n in numeric) + "|\n")
+            else:
+                fh.write(to_table(columns, [], None, widths=widths, numeric=numeric))
+            while batch:
+                rows += len(batch)
+                if self.fmt is OutputFormat.MARKDOWN:
+                    fh.write(to_markdown(columns, batch, header=False))
+                else:
+                    fh.write(to_table(columns, batch, None, widths=widths, numeric=numeric, header=False))
+                if left is not None:
+                    left -= len(batch)
+                    if left <= 0:
+                        break
+                batch = cursor.fetchmany(BATCH if left is None else min(BATCH, left))
+        total = None
+        if self.shown is not None and rows == self.shown:
+            total = int(scalar(con, f"SELECT count(*) FROM ({sql}) AS rows_out"))
+        return self._written(rows, total)
+
+    def _written(self, rows: int, total: int | None) -> Written:
+        if total is None or total <= rows:
+            return Written(rows)
+        return Written(rows, total, by_terminal=self.limit is None or (self.shown or 0) < self.limit)
+
+    # -- in place -----------------------------------------------------------------------------------
+    def commit(self) -> None:
+        """Put the staged output in place: renamed onto `-o FILE`, or copied into stdout, a FIFO or a device."""
+        if self.kind == "file":
+            assert self.target is not None
+            writes.commit(self.staged, self.target)
+            return
+        try:
+            with self.staged.open("rb") as src:
+                if self.kind == "stdout":
+                    sys.stdout.flush()
+                    _copy_into(src, _binary(sys.stdout))  # a reader gone (| head) is BrokenPipeError: not ours
+                else:
+                    assert self.target is not None
+                    with writes.failures_named(self.target), self.target.open("wb") as dst:
+                        _copy_into(src, dst)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            self.staged.unlink()
+
+
+def _json_cell(column: str, type_name: str) -> str:
+    """The JSON formats' contract, where DuckDB's own JSON differs: NaN and infinities are null, and a
+    timestamp is ISO 8601 as Python writes it (`2026-06-01T09:00:00`, microseconds only when not zero)."""
+    name = identifier(column)
+    if type_name in _FLOATS:
+        return f"CASE WHEN isfinite({name}) THEN {name} END AS {name}"
+    if type_name == "TIMESTAMP":
+        return (f"CASE WHEN microsecond({name}) % 1000000 = 0 THEN strftime({name}, '%Y-%m-%dT%H:%M:%S') "
+                f"ELSE strftime({name}, '%Y-%m-%dT%H:%M:%S.%f') END AS {name}")
+    return name
+
+
+def _layout(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None) -> tuple[list[int], list[bool]]:
+    """A table's column widths (from `rows`, fitted to `width`) and which columns are numbers."""
+    cells = [[display(v) for v in row] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    if width is not None:
+        widths = fit_widths(widths, width)
+    numeric = [bool(rows) and all(is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
+    return widths, numeric
+
+
+def _copy_into(src: IO[bytes], dst: Any) -> None:
+    while chunk := src.read(1 << 20):
+        dst.write(chunk)
+    dst.flush()
+
+
+def _binary(stream: Any) -> Any:
+    """The byte stream under a text stream (stdout), or one that encodes into it (a test's capture)."""
+    buffer = getattr(stream, "buffer", None)
+    return buffer if buffer is not None else _Encoding(stream)
+
+
+class _Encoding:
+    """Bytes written into a text stream, decoded as they come (a character may span two chunks)."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+
+    def write(self, data: bytes) -> int:
+        self.stream.write(self.decoder.decode(data))
+        return len(data)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
