@@ -172,8 +172,8 @@ def rlsql_exe() -> str:
     return found
 
 
-#: the test files that take longest (wall seconds on their worker in a whole-suite run, bench/RESULTS.md,
-#: session 7), longest first. `pytest -n auto --dist loadfile` (README) hands a worker its next file when
+#: the test files that take longest (wall seconds on their worker in a whole-suite run, bench/RESULTS.md at
+#: 9434c57, session 7), longest first. `pytest -n auto --dist loadfile` (README) hands a worker its next file when
 #: the one it runs has two tests left, in the collection's order, so these start first and no worker begins
 #: a long file while the other is finishing (greedy longest-first). test_spark.py (a minute where pyspark
 #: and Java are installed, an instant skip where not) leads. The Spark Connect test (~11 s, most of it its
@@ -191,7 +191,7 @@ LONGEST_FIRST = [
 #: test files that share a session fixture with another file -> that file: xdist runs them on the same worker,
 #: which then builds the fixture once (each worker is a process of its own and builds its own session
 #: fixtures). tiny_report: test_report and test_golden; fixture_connections and bound_columns: test_column_docs,
-#: test_schema and test_grain (each built on both workers cost ~2.5 CPU-s more; bench/RESULTS.md, session 5).
+#: test_schema and test_grain (each built on both workers cost ~2.5 CPU-s more; bench/RESULTS.md at 9434c57, session 5).
 SAME_WORKER = {"test_golden.py": "test_report.py", "test_schema.py": "test_column_docs.py",
                "test_grain.py": "test_column_docs.py"}
 

@@ -1,6 +1,6 @@
 """Every view and named query that declares a `grain` header holds one row per grain value.
 
-The grain is the file's promise of what one row is (README, "SQL files"); BI tools join on it. The
+The grain is the file's promise of what one row is (docs/architecture.md, "The SQL layer"); BI tools join on it. The
 rows are fetched through the connection rlsql answers queries with (the session's
 `fixture_connections`, one per run set) and counted in plain Python, on every fixture run and on all
 of them together (the run column keeps runs apart).

@@ -103,8 +103,8 @@ def awkward(tmp_path_factory) -> Path:
 
 #: "all" (the five fixture runs together), the awkward run, the harbor run. Each fixture run alone proved
 #: nothing "all" does not: every source, view and named query gives, for a run, the rows it gives on
-#: that run alone (checked with DuckDB over every object and fixture run; bench/RESULTS.md, "The test
-#: suite on two cores"), except row_no numbering the files of a header group across runs, and the
+#: that run alone (checked with DuckDB over every object and fixture run; bench/RESULTS.md at 9434c57, "The
+#: test suite on two cores"), except row_no numbering the files of a header group across runs, and the
 #: objects that compare runs (config_diff, compare_runs, run_table_map, run_table). Their one-run case,
 #: and a first file numbered from 1, come from the two single runs: the awkward run (with a config; no
 #: vLLM or Harbor files) and harbor (Harbor's result.json only, with a config: empty CSV sources under
@@ -292,7 +292,7 @@ def test_cli_engine_spark_prints_the_duckdb_table(spark, capsys, monkeypatch):
     """`rlsql query turns_by_exception --engine spark` on the sample run prints DuckDB's table.
 
     In this process, through the console script's entry, on the module's session: a second local JVM
-    for one query cost ~7 CPU-s and ~10 s of the Spark worker's time (bench/RESULTS.md, session 5). The
+    for one query cost ~7 CPU-s and ~10 s of the Spark worker's time (bench/RESULTS.md at 9434c57, session 5). The
     command as a process of its own, `--engine spark` and all, is test_spark_connect.py's."""
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     code, duck, duck_err = _console(["query", "turns_by_exception"], capsys, monkeypatch)

@@ -1,6 +1,6 @@
 """A named query through Spark Connect: a local Spark Connect server, SPARK_REMOTE, the rlsql command.
 
-The server is pyspark's own `sbin/start-connect-server.sh --wait` (what README's "Running at scale"
+The server is pyspark's own `sbin/start-connect-server.sh --wait` (what docs/spark.md, "Using it",
 tells a user to start), on a free port, with its logs and pid file in a temporary folder; this test
 stops the process group it started. Skipped with the reason when pyspark, its Connect client
 libraries or Java are absent; fails instead when RLSQL_REQUIRE_SPARK=1 (CI).
@@ -88,7 +88,7 @@ def connect_server(tmp_path_factory):
 
 
 def test_named_query_through_spark_connect(connect_server, rlsql_exe):
-    """README's "Running at scale", step by step: the server started from the pyspark package, then
+    """docs/spark.md, "Using it", step by step: the server started from the pyspark package, then
     `SPARK_REMOTE=sc://... rlsql query turns_by_exception --engine spark` (the sample run), and the same
     on a fixture run; the tables are DuckDB's."""
     env = dict(os.environ)

@@ -9,7 +9,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Documented in the README; scripts depend on these values."""
+    """Documented in docs/cli.md, "Exit codes"; scripts depend on these values."""
 
     OK = 0
     QUERY_FAILED = 1

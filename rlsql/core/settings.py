@@ -22,7 +22,7 @@ from typing import Any
 
 from rlsql.core.errors import UsageError
 
-#: the values RLSQL_CACHE takes, and what each does (README "Caching")
+#: the values RLSQL_CACHE takes, and what each does (docs/caching.md, "The policy")
 CACHE_MODES = ("auto", "on", "off")
 ENGINES = ("duckdb", "spark")
 _TRUE = {"1", "true", "yes", "on"}

@@ -245,7 +245,7 @@ class SparkCatalog:
         # over it is analysed and checked down to that scan, not through every view below (a cached view's
         # plan still holds them all; Spark's checks walked that whole stack for each new view and query,
         # and its cache manager matched each plan against every cached one: test_spark.py took 109 JVM
-        # CPU-s that way, 47 this way; bench/RESULTS.md, session 6)
+        # CPU-s that way, 47 this way; bench/RESULTS.md at 9434c57, session 6)
         frame = frame.localCheckpoint(eager=False)
         self.kept.append(frame)
         frame.createOrReplaceTempView(name)
@@ -290,7 +290,7 @@ class SparkCatalog:
         # newest first: a view goes before the views it reads. Spark's uncache compares every cached plan
         # left with the one dropped and re-plans a cached view not yet computed that reads it; dropping a
         # view's readers first leaves none to re-plan (alphabetically, "all" fixture runs' close() was
-        # ~13 JVM CPU-s; bench/RESULTS.md, session 5)
+        # ~13 JVM CPU-s; bench/RESULTS.md at 9434c57, session 5)
         for name in reversed(list(self.views)):
             with contextlib.suppress(PySparkException):
                 self.spark.catalog.dropTempView(name)  # uncaches it too

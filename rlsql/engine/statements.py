@@ -240,8 +240,8 @@ def open_connection(
 
 
 #: a statement reading CSVs of fewer bytes than this in all runs one thread: as fast (19 against 21 ms at
-#: 45,711 trials, 3 MB) and 4-7 MB less peak memory than a second thread's buffers (bench/RESULTS.md,
-#: "Questions answered ahead")
+#: 45,711 trials, 3 MB) and 4-7 MB less peak memory than a second thread's buffers (bench/RESULTS.md at
+#: 9434c57, "Questions answered ahead")
 LITTLE_INPUT_BYTES = 8 * 2**20
 #: artifacts whose size says what a read costs (Harbor's folders and raw logs are read otherwise)
 _SIZED = frozenset({"trials", "metrics", "vllm", "config"})

@@ -148,7 +148,7 @@ def settings_md() -> str:
         "",
         "Every setting rlsql has, with its environment variable and its command-line flag. A flag wins over",
         "the variable; in Python, `rlsql.connect(runs, settings=rlsql.Settings.from_env().replace(...))`",
-        "(and `rlsql.query`, `rlsql.sql`) take a `Settings` object instead.",
+        "(and `rlsql.query`) take a `Settings` object instead ([python.md](python.md), \"Settings\").",
         "",
         "| setting | variable | flag | default: meaning |",
         "|---|---|---|---|",

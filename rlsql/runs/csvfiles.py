@@ -4,7 +4,7 @@ DuckDB's CSV reader rejects a line longer than `max_line_size` (2 MB) with a LIN
 MAXIMUM error, but a line about as long as its read buffer (`buffer_size`) or longer vanishes
 without an error or a reject. rlsql reads every CSV with a 16 MiB buffer (DuckDB's default is 32
 MB: a fifth to two fifths less peak memory at the same CPU; 8 MiB cost trial_phases 13% more CPU at
-10M trials; bench/RESULTS.md, session 5), and
+10M trials; bench/RESULTS.md, "CSV reading"), and
 `buffer_size()` finds the files that hold a line too long for it and sizes their buffer so that
 DuckDB sees the line whole and rejects it like any other.
 """

@@ -59,7 +59,7 @@ def memory_connection(threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """duckdb.connect(":memory:") with its temp_directory in spill_folder(); `threads` DuckDB's threads
     (None: one per core, DuckDB's default)."""
     # set at connect, not by a SET statement after it: the same setting, ~4 MB less peak memory
-    # (bench/RESULTS.md, "Questions answered ahead")
+    # (bench/RESULTS.md at 9434c57, "Questions answered ahead")
     config: dict[str, str | bool | int | float | list[str]] = {"temp_directory": str(spill_folder())}
     if threads is not None:
         config["threads"] = threads
