@@ -65,8 +65,10 @@ class Output:
 
     def __init__(self, fmt: OutputFormat | None, target: Path | None, limit: int | None = None):
         self.fmt = fmt or OutputFormat.for_output(None if target == writes.STDOUT else target)
-        self.target = target
         self.kind = "stdout" if target is None else writes.output_kind(target)
+        if target is not None and self.kind == "file" and target.is_symlink():
+            target = target.resolve()  # written through the link, as `>` writes: the link stays
+        self.target = target
         self.terminal = self.kind == "stdout" and _isatty(sys.stdout)
         #: the --limit asked for; a table on a terminal is held to TERMINAL_ROWS besides
         self.limit = limit
