@@ -8,8 +8,12 @@ the log's long metric rows and the fields of its vLLM stat lines. A query reads 
 instead of the log.
 
 The entry is reused while the log is the same file (inode) and still begins with the bytes the
-entry was built from: at least `cut` bytes long, and the 64 KiB at its start and the 64 KiB just
-before `cut` hash as recorded. A log that only grew is then parsed from `cut` on: the new vLLM
+entry was built from: longer than when the entry was built (a log whose stat changed without growing
+was edited in place, and is read again), and its first `cut` bytes hash as recorded (prefix_digest:
+every byte of a log up to 8 MiB; beyond that its first and last 64 KiB and 62 blocks of 64 KiB
+spread between, 4 MiB in all). An edit in place that keeps the length of the part already read and
+touches none of those blocks, followed by growth, is the one change not noticed: docs/caching.md
+says so. A log that only grew is then parsed from `cut` on: the new vLLM
 stat lines add their rows, the new metric lines join the kept ones and the metric rows are
 recomputed from them (a block or step cut at the old end is whole again); a log truncated,
 replaced or rewritten is parsed again from its start.
@@ -47,20 +51,24 @@ from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.exactpaths import why_unnameable
+from rlsql.runs.logfiles import TERMINAL_CODES
 from rlsql.runs.memorydb import memory_connection, scalar
 
 #: the substrings that keep a line for each pipeline: those of sources/_rawlogs.sql.j2
 METRIC_NEEDLES = ("': ", "}", "Step ", "WANDB_MIRROR", "Batch generation complete", "Exception breakdown")
 VLLM_NEEDLES = ("Avg prompt throughput",)
-#: bytes hashed at the log's start and just before the cut, to tell a grown log from a rewritten one
+#: a log whose entry covers at most this many bytes is checked byte for byte before its entry is extended
+FULL_CHECK_BYTES = 8 * 2**20
+#: beyond that: its first and last PROBE_BYTES and SAMPLES blocks between (prefix_digest)
 PROBE_BYTES = 64 * 1024
+SAMPLES = 62
 LOG_KIND = "log"
 #: a log whose mtime is at most this many seconds old when its entry is built from its start is taken
 #: for one a run is still writing, and scanned in Python up to its size then (direct_read)
 RECENT_WRITE_SECONDS = 10
 #: the layout of a log entry's parts (sql/sources/_log_cache.sql.j2); an entry of another layout is rebuilt
-LOG_FORMAT = 3
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+LOG_FORMAT = 4
+_ANSI = re.compile(TERMINAL_CODES)
 
 
 @dataclass(frozen=True)
@@ -142,13 +150,24 @@ def kept_lines(data: bytes, base: int = 0) -> list[KeptLine]:
     return out
 
 
-def _probe(fh, start: int, end: int) -> str:
-    fh.seek(start)
-    return hashlib.sha256(fh.read(max(0, end - start))).hexdigest()
-
-
-def _probes(fh, cut: int) -> tuple[str, str]:
-    return _probe(fh, 0, min(cut, PROBE_BYTES)), _probe(fh, max(0, cut - PROBE_BYTES), cut)
+def prefix_digest(fh, cut: int) -> str:
+    """A digest of the log's first `cut` bytes, to tell a grown log from one edited in place: of every byte
+    when `cut` is at most FULL_CHECK_BYTES; else of its first and last PROBE_BYTES and of SAMPLES blocks of
+    PROBE_BYTES spread evenly between (4 MiB read for a log of any size)."""
+    digest = hashlib.sha256(str(cut).encode())
+    if cut <= FULL_CHECK_BYTES:
+        spans = [(0, cut)]
+    else:
+        step = (cut - PROBE_BYTES) / (SAMPLES + 1)
+        spans = [(0, PROBE_BYTES), *((int(step * i), int(step * i) + PROBE_BYTES) for i in range(1, SAMPLES + 1)),
+                 (cut - PROBE_BYTES, cut)]
+    for start, end in spans:
+        fh.seek(start)
+        left = end - start
+        while left > 0 and (chunk := fh.read(min(left, 1 << 20))):
+            digest.update(chunk)
+            left -= len(chunk)
+    return digest.hexdigest()
 
 
 def reusable_prefix(record: dict, path: Path, st: os.stat_result, fh) -> int:
@@ -159,7 +178,9 @@ def reusable_prefix(record: dict, path: Path, st: os.stat_result, fh) -> int:
     cut = record.get("cut")
     if not isinstance(cut, int) or cut <= 0 or record.get("inode") != st.st_ino or st.st_size < cut:
         return 0
-    if _probes(fh, cut) != (record.get("head_sha256"), record.get("tail_sha256")):
+    if st.st_size == record.get("size"):
+        return 0  # changed (the caller saw its stat differ) without growing: edited in place, read again
+    if prefix_digest(fh, cut) != record.get("prefix_sha256"):
         return 0
     return cut
 
@@ -417,7 +438,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
                 with tail_file.open("wb") as out:
                     cut, kept = scan_kept(path, fh, start, out, before.st_size)
                 how = "Python"
-            head, tail = _probes(fh, cut)
+            prefix = prefix_digest(fh, cut)
         after = path.stat()
         if after.st_ino != before.st_ino or after.st_size < cut:
             return None
@@ -437,7 +458,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
             "log_format": LOG_FORMAT,
             "source": str(path), "size": before.st_size, "mtime_ns": before.st_mtime_ns,
             "ctime_ns": before.st_ctime_ns, "inode": before.st_ino, "cut": cut,
-            "head_sha256": head, "tail_sha256": tail, "rows": rows, "parquet_bytes": parquet_bytes,
+            "prefix_sha256": prefix, "rows": rows, "parquet_bytes": parquet_bytes,
             "parsed_from": start, "parsed_bytes": cut - start, "lines_found_by": how,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
             "cpu_seconds": round(time.process_time() - cpu_started, 3),

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from rlsql.core.errors import BAD_CELL_FUNCTION, BAD_CELL_MARK, DATA_ERROR_MARK
 from rlsql.core.sqltext import date_literal, file_literal, identifier, literal, sql_type
+from rlsql.runs.logfiles import TERMINAL_CODES
 
 if TYPE_CHECKING:
     import jinja2
@@ -32,4 +33,5 @@ def jinja_env(root: Path) -> jinja2.Environment:
     env.globals["DATA_ERROR_MARK"] = DATA_ERROR_MARK
     env.globals["BAD_CELL_MARK"] = BAD_CELL_MARK  # ...and about a cell that is no whole number (rlsql.engine.badcells)
     env.globals["BAD_CELL_FUNCTION"] = BAD_CELL_FUNCTION  # the function that records such a cell instead
+    env.globals["TERMINAL_CODES"] = TERMINAL_CODES  # taken out of raw log lines (rlsql/runs/logfiles.py)
     return env

@@ -12,17 +12,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlsql.cli.notices import Warnings, say
 from rlsql.core.errors import DataError, ExitCode, RlsqlError, UsageError
 from rlsql.outputs.formats import OutputFormat
-
-
-def say(message: str) -> None:
-    """A notice on stderr (never stdout, which carries data only)."""
-    print(f"rlsql: {message}", file=sys.stderr)
-
-
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    say(f"warning: {message}")
 
 
 def _parse_format(value: str | OutputFormat | None) -> OutputFormat | None:
@@ -156,10 +148,14 @@ def run_named_query(
 def run_main(entry: Callable[[], object]) -> None:
     """Run `entry` as the console entry point: expected errors become one stderr line and a documented
     exit code; success exits 0 (as typer's standalone mode does)."""
-    warnings.showwarning = _show_warning
+    held = Warnings()
+    warnings.showwarning = held.show
     warnings.simplefilter("always")
     try:
-        entry()
+        try:
+            entry()
+        finally:
+            held.say_all()  # before the error, if any: one line per kind of warning
     except RlsqlError as exc:
         say(f"error: {exc}")
         sys.exit(int(exc.exit_code))

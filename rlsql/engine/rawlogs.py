@@ -28,6 +28,7 @@ from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.sqlfile import Column, SqlFile
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
 from rlsql.core.exactpaths import why_unnameable
+from rlsql.runs import folders
 from rlsql.runs.folders import Run
 from rlsql.runs.logfiles import find_logs, short_name
 from rlsql.runs.memorydb import memory_connection
@@ -75,8 +76,8 @@ def log_files(runs: Sequence[Run], kind: str, use_cache: bool = True) -> list[Lo
         paths = find_logs(run.path)
         run_bytes = sum(_size(p) for p in paths) if use_cache else 0
         for path in paths:
-            reason = why_unnameable(path)
-            if reason is not None:
+            reason = why_unnameable(path) or folders.unreadable(path)
+            if reason is not None:  # one bad log costs its own rows, never the other logs' or runs'
                 warnings.warn(f"{path}: {reason}; log skipped", RlsqlWarning, stacklevel=2)
                 continue
             entry = cached_log(path, run_bytes) if use_cache else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rlsql.core.errors import DataError
 from rlsql.engine.rawlogs import metrics_origin, vllm_origin
 from rlsql.engine.statements import open_connection
 from rlsql.runs.folders import Run, read_header
@@ -17,7 +18,10 @@ COLUMNS = [
 def parser_format(run: Run) -> str:
     """newest (metrics.csv, phase durations), mid-2026 (prefixed tables, agent_duration_sec), or older."""
     metrics, trials = run.artifact("metrics"), run.artifact("trials")
-    trial_columns = set(read_header(trials.path)) if trials else set()
+    try:
+        trial_columns = set(read_header(trials.path)) if trials else set()
+    except DataError:
+        trial_columns = set()  # unreadable: the queries skip it with a warning; its format is not known
     if "trial_duration" in trial_columns or (metrics is not None and metrics.prefix is None):
         return "newest"
     if "agent_duration_sec" in trial_columns or metrics is not None:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from rlsql.catalog.sqlfile import SqlFile
-from rlsql.core.errors import DataError
 from rlsql.engine.rawlogs import LOG_SOURCES, reads_logs
 from rlsql.runs import harbor
 from rlsql.runs.folders import Run
@@ -35,8 +34,9 @@ class SourceFingerprints:
                 with path.open("rb") as fh:
                     while chunk := fh.read(_CHUNK):
                         digest.update(chunk)
-            except OSError as exc:
-                raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
+            except OSError as exc:  # the query skipped it with a warning: the record says why, not a failed export
+                self._seen[path] = {"path": str(path), "error": f"cannot read ({exc.strerror})"}
+                return self._seen[path]
             self._seen[path] = {
                 "path": str(path),
                 "size": stat.st_size,
@@ -72,6 +72,9 @@ class SourceFingerprints:
             digest, size, mtime, count = hashlib.sha256(), 0, 0.0, 0
             for path in (Path(f.path) for f in harbor.list_trials(trace_jobs).files if f.problem is None):
                 record = self.describe(path)
+                if "error" in record:
+                    del self._seen[path]
+                    continue
                 digest.update(f"{path.relative_to(trace_jobs).as_posix()}\0{record['sha256']}\n".encode())
                 size, count = size + record["size"], count + 1
                 mtime = max(mtime, path.stat().st_mtime)

@@ -429,6 +429,16 @@ def csv_header(path: Path) -> Header:
     return Header(names, [r for r, n in zip(raw, names, strict=True) if r != n])
 
 
+def unreadable(path: Path) -> str | None:
+    """Why this process cannot open `path` for reading (no permission, gone), or None: a file DuckDB would
+    fail on as a whole is skipped with a warning before it is handed to DuckDB, so the other files answer."""
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)))
+    except OSError as exc:
+        return f"cannot read ({exc.strerror})"
+    return None
+
+
 def read_header(path: Path) -> list[str]:
     """Column names from the first line of a CSV, spaces around them dropped (a UTF-8 BOM is dropped;
     an empty file has none). Lenient: csv_header says whether the names can be read at all."""

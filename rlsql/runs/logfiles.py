@@ -19,6 +19,10 @@ LOGS_DIR = "logs"
 #: WANDB_MIRROR line, the Harbor generator's batch lines, a vLLM stat line (docs/semantics.md "Raw training logs")
 TRAINING_MARKS = (b"{'async/", b"'trainer/global_step'", b"WANDB_MIRROR", b"Batch generation complete",
                   b"Exception breakdown", b"Avg prompt throughput")
+#: the terminal control sequences Ray, vLLM and progress bars print, removed from a log line before it is read:
+#: CSI sequences (colours `ESC[36m`, erase-line `ESC[K`, cursor moves `ESC[1A`), OSC sequences (window
+#: titles, ended by BEL or ESC \\) and two-byte escapes; RE2 (DuckDB) and Python's re read it alike
+TERMINAL_CODES = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
 #: how much of each end of a log is looked at for TRAINING_MARKS (a live run's log shows one within seconds)
 MARK_WINDOW = 1 << 20
 

@@ -1,0 +1,136 @@
+"""One bad file never stops a fleet (issue 25, D9/D10, M3): over the same damaged fleet, query, sql,
+export, check, runs and report each answer the runs that can be answered, say each problem as a
+warning naming its file, and exit 0; a warning said about many files or runs is one line.
+
+A file this process cannot open is what a user without permission meets; the suite runs as root, who
+opens every file, so the check rlsql makes before handing a file to DuckDB (rlsql.runs.folders.unreadable)
+is told which files to refuse. One test (below) makes a file truly unreadable as another user where the
+machine allows it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from rlsql.runs import folders
+from tests import oracle
+from tests.compare import assert_rows_match
+from tests.conftest import RUNS
+from tests.test_desk import run_main
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Four runs: `good` (a copy of calendar), `nolog` (raw logs, one of them unreadable), `nocsv` (tiny,
+    its trials CSV unreadable), `badcfg` (newest, an rl_config.yaml that does not parse)."""
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS / "calendar", runs / "good")
+    shutil.copytree(RUNS / "rawlogs", runs / "nolog")
+    shutil.copytree(RUNS / "tiny", runs / "nocsv")
+    shutil.copytree(RUNS / "newest", runs / "badcfg")
+    (runs / "badcfg" / "rl_config.yaml").write_text("trainer: [unclosed\n")
+    refused = {next((runs / "nolog" / "logs").glob("*554410.out")), next((runs / "nocsv").glob("*_trial_results.csv"))}
+    real = folders.unreadable
+    monkeypatch.setattr(folders, "unreadable",
+                        lambda path: "cannot read (Permission denied)" if Path(path) in refused else real(path))
+    real_first_line = folders._first_line
+
+    def first_line(path):
+        if Path(path) in refused:
+            raise folders.DataError(f"{path}: cannot read (Permission denied)")
+        return real_first_line(path)
+
+    monkeypatch.setattr(folders, "_first_line", first_line)
+    return {"root": runs, **{p.name: p for p in runs.iterdir()}}
+
+
+COMMANDS = [
+    ["query", "turn_stats"], ["query", "reward_curve"], ["query", "vllm_summary"], ["query", "run_table"],
+    ["sql", "SELECT run, count(*) AS n FROM trials GROUP BY run ORDER BY run"], ["check"], ["runs"],
+]
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=" ".join)
+def test_every_command_answers_the_other_runs_and_exits_0(args, fleet, capsys, monkeypatch) -> None:
+    code, out, err = run_main([*args, "-r", str(fleet["root"] / "*"), "-f", "json"], capsys, monkeypatch)
+    assert code == 0, err
+    assert "Traceback" not in err and "error:" not in err
+    rows = json.loads(out)
+    if args[0] == "query" and args[1] == "turn_stats":
+        # the unreadable trials CSV costs its run its trials (a row of none); the oracle answers the others
+        want = oracle.expected("turn_stats", [fleet[n] for n in ("badcfg", "good", "nolog")])
+        assert_rows_match([r for r in rows if r["run"] != "nocsv"], want, "turn_stats over the damaged fleet")
+        assert [r["trials"] for r in rows if r["run"] == "nocsv"] == [0]
+        assert "nocsv" in err and "cannot read (Permission denied)" in err
+    if args[1:2] == ["reward_curve"]:
+        assert {r["run"] for r in rows} >= {"good", "nolog"}  # nolog's other logs still count
+        assert "554410.out: cannot read (Permission denied); log skipped" in err
+    warnings = [line for line in err.splitlines() if line.startswith("rlsql: warning:")]
+    assert len(warnings) == len(set(warnings))  # the same warning is said once
+
+
+def test_export_and_report_answer_the_other_runs_and_exit_0(fleet, tmp_path, capsys, monkeypatch) -> None:
+    out = tmp_path / "bi"
+    code, _, err = run_main(["export", "turn_stats", "reward_curve", "-r", str(fleet["root"] / "*"), "-o", str(out)],
+                            capsys, monkeypatch)
+    assert code == 0, err
+    assert (out / "turn_stats.parquet").is_file() and (out / "reward_curve.parquet").is_file()
+    pytest.importorskip("matplotlib", reason="rlsql report needs the report extra (matplotlib)")
+    code, _, err = run_main(["report", "-r", str(fleet["root"] / "*"), "-o", str(tmp_path / "rep")],
+                            capsys, monkeypatch)
+    assert code == 0, err
+    assert (tmp_path / "rep" / "report.md").is_file()
+
+
+def test_warnings_about_many_files_are_one_line_with_a_count(tmp_path, capsys, monkeypatch) -> None:
+    """M3: a glob with 500 matches that are no runs (files here) is one warning line, not 500."""
+    root = tmp_path / "g"
+    shutil.copytree(RUNS / "tiny", root / "run")
+    for i in range(500):
+        (root / f"note{i:03d}.txt").write_text("x")
+    code, _, err = run_main(["query", "turn_stats", "-r", str(root / "*")], capsys, monkeypatch)
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "not a folder, skipped" in line]
+    assert len(lines) == 1, err
+    assert "(and 499 more like it:" in lines[0] and "and 496 more)" in lines[0]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None,
+                    reason="needs root and runuser to run rlsql as another user (nobody)")
+def test_an_unreadable_log_as_another_user_is_one_warning() -> None:
+    """The real thing: a log mode 000 read by the user nobody, in a process of its own."""
+    home = Path(sys.executable).resolve().parent
+    probe = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-c", "import rlsql"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"the user nobody cannot run this Python ({home}): {probe.stderr.strip()[-120:]}")
+    tmp_path = Path(tempfile.mkdtemp(prefix="rlsql-nobody-"))  # pytest's own folders are root's alone (0700)
+    try:
+        _unreadable_as_nobody(tmp_path)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _unreadable_as_nobody(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    shutil.copytree(RUNS / "rawlogs", root / "r1")
+    shutil.copytree(RUNS / "rawlogs", root / "r2")
+    for p in [tmp_path, *tmp_path.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    log = next((root / "r1" / "logs").glob("*554410.out"))
+    log.chmod(0)
+    done = subprocess.run(["runuser", "-u", "nobody", "--", "env", f"HOME={tmp_path}", "RLSQL_CACHE=off",
+                           sys.executable, "-m",
+                           "rlsql", "query", "reward_curve", "-r", str(root / "r1"), "-r", str(root / "r2"),
+                           "-f", "json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"{log}: cannot read (Permission denied); log skipped" in done.stderr
+    assert {r["run"] for r in json.loads(done.stdout)} == {"r1", "r2"}
