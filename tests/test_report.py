@@ -128,6 +128,8 @@ def check_cell(cell: str, value: Any, column: str, unit: str | None = None, labe
 
 # -- reading the report back ---------------------------------------------------------------------------
 
+#: the most rows a report table prints (Settings.report_rows' default)
+REPORT_ROWS = 100
 MARKER = re.compile(r"^<!-- source: (?P<source>\w+)(?P<filters>(?: \w+=\S+)*) -->$")
 
 
@@ -160,7 +162,12 @@ def parse_tables(text: str) -> list[dict]:
             rows.append(split_row(lines[k]))
             k += 1
         claimed.update(range(j, k))
-        tables.append({"source": match["source"], "filters": filters, "columns": header, "rows": rows})
+        more = re.fullmatch(r"_(?P<n>[\d,]+) more rows? not shown: `rlsql query (?P<source>\w+)` gives them all\._",
+                            lines[k + 1] if k + 1 < len(lines) else "")
+        if more:
+            assert more["source"] == match["source"], lines[k + 1]
+        tables.append({"source": match["source"], "filters": filters, "columns": header, "rows": rows,
+                       "hidden": int(more["n"].replace(",", "")) if more else 0})
     stray = [n for n, line in enumerate(lines) if line.startswith("|") and n not in claimed]
     assert not stray, f"table lines without a source marker: {[lines[n] for n in stray]}"
     return tables
@@ -333,7 +340,11 @@ def check_tables(text: str, run_dirs: list[Path], label: str) -> tuple[set[str],
             checked += check_summary(table, run_dirs, where)
             continue
         want = expected_rows(source, filters, run_dirs)
-        assert len(table["rows"]) == len(want), f"{where}: {len(table['rows'])} rows printed, expected {len(want)}"
+        # a table holds at most Settings.report_rows rows (100) and says how many more there were
+        assert len(table["rows"]) + table["hidden"] == len(want), f"{where}: {len(table['rows'])} rows printed " \
+            f"and {table['hidden']} said left out, expected {len(want)}"
+        assert len(table["rows"]) == min(len(want), REPORT_ROWS), where
+        want = want[:REPORT_ROWS]
         for printed, row in zip(table["rows"], want, strict=True):
             for column, cell in zip(table["columns"], printed, strict=True):
                 if column in ("reason", "span") or column.startswith("config.") or source == "config_diff":

@@ -6,7 +6,7 @@ size limit, and returns rows and one summary line for the command line to print.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,13 +37,13 @@ def _root() -> Path:
     return root
 
 
-def build(runs: Sequence[Run], force: bool) -> Done:
+def build(runs: Sequence[Run], force: bool, progress: Callable[[str], None] | None = None) -> Done:
     """Cached copies of every CSV and of every raw log the runs' queries read, missing or stale ones only
     (all with `force`); then the folder is brought to its size limit, keeping what this build covers."""
     _root()
     try:
-        report = csvcopies.build_cache(runs, force)
-        rows = report.rows + logentries.build_log_entries(runs, force)
+        report = csvcopies.build_cache(runs, force, progress)
+        rows = report.rows + logentries.build_log_entries(runs, force, progress)
     except store.CacheUnavailable as exc:
         raise UsageError(str(exc)) from exc
     covered = report.entries | {store.entry_for(Path(r[2]), report.root).parquet for r in rows if r[1] == "log"}

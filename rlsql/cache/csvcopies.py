@@ -13,7 +13,7 @@ import contextlib
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,7 +169,7 @@ class BuildReport:
     entries: frozenset[Path] = frozenset()
 
 
-def build_cache(runs: Sequence[Run], force: bool = False) -> BuildReport:
+def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[str], None] | None = None) -> BuildReport:
     """`rlsql cache build`: a fresh Parquet copy of every CSV artifact of `runs`, building only what is
     missing, stale or damaged (all with `force`).
 
@@ -204,6 +204,8 @@ def build_cache(runs: Sequence[Run], force: bool = False) -> BuildReport:
             entry = store.entry_for(artifact.path, root)
             state = "stale" if force else store.full_state(entry, con)[0]
             if state != "fresh":
+                if progress is not None:
+                    progress(f"{run.name}: {kind} ({artifact.path.stat().st_size / 2**20:,.0f} MiB)")
                 with store.build_lock(root):
                     built = build_cache_entry(source, artifact.path, header, source.column_types(header), root, con)
                 state = "built" if built is not None else "changing"

@@ -40,6 +40,7 @@ import hashlib
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -478,7 +479,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
     return new
 
 
-def build_log_entries(runs, force: bool = False) -> list[tuple]:
+def build_log_entries(runs, force: bool = False, progress: Callable[[str], None] | None = None) -> list[tuple]:
     """`rlsql cache build`'s log part: bring the entry of every log a query of `runs` reads (the runs
     whose trainer metrics or vLLM stats come from their logs) up to date now, whatever its size.
 
@@ -500,6 +501,8 @@ def build_log_entries(runs, force: bool = False) -> list[tuple]:
             if run.artifact("logs") is None or all(run.artifact(kind) is not None for kind in ("metrics", "vllm")):
                 continue  # no logs, or both CSVs win over them
             for path in find_logs(run.path):
+                if progress is not None:
+                    progress(f"{run.name}: log {path.name}")
                 done.append((run.name, LOG_KIND, str(path), *_build_one(path, root, force, con)))
     finally:
         con.close()

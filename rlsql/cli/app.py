@@ -15,6 +15,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from rlsql.cli.notices import Progress
 from rlsql.cli.output import (
     _emit,
     _emit_rows,
@@ -495,7 +496,12 @@ def cache_build_command(
     """
     from rlsql.cache import admin
 
-    done = admin.build(_resolve(run), force)
+    progress = Progress("cache: building") if sys.stderr.isatty() else None
+    try:
+        done = admin.build(_resolve(run), force, progress)
+    finally:
+        if progress is not None:
+            progress.end()
     _emit_rows(fmt, admin.BUILD_COLUMNS, done.rows)
     say(done.summary)
 

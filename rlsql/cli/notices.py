@@ -12,6 +12,7 @@ parentheses taken out.
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from dataclasses import dataclass, field
 
@@ -30,6 +31,27 @@ _PLURAL = re.compile(r"# (\w+?)s\b")
 def say(message: str) -> None:
     """A notice on stderr (never stdout, which carries data only)."""
     print(f"rlsql: {message}", file=sys.stderr)
+
+
+class Progress:
+    """One stderr line redrawn at every step of a long command on a terminal (`rlsql cache build`)."""
+
+    def __init__(self, what: str):
+        self.what = what
+        self.steps = 0
+        self.width = 0
+
+    def __call__(self, step: str) -> None:
+        self.steps += 1
+        line = f"rlsql: {self.what} [{self.steps}] {step}"[:shutil.get_terminal_size().columns - 1]
+        sys.stderr.write("\r" + line.ljust(self.width))
+        sys.stderr.flush()
+        self.width = len(line)
+
+    def end(self) -> None:
+        if self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            sys.stderr.flush()
 
 
 @dataclass

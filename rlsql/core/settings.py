@@ -65,7 +65,7 @@ class Settings:
         "RLSQL_ENGINE", "--engine", "duckdb (in process) or spark (SPARK_REMOTE, else a local session)."))
     verbose: bool = field(default=False, metadata=_doc(
         "RLSQL_VERBOSE", "-v / --verbose", "Say on stderr how each file was read (in place, or from its cached copy)."))
-    report_rows: int = field(default=40, metadata=_doc(
+    report_rows: int = field(default=100, metadata=_doc(
         "RLSQL_REPORT_ROWS", "",
         "The most rows a report table shows; the rest is counted under it and stays in the named query."))
     spark_master: str = field(default="local[2]", metadata=_doc(

@@ -18,6 +18,7 @@ from typing import Any
 
 import jinja2
 
+from rlsql.core import settings
 from rlsql.core.version import __version__
 from rlsql.outputs.formats import markdown_cell
 from rlsql.outputs.report import human
@@ -87,6 +88,8 @@ class Table:
     numeric: list[bool]
     filters: dict[str, str] = field(default_factory=dict)
     title: str = ""
+    #: rows of the source left out of the printed table (Settings.report_rows): said under it
+    hidden: int = 0
 
     @property
     def marker(self) -> str:
@@ -118,11 +121,14 @@ def make_table(source: str, rows: Rows, columns: Sequence[str], filters: dict[st
     `units` overrides a column's unit (see unit_of)."""
     cells = cells or {}
     units = units or {}
+    shown = settings.current().report_rows
+    hidden = max(len(rows) - shown, 0)
+    rows = rows[:shown]
     printed = [[cells[c](r) if c in cells else human_cell(r.get(c), units.get(c) or unit_of(c)) for c in columns]
                for r in rows]
     numeric = [bool(rows) and c not in cells and all(_is_number(r.get(c)) or r.get(c) is None for r in rows)
                for c in columns]
-    return Table(source, list(columns), printed, numeric, dict(filters or {}), title)
+    return Table(source, list(columns), printed, numeric, dict(filters or {}), title, hidden)
 
 
 #: the summary block: label -> run_summary column, in the order a reader asks
