@@ -118,6 +118,10 @@ def scan_folder(path: Path) -> Run | None:
         artifacts["config"] = Artifact("config", config)
     if has_harbor_trials(path / HARBOR_DIR):
         artifacts["harbor"] = Artifact("harbor", path / HARBOR_DIR)
+    from rlsql.trajectories import has_trajectories  # here: that module reads runs
+
+    if has_trajectories(path / HARBOR_DIR):  # agents' ATIF trajectories, read with any trials source
+        artifacts["trajectories"] = Artifact("trajectories", path / HARBOR_DIR)
     artifacts.update(log_artifacts(path))
     if not artifacts:
         return None
