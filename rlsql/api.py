@@ -19,6 +19,7 @@ from rlsql.errors import QueryError, UsageError
 from rlsql.params import Param
 from rlsql.runs import Run, resolve_runs
 from rlsql.sqltext import identifier
+from rlsql.trajectories import warn_damaged
 
 
 @dataclass
@@ -108,6 +109,7 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any]) -> QueryRe
             columns = [d[0] for d in cursor.description]
             rows = cursor.fetchall()
             warn_rejected_rows(con)
+            warn_damaged(con)  # trajectory files the query skipped
         except duckdb.Error as exc:
             raise query_failure(exc, name, runs, needed) from exc
         return QueryResult(name, columns, rows, list(runs), values, con, sql)
@@ -203,6 +205,7 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None)
             columns = [d[0] for d in cursor.description] if cursor.description else []
             rows = cursor.fetchall() if cursor.description else []
             warn_rejected_rows(con)
+            warn_damaged(con)  # trajectory files the SQL skipped
         except duckdb.Error as exc:
             problem = data_error(exc)
             if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):

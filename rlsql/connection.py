@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import badcells, harbor
+from rlsql import badcells, harbor, trajectories
 from rlsql.badcells import BadCells
 from rlsql.catalog import Catalog, SqlFile, load_catalog
 from rlsql.duckconn import memory_connection
@@ -144,11 +144,14 @@ def create_objects(
     the time this call creates views over them (a stand-in in their place), and `bound` gains the
     sources this call creates.
     """
+    files = list(files)
     if sources is None:
         sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys)
         register_config_function(con, sources)
+        if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/trajectories.py)
+            sources.record_damaged = True
+            trajectories.record_damaged(con)
     bound = {} if bound is None else bound
-    files = list(files)
     waiting: list[SqlFile] = []
     new_views = {f.name for f in files if f.kind in ("view", "query")}
     if new_views:  # the sources already created that the new views read: stand-ins while they are created
@@ -288,6 +291,9 @@ def query_connection(
     con = memory_connection(threads=1 if reads_little(runs, closure) else None)
     if bad_cells is not None:
         badcells.register(con, bad_cells)
+    if any(f.artifact == "trajectories" for f in closure):  # damaged files named once (rlsql/trajectories.py)
+        sources.record_damaged = True
+        trajectories.record_damaged(con)
     ctes = []
     for f in closure:
         sql = sources.object_sql(catalog, f)

@@ -38,7 +38,7 @@ _SEGMENT = re.compile(r"^trajectory\.cont-([1-9][0-9]*)\.json$")
 #: the SQL function the trajectory sources call for a damaged file (rlsql's query connections only)
 DAMAGED_FUNCTION = "rlsql_damaged_trajectory"
 #: damaged files named one warning each, per run; the rest in one more warning
-SHOWN_FILES = 5
+SHOWN_FILES = 10
 #: what `rlsql check` and the docs call a file the sources skip
 SKIPPED = "skipped, not an ATIF trajectory"
 
@@ -176,16 +176,16 @@ _RECORDERS: dict[int, dict[str, tuple[str, str]]] = {}
 
 
 def record_damaged(con: duckdb.DuckDBPyConnection) -> None:
-    """Give `con` DAMAGED_FUNCTION(run, path, problem): it remembers the file and returns false (the
-    sources filter on it), so that warn_damaged can name each damaged file the statement met once."""
+    """Give `con` DAMAGED_FUNCTION(run, path, problem): it remembers the file and gives the problem back (the
+    sources' `problem` column), so that warn_damaged can name each damaged file the statement met once."""
     seen: dict[str, tuple[str, str]] = {}
     _RECORDERS[id(con)] = seen
 
-    def damaged(run: str, path: str, problem: str) -> bool:
+    def damaged(run: str, path: str, problem: str) -> str:
         seen.setdefault(path, (run, problem))
-        return False
+        return problem
 
-    con.create_function(DAMAGED_FUNCTION, damaged, ["VARCHAR", "VARCHAR", "VARCHAR"], "BOOLEAN",
+    con.create_function(DAMAGED_FUNCTION, damaged, ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR",
                         side_effects=True)
 
 

@@ -8,7 +8,6 @@
 --   ensure_ascii=False)) and the characters of the step's observation results whose source_call_id is the
 --   call's id. Damaged files have no rows here (trajectory_steps_src names them).
 -- artifact: trajectories
--- optional: true
 {%- import "sources/_atif.sql.j2" as atif %}
 {%- if not files and not refused %}
 -- no run has a trajectory: the same columns and no rows

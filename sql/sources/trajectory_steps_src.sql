@@ -8,7 +8,6 @@
 --   a regular file, ...) with `problem` saying why and every step column NULL: read steps with `WHERE problem
 --   IS NULL` (trajectory_steps does). Token counts that are not whole numbers from 0 to 2**53 read as NULL.
 -- artifact: trajectories
--- optional: true
 {%- import "sources/_atif.sql.j2" as atif %}
 {#- a token count: a JSON number that is a whole number from 0 to 2**53, else NULL; a number outside that is a
     bad cell as the CSVs' whole-number cells are (rlsql/badcells.py): in rlsql's query connections it stops the

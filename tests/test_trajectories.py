@@ -1,0 +1,189 @@
+"""Agents' trajectories (docs/trajectories.md): the views and named queries against tests/oracle.py, which reads
+the ATIF files with plain json from the contract alone; the awkward cases (damaged files, bad counts, canonical
+arguments, names that are no segment, trials in flight, runs without trajectories) checked here by hand."""
+
+from __future__ import annotations
+
+import json
+import random
+import warnings
+from pathlib import Path
+
+import pytest
+
+import rlsql
+from rlsql.api import sql as run_sql
+from rlsql.errors import RlsqlWarning
+from tests import oracle
+from tests.compare import assert_rows_match
+from tests.conftest import FIXTURE_RUNS, RUNS
+
+VIEWS = ["trajectory_steps", "tool_calls"]
+QUERIES = ["tool_usage", "token_usage", "looping_trials"]
+#: the runs whose trace_jobs hold trajectories (one reads its trials from result.json, one from a CSV)
+WITH_TRAJECTORIES = ["harbor", "harbor_csv"]
+
+
+def rows_of(name: str, runs: list[Path], **params) -> tuple[list[dict], list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = rlsql.query(name, runs, **params).to_dicts()
+    return rows, [str(w.message) for w in caught if issubclass(w.category, RlsqlWarning)]
+
+
+def expected(name: str, runs: list[Path], **params) -> list[dict]:
+    if name in VIEWS:
+        return oracle.expected_trajectory_view(name, runs)
+    return oracle.expected(name, runs, **params)
+
+
+def test_fixture_runs_hold_the_trajectories() -> None:
+    for run in WITH_TRAJECTORIES:
+        files, trials, without = oracle.trajectory_files(RUNS / run)
+        assert len(files) > 15 and trials > without, run
+    assert oracle.trajectory_files(RUNS / "harbor")[2] > 0  # trial folders without a trajectory
+    assert all(not oracle.trajectory_files(RUNS / r)[0] for r in FIXTURE_RUNS if r not in WITH_TRAJECTORIES)
+    # both trial sources: result.json files beside the trajectories, and a trials CSV with trace_jobs beside it
+    assert (RUNS / "harbor" / "trace_jobs").is_dir() and not list(RUNS.glob("harbor/*_trial_results.csv"))
+    assert list(RUNS.glob("harbor_csv/*_trial_results.csv"))
+    assert not list(RUNS.glob("harbor_csv/trace_jobs/*/result.json"))
+
+
+@pytest.mark.parametrize("run", WITH_TRAJECTORIES)
+@pytest.mark.parametrize("name", VIEWS + QUERIES)
+def test_each_run_matches_the_oracle(name: str, run: str) -> None:
+    got, _ = rows_of(name, [RUNS / run])
+    want = expected(name, [RUNS / run])
+    assert want, f"the oracle has no {name} rows for {run}: the fixture does not exercise it"
+    assert_rows_match(got, want, f"{name} on {run}")
+
+
+@pytest.mark.parametrize("name", VIEWS + QUERIES)
+def test_all_fixture_runs_at_once_match_the_oracle(name: str) -> None:
+    dirs = [RUNS / r for r in FIXTURE_RUNS]
+    got, messages = rows_of(name, dirs)
+    assert_rows_match(got, expected(name, dirs), f"{name} on all fixture runs")
+    for run in FIXTURE_RUNS:
+        if run not in WITH_TRAJECTORIES:
+            assert any(f"run {run!r} has no agent trajectories" in m for m in messages), (run, messages)
+
+
+@pytest.mark.parametrize("min_repeats", [2, 3, 4, 5])
+def test_looping_trials_min_repeats(min_repeats: int) -> None:
+    dirs = [RUNS / r for r in WITH_TRAJECTORIES]
+    got, _ = rows_of("looping_trials", dirs, min_repeats=min_repeats)
+    want = oracle.expected("looping_trials", dirs, min_repeats=min_repeats)
+    assert_rows_match(got, want, f"looping_trials min_repeats={min_repeats}")
+    assert all(r["repeats"] >= min_repeats for r in got)
+
+
+def test_min_repeats_below_two_is_refused() -> None:
+    with pytest.raises(rlsql.UsageError, match="min_repeats"):
+        rlsql.query("looping_trials", [RUNS / "harbor"], min_repeats=1)
+
+
+def test_a_run_without_trajectories_is_a_clear_error() -> None:
+    for name in VIEWS + QUERIES:
+        with pytest.raises(rlsql.DataError, match=r"agent trajectories of run 'tiny'.*trace_jobs/\*/agent/trajectory"):
+            rlsql.query(name, [RUNS / "tiny"])
+
+
+def test_the_awkward_cases_are_in_the_rows() -> None:
+    """What the fixtures were written to hold, seen in rlsql's rows (values the oracle also computes)."""
+    steps, _ = rows_of("trajectory_steps", [RUNS / "harbor"])
+    calls, _ = rows_of("tool_calls", [RUNS / "harbor"])
+    by_trial: dict[str, list[dict]] = {}
+    for s in steps:
+        by_trial.setdefault(s["trial_name"], []).append(s)
+    loop = by_trial["calendar-0005__bu8dLSg"]
+    assert sorted({s["segment"] for s in loop}) == [0, 1, 2]  # summarisation file and cont-01/cont-0 not read
+    assert [s["turn"] for s in loop if s["turn"] is not None] == [1, 2, 3, 4, 5, 6]
+    assert any(s["copied"] and s["source"] == "agent" and s["turn"] is None for s in loop)
+    gap = by_trial["calendar-0003__32FpgNy"]
+    assert sorted({s["segment"] for s in gap}) == [0, 1, 3]
+    assert gap[0]["message_chars"] == len("Task: the calendar in the screenshot.")  # the image part counts 0
+    assert "calendar-0099__inflght" in by_trial  # a trajectory without result.json is read
+    offsets = {s["ts"] for s in by_trial["calendar-0004__sdoyP4h"]}  # first segment read, cont-1 damaged
+    assert offsets and all(s["segment"] == 0 for s in by_trial["calendar-0004__sdoyP4h"])
+    assert None in {s["ts"] for s in by_trial["calendar-0006__P3FRRu2"]}  # 'Wed Jun 10 07:31:05 UTC 2026'
+    bad = by_trial["calendar-0003__8d5Frkd"]
+    assert bad[1]["prompt_tokens"] is None and bad[1]["completion_tokens"] is None and bad[1]["cached_tokens"] == 10
+    assert bad[2]["prompt_tokens"] == 2**53  # exactly 2**53 is a count
+    search = [c for c in calls if c["function_name"] == "search_calendar"]
+    # four calls, the first, second and fourth the same but for the order of their keys
+    assert [c["arguments"] == search[0]["arguments"] for c in search] == [True, True, False, True]
+    assert search[0]["arguments"] == ('{"query":{"limit":10,"where":{"room":"Zürich","size":[1,2.0,'
+                                      '{"a":null,"b":true}]}},"verbose":1.0}')
+
+
+def test_damaged_files_are_each_named_once_and_the_rest_read() -> None:
+    damaged = [p for _, _, p in oracle.trajectory_files(RUNS / "harbor")[0] if oracle.read_trajectory(p) is None]
+    assert len(damaged) == 8
+    for name in VIEWS + QUERIES:
+        rows, messages = rows_of(name, [RUNS / "harbor"])
+        assert rows
+        for path in damaged:
+            named = [m for m in messages if str(path) in m]
+            assert len(named) == 1, (name, path, messages)
+            assert "skipped, not an ATIF trajectory" in named[0]
+
+
+def test_bad_token_counts_are_named_in_a_warning() -> None:
+    _, messages = rows_of("token_usage", [RUNS / "harbor_csv"])
+    named = [m for m in messages if "calendar-0003__8d5Frkd/agent/trajectory.json" in m]
+    assert len(named) == 1, messages
+    assert "steps[1].metrics.prompt_tokens: 9007199254740994" in named[0]
+    assert "steps[1].metrics.completion_tokens: -5" in named[0]
+
+
+def test_rlsql_sql_sees_the_views() -> None:
+    result = run_sql("SELECT count(*) AS n FROM trajectory_steps JOIN trials USING (run, trial_name)",
+                     [RUNS / "harbor_csv"])
+    steps, _ = oracle.trajectory_rows(RUNS / "harbor_csv")
+    in_csv = {t["trial_name"] for t in oracle.read_trials(RUNS / "harbor_csv")}
+    assert result.rows == [(sum(1 for s in steps if s["trial_name"] in in_csv),)]
+
+
+# -- canonical arguments: rlsql's SQL against Python's json.dumps over many raw JSON texts -----------------------
+
+
+def _value(rng: random.Random, depth: int):
+    r = rng.random()
+    if depth > 3 or r < 0.45:
+        return rng.choice([1, -1, 0, 1.0, 1e5, 1.5e-7, 2**70, -(2**65), 0.1, 1e16, 123.456, True, False, None,
+                           "a\nb", 'é"\\', "\x01\x0b\x1f\x7f", "ü\u2028\u2029", "", "tab\t", 3.14e-300, -0.0,
+                           "😀", "\\u000B", "/", 2**53 + 1, 12345678.9])
+    if r < 0.7:
+        return [_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    keys = ["b", "a", "é", "A", "a b", '"', "z", "aa", "ä", "\x0b", "😀", "Z", ""]
+    return {rng.choice(keys): _value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
+
+
+#: raw argument texts whose exact form matters: number literals, a repeated key, escapes, deep nesting
+LITERALS = ['{"n": 1E400, "m": -1e999, "k": 1e22, "j": 2.5e-5, "i": 18446744073709551616, "h": -0, "g": 1E2}',
+            '{"b": 1, "a": 2, "b": 3}', '{"x": {"b": 1, "a": {"d": [1, {"z": 1, "y": [2]}], "c": 1.50}}}',
+            '{"s": "\\u00e9\\ud83d\\ude00\\n\\u000b"}', '{"deep": ' + "[" * 40 + "1" + "]" * 40 + "}",
+            '{"nan": NaN, "inf": Infinity}', '"a string"', "[3, 1, 2]", "12.0", '{"": {"": []}}']
+
+
+def test_arguments_are_canonical_json(tmp_path: Path) -> None:
+    rng = random.Random(26)
+    texts = list(LITERALS)
+    for _ in range(400):
+        value = _value(rng, 0)
+        text = json.dumps(value if isinstance(value, dict | list) else {"v": value}, ensure_ascii=rng.random() < 0.5,
+                          indent=rng.choice([None, 2]))
+        texts.append(text)
+    calls = ",\n".join(f'{{"tool_call_id": "c{i}", "function_name": "f", "arguments": {t}}}'
+                       for i, t in enumerate(texts))
+    agent = tmp_path / "run" / "trace_jobs" / "t__1" / "agent"
+    agent.mkdir(parents=True)
+    (agent / "trajectory.json").write_text(
+        '{"agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 1, "source": "agent", "message": "",'
+        f' "tool_calls": [{calls}]}}]}}', encoding="utf-8")
+    got, _ = rows_of("tool_calls", [tmp_path / "run"])
+    want = [oracle.canonical(json.loads(t)) for t in texts]
+    assert len(got) == len(want)
+    wrong = [(texts[i], g["arguments"], w) for i, (g, w) in enumerate(zip(got, want, strict=True))
+             if g["arguments"] != w]
+    assert not wrong, wrong[:5]
