@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import csvread, harbor
+from rlsql import csvread, harbor, trajectories
 from rlsql.artifacts import ARTIFACT_LABELS, INTEGER_COLUMNS
 from rlsql.catalog import load_catalog
 from rlsql.config import config_problems, read_yaml
@@ -377,6 +377,23 @@ def _check_views(report: RunReport, run: Run, found: ViewFindings) -> None:
                            f"{count} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {example!r}): no timestamp")
 
 
+def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
+    """Agents' trajectories: how many trial folders have none, each damaged file, each bad token count."""
+    mine = found.get(run.name)
+    if mine is None:
+        return
+    trace_jobs = run.artifact("trajectories").path
+    report.readable_rows["trajectories"] = mine.files - len(mine.damaged)
+    report.add("info", trace_jobs, f"{mine.with_trajectory} of {mine.trials} trial folders have a trajectory "
+               f"({mine.files} files); {mine.trials - mine.with_trajectory} have none (no agent/ or no "
+               "agent/trajectory.json)")
+    for path, problem in mine.damaged:
+        report.add("warning", path, f"{problem}: {trajectories.SKIPPED}")
+    for path, column, value in mine.bad_counts:
+        shown = int(value) if value == value and abs(value) != float("inf") and value.is_integer() else value
+        report.add("warning", path, f"{column}: {shown} is not a whole number from 0 to 2**53: read as empty")
+
+
 def check_runs(runs: Sequence[Run]) -> list[RunReport]:
     reports = []
     with warnings.catch_warnings():
@@ -384,6 +401,7 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
         con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
     found = ViewFindings(con, runs)
     probes = CsvProbes(con, runs)
+    agents = trajectories.findings(runs)  # one read of every trajectory file
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:
@@ -396,6 +414,7 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
         for kind in CSV_ARTIFACTS:
             _check_csv(con, report, run, kind, probes)
         _check_harbor(report, run, found)
+        _check_trajectories(report, run, agents)
         _check_logs(report, run, found)
         _check_config(report, run)
         _check_views(report, run, found)
@@ -409,6 +428,7 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
 ISSUE_COLUMNS = ["run", "severity", "file", "line", "problem"]
 SUMMARY_COLUMNS = [
     "run", "usable", "errors", "warnings", "infos", "metric_rows", "trials", "vllm_seconds", "harbor_trials",
+    "trajectory_files",
 ]
 
 
@@ -416,6 +436,6 @@ def summary_rows(reports: Sequence[RunReport]) -> list[tuple]:
     return [
         (r.run, r.usable, *r.counts().values(),
          r.readable_rows.get("metrics"), r.readable_rows.get("trials"), r.readable_rows.get("vllm"),
-         r.readable_rows.get("harbor"))
+         r.readable_rows.get("harbor"), r.readable_rows.get("trajectories"))
         for r in reports
     ]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rlsql.errors import RlsqlWarning
-from rlsql.runs import HARBOR_DIR, Run
+from rlsql.runs import Run
 
 if TYPE_CHECKING:  # duckdb and harbor.py's listing rules are imported when files are listed, not to find a run
     import duckdb
@@ -214,10 +214,44 @@ def forget(con: duckdb.DuckDBPyConnection) -> None:
     _RECORDERS.pop(id(con), None)
 
 
-def damaged_files(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
-    """(run, file, problem) of every damaged trajectory file, from the source's own rows (`rlsql check`)."""
-    return con.execute("SELECT DISTINCT run, source_file, problem FROM trajectory_steps_src "
-                       "WHERE problem IS NOT NULL ORDER BY run, source_file").fetchall()
+@dataclass
+class Findings:
+    """What `rlsql check` says of a run's trajectories: the damaged files, the bad token counts, the counts."""
+
+    damaged: list[tuple[str, str]] = field(default_factory=list)
+    bad_counts: list[tuple[str, str, float]] = field(default_factory=list)
+    trials: int = 0
+    with_trajectory: int = 0
+    files: int = 0
+
+
+def findings(runs: Sequence[Run]) -> dict[str, Findings]:
+    """run -> Findings, for the runs with trajectories: one read of every file (the trajectory_steps
+    statement, damaged files and bad counts recorded as its warnings name them)."""
+    from rlsql.badcells import BadCells
+    from rlsql.connection import query_connection
+
+    found = {run.name: Findings() for run in runs if trace_jobs_of(run) is not None}
+    if not found:
+        return found
+    bad = BadCells()
+    con, sql = query_connection([r for r in runs if r.name in found], "trajectory_steps", bad_cells=bad)
+    con.execute(sql).fetchall()
+    for path, (run, problem) in sorted(_RECORDERS.get(id(con), {}).items()):
+        found[run].damaged.append((path, problem))
+    forget(con)
+    by_path = {f"{trace_jobs_of(r)}/": r.name for r in runs if r.name in found}
+    for (path, _, column), value in sorted(bad.cells.items()):
+        run = next((name for prefix, name in by_path.items() if path.startswith(prefix)), None)
+        if run is not None:
+            found[run].bad_counts.append((path, column, value))
+    for run in runs:
+        if run.name in found:
+            listing = list_trajectories(trace_jobs_of(run))
+            found[run.name].trials, found[run.name].files = listing.trials, len(listing.files)
+            found[run.name].with_trajectory = listing.trials - listing.without
+    con.close()
+    return found
 
 
 def trajectory_counts(runs: Sequence[Run]) -> dict[str, tuple[int, int, int]]:
@@ -225,7 +259,7 @@ def trajectory_counts(runs: Sequence[Run]) -> dict[str, tuple[int, int, int]]:
     and `rlsql check`: counted from the listing, no file opened."""
     counts = {}
     for run in runs:
-        trace_jobs = trace_jobs_of(run) or (run.path / HARBOR_DIR if (run.path / HARBOR_DIR).is_dir() else None)
+        trace_jobs = trace_jobs_of(run)
         if trace_jobs is None:
             continue
         listing = list_trajectories(trace_jobs)

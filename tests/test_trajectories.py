@@ -144,6 +144,38 @@ def test_rlsql_sql_sees_the_views() -> None:
     assert result.rows == [(sum(1 for s in steps if s["trial_name"] in in_csv),)]
 
 
+def test_check_counts_trials_without_a_trajectory_and_names_damaged_files() -> None:
+    from rlsql.check import check_runs
+    from rlsql.runs import resolve_runs
+
+    reports = {r.run: r for r in check_runs(resolve_runs([str(RUNS / "harbor"), str(RUNS / "harbor_csv")]))}
+    for run in WITH_TRAJECTORIES:
+        files, trials, without = oracle.trajectory_files(RUNS / run)
+        damaged = sorted(str(p) for _, _, p in files if oracle.read_trajectory(p) is None)
+        issues = reports[run].issues
+        counted = [i.problem for i in issues if i.problem.startswith(f"{trials - without} of {trials} trial folders")]
+        assert len(counted) == 1 and f"{without} have none" in counted[0], [i.problem for i in issues]
+        named = sorted(i.file for i in issues if i.severity == "warning" and "not an ATIF trajectory" in i.problem)
+        assert named == damaged
+        assert reports[run].readable_rows["trajectories"] == len(files) - len(damaged)
+        bad = sorted(i.problem for i in issues if i.file.endswith("calendar-0003__8d5Frkd/agent/trajectory.json"))
+        assert bad == ["steps[1].metrics.completion_tokens: -5 is not a whole number from 0 to 2**53: read as empty",
+                       "steps[1].metrics.prompt_tokens: 9007199254740994 is not a whole number from 0 to 2**53: "
+                       "read as empty"]
+    assert len([i for i in reports["harbor"].issues if "not an ATIF trajectory" in i.problem]) == 8
+
+
+def test_runs_says_how_many_trials_have_a_trajectory() -> None:
+    from rlsql.inventory import inventory
+    from rlsql.runs import resolve_runs
+
+    columns, rows = inventory(resolve_runs([str(RUNS)]))
+    got = {row[0]: row[columns.index("trajectories")] for row in rows}
+    for run, count in got.items():
+        files, _, _ = oracle.trajectory_files(RUNS / run)
+        assert count == (len({trial for trial, _, _ in files}) or None), run
+
+
 # -- canonical arguments: rlsql's SQL against Python's json.dumps over many raw JSON texts -----------------------
 
 
