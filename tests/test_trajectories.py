@@ -219,3 +219,75 @@ def test_arguments_are_canonical_json(tmp_path: Path) -> None:
     wrong = [(texts[i], g["arguments"], w) for i, (g, w) in enumerate(zip(got, want, strict=True))
              if g["arguments"] != w]
     assert not wrong, wrong[:5]
+
+
+# -- rlsql trial: the transcript -----------------------------------------------------------------------------
+
+
+def _trial(args: list[str], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    from tests.test_cli import run_main
+
+    return run_main(["trial", *args], capsys, monkeypatch)
+
+
+def test_trial_json_holds_every_step_in_order(capsys, monkeypatch) -> None:
+    trial = "calendar-0005__bu8dLSg"
+    code, out, _ = _trial([trial, "-r", str(RUNS / "harbor"), "-f", "json"], capsys, monkeypatch)
+    assert code in (0, None)
+    got = json.loads(out)
+    steps, calls = oracle.trajectory_rows(RUNS / "harbor")
+    want = [s for s in steps if s["trial_name"] == trial]
+    keys = ["segment", "step_id", "turn", "source", "prompt_tokens", "completion_tokens", "cached_tokens", "copied"]
+    assert [{k: s[k] for k in keys} for s in got["steps"]] == [{k: s[k] for k in keys} for s in want]
+    facts = {t["trial_name"]: t for t in oracle.read_trials(RUNS / "harbor")}[trial]
+    assert got["trial"]["reward"] == facts["reward"] and got["trial"]["n_episodes"] == facts["n_episodes"]
+    shown = [(c["function_name"], json.loads(c["arguments"])) for s in got["steps"] for c in s["tool_calls"]]
+    assert shown == [
+        (c["function_name"], json.loads(c["arguments"])) for c in calls if c["trial_name"] == trial]
+    first = json.loads((RUNS / "harbor" / "trace_jobs" / trial / "agent" / "trajectory.json").read_text())
+    assert got["steps"][1]["message"] == first["steps"][1]["message"]
+    assert got["steps"][1]["observations"][0]["content"] == first["steps"][1]["observation"]["results"][0]["content"]
+
+
+def test_trial_folds_copied_context_and_marks_segments(capsys, monkeypatch) -> None:
+    trial = "calendar-0005__bu8dLSg"
+    _, out, _ = _trial([trial, "-r", str(RUNS / "harbor"), "-f", "md"], capsys, monkeypatch)
+    assert "## Segment 0: trajectory.json" in out and "## Segment 2: trajectory.cont-2.json" in out
+    assert "4 steps of context copied from earlier segments (folded" in out
+    assert "summarization" not in out
+    _, full, _ = _trial([trial, "-r", str(RUNS / "harbor"), "-f", "md", "--full"], capsys, monkeypatch)
+    assert "copied context" in full and "folded" not in full
+    _, terminal, _ = _trial([trial, "-r", str(RUNS / "harbor")], capsys, monkeypatch)
+    assert "segment 1: trajectory.cont-1.json" in terminal and "turn 6" in terminal
+
+
+def test_trial_cuts_long_texts_unless_full(tmp_path: Path, capsys, monkeypatch) -> None:
+    agent = tmp_path / "run" / "trace_jobs" / "t__long" / "agent"
+    agent.mkdir(parents=True)
+    long = "x" * 5000
+    (agent / "trajectory.json").write_text(json.dumps({"agent": {"name": "a", "version": "1"}, "steps": [
+        {"step_id": 1, "source": "user", "message": long},
+        {"step_id": 2, "source": "agent", "message": "ok", "observation": {"results": [{"content": long + "y"}]}}]}))
+    _, out, _ = _trial(["t__long", "-r", str(tmp_path / "run"), "-f", "json"], capsys, monkeypatch)
+    got = json.loads(out)
+    assert got["steps"][0]["message"] == "x" * 600 + "… [4,400 more characters]"
+    assert got["steps"][1]["observations"][0]["content"].endswith("[4,401 more characters]")
+    assert got["trial"] is None  # no trials row: in flight
+    _, out, _ = _trial(["t__long", "-r", str(tmp_path / "run"), "-f", "json", "--full"], capsys, monkeypatch)
+    assert json.loads(out)["steps"][0]["message"] == long
+
+
+def test_a_wrong_trial_name_gets_a_did_you_mean(capsys, monkeypatch) -> None:
+    code, _, err = _trial(["calendar-0005__bu8dLSx", "-r", str(RUNS / "harbor")], capsys, monkeypatch)
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "did you mean calendar-0005__bu8dLSg" in lines[0]
+    code, _, err = _trial(["nothing-like-it", "-r", str(RUNS / "tiny")], capsys, monkeypatch)
+    assert code != 0 and "no agent trajectories" in err
+
+
+def test_trial_names_its_damaged_file_and_reads_the_rest(capsys, monkeypatch) -> None:
+    _, out, _ = _trial(["calendar-0004__sdoyP4h", "-r", str(RUNS / "harbor"), "-f", "json"], capsys, monkeypatch)
+    got = json.loads(out)
+    assert [d["file"].rsplit("/", 1)[1] for d in got["damaged_files"]] == ["trajectory.cont-1.json"]
+    assert got["steps"] and {s["segment"] for s in got["steps"]} == {0}
