@@ -65,8 +65,8 @@ def find_trial(runs: Sequence[Run], name: str) -> Run:
     return found[0]
 
 
-def transcript(runs: Sequence[Run], name: str) -> Transcript:
-    """Trial `name`'s row and every step of its trajectory, in order (segment, step_id)."""
+def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript:
+    """Trial `name`'s row (unless not `facts`) and every step of its trajectory, in order (segment, step_id)."""
     import duckdb
 
     from rlsql import trajectories
@@ -96,14 +96,16 @@ def transcript(runs: Sequence[Run], name: str) -> Transcript:
     steps = [{**r, **{k: v for k, v in words.get((r["segment"], r["step_index"]), {}).items()
                       if k in ("message", "reasoning", "calls", "observations")}}
              for r in rows["trajectory_steps_src"] if r["problem"] is None]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the trials view's own warnings belong to the trial queries
-        trials = open_connection([run], ["trials"])
-        cursor = trials.execute("SELECT * FROM trials WHERE trial_name = ? ORDER BY row_no LIMIT 1", [name])
-        columns = [d[0] for d in cursor.description]
-        found = cursor.fetchone()
-    facts = dict(zip(columns, found, strict=True)) if found else None
-    return Transcript(run.name, name, facts, steps, damaged)
+    row = None
+    if facts and (run.artifact("trials") or run.artifact("harbor")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the trials view's own warnings belong to the trial queries
+            trials = open_connection([run], ["trials"])
+            cursor = trials.execute("SELECT * FROM trials WHERE trial_name = ? ORDER BY row_no LIMIT 1", [name])
+            columns = [d[0] for d in cursor.description]
+            found = cursor.fetchone()
+        row = dict(zip(columns, found, strict=True)) if found else None
+    return Transcript(run.name, name, row, steps, damaged)
 
 
 # -- shaping ------------------------------------------------------------------------------------------------

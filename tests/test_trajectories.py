@@ -291,3 +291,34 @@ def test_trial_names_its_damaged_file_and_reads_the_rest(capsys, monkeypatch) ->
     got = json.loads(out)
     assert [d["file"].rsplit("/", 1)[1] for d in got["damaged_files"]] == ["trajectory.cont-1.json"]
     assert got["steps"] and {s["segment"] for s in got["steps"]} == {0}
+
+
+# -- the report's "What the agent did" -----------------------------------------------------------------------
+
+
+def test_report_says_what_the_agent_did(tmp_path: Path) -> None:
+    from rlsql.report import build_report
+    from rlsql.runs import resolve_runs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RlsqlWarning)
+        build_report(resolve_runs([str(RUNS / "harbor")]), tmp_path / "r", "md", notify=lambda _: None)
+    text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    section = text[text.index("## What the agent did"):text.index("## Runs and files")]
+    for row in oracle.expected("tool_usage", [RUNS / "harbor"]):
+        assert f"| {row['function_name']} | {row['calls']} | {row['trials']} | {row['success_trials']} |" in section
+    loops = oracle.expected("looping_trials", [RUNS / "harbor"])
+    longest = loops[0]
+    assert f"### {longest['trial_name']} ({longest['function_name']} repeated {longest['repeats']} times" in section
+    for row in loops:
+        assert f"| {row['trial_name']} | {row['outcome']} |" in section
+    outcomes = [r["outcome"] for r in oracle.expected("token_usage", [RUNS / "harbor"])]
+    assert [line.split("|")[1].strip() for line in section.splitlines()
+            if line.startswith("| ") and line.split("|")[1].strip() in ("Success", "Failure", "No reward")
+            and "agent_steps" not in line][:len(outcomes)] == outcomes
+    assert section.count("```text") == 3  # the two longest loops and the failure with the most turns
+    failures = sorted((t for t in oracle.read_trials(RUNS / "harbor") if t["reward"] == 0 and t["n_episodes"]
+                       and (RUNS / "harbor" / "trace_jobs" / t["trial_name"] / "agent" / "trajectory.json").is_file()
+                       and t["trial_name"] not in {r["trial_name"] for r in loops[:2]}),
+                      key=lambda t: (-t["n_episodes"], t["trial_name"]))
+    assert f"### {failures[0]['trial_name']} (a failure with {failures[0]['n_episodes']} turns)" in section
