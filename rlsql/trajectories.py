@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,14 +173,16 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None) 
 
 # -- damaged files: recorded while a statement runs, said once after it --------------------------------
 
-_RECORDERS: dict[int, dict[str, tuple[str, str]]] = {}
+#: connection -> the damaged files its statements met (path -> (run, problem)); weak: a connection closed and
+#: collected takes its entry with it, and no later connection can be given another's files
+_RECORDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def record_damaged(con: duckdb.DuckDBPyConnection) -> None:
     """Give `con` DAMAGED_FUNCTION(run, path, problem): it remembers the file and gives the problem back (the
     sources' `problem` column), so that warn_damaged can name each damaged file the statement met once."""
     seen: dict[str, tuple[str, str]] = {}
-    _RECORDERS[id(con)] = seen
+    _RECORDERS[con] = seen
 
     def damaged(run: str, path: str, problem: str) -> str:
         seen.setdefault(path, (run, problem))
@@ -194,7 +197,7 @@ def warn_damaged(con: duckdb.DuckDBPyConnection) -> None:
     one naming how many more)."""
     from rlsql.harbor import shown
 
-    seen = _RECORDERS.get(id(con))
+    seen = _RECORDERS.get(con)
     if not seen:
         return
     by_run: dict[str, list[tuple[str, str]]] = {}
@@ -211,7 +214,12 @@ def warn_damaged(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def forget(con: duckdb.DuckDBPyConnection) -> None:
-    _RECORDERS.pop(id(con), None)
+    _RECORDERS.pop(con, None)
+
+
+def recorded(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
+    """The damaged files `con`'s statements met so far: path -> (run, problem)."""
+    return dict(_RECORDERS.get(con, {}))
 
 
 @dataclass
@@ -237,7 +245,7 @@ def findings(runs: Sequence[Run]) -> dict[str, Findings]:
     bad = BadCells()
     con, sql = query_connection([r for r in runs if r.name in found], "trajectory_steps", bad_cells=bad)
     con.execute(sql).fetchall()
-    for path, (run, problem) in sorted(_RECORDERS.get(id(con), {}).items()):
+    for path, (run, problem) in sorted(recorded(con).items()):
         found[run].damaged.append((path, problem))
     forget(con)
     by_path = {f"{trace_jobs_of(r)}/": r.name for r in runs if r.name in found}
@@ -252,6 +260,32 @@ def findings(runs: Sequence[Run]) -> dict[str, Findings]:
             found[run.name].with_trajectory = listing.trials - listing.without
     con.close()
     return found
+
+
+def duckdb_rows(context, catalog, source) -> tuple[list[tuple[str, str]], list[tuple]]:
+    """A trajectory source's (column, DuckDB type) pairs and rows, read by DuckDB on this machine (the Spark
+    engine's source: the same SQL, checks and warnings as on DuckDB)."""
+    import duckdb
+
+    from rlsql.duckconn import memory_connection
+    from rlsql.duckdb_errors import data_error
+    from rlsql.errors import DataError, one_line
+
+    con = memory_connection()
+    record_damaged(con)
+    saved = context.record_damaged
+    context.record_damaged = True
+    try:
+        cursor = con.execute(context.render(catalog, source))
+        rows = cursor.fetchall()
+    except duckdb.Error as exc:
+        raise data_error(exc) or DataError(f"{source.path}: cannot read {source.name}: {one_line(exc)}") from exc
+    finally:
+        context.record_damaged = saved
+    columns = [(d[0], str(d[1])) for d in cursor.description]
+    warn_damaged(con)
+    forget(con)
+    return columns, rows
 
 
 def trajectory_counts(runs: Sequence[Run]) -> dict[str, tuple[int, int, int]]:

@@ -90,12 +90,16 @@ def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript
             raise data_error(exc) or DataError(f"{name}: cannot read its trajectory: {one_line(exc)}") from exc
         columns = [d[0] for d in cursor.description]
         rows[source] = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
-    damaged = sorted((path, problem) for path, (_, problem) in trajectories._RECORDERS.get(id(con), {}).items())
+    damaged = sorted((path, problem) for path, (_, problem) in trajectories.recorded(con).items())
     trajectories.forget(con)
     words = {(r["segment"], r["step_index"]): r for r in rows["trajectory_texts_src"] if r["problem"] is None}
-    steps = [{**r, **{k: v for k, v in words.get((r["segment"], r["step_index"]), {}).items()
-                      if k in ("message", "reasoning", "calls", "observations")}}
-             for r in rows["trajectory_steps_src"] if r["problem"] is None]
+    steps = []
+    for r in rows["trajectory_steps_src"]:
+        if r["problem"] is None:
+            w = words.get((r["segment"], r["step_index"]), {})
+            steps.append({**r, "message": w.get("message"), "reasoning": w.get("reasoning"),
+                          "calls": json.loads(w["calls"]) if w.get("calls") else [],
+                          "observations": json.loads(w["observations"]) if w.get("observations") else []})
     row = None
     if facts and (run.artifact("trials") or run.artifact("harbor")):
         with warnings.catch_warnings():

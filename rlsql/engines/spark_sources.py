@@ -29,7 +29,8 @@ from rlsql.duckconn import memory_connection
 from rlsql.errors import DataError, RlsqlWarning, one_line
 from rlsql.sources import SourceContext
 
-_SPARK_TYPE = {"VARCHAR": "STRING", "DOUBLE": "DOUBLE", "BIGINT": "BIGINT", "INTEGER": "INT", "BOOLEAN": "BOOLEAN"}
+_SPARK_TYPE = {"VARCHAR": "STRING", "DOUBLE": "DOUBLE", "BIGINT": "BIGINT", "INTEGER": "INT", "BOOLEAN": "BOOLEAN",
+               "TIMESTAMP": "TIMESTAMP"}
 _HADOOP_GLOB = re.compile(r"([\\*?\[\]{}])")
 CORRUPT = "_rlsql_corrupt"
 
@@ -90,6 +91,11 @@ class SparkSources:
                                 ("value_json", "STRING")])
         if source.artifact == "harbor":
             return self.harbor_frame(source)
+        if source.artifact == "trajectories":  # read by DuckDB here (rlsql/trajectories.py), handed over as rows
+            from rlsql.trajectories import duckdb_rows
+
+            columns, rows = duckdb_rows(self.context, self.catalog, source)
+            return self.spark.createDataFrame(rows, ", ".join(f"{_q(n)} {spark_type(t)}" for n, t in columns))
         if source.artifact:
             return self.csv_frame(source)
         raise DataError(f"{source.path}: the Spark engine has no reader for source {source.name}")

@@ -17,7 +17,7 @@
 -- column: first_turn: the turn of the first of them (by segment, step_id, call_index)
 -- column: last_turn: the turn of the last of them
 WITH calls AS (
-    SELECT run, trial_name, function_name, arguments, turn, segment, step_id, call_index
+    SELECT run, trial_name, function_name, arguments, turn
     FROM tool_calls
     WHERE turn IS NOT NULL  -- agent steps that are not copied context
 ),
@@ -25,8 +25,9 @@ repeated AS (
     SELECT
         run, trial_name, function_name, arguments,
         count(*) AS repeats,
-        arg_min(turn, (segment, step_id, call_index)) AS first_turn,
-        arg_max(turn, (segment, step_id, call_index)) AS last_turn
+        -- a trial's turns grow with (segment, step_id): the first call's turn is the least, the last's the greatest
+        min(turn) AS first_turn,
+        max(turn) AS last_turn
     FROM calls
     GROUP BY run, trial_name, function_name, arguments
     HAVING count(*) >= {{ param('min_repeats') }}
@@ -43,7 +44,5 @@ SELECT
     r.first_turn,
     r.last_turn
 FROM repeated AS r
-LEFT JOIN (SELECT DISTINCT ON (run, trial_name) run, trial_name, outcome, exception_type, n_episodes FROM trial_rows
-    ORDER BY run, trial_name, row_no) AS t
-    ON t.run = r.run AND t.trial_name = r.trial_name
+LEFT JOIN trial_rows AS t ON t.run = r.run AND t.trial_name = r.trial_name
 ORDER BY r.run, r.repeats DESC, r.trial_name, r.function_name, r.arguments

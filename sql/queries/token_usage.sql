@@ -21,8 +21,7 @@
 WITH steps AS (
     SELECT s.*, coalesce(t.outcome, 'No reward') AS outcome
     FROM trajectory_steps AS s
-    LEFT JOIN (SELECT DISTINCT run, trial_name, outcome FROM trial_rows) AS t
-        ON t.run = s.run AND t.trial_name = s.trial_name
+    LEFT JOIN trial_rows AS t ON t.run = s.run AND t.trial_name = s.trial_name
     WHERE NOT s.copied
 ),
 per_trial AS (

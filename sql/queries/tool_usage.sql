@@ -14,8 +14,7 @@
 WITH calls AS (
     SELECT c.run, c.trial_name, c.function_name, t.outcome
     FROM tool_calls AS c
-    LEFT JOIN (SELECT DISTINCT run, trial_name, outcome FROM trial_rows) AS t
-        ON t.run = c.run AND t.trial_name = c.trial_name
+    LEFT JOIN trial_rows AS t ON t.run = c.run AND t.trial_name = c.trial_name
     WHERE NOT c.copied
 )
 SELECT

@@ -30,9 +30,9 @@ steps AS NOT MATERIALIZED (
             'function_name': {{ atif.text("c.function_name") }},
             'a': c.arguments,
             -- the step's observation results answering this call (a NULL id matches nothing)
-            'observation_chars': coalesce(list_sum(list_transform(list_filter(s.observation.results,
+            'observation_chars': coalesce(CAST(list_sum(list_transform(list_filter(s.observation.results,
                 lambda r: {{ atif.text("r.source_call_id") }} = {{ atif.text("c.tool_call_id") }}),
-                lambda r: {{ atif.chars("r.content") }})), 0)}) AS calls
+                lambda r: {{ atif.chars("r.content") }})) AS BIGINT), 0)}) AS calls
     FROM trajectory_step_rows
     WHERE problem IS NULL
 ),
