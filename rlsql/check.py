@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-from rlsql import csvread, harbor, trajectories
+from rlsql import connection, csvread, harbor, trajectories
 from rlsql.artifacts import ARTIFACT_LABELS, INTEGER_COLUMNS
 from rlsql.catalog import load_catalog
 from rlsql.config import config_problems, read_yaml
@@ -377,6 +377,46 @@ def _check_views(report: RunReport, run: Run, found: ViewFindings) -> None:
                            f"{count} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {example!r}): no timestamp")
 
 
+@dataclass
+class Findings:
+    """What `rlsql check` says of a run's trajectories: the damaged files, the bad token counts, the counts."""
+
+    damaged: list[tuple[str, str]] = field(default_factory=list)
+    bad_counts: list[tuple[str, str, float]] = field(default_factory=list)
+    trials: int = 0
+    with_trajectory: int = 0
+    files: int = 0
+
+
+def trajectory_findings(runs: Sequence[Run]) -> dict[str, Findings]:
+    """run -> Findings, for the runs with trajectories: one read of every file (the trajectory_steps
+    statement, damaged files and bad counts recorded as its warnings name them)."""
+    from rlsql.badcells import BadCells
+    from rlsql.trajectories import forget, list_trajectories, recorded, trace_jobs_of
+
+    found = {run.name: Findings() for run in runs if trace_jobs_of(run) is not None}
+    if not found:
+        return found
+    bad = BadCells()
+    con, sql = connection.query_connection([r for r in runs if r.name in found], "trajectory_steps", bad_cells=bad)
+    con.execute(sql).fetchall()
+    for path, (run, problem) in sorted(recorded(con).items()):
+        found[run].damaged.append((path, problem))
+    forget(con)
+    by_path = {f"{trace_jobs_of(r)}/": r.name for r in runs if r.name in found}
+    for (path, _, column), value in sorted(bad.cells.items()):
+        run = next((name for prefix, name in by_path.items() if path.startswith(prefix)), None)
+        if run is not None:
+            found[run].bad_counts.append((path, column, value))
+    for run in runs:
+        if run.name in found:
+            listing = list_trajectories(trace_jobs_of(run))
+            found[run.name].trials, found[run.name].files = listing.trials, len(listing.files)
+            found[run.name].with_trajectory = listing.trials - listing.without
+    con.close()
+    return found
+
+
 def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
     """Agents' trajectories: how many trial folders have none, each damaged file, each bad token count."""
     mine = found.get(run.name)
@@ -401,7 +441,7 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
         con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
     found = ViewFindings(con, runs)
     probes = CsvProbes(con, runs)
-    agents = trajectories.findings(runs)  # one read of every trajectory file
+    agents = trajectory_findings(runs)  # one read of every trajectory file
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:

@@ -118,8 +118,6 @@ def scan_folder(path: Path) -> Run | None:
         artifacts["config"] = Artifact("config", config)
     if has_harbor_trials(path / HARBOR_DIR):
         artifacts["harbor"] = Artifact("harbor", path / HARBOR_DIR)
-    from rlsql.trajectories import has_trajectories  # here: that module reads runs
-
     if has_trajectories(path / HARBOR_DIR):  # agents' ATIF trajectories, read with any trials source
         artifacts["trajectories"] = Artifact("trajectories", path / HARBOR_DIR)
     artifacts.update(log_artifacts(path))
@@ -158,6 +156,17 @@ def has_harbor_trials(trace_jobs: Path) -> bool:
     try:
         with os.scandir(trace_jobs) as entries:
             return any(e.is_dir() and (Path(e.path) / HARBOR_RESULT).is_file() for e in entries)
+    except OSError:
+        return False
+
+
+def has_trajectories(trace_jobs: Path) -> bool:
+    """True when some trial folder of `trace_jobs` holds agent/trajectory.json, an agent's ATIF trajectory
+    (rlsql/trajectories.py reads them); stops at the first."""
+    try:
+        with os.scandir(trace_jobs) as entries:
+            return any(e.is_dir() and os.path.isfile(os.path.join(e.path, "agent", "trajectory.json"))
+                       for e in entries)
     except OSError:
         return False
 

@@ -121,15 +121,6 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return False
 
 
-def has_trajectories(trace_jobs: Path) -> bool:
-    """True when some trial folder of `trace_jobs` holds agent/trajectory.json (stops at the first)."""
-    try:
-        with os.scandir(trace_jobs) as entries:
-            return any(_is_dir(e) and os.path.isfile(os.path.join(e.path, AGENT_DIR, FIRST_SEGMENT)) for e in entries)
-    except OSError:
-        return False
-
-
 def trace_jobs_of(run: Run) -> Path | None:
     artifact = run.artifact("trajectories")
     return artifact.path if artifact is not None else None
@@ -220,46 +211,6 @@ def forget(con: duckdb.DuckDBPyConnection) -> None:
 def recorded(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
     """The damaged files `con`'s statements met so far: path -> (run, problem)."""
     return dict(_RECORDERS.get(con, {}))
-
-
-@dataclass
-class Findings:
-    """What `rlsql check` says of a run's trajectories: the damaged files, the bad token counts, the counts."""
-
-    damaged: list[tuple[str, str]] = field(default_factory=list)
-    bad_counts: list[tuple[str, str, float]] = field(default_factory=list)
-    trials: int = 0
-    with_trajectory: int = 0
-    files: int = 0
-
-
-def findings(runs: Sequence[Run]) -> dict[str, Findings]:
-    """run -> Findings, for the runs with trajectories: one read of every file (the trajectory_steps
-    statement, damaged files and bad counts recorded as its warnings name them)."""
-    from rlsql.badcells import BadCells
-    from rlsql.connection import query_connection
-
-    found = {run.name: Findings() for run in runs if trace_jobs_of(run) is not None}
-    if not found:
-        return found
-    bad = BadCells()
-    con, sql = query_connection([r for r in runs if r.name in found], "trajectory_steps", bad_cells=bad)
-    con.execute(sql).fetchall()
-    for path, (run, problem) in sorted(recorded(con).items()):
-        found[run].damaged.append((path, problem))
-    forget(con)
-    by_path = {f"{trace_jobs_of(r)}/": r.name for r in runs if r.name in found}
-    for (path, _, column), value in sorted(bad.cells.items()):
-        run = next((name for prefix, name in by_path.items() if path.startswith(prefix)), None)
-        if run is not None:
-            found[run].bad_counts.append((path, column, value))
-    for run in runs:
-        if run.name in found:
-            listing = list_trajectories(trace_jobs_of(run))
-            found[run.name].trials, found[run.name].files = listing.trials, len(listing.files)
-            found[run.name].with_trajectory = listing.trials - listing.without
-    con.close()
-    return found
 
 
 def duckdb_rows(context, catalog, source) -> tuple[list[tuple[str, str]], list[tuple]]:

@@ -29,13 +29,14 @@ LAYERS: list[tuple[str, set[str]]] = [
         "rlsql.duckdb_errors", "rlsql.probe", "rlsql.sources", "rlsql.cachebuild", "rlsql.cachebg", "rlsql.connection",
         "rlsql.lazyconn",
         "rlsql.provenance", "rlsql.inventory", "rlsql.rawlogs", "rlsql.logcache", "rlsql.badcells", "rlsql.answers",
-        "rlsql.engines.spark_sources", "rlsql.engines.spark_sql",
+        "rlsql.engines.spark_sources", "rlsql.engines.spark_sql", "rlsql.trajectories",
     }),
     ("the API", {"rlsql.api", "rlsql", "rlsql.engines", "rlsql.engines.spark"}),
     ("commands' work", {
         "rlsql.check", "rlsql.export", "rlsql.exportmerge", "rlsql.dbfile", "rlsql.shellinit", "rlsql.describe",
         "rlsql.docs", "rlsql.ahead",
         "rlsql.report", "rlsql.report.data", "rlsql.report.figures", "rlsql.report.render", "rlsql.report.human",
+        "rlsql.transcript", "rlsql.report.agent",
     }),
     ("the command line", {"rlsql.cli", "rlsql.cliout", "rlsql.quickcli", "rlsql.__main__"}),
 ]

@@ -6,7 +6,7 @@
 -- Query parameters are DuckDB variables. Set one before querying, for example:
 --   SET VARIABLE span = 10
 -- This script holds no semicolon except at the end of each statement (harlequin splits on them).
--- Parameters (name type = default): keys VARCHAR = NULL, save_every INTEGER = NULL, span INTEGER = 5
+-- Parameters (name type = default): keys VARCHAR = NULL, min_repeats INTEGER = 3, save_every INTEGER = NULL, span INTEGER = 5
 -- `SELECT * FROM duckdb_views() WHERE NOT internal` lists the views with their descriptions.
 
 CREATE OR REPLACE VIEW "config_src" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS INTEGER) AS "ordinal", CAST(NULL AS VARCHAR) AS "key", CAST(NULL AS VARCHAR) AS "value", CAST(NULL AS VARCHAR) AS "value_json" WHERE false;
@@ -18,6 +18,12 @@ CREATE OR REPLACE VIEW "metrics_src" AS SELECT CAST(NULL AS VARCHAR) AS "run", C
 CREATE OR REPLACE VIEW "run_files" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "artifact", CAST(NULL AS VARCHAR) AS "path", CAST(NULL AS VARCHAR) AS "prefix" WHERE false;
 
 CREATE OR REPLACE VIEW "runs" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "run_path", CAST(NULL AS DATE) AS "vllm_base_date" WHERE false;
+
+CREATE OR REPLACE VIEW "tool_calls_src" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "trial_name", CAST(NULL AS INTEGER) AS "segment", CAST(NULL AS BIGINT) AS "step_index", CAST(NULL AS BIGINT) AS "step_id", CAST(NULL AS BIGINT) AS "turn", CAST(NULL AS BIGINT) AS "call_index", CAST(NULL AS VARCHAR) AS "tool_call_id", CAST(NULL AS VARCHAR) AS "function_name", CAST(NULL AS VARCHAR) AS "arguments", CAST(NULL AS BIGINT) AS "observation_chars", CAST(NULL AS BOOLEAN) AS "copied" WHERE false;
+
+CREATE OR REPLACE VIEW "trajectory_steps_src" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "trial_name", CAST(NULL AS INTEGER) AS "segment", CAST(NULL AS VARCHAR) AS "source_file", CAST(NULL AS VARCHAR) AS "problem", CAST(NULL AS BIGINT) AS "step_index", CAST(NULL AS BIGINT) AS "step_id", CAST(NULL AS BIGINT) AS "turn", CAST(NULL AS VARCHAR) AS "source", CAST(NULL AS VARCHAR) AS "timestamp", CAST(NULL AS TIMESTAMP) AS "ts", CAST(NULL AS VARCHAR) AS "model_name", CAST(NULL AS BIGINT) AS "message_chars", CAST(NULL AS BIGINT) AS "reasoning_chars", CAST(NULL AS BIGINT) AS "tool_calls", CAST(NULL AS BIGINT) AS "prompt_tokens", CAST(NULL AS BIGINT) AS "completion_tokens", CAST(NULL AS BIGINT) AS "cached_tokens", CAST(NULL AS DOUBLE) AS "cost_usd", CAST(NULL AS BOOLEAN) AS "copied" WHERE false;
+
+CREATE OR REPLACE VIEW "trajectory_texts_src" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "trial_name", CAST(NULL AS INTEGER) AS "segment", CAST(NULL AS VARCHAR) AS "source_file", CAST(NULL AS VARCHAR) AS "problem", CAST(NULL AS BIGINT) AS "step_index", CAST(NULL AS BIGINT) AS "step_id", CAST(NULL AS VARCHAR) AS "source", CAST(NULL AS VARCHAR) AS "timestamp", CAST(NULL AS VARCHAR) AS "message", CAST(NULL AS VARCHAR) AS "reasoning", CAST(NULL AS VARCHAR) AS "calls", CAST(NULL AS VARCHAR) AS "observations" WHERE false;
 
 CREATE OR REPLACE VIEW "trials_src" AS SELECT CAST(NULL AS VARCHAR) AS "run", CAST(NULL AS VARCHAR) AS "source_file", CAST(NULL AS BIGINT) AS "row_no", CAST(NULL AS VARCHAR) AS "task_name", CAST(NULL AS VARCHAR) AS "trial_name", CAST(NULL AS BIGINT) AS "n_episodes", CAST(NULL AS BIGINT) AS "n_input_tokens", CAST(NULL AS BIGINT) AS "n_output_tokens", CAST(NULL AS VARCHAR) AS "exception_type", CAST(NULL AS DOUBLE) AS "reward", CAST(NULL AS DOUBLE) AS "agent_duration_sec", CAST(NULL AS DOUBLE) AS "trial_duration", CAST(NULL AS DOUBLE) AS "environment_setup_duration", CAST(NULL AS DOUBLE) AS "agent_setup_duration", CAST(NULL AS DOUBLE) AS "agent_execution_duration", CAST(NULL AS DOUBLE) AS "verifier_duration" WHERE false;
 
@@ -945,6 +951,23 @@ LEFT JOIN shares AS s ON s.run = b.run AND s.span = b.span AND b.span NOT IN ('u
 
 COMMENT ON VIEW "timing_table" IS 'timing_breakdown with share_of_step beside share_of_within: for every span the mean over the rows where step ran (and took time) of the span''s seconds over the step''s (a row without the span counts 0), for spans nested in step and outside it alike (an outside span''s share can pass 1), unattributed takes its share_of_within (its parent is step), overlap has none.';
 
+CREATE OR REPLACE VIEW "tool_calls" AS
+SELECT run, trial_name, segment, step_id, turn, call_index, tool_call_id, function_name, arguments,
+    observation_chars, copied
+FROM tool_calls_src
+ORDER BY run, trial_name, segment, step_id, step_index, call_index;
+
+COMMENT ON VIEW "tool_calls" IS 'One row per tool call of every trial''s agent trajectory (the step''s `tool_calls`, in every segment): the step it belongs to, the call''s position, its id, function and arguments as canonical JSON text (keys sorted at every depth, no spaces, non-ASCII kept, as Python''s json.dumps(a, sort_keys=True, separators=(",", ":"), ensure_ascii=False): two calls whose arguments differ only in key order have the same text), the characters of the observation it got, and whether the step is copied context. Ordered by run, trial_name, segment, step_id, call_index.';
+
+CREATE OR REPLACE VIEW "trajectory_steps" AS
+SELECT run, trial_name, segment, step_id, turn, source, ts, model_name, message_chars, reasoning_chars, tool_calls,
+    prompt_tokens, completion_tokens, cached_tokens, cost_usd, copied
+FROM trajectory_steps_src
+WHERE problem IS NULL
+ORDER BY run, trial_name, segment, step_id, step_index;
+
+COMMENT ON VIEW "trajectory_steps" IS 'One row per step of every trial''s agent trajectory (ATIF: `trace_jobs/<trial>/agent/trajectory.json` is segment 0, `trajectory.cont-N.json` segment N), whether the run''s trials come from a trials CSV or from result.json files: who spoke (source), the agent''s turn, when (UTC), the model, the message''s and reasoning''s length in characters, the number of tool calls, the tokens and cost of the step, and whether it is context copied from an earlier segment. Damaged files are left out (a warning names each, `rlsql check` lists them). Ordered by run, trial_name, segment, step_id.';
+
 CREATE OR REPLACE VIEW "trials" AS
 SELECT
     t.* EXCLUDE (exception_message, started_at, finished_at),
@@ -1086,6 +1109,40 @@ ORDER BY run, list_position(['none', 'passthrough', 'mask', 'zero'], treatment);
 
 COMMENT ON VIEW "exception_treatment" IS 'Trials per effective treatment (none, passthrough, mask, zero, a passthrough trial without a reward counts as mask) with their percent of the run''s trials and the exception types routed there.';
 
+CREATE OR REPLACE VIEW "looping_trials" AS
+WITH calls AS (
+    SELECT run, trial_name, function_name, arguments, turn
+    FROM tool_calls
+    WHERE turn IS NOT NULL  -- agent steps that are not copied context
+),
+repeated AS (
+    SELECT
+        run, trial_name, function_name, arguments,
+        count(*) AS repeats,
+        -- a trial's turns grow with (segment, step_id): the first call's turn is the least, the last's the greatest
+        min(turn) AS first_turn,
+        max(turn) AS last_turn
+    FROM calls
+    GROUP BY run, trial_name, function_name, arguments
+    HAVING count(*) >= CAST(coalesce(getvariable('min_repeats'), 3) AS INTEGER)
+)
+SELECT
+    r.run,
+    r.trial_name,
+    coalesce(t.outcome, 'No reward') AS outcome,
+    t.exception_type,
+    t.n_episodes,
+    r.function_name,
+    r.arguments,
+    r.repeats,
+    r.first_turn,
+    r.last_turn
+FROM repeated AS r
+LEFT JOIN trial_rows AS t ON t.run = r.run AND t.trial_name = r.trial_name
+ORDER BY r.run, r.repeats DESC, r.trial_name, r.function_name, r.arguments;
+
+COMMENT ON VIEW "looping_trials" IS 'Trials that repeat themselves: each call (the same function with the same canonical arguments) a trial''s agent made at least `min_repeats` times over all its segments, with the trial''s outcome, exception and turns (from the trials view), how many times, and the turns of the first and the last. Copied-context steps are left out. Ordered by run, repeats descending, trial_name, function_name, arguments.';
+
 CREATE OR REPLACE VIEW "run_overview" AS
 SELECT
     run,
@@ -1138,6 +1195,63 @@ LEFT JOIN span_seconds AS total ON total.run = s.run AND total.row_no = s.row_no
 ORDER BY s.run, s.step, s.log_file, s.span;
 
 COMMENT ON VIEW "step_timing" IS 'Seconds of every recorded timing span in every metric row (a re-run step appears once per log), with its share of that row''s timing/step.';
+
+CREATE OR REPLACE VIEW "token_usage" AS
+WITH steps AS (
+    SELECT s.*, coalesce(t.outcome, 'No reward') AS outcome
+    FROM trajectory_steps AS s
+    LEFT JOIN trial_rows AS t ON t.run = s.run AND t.trial_name = s.trial_name
+    WHERE NOT s.copied
+),
+per_trial AS (
+    SELECT
+        run, outcome, trial_name,
+        count(*) FILTER (WHERE source = 'agent') AS agent_steps,
+        sum(prompt_tokens) FILTER (WHERE source = 'agent') AS prompt_tokens,
+        sum(completion_tokens) FILTER (WHERE source = 'agent') AS completion_tokens,
+        sum(cached_tokens) FILTER (WHERE source = 'agent' AND prompt_tokens IS NOT NULL) AS cached_with_prompt,
+        sum(prompt_tokens) FILTER (WHERE source = 'agent' AND cached_tokens IS NOT NULL) AS prompt_with_cached,
+        max(prompt_tokens) FILTER (WHERE source = 'agent') AS max_step_prompt_tokens
+    FROM steps
+    GROUP BY run, outcome, trial_name
+)
+SELECT
+    run,
+    outcome,
+    count(*) AS trials,
+    sum(agent_steps) AS agent_steps,
+    avg(prompt_tokens) AS mean_prompt_tokens,
+    avg(completion_tokens) AS mean_completion_tokens,
+    CASE WHEN sum(prompt_with_cached) > 0 THEN sum(cached_with_prompt) / sum(prompt_with_cached) END AS cached_share,
+    quantile_cont(completion_tokens, 0.5) AS p50_completion_tokens,
+    quantile_cont(completion_tokens, 0.9) AS p90_completion_tokens,
+    max(max_step_prompt_tokens) AS max_step_prompt_tokens
+FROM per_trial
+GROUP BY run, outcome
+ORDER BY run, CASE outcome WHEN 'Success' THEN 1 WHEN 'Failure' THEN 2 ELSE 3 END;
+
+COMMENT ON VIEW "token_usage" IS 'What the agent''s tokens cost, per run and outcome (Success, Failure, then No reward: no reward, or no trials row at all): trials with a trajectory, their agent steps, the mean per trial of prompt and completion tokens (summed over its agent steps that have the count), the share of prompt tokens served from the cache, percentiles of the completion tokens per trial, and the largest single step''s prompt (the context''s high-water mark). Copied-context steps are left out, final_metrics is not used (the steps are what was billed). An outcome no trial has gets no row.';
+
+CREATE OR REPLACE VIEW "tool_usage" AS
+WITH calls AS (
+    SELECT c.run, c.trial_name, c.function_name, t.outcome
+    FROM tool_calls AS c
+    LEFT JOIN trial_rows AS t ON t.run = c.run AND t.trial_name = c.trial_name
+    WHERE NOT c.copied
+)
+SELECT
+    run,
+    function_name,
+    count(*) AS calls,
+    count(DISTINCT trial_name) AS trials,
+    count(DISTINCT trial_name) FILTER (WHERE outcome = 'Success') AS success_trials,
+    count(DISTINCT trial_name) FILTER (WHERE outcome = 'Failure') AS failure_trials,
+    count(*) / count(DISTINCT trial_name) AS mean_calls_per_trial
+FROM calls
+GROUP BY run, function_name
+ORDER BY run, calls DESC, function_name;
+
+COMMENT ON VIEW "tool_usage" IS 'The tools the agent called, per run: calls, the trials that called each, how many of them succeeded or failed, and calls per calling trial. Copied-context steps (a continuation''s copy of an earlier segment) are left out. Ordered by run, calls descending, function_name.';
 
 CREATE OR REPLACE VIEW "trial_phases" AS
 WITH
@@ -1561,6 +1675,43 @@ SELECT * FROM (
 
 COMMENT ON VIEW "runs" IS 'One row per run folder given to rlsql: its id (the folder name), its absolute path and the date its vLLM `MM-DD` stamps are read against.';
 
+CREATE OR REPLACE VIEW "tool_calls_src" AS
+-- no run has a trajectory: the same columns and no rows
+SELECT
+    CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS trial_name, CAST(NULL AS INTEGER) AS segment,
+    CAST(NULL AS BIGINT) AS step_index, CAST(NULL AS BIGINT) AS step_id,
+    CAST(NULL AS BIGINT) AS turn, CAST(NULL AS BIGINT) AS call_index, CAST(NULL AS VARCHAR) AS tool_call_id,
+    CAST(NULL AS VARCHAR) AS function_name, CAST(NULL AS VARCHAR) AS arguments,
+    CAST(NULL AS BIGINT) AS observation_chars, CAST(NULL AS BOOLEAN) AS copied
+WHERE false;
+
+COMMENT ON VIEW "tool_calls_src" IS 'Every tool call of every trial''s agent trajectory (ATIF), read in place: one row per element of a step''s `tool_calls` in `trace_jobs/<trial>/agent/trajectory.json` and `trajectory.cont-N.json`, with the step''s segment, step_id, position in its file (step_index), turn and copied flag, the call''s position (call_index), tool_call_id, function_name, its arguments as canonical JSON text (keys sorted at every depth, no spaces, non-ASCII kept: Python''s json.dumps(a, sort_keys=True, separators=(",", ":"), ensure_ascii=False)) and the characters of the step''s observation results whose source_call_id is the call''s id. Damaged files have no rows here (trajectory_steps_src names them).';
+
+CREATE OR REPLACE VIEW "trajectory_steps_src" AS
+-- no run has a trajectory: the same columns and no rows
+SELECT
+    CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS trial_name, CAST(NULL AS INTEGER) AS segment,
+    CAST(NULL AS VARCHAR) AS source_file, CAST(NULL AS VARCHAR) AS problem, CAST(NULL AS BIGINT) AS step_index,
+    CAST(NULL AS BIGINT) AS step_id, CAST(NULL AS BIGINT) AS turn, CAST(NULL AS VARCHAR) AS source,
+    CAST(NULL AS VARCHAR) AS "timestamp", CAST(NULL AS TIMESTAMP) AS ts, CAST(NULL AS VARCHAR) AS model_name,
+    CAST(NULL AS BIGINT) AS message_chars, CAST(NULL AS BIGINT) AS reasoning_chars, CAST(NULL AS BIGINT) AS tool_calls,
+    CAST(NULL AS BIGINT) AS prompt_tokens, CAST(NULL AS BIGINT) AS completion_tokens,
+    CAST(NULL AS BIGINT) AS cached_tokens, CAST(NULL AS DOUBLE) AS cost_usd, CAST(NULL AS BOOLEAN) AS copied
+WHERE false;
+
+COMMENT ON VIEW "trajectory_steps_src" IS 'Every trial''s agent trajectory (ATIF) read in place: one row per step of every `trace_jobs/<trial>/agent/trajectory.json` (segment 0) and `trajectory.cont-N.json` (segment N), with the figures the `trajectory_steps` view gives (turn, source, ts, model_name, characters, tool calls, tokens, cost, copied), its position in the file (step_index) and the timestamp as written, plus one row per damaged file (cut short, not JSON, not an object, no `steps` list, a step without an integer step_id, not a regular file, ...) with `problem` saying why and every step column NULL: read steps with `WHERE problem IS NULL` (trajectory_steps does). Token counts that are not whole numbers from 0 to 2**53 read as NULL.';
+
+CREATE OR REPLACE VIEW "trajectory_texts_src" AS
+SELECT
+    CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS trial_name, CAST(NULL AS INTEGER) AS segment,
+    CAST(NULL AS VARCHAR) AS source_file, CAST(NULL AS VARCHAR) AS problem, CAST(NULL AS BIGINT) AS step_index,
+    CAST(NULL AS BIGINT) AS step_id, CAST(NULL AS VARCHAR) AS source, CAST(NULL AS VARCHAR) AS "timestamp",
+    CAST(NULL AS VARCHAR) AS message, CAST(NULL AS VARCHAR) AS reasoning,
+    CAST(NULL AS VARCHAR) AS calls, CAST(NULL AS VARCHAR) AS observations
+WHERE false;
+
+COMMENT ON VIEW "trajectory_texts_src" IS 'The words of every trial''s agent trajectory, for `rlsql trial` (rendered there over one trial''s files): one row per step of `trace_jobs/<trial>/agent/trajectory.json` and `trajectory.cont-N.json` with its segment, step_id, place in the file (step_index), source, the timestamp as written, the message and the reasoning as text (a content part that is no text shows as `[image: PATH]`), its tool calls (a JSON array of tool_call_id, function_name, arguments) and observation results (a JSON array of source_call_id, content as text), plus one row per damaged file with `problem` saying why.';
+
 CREATE OR REPLACE VIEW "trials_src" AS
 SELECT
     CASE WHEN c.rlsql_file_name = ['<ROOT>/fixtures/runs/tiny/20260105_120000_trial_results.csv'][c.rlsql_file_index + 1]
@@ -1763,6 +1914,26 @@ COMMENT ON COLUMN "log_summary"."mean_generation_wait_s" IS 'mean of timing/wait
 COMMENT ON COLUMN "log_summary"."mean_tokens" IS 'mean of generate/avg_num_tokens over the log''s rows';
 
 COMMENT ON COLUMN "log_summary"."mean_staleness" IS 'mean of async/staleness_mean over the log''s rows';
+
+COMMENT ON COLUMN "looping_trials"."run" IS 'the run: its folder''s name';
+
+COMMENT ON COLUMN "looping_trials"."trial_name" IS 'the trial folder''s name';
+
+COMMENT ON COLUMN "looping_trials"."outcome" IS 'Success (reward > 0), Failure (reward = 0) or No reward (no reward, or no trials row)';
+
+COMMENT ON COLUMN "looping_trials"."exception_type" IS 'the exception that ended the trial, `No exception` without one, NULL without a trials row';
+
+COMMENT ON COLUMN "looping_trials"."n_episodes" IS 'the trial''s turns as the trials view gives them (NULL without a trials row)';
+
+COMMENT ON COLUMN "looping_trials"."function_name" IS 'the tool called';
+
+COMMENT ON COLUMN "looping_trials"."arguments" IS 'its arguments as canonical JSON text (keys sorted at every depth)';
+
+COMMENT ON COLUMN "looping_trials"."repeats" IS 'how many times the trial''s agent made this call';
+
+COMMENT ON COLUMN "looping_trials"."first_turn" IS 'the turn of the first of them (by segment, step_id, call_index)';
+
+COMMENT ON COLUMN "looping_trials"."last_turn" IS 'the turn of the last of them';
 
 COMMENT ON COLUMN "metric_rows"."run" IS 'the run: its folder''s name';
 
@@ -2160,6 +2331,62 @@ COMMENT ON COLUMN "timing_table"."share_of_step" IS 'mean over the rows where st
 
 COMMENT ON COLUMN "timing_table"."steps" IS 'metric rows where it ran';
 
+COMMENT ON COLUMN "token_usage"."run" IS 'the run: its folder''s name';
+
+COMMENT ON COLUMN "token_usage"."outcome" IS 'Success (reward > 0), Failure (reward = 0) or No reward (no reward, or no trials row)';
+
+COMMENT ON COLUMN "token_usage"."trials" IS 'trials with at least one step that is not copied context';
+
+COMMENT ON COLUMN "token_usage"."agent_steps" IS 'their agent steps that are not copied context';
+
+COMMENT ON COLUMN "token_usage"."mean_prompt_tokens" IS 'mean over trials of their agent steps'' prompt_tokens (a trial without any left out)';
+
+COMMENT ON COLUMN "token_usage"."mean_completion_tokens" IS 'mean over trials of their agent steps'' completion_tokens (a trial without any left out)';
+
+COMMENT ON COLUMN "token_usage"."cached_share" IS 'cached tokens / prompt tokens, summed over the agent steps that have both (NULL without any)';
+
+COMMENT ON COLUMN "token_usage"."p50_completion_tokens" IS 'median of the trials'' completion tokens (linear interpolation)';
+
+COMMENT ON COLUMN "token_usage"."p90_completion_tokens" IS '90th percentile of the trials'' completion tokens (linear interpolation)';
+
+COMMENT ON COLUMN "token_usage"."max_step_prompt_tokens" IS 'the largest prompt_tokens of a single agent step';
+
+COMMENT ON COLUMN "tool_calls"."run" IS 'the run: its folder''s name';
+
+COMMENT ON COLUMN "tool_calls"."trial_name" IS 'the trial folder''s name (the trials view''s trial_name)';
+
+COMMENT ON COLUMN "tool_calls"."segment" IS '0 for trajectory.json, N for trajectory.cont-N.json';
+
+COMMENT ON COLUMN "tool_calls"."step_id" IS 'the step_id of the step that made the call';
+
+COMMENT ON COLUMN "tool_calls"."turn" IS 'the agent turn of that step (trajectory_steps.turn), NULL for a copied step';
+
+COMMENT ON COLUMN "tool_calls"."call_index" IS '0-based position of the call in the step''s tool_calls';
+
+COMMENT ON COLUMN "tool_calls"."tool_call_id" IS 'the call''s tool_call_id, as written';
+
+COMMENT ON COLUMN "tool_calls"."function_name" IS 'the tool called, as written (terminus-2: bash_command, mark_task_complete)';
+
+COMMENT ON COLUMN "tool_calls"."arguments" IS 'the arguments object as canonical JSON text (keys sorted at every depth, `,` and `:` with no spaces, non-ASCII kept)';
+
+COMMENT ON COLUMN "tool_calls"."observation_chars" IS 'characters of the step''s observation results whose source_call_id is this call''s tool_call_id (string content: its length, parts: their text''s lengths), 0 when none';
+
+COMMENT ON COLUMN "tool_calls"."copied" IS 'true when the step that made the call is copied context';
+
+COMMENT ON COLUMN "tool_usage"."run" IS 'the run: its folder''s name';
+
+COMMENT ON COLUMN "tool_usage"."function_name" IS 'the tool called (tool_calls.function_name)';
+
+COMMENT ON COLUMN "tool_usage"."calls" IS 'calls of that tool';
+
+COMMENT ON COLUMN "tool_usage"."trials" IS 'distinct trials with at least one call of it';
+
+COMMENT ON COLUMN "tool_usage"."success_trials" IS 'those of them whose outcome is Success (reward > 0)';
+
+COMMENT ON COLUMN "tool_usage"."failure_trials" IS 'those of them whose outcome is Failure (reward = 0)';
+
+COMMENT ON COLUMN "tool_usage"."mean_calls_per_trial" IS 'calls / trials';
+
 COMMENT ON COLUMN "training_progression"."run" IS 'the run: its folder''s name';
 
 COMMENT ON COLUMN "training_progression"."step" IS 'a deduplicated training step (first-seen row)';
@@ -2183,6 +2410,38 @@ COMMENT ON COLUMN "training_progression"."loss_metric" IS 'which metric loss hol
 COMMENT ON COLUMN "training_progression"."step_seconds" IS 'timing/step: the step''s seconds';
 
 COMMENT ON COLUMN "training_progression"."generation_wait_seconds" IS 'timing/wait_for_generation_buffer: seconds waiting for rollouts';
+
+COMMENT ON COLUMN "trajectory_steps"."run" IS 'the run: its folder''s name';
+
+COMMENT ON COLUMN "trajectory_steps"."trial_name" IS 'the trial folder''s name (the trials view''s trial_name)';
+
+COMMENT ON COLUMN "trajectory_steps"."segment" IS '0 for trajectory.json, N for trajectory.cont-N.json (a continuation after a context summarisation)';
+
+COMMENT ON COLUMN "trajectory_steps"."step_id" IS 'the step''s `step_id` (from 1 in each segment)';
+
+COMMENT ON COLUMN "trajectory_steps"."turn" IS '1-based ordinal of the step among the trial''s agent steps that are not copied context, by (segment, step_id), NULL for other steps';
+
+COMMENT ON COLUMN "trajectory_steps"."source" IS 'who wrote the step: system, user or agent';
+
+COMMENT ON COLUMN "trajectory_steps"."ts" IS 'the step''s `timestamp` as UTC (an offset applied, none read as UTC), NULL when absent or not of the form YYYY-MM-DD[(T| )HH:MM[:SS[.ffffff]][Z|+HH:MM|-HH:MM]]';
+
+COMMENT ON COLUMN "trajectory_steps"."model_name" IS 'the step''s model_name, else its segment''s agent.model_name';
+
+COMMENT ON COLUMN "trajectory_steps"."message_chars" IS 'characters (code points) of the message: a string''s length, or the lengths of the text of its parts of type text (an image counts 0)';
+
+COMMENT ON COLUMN "trajectory_steps"."reasoning_chars" IS 'characters of reasoning_content, 0 without one';
+
+COMMENT ON COLUMN "trajectory_steps"."tool_calls" IS 'how many tool calls the step made (0 for none)';
+
+COMMENT ON COLUMN "trajectory_steps"."prompt_tokens" IS 'the step''s metrics.prompt_tokens (context tokens, cached ones included), NULL when absent or not a whole number from 0 to 2**53';
+
+COMMENT ON COLUMN "trajectory_steps"."completion_tokens" IS 'the step''s metrics.completion_tokens, NULL when absent or not a whole number from 0 to 2**53';
+
+COMMENT ON COLUMN "trajectory_steps"."cached_tokens" IS 'the step''s metrics.cached_tokens (the part of prompt_tokens served from the cache), NULL when absent or not a whole number from 0 to 2**53';
+
+COMMENT ON COLUMN "trajectory_steps"."cost_usd" IS 'the step''s metrics.cost_usd, NULL when absent';
+
+COMMENT ON COLUMN "trajectory_steps"."copied" IS 'true for a step copied from an earlier segment for context (is_copied_context), else false';
 
 COMMENT ON COLUMN "trial_phases"."run" IS 'the run: its folder''s name';
 
