@@ -121,12 +121,14 @@ def reads_trial_folders(name: str, runs: Sequence[Run]) -> bool:
     """Whether `name` may read Harbor's trace_jobs folders of `runs` (whose thousands of result.json
     files are not stat'ed for a key: such an answer is never kept). A run whose trials CSV exists reads
     none of its result.json files: the CSV wins (rlsql/sources.py, harbor_context)."""
-    if not any("harbor" in run.artifacts and "trials" not in run.artifacts for run in runs):
+    harbor = any("harbor" in run.artifacts and "trials" not in run.artifacts for run in runs)
+    trajectories = any("trajectories" in run.artifacts for run in runs)  # agents' trajectories: never stat'ed
+    if not harbor and not trajectories:
         return False
     from rlsql.catalog import load_catalog  # on the way to storing only: the query has loaded it
 
-    catalog = load_catalog()
-    return any(f.kind == "source" and f.artifact == "harbor" for f in catalog.closure([name]))
+    read = {f.artifact for f in load_catalog().closure([name]) if f.kind == "source"}
+    return (harbor and "harbor" in read) or (trajectories and "trajectories" in read)
 
 
 def inputs_of(runs: Sequence[Run]) -> list:
@@ -140,7 +142,7 @@ def inputs_of(runs: Sequence[Run]) -> list:
             item: list = [kind, str(artifact.path), artifact.prefix]
             if kind == "logs":
                 item.append([_file_stat(p) for p in find_logs(run.path)])
-            elif kind != "harbor":
+            elif kind not in ("harbor", "trajectories"):
                 item.append(_file_stat(artifact.path))
             artifacts.append(item)
         described.append([run.name, os.path.abspath(run.path), artifacts, [str(p) for p in run.ignored]])

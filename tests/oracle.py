@@ -1656,6 +1656,9 @@ def q_looping_trials(run: str, run_dir: Path, min_repeats: int = 3) -> list[Row]
 # Entry point
 # --------------------------------------------------------------------------------------------
 
+#: the named queries over agents' trajectories (docs/trajectories.md)
+TRAJECTORY_QUERIES = ("tool_usage", "token_usage", "looping_trials")
+
 QUERIES: dict[str, Callable[..., list[Row]]] = {
     "run_overview": q_run_overview,
     "reward_curve": q_reward_curve,

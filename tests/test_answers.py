@@ -316,7 +316,8 @@ def test_every_named_query_answers_the_same_from_its_kept_answer(settled: dict[s
         out, err = capsys.readouterr()
         return stop.value.code, out, err
 
-    for kept_before, name in enumerate(oracle.QUERIES):
+    # the trajectory queries need trace_jobs/*/agent/trajectory.json, which these runs lack (and are never kept)
+    for kept_before, name in enumerate(q for q in oracle.QUERIES if q not in oracle.TRAJECTORY_QUERIES):
         first = answer(["query", name, *run_args, "-f", "json"])
         assert first[0] == 0, (name, first[2])
         kept_now = len(list((tmp_path / "cache" / "answers").glob("*.json")))

@@ -322,3 +322,29 @@ def test_report_says_what_the_agent_did(tmp_path: Path) -> None:
                        and t["trial_name"] not in {r["trial_name"] for r in loops[:2]}),
                       key=lambda t: (-t["n_episodes"], t["trial_name"]))
     assert f"### {failures[0]['trial_name']} (a failure with {failures[0]['n_episodes']} turns)" in section
+
+
+def test_a_trajectory_query_answer_is_never_kept(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Kept answers are keyed by the stat of each file a query reads; the trajectories are thousands of files
+    below trace_jobs, which no key covers: an edited trajectory must show in the next answer."""
+    import shutil
+
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RLSQL_CACHE", "auto")
+    run = tmp_path / "harbor_csv"
+    shutil.copytree(RUNS / "harbor_csv", run)
+    first = _json_query(["tool_usage", "-r", str(run)], capsys, monkeypatch)
+    path = run / "trace_jobs" / "calendar-0005__bu8dLSg" / "agent" / "trajectory.json"
+    path.write_text(path.read_text().replace('"function_name": "bash_command"', '"function_name": "shell"'))
+    second = _json_query(["tool_usage", "-r", str(run)], capsys, monkeypatch)
+    assert second != first and any(r["function_name"] == "shell" for r in second)
+    assert_rows_match(second, oracle.expected("tool_usage", [run]), "tool_usage after an edit")
+    assert not list((tmp_path / "cache").glob("answers/*.json"))
+
+
+def _json_query(args: list[str], capsys, monkeypatch) -> list[dict]:
+    from tests.test_cli import run_main
+
+    code, out, err = run_main(["query", *args, "-f", "json"], capsys, monkeypatch)
+    assert code in (0, None), err
+    return json.loads(out)

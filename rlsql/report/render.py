@@ -321,7 +321,7 @@ class Layout:
                  "cached_share", "p50_completion_tokens", "p90_completion_tokens", "max_step_prompt_tokens"])),
             "loops": make_table("looping_trials", found["looping_trials"], cols(
                 ["run", "trial_name", "outcome", "exception_type", "function_name", "arguments", "repeats",
-                 "first_turn", "last_turn"]), cells={"arguments": lambda r: _short(r["arguments"])}),
+                 "first_turn", "last_turn"])),
             "worst": found["worst"],
         }
 
@@ -402,12 +402,6 @@ class Layout:
             "config_diff": self.config_diff(),
             "appendix": appendix,
         }
-
-
-def _short(text: str | None, limit: int = 80) -> str:
-    if text is None:
-        return ""
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def caveat_line(data: ReportData) -> str:
