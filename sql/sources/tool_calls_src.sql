@@ -9,6 +9,9 @@
 --   call's id. Damaged files have no rows here (trajectory_steps_src names them).
 -- artifact: trajectories
 {%- import "sources/_atif.sql.j2" as atif %}
+{#- the step fields read (sources/_trajectory_files.sql.j2) -#}
+{%- set step_fields = '"tool_calls": [{"tool_call_id": "JSON", "function_name": "JSON", "arguments": "JSON"}], '
+    ~ '"observation": {"results": [{"source_call_id": "JSON", "content": "JSON"}]}' %}
 {%- if not files and not refused %}
 -- no run has a trajectory: the same columns and no rows
 SELECT
@@ -20,40 +23,57 @@ SELECT
 WHERE false
 {%- else %}
 WITH RECURSIVE {% include "sources/_trajectory_files.sql.j2" %},
-steps AS NOT MATERIALIZED (
-    -- each step's calls as narrow values (the arguments' JSON text is short), so that the turn window below
-    -- keeps only these, never a step's text
-    SELECT run, trial_name, segment, source_file, step_index, step_id, source, copied,
+results AS NOT MATERIALIZED (
+    -- each step's calls and observation results as narrow values (a result: the call it answers, its characters)
+    SELECT run, trial_name, segment, step_index, step_id, coalesce(source = 'agent' AND NOT copied, false) AS agent,
+        copied,
         list_transform(s.tool_calls, lambda c, k: {
             'call_index': k - 1,
             'tool_call_id': {{ atif.text("c.tool_call_id") }},
             'function_name': {{ atif.text("c.function_name") }},
-            'a': c.arguments,
-            -- the step's observation results answering this call (a NULL id matches nothing)
-            'observation_chars': coalesce(CAST(list_sum(list_transform(list_filter(s.observation.results,
-                lambda r: {{ atif.text("r.source_call_id") }} = {{ atif.text("c.tool_call_id") }}),
-                lambda r: {{ atif.chars("r.content") }})) AS BIGINT), 0)}) AS calls
+            'a': c.arguments}) AS calls,
+        list_transform(list_filter(s.observation.results, lambda r: json_type(r.source_call_id) = 'VARCHAR'),
+            lambda r: {'id': r.source_call_id ->> '$', 'n': {{ atif.chars("r.content") }}}) AS answers
     FROM trajectory_step_rows
     WHERE problem IS NULL
 ),
-turned AS NOT MATERIALIZED (
-    SELECT *, {{ atif.turn() }} AS turn FROM steps
+steps AS NOT MATERIALIZED (
+    -- the characters of the results answering each call (a NULL id matches nothing)
+    SELECT * EXCLUDE (calls, answers),
+        CASE WHEN len(answers) = 0 THEN list_transform(calls, lambda c: struct_insert(c, observation_chars := 0))
+        ELSE list_transform(calls, lambda c: struct_insert(c, observation_chars := coalesce(CAST(list_sum(
+            list_transform(list_filter(answers, lambda r: r.id = c.tool_call_id), lambda r: r.n)) AS BIGINT), 0)))
+        END AS calls
+    FROM results
+),
+rows AS NOT MATERIALIZED (
+    -- one row per call, and one without a call for an agent step that made none (it is a turn all the same):
+    -- the turn window below then holds only flat values, never a list
+    SELECT run, trial_name, segment, step_index, step_id, agent, copied,
+        unnest(CASE WHEN len(calls) > 0 THEN calls ELSE [NULL] END) AS c
+    FROM steps
+    WHERE len(calls) > 0 OR agent
 ),
 calls AS NOT MATERIALIZED (
-    SELECT run, trial_name, segment, step_index, step_id, turn, copied, c.call_index, c.tool_call_id, c.function_name,
-        c.a, c.observation_chars, json_type(c.a) AS a_type
-    FROM (SELECT *, unnest(calls) AS c FROM turned)
+    SELECT run, trial_name, segment, step_index, step_id, copied,
+        CASE WHEN agent THEN dense_rank() OVER (PARTITION BY run, trial_name, agent
+            ORDER BY segment, step_id, step_index) END AS turn,
+        c.call_index, c.tool_call_id, c.function_name, c.a, c.observation_chars, json_type(c.a) AS a_type
+    FROM rows
+    QUALIFY c IS NOT NULL
 ),
 canonical AS NOT MATERIALIZED (
     SELECT *,
-        -- an object of scalars, a scalar, or (NULL) arguments holding an object or an array: walked below
-        CASE WHEN a_type = 'OBJECT' THEN {{ atif.sorted_members("a") }} END AS members,
+        -- a scalar, an object of scalars without a repeated key (nearly every call's arguments), or (NULL) one
+        -- to walk below
         CASE
             WHEN a IS NULL THEN NULL
             WHEN a_type NOT IN ('OBJECT', 'ARRAY') THEN {{ atif.scalar("a_type", "a") }}
-            WHEN a_type = 'OBJECT' AND NOT coalesce(list_bool_or(list_transform(members,
-                    lambda m: json_type(m.v) IN ('OBJECT', 'ARRAY'))), false)
-                THEN {{ atif.flat_object("members") }}
+            WHEN a_type = 'OBJECT'
+                AND NOT coalesce(list_bool_or(list_transform(json_extract(a, '$.*'),
+                    lambda v: json_type(v) IN ('OBJECT', 'ARRAY'))), false)
+                AND len(list_distinct(json_keys(a))) = len(json_keys(a))
+                THEN {{ atif.flat_object(atif.sorted_members("a")) }}
         END AS simple
     FROM calls
 ),

@@ -9,6 +9,10 @@
 --   IS NULL` (trajectory_steps does). Token counts that are not whole numbers from 0 to 2**53 read as NULL.
 -- artifact: trajectories
 {%- import "sources/_atif.sql.j2" as atif %}
+{#- the step fields read (sources/_trajectory_files.sql.j2): a call is only counted -#}
+{%- set step_fields = '"timestamp": "JSON", "model_name": "JSON", "message": "JSON", "reasoning_content": "JSON", '
+    ~ '"tool_calls": [{"function_name": "JSON"}], '
+    ~ '"metrics": {"prompt_tokens": "JSON", "completion_tokens": "JSON", "cached_tokens": "JSON", "cost_usd": "JSON"}' %}
 {#- a token count: a JSON number that is a whole number from 0 to 2**53, else NULL; a number outside that is a
     bad cell as the CSVs' whole-number cells are (rlsql/badcells.py): in rlsql's query connections it stops the
     statement ('fail'), which runs again recording it ('record') so that a warning names it -#}

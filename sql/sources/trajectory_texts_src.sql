@@ -8,6 +8,10 @@
 --   content as text); plus one row per damaged file with `problem` saying why.
 -- artifact: trajectories
 {%- import "sources/_atif.sql.j2" as atif %}
+{#- the step fields read (sources/_trajectory_files.sql.j2) -#}
+{%- set step_fields = '"timestamp": "JSON", "message": "JSON", "reasoning_content": "JSON", '
+    ~ '"tool_calls": [{"tool_call_id": "JSON", "function_name": "JSON", "arguments": "JSON"}], '
+    ~ '"observation": {"results": [{"source_call_id": "JSON", "content": "JSON"}]}' %}
 {#- a message or an observation's content as text: a string, or its parts joined (text as it is, an image or
     audio part as [type: path]) -#}
 {%- macro words(j) -%}
