@@ -34,6 +34,9 @@ import sys
 import time
 from pathlib import Path
 
+#: where rlsql writes its rows (never /dev/null: the write path before issue 25 renamed a regular file over it)
+OUT = Path("/tmp") / "rlsql-trajbench-out.csv"
+
 TASKS = 500
 FUNCTIONS = ("bash_command",)
 COMMANDS = ["ls -la\n", "cat calendar.json\n", "python3 solve.py\n", "grep -n 'meeting' notes.txt\n",
@@ -236,7 +239,7 @@ def measure(runs: list[Path], repeats: int) -> None:
         for query in QUERIES:
             ours, theirs = [], []
             for _ in range(repeats):  # paired and interleaved: the same load on both
-                ours.append(timed([*rlsql, "query", query, "-r", str(run), "-f", "csv", "-o", "/dev/null"], env))
+                ours.append(timed([*rlsql, "query", query, "-r", str(run), "-f", "csv", "-o", str(OUT)], env))
                 theirs.append(timed([sys.executable, str(script), str(run), query]))
             o, s = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in theirs)
             print(f"| {trials:,} | {files:,} | {size:.2f} | {query} | {o:.2f} | {max(p for _, p in ours) / 1024:.0f} "

@@ -313,5 +313,8 @@ def query_connection(
             if load:
                 after_loading(con, f)
         else:
-            ctes.append(f"{identifier(f.name)} AS (\n{sql}\n)")
+            # the trajectory sources and the views over them alone stream (DuckDB would otherwise hold a CTE
+            # such as tool_calls_src whole and read it back: 45k trials, 3x the time; rlsql/trajectories.py)
+            streamed = {d.artifact for d in catalog.closure([f.name]) if d.kind == "source"} == {"trajectories"}
+            ctes.append(f"{identifier(f.name)} AS {'NOT MATERIALIZED ' if streamed else ''}(\n{sql}\n)")
     return con, "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {identifier(name)}"

@@ -18,35 +18,36 @@
 -- column: p50_completion_tokens: median of the trials' completion tokens (linear interpolation)
 -- column: p90_completion_tokens: 90th percentile of the trials' completion tokens (linear interpolation)
 -- column: max_step_prompt_tokens: the largest prompt_tokens of a single agent step
-WITH steps AS (
-    SELECT s.*, coalesce(t.outcome, 'No reward') AS outcome
-    FROM trajectory_steps AS s
-    LEFT JOIN trial_rows AS t ON t.run = s.run AND t.trial_name = s.trial_name
-    WHERE NOT s.copied
-),
-per_trial AS (
+WITH per_trial AS (
+    -- each trial's figures first: the join to the trials is then one row per trial
     SELECT
-        run, outcome, trial_name,
+        run, trial_name,
         count(*) FILTER (WHERE source = 'agent') AS agent_steps,
         sum(prompt_tokens) FILTER (WHERE source = 'agent') AS prompt_tokens,
         sum(completion_tokens) FILTER (WHERE source = 'agent') AS completion_tokens,
         sum(cached_tokens) FILTER (WHERE source = 'agent' AND prompt_tokens IS NOT NULL) AS cached_with_prompt,
         sum(prompt_tokens) FILTER (WHERE source = 'agent' AND cached_tokens IS NOT NULL) AS prompt_with_cached,
         max(prompt_tokens) FILTER (WHERE source = 'agent') AS max_step_prompt_tokens
-    FROM steps
-    GROUP BY run, outcome, trial_name
+    FROM trajectory_steps
+    WHERE NOT copied
+    GROUP BY run, trial_name
+),
+with_outcome AS (
+    SELECT p.*, coalesce(t.outcome, 'No reward') AS outcome
+    FROM per_trial AS p
+    LEFT JOIN trial_rows AS t ON t.run = p.run AND t.trial_name = p.trial_name
 )
 SELECT
     run,
     outcome,
     count(*) AS trials,
-    sum(agent_steps) AS agent_steps,
+    CAST(sum(agent_steps) AS BIGINT) AS agent_steps,
     avg(prompt_tokens) AS mean_prompt_tokens,
     avg(completion_tokens) AS mean_completion_tokens,
     CASE WHEN sum(prompt_with_cached) > 0 THEN sum(cached_with_prompt) / sum(prompt_with_cached) END AS cached_share,
     quantile_cont(completion_tokens, 0.5) AS p50_completion_tokens,
     quantile_cont(completion_tokens, 0.9) AS p90_completion_tokens,
     max(max_step_prompt_tokens) AS max_step_prompt_tokens
-FROM per_trial
+FROM with_outcome
 GROUP BY run, outcome
 ORDER BY run, CASE outcome WHEN 'Success' THEN 1 WHEN 'Failure' THEN 2 ELSE 3 END

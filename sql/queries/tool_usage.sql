@@ -11,20 +11,22 @@
 -- column: success_trials: those of them whose outcome is Success (reward > 0)
 -- column: failure_trials: those of them whose outcome is Failure (reward = 0)
 -- column: mean_calls_per_trial: calls / trials
-WITH calls AS (
-    SELECT c.run, c.trial_name, c.function_name, t.outcome
-    FROM tool_calls AS c
-    LEFT JOIN trial_rows AS t ON t.run = c.run AND t.trial_name = c.trial_name
-    WHERE NOT c.copied
+WITH per_trial AS (
+    -- each trial's calls of each tool first: the join to the trials is then one row per trial and tool
+    SELECT run, trial_name, function_name, count(*) AS calls
+    FROM tool_calls
+    WHERE NOT copied
+    GROUP BY run, trial_name, function_name
 )
 SELECT
-    run,
-    function_name,
-    count(*) AS calls,
-    count(DISTINCT trial_name) AS trials,
-    count(DISTINCT trial_name) FILTER (WHERE outcome = 'Success') AS success_trials,
-    count(DISTINCT trial_name) FILTER (WHERE outcome = 'Failure') AS failure_trials,
-    count(*) / count(DISTINCT trial_name) AS mean_calls_per_trial
-FROM calls
-GROUP BY run, function_name
-ORDER BY run, calls DESC, function_name
+    p.run,
+    p.function_name,
+    CAST(sum(p.calls) AS BIGINT) AS calls,
+    count(*) AS trials,
+    count(*) FILTER (WHERE t.outcome = 'Success') AS success_trials,
+    count(*) FILTER (WHERE t.outcome = 'Failure') AS failure_trials,
+    sum(p.calls) / count(*) AS mean_calls_per_trial
+FROM per_trial AS p
+LEFT JOIN trial_rows AS t ON t.run = p.run AND t.trial_name = p.trial_name
+GROUP BY p.run, p.function_name
+ORDER BY p.run, calls DESC, p.function_name
