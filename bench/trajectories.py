@@ -15,6 +15,9 @@ step whose ``prompt_token_ids`` hold 20,000-30,000 numbers. Files are 10-200 KB;
 call five times or more). Every draw comes from a seeded ``random.Random``: the same arguments write the
 same bytes.
 
+`cache` writes the two trajectory sources of each run given as Parquet once (what a `cache build` of the
+trajectories would do) and times a query over that copy: what caching them would give.
+
 `measure` times, for each run folder given, the first run of every trajectory query (``rlsql query
 NAME``, a fresh process each time) against ``plain_script.py`` (written next to this file's output: the
 json-walking script a user would write for the same figure), paired and interleaved, each under
@@ -246,6 +249,34 @@ def measure(runs: list[Path], repeats: int) -> None:
                   f"| {s:.2f} | {max(p for _, p in theirs) / 1024:.0f} | {s / o:.1f}x |", flush=True)
 
 
+def what_a_cache_gives(run: Path) -> None:
+    """Whether a Parquet copy of the trajectories would pay: the time to write the two sources' rows once (a
+    `cache build`), their size, and a query's time over that copy (a bare DuckDB statement standing in for
+    rlsql reading its cache), against the first query in place."""
+    import duckdb
+
+    from rlsql.catalog import load_catalog
+    from rlsql.runs import resolve_runs
+    from rlsql.sources import SourceContext
+
+    runs = resolve_runs([str(run)])
+    catalog = load_catalog()
+    context = SourceContext(runs)
+    out = Path("/tmp/trajbench/cache") / run.name
+    out.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    started = time.perf_counter()
+    for name in ("trajectory_steps_src", "tool_calls_src"):
+        con.execute(f"COPY ({context.render(catalog, catalog.files[name])}) TO '{out / name}.parquet' (FORMAT parquet)")
+    built = time.perf_counter() - started
+    size = sum(p.stat().st_size for p in out.glob("*.parquet")) / 1e6
+    started = time.perf_counter()
+    con.execute(f"SELECT function_name, count(*), count(DISTINCT trial_name) FROM '{out}/tool_calls_src.parquet' "
+                "WHERE NOT copied GROUP BY 1").fetchall()
+    cached = time.perf_counter() - started
+    print(f"{run.name}: build {built:.1f} s, {size:.0f} MB of Parquet, a tool_usage-like query over it {cached:.2f} s")
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -255,9 +286,14 @@ def main(argv: list[str]) -> None:
     meas = sub.add_parser("measure")
     meas.add_argument("runs", type=Path, nargs="+")
     meas.add_argument("--repeats", type=int, default=3)
+    cache = sub.add_parser("cache")
+    cache.add_argument("runs", type=Path, nargs="+")
     args = parser.parse_args(argv)
     if args.command == "generate":
         generate(args.root, args.trials)
+    elif args.command == "cache":
+        for run in args.runs:
+            what_a_cache_gives(run)
     else:
         measure(args.runs, args.repeats)
 
