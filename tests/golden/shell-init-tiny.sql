@@ -1197,59 +1197,62 @@ ORDER BY s.run, s.step, s.log_file, s.span;
 COMMENT ON VIEW "step_timing" IS 'Seconds of every recorded timing span in every metric row (a re-run step appears once per log), with its share of that row''s timing/step.';
 
 CREATE OR REPLACE VIEW "token_usage" AS
-WITH steps AS (
-    SELECT s.*, coalesce(t.outcome, 'No reward') AS outcome
-    FROM trajectory_steps AS s
-    LEFT JOIN trial_rows AS t ON t.run = s.run AND t.trial_name = s.trial_name
-    WHERE NOT s.copied
-),
-per_trial AS (
+WITH per_trial AS (
+    -- each trial's figures first: the join to the trials is then one row per trial
     SELECT
-        run, outcome, trial_name,
+        run, trial_name,
         count(*) FILTER (WHERE source = 'agent') AS agent_steps,
         sum(prompt_tokens) FILTER (WHERE source = 'agent') AS prompt_tokens,
         sum(completion_tokens) FILTER (WHERE source = 'agent') AS completion_tokens,
         sum(cached_tokens) FILTER (WHERE source = 'agent' AND prompt_tokens IS NOT NULL) AS cached_with_prompt,
         sum(prompt_tokens) FILTER (WHERE source = 'agent' AND cached_tokens IS NOT NULL) AS prompt_with_cached,
         max(prompt_tokens) FILTER (WHERE source = 'agent') AS max_step_prompt_tokens
-    FROM steps
-    GROUP BY run, outcome, trial_name
+    FROM trajectory_steps
+    WHERE NOT copied
+    GROUP BY run, trial_name
+),
+with_outcome AS (
+    SELECT p.*, coalesce(t.outcome, 'No reward') AS outcome
+    FROM per_trial AS p
+    LEFT JOIN trial_rows AS t ON t.run = p.run AND t.trial_name = p.trial_name
 )
 SELECT
     run,
     outcome,
     count(*) AS trials,
-    sum(agent_steps) AS agent_steps,
+    CAST(sum(agent_steps) AS BIGINT) AS agent_steps,
     avg(prompt_tokens) AS mean_prompt_tokens,
     avg(completion_tokens) AS mean_completion_tokens,
     CASE WHEN sum(prompt_with_cached) > 0 THEN sum(cached_with_prompt) / sum(prompt_with_cached) END AS cached_share,
     quantile_cont(completion_tokens, 0.5) AS p50_completion_tokens,
     quantile_cont(completion_tokens, 0.9) AS p90_completion_tokens,
     max(max_step_prompt_tokens) AS max_step_prompt_tokens
-FROM per_trial
+FROM with_outcome
 GROUP BY run, outcome
 ORDER BY run, CASE outcome WHEN 'Success' THEN 1 WHEN 'Failure' THEN 2 ELSE 3 END;
 
 COMMENT ON VIEW "token_usage" IS 'What the agent''s tokens cost, per run and outcome (Success, Failure, then No reward: no reward, or no trials row at all): trials with a trajectory, their agent steps, the mean per trial of prompt and completion tokens (summed over its agent steps that have the count), the share of prompt tokens served from the cache, percentiles of the completion tokens per trial, and the largest single step''s prompt (the context''s high-water mark). Copied-context steps are left out, final_metrics is not used (the steps are what was billed). An outcome no trial has gets no row.';
 
 CREATE OR REPLACE VIEW "tool_usage" AS
-WITH calls AS (
-    SELECT c.run, c.trial_name, c.function_name, t.outcome
-    FROM tool_calls AS c
-    LEFT JOIN trial_rows AS t ON t.run = c.run AND t.trial_name = c.trial_name
-    WHERE NOT c.copied
+WITH per_trial AS (
+    -- each trial's calls of each tool first: the join to the trials is then one row per trial and tool
+    SELECT run, trial_name, function_name, count(*) AS calls
+    FROM tool_calls
+    WHERE NOT copied
+    GROUP BY run, trial_name, function_name
 )
 SELECT
-    run,
-    function_name,
-    count(*) AS calls,
-    count(DISTINCT trial_name) AS trials,
-    count(DISTINCT trial_name) FILTER (WHERE outcome = 'Success') AS success_trials,
-    count(DISTINCT trial_name) FILTER (WHERE outcome = 'Failure') AS failure_trials,
-    count(*) / count(DISTINCT trial_name) AS mean_calls_per_trial
-FROM calls
-GROUP BY run, function_name
-ORDER BY run, calls DESC, function_name;
+    p.run,
+    p.function_name,
+    CAST(sum(p.calls) AS BIGINT) AS calls,
+    count(*) AS trials,
+    count(*) FILTER (WHERE t.outcome = 'Success') AS success_trials,
+    count(*) FILTER (WHERE t.outcome = 'Failure') AS failure_trials,
+    sum(p.calls) / count(*) AS mean_calls_per_trial
+FROM per_trial AS p
+LEFT JOIN trial_rows AS t ON t.run = p.run AND t.trial_name = p.trial_name
+GROUP BY p.run, p.function_name
+ORDER BY p.run, calls DESC, p.function_name;
 
 COMMENT ON VIEW "tool_usage" IS 'The tools the agent called, per run: calls, the trials that called each, how many of them succeeded or failed, and calls per calling trial. Copied-context steps (a continuation''s copy of an earlier segment) are left out. Ordered by run, calls descending, function_name.';
 
