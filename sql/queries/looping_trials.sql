@@ -9,7 +9,7 @@
 -- column: run: the run: its folder's name
 -- column: trial_name: the trial folder's name
 -- column: outcome: Success (reward > 0), Failure (reward = 0) or No reward (no reward, or no trials row)
--- column: exception_type: the exception that ended the trial, `No exception` without one; NULL without a trials row
+-- column: exception_type: the exception that ended the trial, `No exception` without one, NULL without a trials row
 -- column: n_episodes: the trial's turns as the trials view gives them (NULL without a trials row)
 -- column: function_name: the tool called
 -- column: arguments: its arguments as canonical JSON text (keys sorted at every depth)

@@ -4,7 +4,7 @@
 --   or no trials row at all): trials with a trajectory, their agent steps, the mean per trial of prompt and
 --   completion tokens (summed over its agent steps that have the count), the share of prompt tokens served from
 --   the cache, percentiles of the completion tokens per trial, and the largest single step's prompt (the
---   context's high-water mark). Copied-context steps are left out; final_metrics is not used (the steps are what
+--   context's high-water mark). Copied-context steps are left out, final_metrics is not used (the steps are what
 --   was billed). An outcome no trial has gets no row.
 -- grain: run, outcome
 -- column: run: the run: its folder's name
