@@ -281,8 +281,8 @@ def test_mistyped_run_path_gets_a_suggestion(capsys, monkeypatch) -> None:
 
 def test_runs_says_trace_jobs_was_ignored(tmp_path: Path, capsys, monkeypatch) -> None:
     run = tmp_path / "both"
-    shutil.copytree(RUNS / "harbor_csv", run)
-    shutil.copytree(RUNS / "harbor" / "trace_jobs", run / "trace_jobs")
+    shutil.copytree(RUNS / "harbor_csv", run, ignore=shutil.ignore_patterns("trace_jobs"))
+    shutil.copytree(RUNS / "harbor" / "trace_jobs", run / "trace_jobs")  # result.json beside the trials CSV
     code, _, err = run_main(["runs", "-r", str(run)], capsys, monkeypatch)
     assert code == 0
     assert "trace_jobs/ ignored" in err and "20260714_081500_trial_results.csv" in err

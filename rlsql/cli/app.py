@@ -294,6 +294,36 @@ def runs_command(run: RunOption = None, fmt: FormatOption = None) -> None:
     _emit_rows(fmt, columns, rows)
 
 
+@app.command("trial")
+def trial_command(
+    name: Annotated[str, typer.Argument(help="The trial's name: its trace_jobs folder (trials.trial_name).")],
+    run: RunOption = None,
+    full: Annotated[bool, typer.Option("--full", help="Print long texts whole and copied context unfolded.")] = False,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", "-f", metavar="[json|markdown]",
+                     help="json or markdown (md) for other tools; default: drawn for the terminal.",
+                     show_default=False),
+    ] = None,
+    output: OutputOption = None,
+) -> None:
+    """One trial's transcript: its outcome, then every step of its agent trajectory (messages, tool calls,
+    observations, tokens), long texts cut unless --full."""
+    from rlsql.outputs import transcript
+
+    chosen = (fmt or "").strip().lower()
+    chosen = {"md": "markdown"}.get(chosen, chosen)
+    if chosen not in ("", "json", "markdown"):
+        raise UsageError(f"--format {fmt!r}: choose json or markdown")
+    runs = _resolve(run)
+    found = transcript.transcript(runs, name)
+    text = transcript.render(found, chosen or ("markdown" if output is not None else ""), full)
+    if text is None:
+        transcript.print_terminal(found, full)
+        return
+    _emit(text, output)
+
+
 @app.command("check")
 def check_command(run: RunOption = None, fmt: FormatOption = None) -> None:
     """Validate runs: every problem found with its file and line, and a summary per run.

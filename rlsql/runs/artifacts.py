@@ -21,6 +21,7 @@ ARTIFACT_LABELS = {
     "config": "rl_config.yaml",
     "harbor": "Harbor trial results",
     "logs": "raw training logs",
+    "trajectories": "agent trajectories",
 }
 #: an artifact a source reads -> the artifacts that satisfy it (a run's trials come from its CSV, else
 #: from Harbor's trace_jobs/*/result.json)
@@ -57,6 +58,8 @@ def where_looked(run: Run, kind: str) -> str:
         return f"{run.path} for {' or '.join(CONFIG_NAMES)}"
     if kind == "harbor":
         return f"{run.path} for {HARBOR_DIR}/*/{HARBOR_RESULT}"
+    if kind == "trajectories":
+        return f"{run.path} for {HARBOR_DIR}/*/agent/trajectory.json"
     prefixed, plain = CSV_ARTIFACTS[kind]
     if kind == "trials":
         return f"{run.path} for *_{prefixed}, {plain} or {HARBOR_DIR}/*/{HARBOR_RESULT}"
