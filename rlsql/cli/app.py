@@ -141,7 +141,8 @@ def query_command(
                      "default: $RLSQL_ENGINE, else duckdb.", show_default=False),
     ] = None,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Say on stderr how each file was read (in place, cached copy).")
+        bool, typer.Option("--verbose", "-v",
+                           help="Say how each file was read (in place, cached copy); show Spark's log.")
     ] = False,
 ) -> None:
     """Run a named query (or a view) over one or more runs and print its rows."""
@@ -604,7 +605,8 @@ def main_options(
                      "(RLSQL_CACHE=off)."),
     ] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Say on stderr how each file was read (in place, cached copy).")
+        bool, typer.Option("--verbose", "-v",
+                           help="Say how each file was read (in place, cached copy); show Spark's log.")
     ] = False,
     from_logs: Annotated[
         bool,

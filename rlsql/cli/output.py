@@ -144,6 +144,9 @@ def run_named_query(
     if settings.current().engine == "spark":
         from rlsql.engine.spark import run_query_spark
 
+        if sys.stderr.isatty():  # the JVM takes seconds to start: a person at a terminal is told why
+            where = settings.current().spark_remote
+            say(f"connecting to Spark Connect at {where}…" if where else "starting a local Spark session…")
         on_spark = run_query_spark(name, runs, params)
         _emit_rows(fmt, on_spark.columns, on_spark.rows, output, limit, grain)
         return
