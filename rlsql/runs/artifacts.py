@@ -66,6 +66,15 @@ def where_looked(run: Run, kind: str) -> str:
     return f"{run.path} for *_{prefixed}, {plain} or training logs (*.out, *.log, logs/)"
 
 
+class MissingArtifact(DataError):
+    """No run has an artifact a query reads. `absent`: that said without the query's name (an export that
+    skips several queries for it says it once)."""
+
+    def __init__(self, message: str, absent: str):
+        super().__init__(message)
+        self.absent = absent
+
+
 def check_artifacts(runs: Sequence[Run], files: Iterable[ReadsArtifact], query: str) -> None:
     """Fail when no run has an artifact the query reads; warn for the runs that lack it."""
     for f in files:
@@ -77,10 +86,11 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[ReadsArtifact], query: 
         if len(lacking) == len(runs):
             run = lacking[0]
             more = f" (nor do {len(lacking) - 1} other runs)" if len(lacking) > 1 else ""
-            raise DataError(
-                f"{query} needs the {label} of run {run.name!r}, and there are none{more}: "
-                f"looked in {where_looked(run, f.artifact)}"
-            )
+            where = where_looked(run, f.artifact)
+            raise MissingArtifact(
+                f"{query} needs the {label} of run {run.name!r}, and there are none{more}: looked in {where}",
+                f"no run has the {label} {'it reads' if len(runs) == 1 else f'they read ({len(runs):,} runs)'}: "
+                f"looked in {where}")
         for run in lacking:
             warnings.warn(
                 f"run {run.name!r} has no {label} (looked in {where_looked(run, f.artifact)}); "
