@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -110,68 +109,20 @@ def build(root: Path, scale: int) -> tuple[Path, Path]:
     return raw, csv
 
 
-def clear_entries(cache_dir: Path) -> None:
-    """Remove the cache entries (the two-hex-digit folders), keeping the folder's marker and the SQL
-    analysis cache beside them: a first query over logs then pays what a user's does, not the
-    analysis of rlsql's SQL files that every other column has cached in the user's cache folder."""
-    if cache_dir.is_dir():
-        for child in cache_dir.iterdir():
-            if child.is_dir() and len(child.name) == 2:
-                shutil.rmtree(child)
-
-
-def log_records(cache_dir: Path) -> list[dict]:
-    """The records of the log entries under `cache_dir` (rlsql/cache/logentries.py)."""
-    out = []
-    for meta in cache_dir.glob("??/*.json"):
-        try:
-            record = json.loads(meta.read_text())
-        except (OSError, ValueError):
-            continue
-        if record.get("kind") == "log":
-            out.append(record)
-    return out
-
-
-def wait_for_builder(stderr: str, timeout: float = 300.0) -> bool:
-    """Wait until the detached builder a first query started (rlsql/cachebg.py; `-v` names its pid in
-    `stderr`) has exited; False when the query started none."""
-    found = re.search(r"building the cached copies of \d+ file\(s\) in process (\d+)", stderr)
-    if not found:
-        return False
-    pid, deadline = int(found.group(1)), time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True  # gone
-        if state == "Z":
-            return True
-        time.sleep(0.1)
-    raise SystemExit(f"the background builder {pid} did not finish within {timeout:.0f} s")
-
-
-def cold(query: str, run: Path, repeat: int, env: dict | None = None, clear: Path | None = None,
-         builds: list | None = None) -> tuple[float, float]:
+def cold(query: str, run: Path, repeat: int, env: dict | None = None) -> tuple[float, float]:
     """(wall, CPU) seconds of the fastest of `repeat` fresh processes (CPU: user + system of the child,
-    all threads); `clear`: a cache folder whose entries are removed before each (a first query), and
-    whose background builder is waited for after each (its records' seconds appended to `builds`)."""
+    all threads)."""
     exe = str(Path(sys.executable).parent / "rlsql")
     best = (float("inf"), float("inf"))
     for _ in range(repeat):
-        if clear is not None:
-            clear_entries(clear)
         before = os.times()
         began = time.perf_counter()
-        done = subprocess.run([exe, *(["-v"] if clear else []), "query", query, "--run", str(run), "-f", "csv"],
-                              check=True, capture_output=True, text=True, env={**os.environ, **(env or {})})
+        subprocess.run([exe, "query", query, "--run", str(run), "-f", "csv"], check=True, capture_output=True,
+                       text=True, env={**os.environ, **(env or {})})
         wall = time.perf_counter() - began
         after = os.times()
         cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
         best = min(best, (wall, cpu))
-        if clear is not None and wait_for_builder(done.stderr) and builds is not None:
-            records = log_records(clear)
-            builds.append((sum(r["seconds"] for r in records), sum(r.get("cpu_seconds", 0) for r in records)))
     return best
 
 
@@ -179,10 +130,8 @@ def grow(raw: Path, cache_dir: Path, log: str, rounds: int = 3) -> None:
     """A run in progress: append one step's lines to `log` between queries; time the cached query
     (its entry parses only the new tail: `-v` says which bytes) against the same query in place."""
     exe = str(Path(sys.executable).parent / "rlsql")
-    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto", "RLSQL_CACHE_ANSWERS": "0"}
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto"}
     run = [exe, "query", "reward_curve", "--run", str(raw), "-f", "csv"]
-    first = subprocess.run([exe, "-v", *run[1:]], check=True, capture_output=True, text=True, env=env)
-    wait_for_builder(first.stderr)  # the entries exist before it grows (built in the background when they did not)
     step = raw.parent / "one_step.txt"  # beside the run folder, not in it
     write_log(step, range(81, 82), random.Random(81), 7500, datetime(2026, 6, 2, 9, 0, 0))
     print(f"growing {log} by {step.stat().st_size:,} bytes per round")
@@ -192,7 +141,7 @@ def grow(raw: Path, cache_dir: Path, log: str, rounds: int = 3) -> None:
         t0, c0 = time.perf_counter(), os.times()
         done = subprocess.run([*run, "-v"], check=True, capture_output=True, text=True, env=env)
         t1, c1 = time.perf_counter(), os.times()
-        plain = subprocess.run(run, check=True, capture_output=True, text=True, env={**env, "RLSQL_CACHE": "0"})
+        plain = subprocess.run(run, check=True, capture_output=True, text=True, env={**env, "RLSQL_CACHE": "off"})
         t2, c2 = time.perf_counter(), os.times()
 
         def cpu(a: os.times_result, b: os.times_result) -> float:
@@ -224,39 +173,31 @@ def main() -> None:
     lines = sum(1 for p in (raw / "logs").iterdir() for _ in p.open("rb"))
     built = time.perf_counter() - began
     print(f"scale {args.scale}: {size / 1e6:.0f} MB of logs, {lines:,} lines (built in {built:.0f} s)")
-    # the raw-log cache (rlsql/cache/logentries.py) in a folder of its own; the CSVs are far below the CSV
-    # cache's threshold and are read in place either way
+    # the raw-log cache (rlsql/cache/logentries.py) in a folder of its own, built by `rlsql cache build`
     cache_dir = args.root / "cache"
-    in_place = {"RLSQL_CACHE": "0"}
-    # answers kept for repeated questions (rlsql/answers.py) off: every column measures the query itself
-    # (with them on, a "first" repeat after the first, or a "repeated" one, would print the kept answer)
-    cached = {"RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto", "RLSQL_CACHE_ANSWERS": "0"}
-    # the analysis cache of rlsql's SQL in the log cache's folder, as it is for a user (RLSQL_CACHE_DIR
-    # also moves it): the first query of each row must not pay for it
+    shutil.rmtree(cache_dir, ignore_errors=True)  # the bench's own folder under ROOT
+    in_place = {"RLSQL_CACHE": "off"}
+    cached = {"RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto"}
     exe = str(Path(sys.executable).parent / "rlsql")
-    subprocess.run([exe, "query", "reward_curve", "--run", str(csv), "-f", "csv"], check=True, capture_output=True,
+    before, began = os.times(), time.perf_counter()
+    subprocess.run([exe, "cache", "build", "--run", str(raw)], check=True, capture_output=True,
                    env={**os.environ, **cached})
-    print(f"load average {os.getloadavg()[0]:.1f}; wall s (CPU s = user + system, all threads); ratios of wall, "
-          "and the first query's CPU over the CSV query's")
-    print(f"{'query':<18} {'CSVs':>12} {'in place':>12} {'ratio':>5} {'1st cached':>12} {'ratio':>5} "
-          f"{'repeat cached':>13} {'ratio':>5} {'bg build':>12} {'1st CPU ratio':>13}")
+    after = os.times()
+    print(f"rlsql cache build: {time.perf_counter() - began:.2f} s "
+          f"({after.children_user - before.children_user + after.children_system - before.children_system:.2f} CPU)")
+    print(f"load average {os.getloadavg()[0]:.1f}; wall s (CPU s = user + system, all threads); ratios of wall "
+          "over the CSV query's")
+    print(f"{'query':<18} {'CSVs':>12} {'in place':>12} {'ratio':>5} {'cached':>12} {'ratio':>5}")
     for query in args.queries.split(","):
         over_csv = cold(query, csv, args.repeat, in_place)
         over_logs = cold(query, raw, args.repeat, in_place)
-        builds: list = []
-        first = cold(query, raw, args.repeat, cached, clear=cache_dir, builds=builds)
-        repeat = cold(query, raw, args.repeat, cached)
+        from_cache = cold(query, raw, args.repeat, cached)
 
         def cell(t: tuple[float, float]) -> str:
             return f"{t[0]:.2f} ({t[1]:.2f})"
 
-        # the background build (rlsql/cachebg.py, nice 10) after a first query: its records' wall and CPU
-        # seconds summed over the run's logs, the fastest repeat; "-" when the first query built in the
-        # foreground (RLSQL_CACHE=1, or a platform without posix_spawn)
-        bg = cell(min(builds)) if builds else "-"
         print(f"{query:<18} {cell(over_csv):>12} {cell(over_logs):>12} {over_logs[0] / over_csv[0]:>5.1f} "
-              f"{cell(first):>12} {first[0] / over_csv[0]:>5.1f} {cell(repeat):>13} {repeat[0] / over_csv[0]:>5.1f} "
-              f"{bg:>12} {first[1] / over_csv[1]:>13.1f}", flush=True)
+              f"{cell(from_cache):>12} {from_cache[0] / over_csv[0]:>5.1f}", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f}")
     if args.grow:
         grow(raw, cache_dir, args.grow)

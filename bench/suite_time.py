@@ -3,10 +3,9 @@
     python bench/suite_time.py                 # CI's command, from the repository's root
     python bench/suite_time.py -- -m 'not spark'   # more pytest arguments after `--`
 
-`/usr/bin/time` counts pytest and the children it waited for, not the Spark JVMs (reaped late) nor
-the detached background processes (the cache builder, the questions answered ahead), so the CPU
-here is the first line of /proc/stat before and after: every process on the machine, split into
-user, nice (a niced process: a background builder, or a test worker that lowered its own priority),
+`/usr/bin/time` counts pytest and the children it waited for, not the Spark JVMs (reaped late), so
+the CPU here is the first line of /proc/stat before and after: every process on the machine, split
+into user, nice (a test worker that lowered its own priority),
 system and idle. Run it on a quiet machine (it prints the load before and after) and compare runs
 in pairs. The per-worker figures come from this same file loaded as a pytest plugin in each worker
 (`-p suite_time`, bench/ on PYTHONPATH): wall time and CPU (self + waited-for children) of every test,

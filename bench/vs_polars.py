@@ -14,24 +14,15 @@ would, in paired rounds: round i runs the tools one after the other, in an order
 alike; rlsql's time over each other tool's is taken per round and the median of those ratios is
 reported beside the medians of wall time, CPU time (user + system) and peak RSS. Per child the
 accounting is what ``/usr/bin/time -v`` reports: ``os.wait4`` rusage (ru_utime, ru_stime,
-ru_maxrss). Before the timed rounds each tool runs once untimed (OS file cache warm, rlsql's SQL
-analysis cache warm, as for a user's second command), and its output is checked against
-rlsql's: every tool must print the same figures (same rows, values equal to 1e-9) or the table
-says so.
+ru_maxrss). Before the timed rounds each tool runs once untimed (the OS file cache warm), and its
+output is checked against rlsql's: every tool must print the same figures (same rows, values equal
+to 1e-9) or the table says so.
 
-Tools: ``rlsql`` (``rlsql query NAME --run DIR -f csv``, CSV read in place: RLSQL_CACHE=off),
-``rlsql-first`` (the default cache policy, with an empty cache folder before every run: the first
-query on the files; it answers from the CSV, keeps its answer, and starts a detached builder of the
-Parquet copy (a large CSV) and the questions answered ahead, which the driver waits for, untimed, and
-reports beside the table; its folder's kept answers go too),
-``rlsql-cached`` (the default policy, the Parquet copy already built, kept answers off: another
-question on the same files), ``rlsql-again`` (the default policy, the same question again: answered
-from the answer its untimed first run kept), ``rlsql-next`` (the default policy, another question
-after a first one: before every timed run its folder's kept answers go, a different trial query is
-asked untimed and the driver waits for the background work that first question started, the
-questions answered ahead (rlsql/ahead.py) and any Parquet build; that wait is untimed),
-``polars`` (bench/polars_baseline.py),
-``pandas`` (bench/pandas_baseline.py), ``duckdb`` (bench/duckdb_baseline.py). Measured, never asserted.
+Tools: ``rlsql`` (``rlsql query NAME --run DIR -f csv``, CSV read in place: RLSQL_CACHE=off, the
+first query a user asks of the files), ``rlsql-cached`` (the run's Parquet copies built first by
+``rlsql cache build``, untimed: every later question on the same files), ``polars``
+(bench/polars_baseline.py), ``pandas`` (bench/pandas_baseline.py), ``duckdb`` (bench/duckdb_baseline.py).
+Measured, never asserted.
 """
 
 from __future__ import annotations
@@ -68,7 +59,7 @@ QUERIES = [
     "reward_summary",
     "trial_phases",
 ]
-TOOLS = ["rlsql", "rlsql-first", "rlsql-cached", "rlsql-again", "rlsql-next", "polars", "pandas", "duckdb"]
+TOOLS = ["rlsql", "rlsql-cached", "polars", "pandas", "duckdb"]
 SCRIPTS = {"polars": "polars_baseline.py", "pandas": "pandas_baseline.py", "duckdb": "duckdb_baseline.py"}
 
 
@@ -90,8 +81,6 @@ class Cell:
     runs: list[Run] = field(default_factory=list)
     same: bool | None = None  # prints rlsql's figures (None: rlsql itself, or not compared)
     note: str = ""
-    #: rlsql-first: (wall s, CPU s) of the detached build each run started after its answer
-    builds: list[tuple[float, float]] = field(default_factory=list)
 
     def median(self, what: str) -> float:
         values = [getattr(r, what) for r in self.runs]
@@ -110,7 +99,6 @@ class Environments:
     def __init__(self, scratch: Path):
         self.scratch = scratch
         self.base = {k: v for k, v in os.environ.items() if k not in ("RLSQL_CACHE", "RLSQL_CACHE_DIR")}
-        self.base.pop("RLSQL_NO_CACHE", None)  # the SQL analysis cache warm, as for a user's second command
         # Python's bytecode cache as an installed package has it (pip compiles polars' and pandas' at
         # install; an editable rlsql under PYTHONDONTWRITEBYTECODE=1 compiled ~25 modules per start)
         self.base.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -126,79 +114,10 @@ class Environments:
             self.built[run_dir] = folder
         return self.built[run_dir]
 
-    def first_cache(self) -> Path:
-        return self.scratch / "first-cache"
-
-    def next_cache(self) -> Path:
-        return self.scratch / "next-cache"
-
-    def ask_first(self, name: str, run_dir: Path) -> tuple[float, float]:
-        """Before an rlsql-next run of `name`: its folder's kept answers gone, another trial query asked
-        (untimed), and the background work it started waited for. Returns (seconds waited, CPU seconds of
-        that work: the questions answered ahead and any Parquet build)."""
-        folder = self.next_cache()
-        shutil.rmtree(folder / "answers", ignore_errors=True)
-        other = QUERIES[(QUERIES.index(name) + 1) % len(QUERIES)] if name in QUERIES else QUERIES[0]
-        subprocess.run([RLSQL, "query", other, "--run", str(run_dir), "-f", "csv"],
-                       env={**self.base, "RLSQL_CACHE_DIR": str(folder)}, check=True, stdout=subprocess.DEVNULL)
-        waited, cpu = self.wait_for_builder(folder=folder)
-        waited_ahead, cpu_ahead = self.wait_for_builder(folder=folder, module="rlsql.ahead")
-        return waited + waited_ahead, cpu + cpu_ahead
-
-    def wait_for_background(self) -> tuple[float, float]:
-        """After an rlsql-first run: its Parquet build and the questions it answers ahead, waited for so
-        that they neither compete with the next timed run nor race its fresh folder; (wall s, CPU s)."""
-        waited, cpu = self.wait_for_builder()
-        waited_ahead, cpu_ahead = self.wait_for_builder(module="rlsql.ahead")
-        return waited + waited_ahead, cpu + cpu_ahead
-
-    def wait_for_builder(self, timeout: float = 900.0, folder: Path | None = None,
-                         module: str = "rlsql.cachebg") -> tuple[float, float]:
-        """After an rlsql-first run: wait until the detached builder it started (rlsql/cachebg.py, spawned
-        before the answer's process exits) is done, so that it neither competes with the next timed run
-        nor races the next run's fresh folder. Returns (seconds waited, the builder's CPU seconds as last
-        read from /proc, sampled every 0.05 s); (0, 0) when no builder was started (a CSV under the threshold).
-        `module` rlsql.ahead waits for the questions answered ahead instead."""
-        start = time.perf_counter()
-        needle = f"{module}\0{folder or self.first_cache()}".encode()
-        tick = os.sysconf("SC_CLK_TCK")
-        cpu: dict[int, float] = {}
-        while time.perf_counter() - start < timeout:
-            alive = False
-            for entry in Path("/proc").iterdir():
-                if not entry.name.isdigit():
-                    continue
-                try:
-                    if needle not in (entry / "cmdline").read_bytes():
-                        continue
-                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                alive = True
-                cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-            if not alive:
-                break
-            time.sleep(0.05)
-        return (time.perf_counter() - start if cpu else 0.0), sum(cpu.values())
-
     def for_tool(self, tool: str, run_dir: Path) -> dict[str, str]:
         if tool == "rlsql":
             return {**self.base, "RLSQL_CACHE": "off", "RLSQL_CACHE_DIR": str(self.scratch / "unused-cache")}
-        if tool == "rlsql-first":
-            fresh = self.first_cache()
-            # the Parquet entries go (our own scratch folder: the first query on the file again); the SQL
-            # analysis and template caches beside them stay warm, as any earlier rlsql command leaves them
-            for entry in [*fresh.glob("??"), fresh / "answers"]:
-                shutil.rmtree(entry, ignore_errors=True)
-            return {**self.base, "RLSQL_CACHE_DIR": str(fresh)}
         if tool == "rlsql-cached":
-            # the Parquet copy, not the kept answer: what another question on the same files costs
-            return {**self.base, "RLSQL_CACHE_DIR": str(self.cached_dir(run_dir)), "RLSQL_CACHE_ANSWERS": "0"}
-        if tool == "rlsql-next":
-            # another question after a first one (ask_first): answered ahead by the first one's background work
-            return {**self.base, "RLSQL_CACHE_DIR": str(self.next_cache())}
-        if tool == "rlsql-again":
-            # the same question again: the untimed first run kept its answer (rlsql/answers.py)
             return {**self.base, "RLSQL_CACHE_DIR": str(self.cached_dir(run_dir))}
         return dict(self.base)
 
@@ -260,11 +179,7 @@ def measure(label: str, run_dir: Path, names: list[str], tools: list[str], pairs
         row = results[name] = {t: Cell() for t in tools}
         reference, ref_tool = None, None
         for tool in tools:  # untimed: warm caches, and check that the tool prints rlsql's figures
-            if tool == "rlsql-next":
-                envs.ask_first(name, run_dir)
             first = timed(command(tool, name, run_dir), envs.for_tool(tool, run_dir))
-            if tool == "rlsql-first":
-                envs.wait_for_background()
             if not first.ok:
                 row[tool].note = "failed: " + (first.output.strip().splitlines() or ["?"])[-1][:80]
             elif reference is None:  # tools[0] (rlsql) is the reference
@@ -275,12 +190,8 @@ def measure(label: str, run_dir: Path, names: list[str], tools: list[str], pairs
             for tool in order(tools, round_no):
                 if row[tool].note:
                     continue
-                if tool == "rlsql-next":
-                    row[tool].builds.append(envs.ask_first(name, run_dir))
                 got = timed(command(tool, name, run_dir), envs.for_tool(tool, run_dir))
                 row[tool].runs.append(got)
-                if tool == "rlsql-first":
-                    row[tool].builds.append(envs.wait_for_background())
                 if not got.ok:
                     row[tool].note = "failed: " + (got.output.strip().splitlines() or ["?"])[-1][:80]
                 elif tool != ref_tool and reference is not None:
@@ -327,21 +238,6 @@ def markdown(label: str, run_dir: Path, results: dict[str, dict[str, Cell]], too
         for t in others:
             cols.append(", ".join(fmt(paired_ratio(row[base], row[t], w)) for w in ("wall", "cpu", "rss_mb")))
         lines.append(f"| {name} | " + " | ".join(cols) + " |")
-    builds = {name: row["rlsql-first"].builds for name, row in results.items()
-              if "rlsql-first" in row and any(w for w, _ in row["rlsql-first"].builds)}
-    if builds:
-        lines += ["", "rlsql-first's background work after its answer: the build of the Parquet copy and the "
-                  "questions answered ahead (not in the figures above; median wall s / CPU s): " + ", ".join(
-                      f"{name} {statistics.median(w for w, _ in b):.2f} / {statistics.median(c for _, c in b):.2f}"
-                      for name, b in builds.items())]
-    ahead = {name: row["rlsql-next"].builds for name, row in results.items()
-             if "rlsql-next" in row and row["rlsql-next"].builds}
-    if ahead:
-        lines += ["", "rlsql-next's untimed background work after the other question it asks first (the "
-                  "questions answered ahead, and the Parquet build when the CSV is large; median wall s / "
-                  "CPU s): " + ", ".join(
-                      f"{name} {statistics.median(w for w, _ in b):.2f} / {statistics.median(c for _, c in b):.2f}"
-                      for name, b in ahead.items())]
     return "\n".join(lines) + "\n"
 
 

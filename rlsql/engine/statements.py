@@ -48,6 +48,30 @@ def after_loading(con: duckdb.DuckDBPyConnection, f: SqlFile) -> None:
         harbor.warn_harbor_problems(con)
 
 
+def defining_sql(catalog: Catalog, sources: SourceContext, f: SqlFile) -> str:
+    """The SQL `f` is created with over these runs, the same from every entry point: a source rendered
+    over the runs; a view or query with the views and queries it reads before it as CTEs, in dependency
+    order, as `rlsql query` answers (query_connection). Created view over view, DuckDB would inline a view
+    at each place a view above names it, and read its files again each time (run_summary names
+    reward_summary twice: 300 runs' trials read three times instead of twice); in one statement a CTE
+    named twice is computed once."""
+    sql = sources.object_sql(catalog, f)
+    if f.kind not in ("view", "query"):
+        return sql
+    below = [d for d in catalog.closure([f.name]) if d.kind in ("view", "query") and d.name != f.name]
+    if not below:
+        return sql
+    ctes = [_cte(catalog, d, sources.object_sql(catalog, d)) for d in below] + [_cte(catalog, f, sql)]
+    return "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {identifier(f.name)}"
+
+
+def _cte(catalog: Catalog, f: SqlFile, sql: str) -> str:
+    # the trajectory sources and the views over them alone stream (DuckDB would otherwise hold a CTE
+    # such as tool_calls_src whole and read it back: 45k trials, 3x the time; rlsql/trajectories.py)
+    streamed = {d.artifact for d in catalog.closure([f.name]) if d.kind == "source"} == {"trajectories"}
+    return f"{identifier(f.name)} AS {'NOT MATERIALIZED ' if streamed else ''}(\n{sql}\n)"
+
+
 def object_statements(
     runs: Sequence[Run], files: Iterable[SqlFile], catalog: Catalog, load: frozenset[str] = frozenset()
 ) -> list[tuple[SqlFile, str]]:
@@ -63,7 +87,7 @@ def object_statements(
     last: list[tuple[SqlFile, str]] = []
     scratch = memory_connection()
     for f in files:
-        sql = sources.object_sql(catalog, f)
+        sql = defining_sql(catalog, sources, f)
         real = [(f, statement) for statement in f.create_statements(sql, as_table=f.name in load)]
         if f.kind != "source" or f.name in load:
             statements.extend(real)
@@ -166,7 +190,7 @@ def create_objects(
     renamed = list(waiting)
     try:
         for f in files:
-            sql = sources.object_sql(catalog, f)
+            sql = defining_sql(catalog, sources, f)
             if f.kind != "source" or f.name in load:
                 for statement in f.create_statements(sql, as_table=f.name in load):
                     _run(con, f, statement)
@@ -315,8 +339,5 @@ def query_connection(
             if load:
                 after_loading(con, f)
         else:
-            # the trajectory sources and the views over them alone stream (DuckDB would otherwise hold a CTE
-            # such as tool_calls_src whole and read it back: 45k trials, 3x the time; rlsql/trajectories.py)
-            streamed = {d.artifact for d in catalog.closure([f.name]) if d.kind == "source"} == {"trajectories"}
-            ctes.append(f"{identifier(f.name)} AS {'NOT MATERIALIZED ' if streamed else ''}(\n{sql}\n)")
+            ctes.append(_cte(catalog, f, sql))
     return con, "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {identifier(name)}"
