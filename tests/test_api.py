@@ -41,6 +41,30 @@ def test_connect_gives_every_view_and_macro() -> None:
                       ("tiny", len(oracle.read_trials(RUNS / "tiny")))]
 
 
+def test_a_connection_sees_a_live_run_grow(tmp_path: Path) -> None:
+    """A notebook over a run still training: the next statement reads the steps and trials written since."""
+    import shutil
+
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    con = rlsql.connect([run])
+    # tiny by hand: steps 1-5 in its metrics CSV, 12 trials
+    assert con.execute("SELECT max(step), count(*) FROM reward_curve").fetchone() == (5, 5)
+    assert con.execute("SELECT trials FROM reward_summary").fetchone() == (12,)
+    metrics = next(run.glob("*_metrics_table.csv"))
+    header = metrics.read_text().splitlines()[0].split(",")
+    row = dict.fromkeys(header, "")
+    row.update({"log_file": "job_2", "reward/avg_raw_reward": "0.5", "timing/step": "90.0", "trainer/global_step": "6"})
+    with metrics.open("a") as fh:
+        fh.write(",".join(row[h] for h in header) + "\n")
+    trials = next(run.glob("*_trial_results.csv"))
+    last = trials.read_text().splitlines()[-1]
+    with trials.open("a") as fh:
+        fh.write(last + "\n")
+    assert con.execute("SELECT max(step), count(*) FROM reward_curve").fetchone() == (6, 6)
+    assert con.execute("SELECT trials FROM reward_summary").fetchone() == (13,)
+
+
 def test_long_view_holds_every_recorded_metric() -> None:
     con = rlsql.connect([RUNS / "calendar"])
     got = con.execute("SELECT count(*) FROM metrics_long").fetchone()[0]

@@ -11,11 +11,12 @@ creation), so no SQL parser has to understand the user's dialect. A statement th
 catalog (duckdb_views(), information_schema, SHOW, PRAGMA, a DESCRIBE naming nothing of ours) gets
 every object first, so a listing shows them all. Everything else is the DuckDB connection's own.
 
-The small sources (statements.LOADED_SOURCES: the runs, their files, configs, trainer metrics and
-Harbor's result.json rows) are read into tables when first named, as the CLI's queries read them:
-every later statement then reads memory instead of a thousand files again (1,000 runs: run_summary
-53 -> 5 s). They hold the files as they were at that first read; the trial rows, vLLM seconds, logs
-and trajectories stay views read in place. A new connect() sees a live run's newer steps.
+Objects are created as `rlsql query` reads them (rlsql.engine.statements): a view is the statement
+that answers it, the views it reads as CTEs; the small sources the CLI loads (the runs, their files,
+configs and Harbor's result.json rows) are read into tables when first named, and every other source
+(trainer metrics, trials, vLLM seconds, logs, trajectories) stays a view read in place at each
+statement. A first statement then costs what the CLI's query does (bench/RESULTS.md, "Fleet"), and a
+live run's newer steps and trials show in the next statement; a new connect() sees new Harbor trials.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from rlsql.core.settings import Settings, active
 from rlsql.engine.sources import SourceContext
 from rlsql.engine.statements import (
     CONFIG_FUNCTION,
+    IN_STATEMENT,
     LOADED_SOURCES,
     RunSpec,
     column_comment_statements,
@@ -87,8 +89,8 @@ class OnDemand:
                 return
             # a connection reads the runs' own files, never a cache copy (the small sources once, module docstring)
             with settings.in_place():
-                create_objects(self.con, self.runs, missing, self.catalog, LOADED_SOURCES, sources=self.sources,
-                               bound=self.bound)
+                create_objects(self.con, self.runs, missing, self.catalog, LOADED_SOURCES - IN_STATEMENT,
+                               sources=self.sources, bound=self.bound)
             self.created.update(f.name for f in missing)
             for statement in column_comment_statements(self.con, missing):
                 self.con.execute(statement)
