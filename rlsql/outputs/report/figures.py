@@ -109,11 +109,16 @@ class RunStyles:
         self._grey_labelled = False
 
     def order(self) -> list[str]:
-        """Grey runs first, so the highlighted ones are drawn on top."""
+        """The order the runs are drawn and listed in the legend: best, worst, then the grey runs (zorder
+        keeps the highlighted ones on top: zorder())."""
         if self.few:
             return self.runs
-        top = [r for r in (self.worst, self.best) if r in self.runs]
-        return [r for r in self.runs if r not in top] + top
+        top = [r for r in (self.best, self.worst) if r in self.runs]
+        return top + [r for r in self.runs if r not in top]
+
+    def zorder(self, run: str) -> int:
+        """Grey runs at the bottom, the worst above them, the best on top."""
+        return 3 if self.few else 4 if run == self.best else 3 if run == self.worst else 1
 
     def shown(self, run: str) -> bool:
         return self.few or run in (self.best, self.worst)
@@ -123,7 +128,7 @@ class RunStyles:
         red shows around the blue drawn over it; a grey run's thin."""
         if self.few or run == self.best:
             return base
-        return base * 1.8 if run == self.worst else 0.7
+        return base * 1.6 if run == self.worst else 0.7
 
     def color(self, run: str):
         if self.few:
@@ -270,7 +275,7 @@ def reward_figure(data: ReportData) -> Drawn | None:
         shown = styles.shown(run)
         x, y = _xy(rows, "step", "ema")
         ax.plot(x, y, color=color, linewidth=styles.width(run, 2.2), alpha=1 if shown else 0.5,
-                label=styles.label(run, ema), zorder=3 if shown else 1)
+                label=styles.label(run, ema), zorder=styles.zorder(run))
         if not shown:
             continue
         x, y = _xy(rows, "step", "reward")
@@ -283,7 +288,7 @@ def reward_figure(data: ReportData) -> Drawn | None:
         b = best.get(run)
         if b and b["step"] is not None:
             ax.plot([b["step"]], [b["ema"]], marker="*", markersize=16, color=color, markeredgecolor="black",
-                    linestyle="none", zorder=4, label=styles.series(run, "best checkpoint"))
+                    linestyle="none", zorder=5, label=styles.series(run, "best checkpoint"))
             if len(data.runs) == 1:
                 ax.annotate(f"step {b['step']}\nEMA {human.number(b['ema'])}", (b["step"], b["ema"]),
                             textcoords="offset points", xytext=(-10, -32), ha="right", fontsize=9)
@@ -331,7 +336,7 @@ def turns_figure(data: ReportData) -> Drawn | None:
             shown = styles.shown(run)
             left.plot(x, [100 * v for v in y], color=styles.color(run), linewidth=styles.width(run, 1.8),
                       alpha=1 if shown else 0.5, label=styles.label(run), marker="o" if shown else None,
-                      markersize=3, zorder=3 if shown else 1)
+                      markersize=3, zorder=styles.zorder(run))
         left.set_ylabel("share of the run's trials (%)")
     left.set_title("Agent turns per trial", fontsize=12)
     left.set_xlabel("agent turns (n_episodes)")
@@ -431,7 +436,7 @@ def step_time_figure(data: ReportData) -> Drawn | None:
         shown = styles.shown(run)
         ax.plot([t[0] for t in totals], [t[1] for t in totals], color=styles.color(run),
                 linewidth=styles.width(run, 1.8), alpha=1 if shown else 0.5, label=styles.label(run),
-                zorder=3 if shown else 1)
+                zorder=styles.zorder(run))
         every += [t[1] for t in totals if t[1] is not None]
     limit = _clip_limit(every)
     if limit is not None:
@@ -483,7 +488,7 @@ def signals_figure(data: ReportData) -> Drawn | None:
                 if not x:
                     continue  # a run that does not log it gets no line
                 ax.plot(x, y, color=styles.color(run), linewidth=width, alpha=alpha, linestyle=style,
-                        label=styles.label(run) if i == 0 else None, zorder=3 if shown else 1)
+                        label=styles.label(run) if i == 0 else None, zorder=styles.zorder(run))
                 if what and (style, what) not in styled:
                     styled.append((style, what))
         ax.set_ylabel(label, fontsize=9)
