@@ -1413,8 +1413,271 @@ def expected_view(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
 
 
 # --------------------------------------------------------------------------------------------
+# Agent trajectories (docs/trajectories.md): plain json over trace_jobs/<trial>/agent/trajectory*.json
+# --------------------------------------------------------------------------------------------
+
+_SEGMENT_NAME = re.compile(r"^trajectory\.cont-([1-9][0-9]*)\.json$")
+#: "ISO 8601 as Harbor writes it": a date, then an optional time to the microsecond with an optional Z or
+#: +HH:MM / -HH:MM offset (docs/trajectories.md, `ts`)
+_ISO_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?"
+                        r"(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)?)?$")
+TRAJECTORY_STEP_COLUMNS = ["run", "trial_name", "segment", "step_id", "turn", "source", "ts", "model_name",
+                           "message_chars", "reasoning_chars", "tool_calls", "prompt_tokens", "completion_tokens",
+                           "cached_tokens", "cost_usd", "copied"]
+TOOL_CALL_COLUMNS = ["run", "trial_name", "segment", "step_id", "turn", "call_index", "tool_call_id",
+                     "function_name", "arguments", "observation_chars", "copied"]
+
+
+def trajectory_files(run_dir: Path | str) -> tuple[list[tuple[str, int, Path]], int, int]:
+    """([(trial, segment, path)] of a run's trajectory files in trial-folder then segment order, trial folders,
+    trial folders without a trajectory): "A trial folder without agent/ or without trajectory.json has no rows";
+    segment N is trajectory.cont-N.json, N written without leading zeros."""
+    trace_jobs = Path(run_dir) / "trace_jobs"
+    if not trace_jobs.is_dir():
+        return [], 0, 0
+    files, trials, without = [], 0, 0
+    for trial in sorted(os.listdir(trace_jobs)):
+        if not (trace_jobs / trial).is_dir():
+            continue
+        trials += 1
+        agent = trace_jobs / trial / "agent"
+        names = os.listdir(agent) if agent.is_dir() else []
+        if "trajectory.json" not in names:
+            without += 1
+            continue
+        continuations = sorted((int(m.group(1)), n) for n in names if (m := _SEGMENT_NAME.match(n)))
+        segments = [(0, "trajectory.json"), *continuations]
+        files += [(trial, segment, agent / name) for segment, name in segments]
+    return files, trials, without
+
+
+def read_trajectory(path: Path) -> dict | None:
+    """A trajectory file's document, or None when it is skipped ("does not parse ... not an object, no steps
+    list, or a step without an integer step_id")."""
+    text = _harbor_text(path)  # the same rule as result.json files: a regular, readable, UTF-8 file
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
+        return None
+    for step in doc["steps"]:
+        step_id = step.get("step_id") if isinstance(step, dict) else None
+        if not isinstance(step_id, int) or isinstance(step_id, bool) or not 1 <= step_id < 2**63:
+            return None
+    return doc
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _chars(value: Any) -> int:
+    """A string's length, or the lengths of the `text` of the parts of type text; anything else 0."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):
+        return sum(len(p["text"]) for p in value
+                   if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
+    return 0
+
+
+def _count(value: Any) -> int | None:
+    """A token count: a whole number from 0 to 2**53 ("greater than 2**53 or negative are bad cells: NULL")."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
+        return None
+    return int(value) if 0 <= value <= 2**53 else None
+
+
+def _utc(value: Any) -> datetime | None:
+    """`timestamp` as UTC without tzinfo: an offset applied, none read as UTC; NULL when absent or another form."""
+    if not isinstance(value, str) or not _ISO_STAMP.match(value):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if when.tzinfo is not None:
+        when = (when - when.utcoffset()).replace(tzinfo=None)
+    return when
+
+
+def canonical(value: Any) -> str:
+    """'the arguments object as canonical JSON text' (the contract states this call)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def trajectory_rows(run_dir: Path | str) -> tuple[list[Row], list[Row]]:
+    """(trajectory_steps rows, tool_calls rows) of one run, in the views' orders."""
+    run = run_name(run_dir)
+    steps: list[Row] = []
+    calls: list[Row] = []
+    files, _, _ = trajectory_files(run_dir)
+    for trial, segment, path in files:
+        doc = read_trajectory(path)
+        if doc is None:
+            continue
+        agent = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
+        for index, step in enumerate(doc["steps"]):
+            metrics = step.get("metrics") if isinstance(step.get("metrics"), dict) else {}
+            tool_calls = step.get("tool_calls") if isinstance(step.get("tool_calls"), list) else []
+            cost = metrics.get("cost_usd")
+            row = {
+                "run": run, "trial_name": trial, "segment": segment, "step_id": step["step_id"], "turn": None,
+                "source": _string(step.get("source")), "ts": _utc(step.get("timestamp")),
+                "model_name": _string(step.get("model_name")) or _string(agent.get("model_name")),
+                "message_chars": _chars(step.get("message")),
+                "reasoning_chars": len(step["reasoning_content"]) if isinstance(step.get("reasoning_content"), str)
+                else 0,
+                "tool_calls": len(tool_calls),
+                "prompt_tokens": _count(metrics.get("prompt_tokens")),
+                "completion_tokens": _count(metrics.get("completion_tokens")),
+                "cached_tokens": _count(metrics.get("cached_tokens")),
+                "cost_usd": float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool)
+                and math.isfinite(cost) else None,
+                "copied": step.get("is_copied_context") is True,
+                "_index": index,
+            }
+            steps.append(row)
+            observation = step.get("observation") if isinstance(step.get("observation"), dict) else {}
+            results = observation.get("results") if isinstance(observation.get("results"), list) else []
+            for i, call in enumerate(tool_calls):
+                call = call if isinstance(call, dict) else {}
+                call_id = _string(call.get("tool_call_id"))
+                arguments = call.get("arguments")
+                calls.append({
+                    "run": run, "trial_name": trial, "segment": segment, "step_id": step["step_id"], "turn": row,
+                    "call_index": i, "tool_call_id": call_id, "function_name": _string(call.get("function_name")),
+                    "arguments": canonical(arguments) if arguments is not None else None,
+                    "observation_chars": sum(_chars(r.get("content")) for r in results if isinstance(r, dict)
+                                             and call_id is not None and _string(r.get("source_call_id")) == call_id),
+                    "copied": row["copied"], "_index": index,
+                })
+    # turn: "1-based ordinal of this step among the trial's agent steps that are not copied context, ordered
+    # by (segment, step_id)" (a step_id written twice: by its place in the file)
+    steps.sort(key=lambda r: (r["trial_name"], r["segment"], r["step_id"], r["_index"]))
+    turns: dict[str, int] = {}
+    for row in steps:
+        if row["source"] == "agent" and not row["copied"]:
+            turns[row["trial_name"]] = row["turn"] = turns.get(row["trial_name"], 0) + 1
+    for call in calls:
+        call["turn"] = call["turn"]["turn"]
+    calls.sort(key=lambda r: (r["trial_name"], r["segment"], r["step_id"], r["_index"], r["call_index"]))
+    return ([{k: r[k] for k in TRAJECTORY_STEP_COLUMNS} for r in steps],
+            [{k: r[k] for k in TOOL_CALL_COLUMNS} for r in calls])
+
+
+def expected_trajectory_view(name: str, run_dirs: list[Path]) -> list[Row]:
+    """Rows of trajectory_steps or tool_calls over `run_dirs`, ordered by run name, then the view's order."""
+    out: list[Row] = []
+    for run_dir in sorted((Path(d) for d in run_dirs), key=run_name):
+        steps, calls = trajectory_rows(run_dir)
+        out += steps if name == "trajectory_steps" else calls
+    return out
+
+
+def _trial_facts(run_dir: Path) -> dict[str, Row]:
+    """trial_name -> its trials row (the first, in the trials view's order)."""
+    facts: dict[str, Row] = {}
+    for t in read_trials(run_dir):
+        facts.setdefault(t["trial_name"], t)
+    return facts
+
+
+def _outcome(trial: Row | None) -> str:
+    """"a trajectory whose trial has no outcome (no reward, or no trials row at all) is No reward"."""
+    reward = trial["reward"] if trial else None
+    if reward is None:
+        return "No reward"
+    return "Success" if reward > 0 else "Failure" if reward == 0 else "No reward"
+
+
+def q_tool_usage(run: str, run_dir: Path) -> list[Row]:
+    if not trajectory_files(run_dir)[0]:
+        return []
+    facts = _trial_facts(run_dir)
+    _, calls = trajectory_rows(run_dir)
+    by: dict[Any, list[Row]] = {}
+    for c in calls:
+        if not c["copied"]:
+            by.setdefault(c["function_name"], []).append(c)
+    rows = []
+    for name, group in by.items():
+        trials = {c["trial_name"] for c in group}
+        outcomes = [_outcome(facts.get(t)) for t in trials]
+        rows.append({"run": run, "function_name": name, "calls": len(group), "trials": len(trials),
+                     "success_trials": outcomes.count("Success"), "failure_trials": outcomes.count("Failure"),
+                     "mean_calls_per_trial": len(group) / len(trials)})
+    return sorted(rows, key=lambda r: (-r["calls"], _none_last(r["function_name"])))
+
+
+def q_token_usage(run: str, run_dir: Path) -> list[Row]:
+    if not trajectory_files(run_dir)[0]:
+        return []
+    facts = _trial_facts(run_dir)
+    steps, _ = trajectory_rows(run_dir)
+    per_trial: dict[str, list[Row]] = {}
+    for s in steps:
+        if not s["copied"]:
+            per_trial.setdefault(s["trial_name"], []).append(s)
+    rows = []
+    for outcome in ("Success", "Failure", "No reward"):
+        trials = [t for t in per_trial if _outcome(facts.get(t)) == outcome]
+        if not trials:
+            continue
+        agent = {t: [s for s in per_trial[t] if s["source"] == "agent"] for t in trials}
+        sums = {metric: [sum(v) for t in trials if (v := [s[metric] for s in agent[t] if s[metric] is not None])]
+                for metric in ("prompt_tokens", "completion_tokens")}
+        both = [s for t in trials for s in agent[t]
+                if s["prompt_tokens"] is not None and s["cached_tokens"] is not None]
+        prompt_sum = sum(s["prompt_tokens"] for s in both)
+        completions = sums["completion_tokens"]
+        prompts = [s["prompt_tokens"] for t in trials for s in agent[t] if s["prompt_tokens"] is not None]
+        rows.append({
+            "run": run, "outcome": outcome, "trials": len(trials), "agent_steps": sum(len(a) for a in agent.values()),
+            "mean_prompt_tokens": _mean([float(v) for v in sums["prompt_tokens"]]),
+            "mean_completion_tokens": _mean([float(v) for v in completions]),
+            "cached_share": sum(s["cached_tokens"] for s in both) / prompt_sum if prompt_sum > 0 else None,
+            "p50_completion_tokens": percentile(completions, 0.5),
+            "p90_completion_tokens": percentile(completions, 0.9),
+            "max_step_prompt_tokens": max(prompts) if prompts else None,
+        })
+    return rows
+
+
+def q_looping_trials(run: str, run_dir: Path, min_repeats: int = 3) -> list[Row]:
+    if not trajectory_files(run_dir)[0]:
+        return []
+    facts = _trial_facts(run_dir)
+    _, calls = trajectory_rows(run_dir)  # in (segment, step_id, call_index) order within each trial
+    groups: dict[tuple, list[Row]] = {}
+    for c in calls:
+        if c["turn"] is not None:  # an agent step that is not copied context
+            groups.setdefault((c["trial_name"], c["function_name"], c["arguments"]), []).append(c)
+    rows = []
+    for (trial, name, arguments), group in groups.items():
+        if len(group) < min_repeats:
+            continue
+        fact = facts.get(trial)
+        rows.append({"run": run, "trial_name": trial, "outcome": _outcome(fact),
+                     "exception_type": fact["exception_type"] if fact else None,
+                     "n_episodes": fact["n_episodes"] if fact else None, "function_name": name,
+                     "arguments": arguments, "repeats": len(group), "first_turn": group[0]["turn"],
+                     "last_turn": group[-1]["turn"]})
+    return sorted(rows, key=lambda r: (-r["repeats"], r["trial_name"], _none_last(r["function_name"]),
+                                       _none_last(r["arguments"])))
+
+
+# --------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------
+
+#: the named queries over agents' trajectories (docs/trajectories.md)
+TRAJECTORY_QUERIES = ("tool_usage", "token_usage", "looping_trials")
 
 QUERIES: dict[str, Callable[..., list[Row]]] = {
     "run_overview": q_run_overview,
@@ -1434,6 +1697,9 @@ QUERIES: dict[str, Callable[..., list[Row]]] = {
     "trial_phases": q_trial_phases,
     "compare_runs": q_compare_runs,
     "run_table": q_run_table,
+    "tool_usage": q_tool_usage,
+    "token_usage": q_token_usage,
+    "looping_trials": q_looping_trials,
 }
 
 RUN_SUMMARY_COLUMNS = ["run", "steps", "trials", "trials_with_reward", "success_rate", "mean_reward", "final_ema",
@@ -1468,6 +1734,13 @@ COLUMNS: dict[str, list[str]] = {
                      "mean_step_time_s", "timeout_rate", "context_length_rate", "differing_config"],
     # then one column per config key, which depends on the runs (checked in expected())
     "run_table": RUN_SUMMARY_COLUMNS,
+    # docs/trajectories.md
+    "tool_usage": ["run", "function_name", "calls", "trials", "success_trials", "failure_trials",
+                   "mean_calls_per_trial"],
+    "token_usage": ["run", "outcome", "trials", "agent_steps", "mean_prompt_tokens", "mean_completion_tokens",
+                    "cached_share", "p50_completion_tokens", "p90_completion_tokens", "max_step_prompt_tokens"],
+    "looping_trials": ["run", "trial_name", "outcome", "exception_type", "n_episodes", "function_name", "arguments",
+                       "repeats", "first_turn", "last_turn"],
 }  # fmt: skip
 
 

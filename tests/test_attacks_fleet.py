@@ -134,3 +134,28 @@ def _unreadable_as_nobody(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert f"{log}: cannot read (Permission denied); log skipped" in done.stderr
     assert {r["run"] for r in json.loads(done.stdout)} == {"r1", "r2"}
+
+
+def test_export_says_each_problem_once_for_all_its_queries(tmp_path, capsys, monkeypatch) -> None:
+    """Issue 27: `export --all` over runs without vLLM stats printed a line per query and run. Two copies of
+    tiny (vLLM stats, no trajectories) and three of newest (neither): one line says which three runs lack
+    vLLM stats and which queries that leaves without them; one line says which queries are skipped because
+    no run has agents' trajectories."""
+    runs = tmp_path / "runs"
+    for i in range(2):
+        shutil.copytree(RUNS / "tiny", runs / f"tiny_{i}")
+    for i in range(3):
+        shutil.copytree(RUNS / "newest", runs / f"newest_{i}")
+    code, _, err = run_main(["export", "--all", "-r", str(runs / "*"), "-o", str(tmp_path / "out")],
+                            capsys, monkeypatch)
+    assert code == 0, err
+    warned = [line for line in err.splitlines() if line.startswith("rlsql: warning: ")]
+    vllm = [line for line in warned if "has no vLLM engine stats" in line]
+    assert len(vllm) == 1, err
+    assert "vllm_summary" in vllm[0] and "(and 2 more like it: run 'newest_" in vllm[0]
+    skipped = [line for line in warned if line.startswith("rlsql: warning: skipping ")]
+    assert len(skipped) == 1, err
+    assert skipped[0].startswith("rlsql: warning: skipping looping_trials, token_usage and tool_usage: "
+                                 "no run has the agent trajectories they read (5 runs)")
+    # every kind once: no two lines say the same once the queries they name are taken out
+    assert len(warned) == len({line.split(";")[0] for line in warned}), err

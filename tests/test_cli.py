@@ -118,7 +118,7 @@ def test_param_is_bound(capsys, monkeypatch) -> None:
     (["query", "reward_curve", "-p", "nope=3"], 2, "nope"),
     (["query", "reward_curve", "-p", "span"], 2, "key=value"),
     (["query", "reward_curve", "-f", "xml"], 2, "xml"),
-    (["query", "nothing_like_this"], 2, "rlsql list"),
+    (["query", "xyzzy"], 2, "rlsql list"),
     (["show", "nothing_like_this"], 2, "nothing_like_this"),
     (["query", "turn_stats", "-r", "/definitely/not/here"], 3, "/definitely/not/here"),
     (["query", "turn_stats", "-r", "/definitely/not/*"], 3, "no folder matches"),
@@ -163,7 +163,7 @@ def test_list_and_show(capsys, monkeypatch) -> None:
     code, out, _ = run_main(["list", "-f", "json"], capsys, monkeypatch)
     assert code == 0
     listed = {q["name"]: q for q in json.loads(out)}
-    assert len(listed) == 17
+    assert len(listed) == 20
     assert listed["best_checkpoint"]["params"].startswith("span INTEGER = 5")
     # version 2 added honestly named columns to these two, and gave run_table a column per config key
     # (docs/queries.md, "Versions")

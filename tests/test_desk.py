@@ -266,6 +266,40 @@ def test_table_fits_a_terminal_and_never_a_pipe(capsys, monkeypatch) -> None:
     assert {line.split()[0] for line in lines[2:]} == names
 
 
+def test_a_terminal_never_cuts_the_columns_that_name_a_row(capsys, monkeypatch) -> None:
+    # 70 columns: turns_by_exception's five columns fit once its widest non-key column gives way; the run and
+    # the exception type (its grain) stay whole, so every row can be told apart
+    code, out, err = run_main(["query", "turns_by_exception", "-r", str(CALENDAR)], capsys, monkeypatch, tty_width=70)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 70 and "\u2026" in lines[0]  # a cut header: it had to give way
+    want = {r["exception_type"] for r in oracle.q_turns_by_exception("calendar", CALENDAR)}
+    rows = lines[2:]
+    assert len(rows) == len(want) > 5
+    names = {line[len("calendar"):].strip().rsplit(None, 3)[0] for line in rows}
+    assert names == want and all(line.startswith("calendar  ") for line in rows)
+
+
+def test_a_table_too_wide_for_the_terminal_prints_one_field_per_line(capsys, monkeypatch) -> None:
+    runs = [RUNS / name for name in ("tiny", "calendar", "newest")]
+    args = ["query", "run_table", *(a for r in runs for a in ("-r", str(r)))]
+    code, piped, _ = run_main([*args, "-f", "csv"], capsys, monkeypatch)
+    assert code == 0
+    header = next(csv.reader(io.StringIO(piped)))
+    assert len(header) > 30  # run_table's columns and every config key: no 120-column terminal holds them
+    code, out, err = run_main(args, capsys, monkeypatch, tty_width=120)
+    assert code == 0
+    assert "too wide for the terminal: one field per line; -f csv or -o FILE gives the table" in err
+    records = out.split("-[ RECORD ")[1:]
+    assert [r.split(" ]", 1)[0] for r in records] == ["1", "2", "3"]
+    for record in records:
+        fields = record.splitlines()[1:]
+        # every column once, in order, named whole; the run named whole
+        assert [f.split("|", 1)[0].strip() for f in fields] == header
+        assert "\u2026" not in record
+    assert sorted(r.splitlines()[1].split("|")[1].strip() for r in records) == sorted(p.name for p in runs)
+
+
 def test_csv_and_json_are_never_cut_on_a_terminal(capsys, monkeypatch) -> None:
     for fmt in ("csv", "json", "markdown"):
         code, out, _ = run_main(["list", "-f", fmt], capsys, monkeypatch, tty_width=60)
@@ -281,8 +315,8 @@ def test_mistyped_run_path_gets_a_suggestion(capsys, monkeypatch) -> None:
 
 def test_runs_says_trace_jobs_was_ignored(tmp_path: Path, capsys, monkeypatch) -> None:
     run = tmp_path / "both"
-    shutil.copytree(RUNS / "harbor_csv", run)
-    shutil.copytree(RUNS / "harbor" / "trace_jobs", run / "trace_jobs")
+    shutil.copytree(RUNS / "harbor_csv", run, ignore=shutil.ignore_patterns("trace_jobs"))
+    shutil.copytree(RUNS / "harbor" / "trace_jobs", run / "trace_jobs")  # result.json beside the trials CSV
     code, _, err = run_main(["runs", "-r", str(run)], capsys, monkeypatch)
     assert code == 0
     assert "trace_jobs/ ignored" in err and "20260714_081500_trial_results.csv" in err

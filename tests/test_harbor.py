@@ -91,7 +91,8 @@ def test_a_folder_holding_only_trace_jobs_is_a_run(tmp_path: Path) -> None:
     run = tmp_path / "bare"
     shutil.copytree(HARBOR / "trace_jobs", run / "trace_jobs")
     (found,) = resolve_runs([tmp_path])  # found as a sub-folder run of tmp_path
-    assert found.name == "bare" and set(found.artifacts) == {"harbor"}
+    # its trials from result.json, and the agents' trajectories beside them
+    assert found.name == "bare" and set(found.artifacts) == {"harbor", "trajectories"}
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning: the trials come from result.json
         got = rlsql.query("reward_summary", [run]).to_dicts()
@@ -101,6 +102,7 @@ def test_a_folder_holding_only_trace_jobs_is_a_run(tmp_path: Path) -> None:
 def test_the_csv_wins_when_a_run_has_both(tmp_path: Path) -> None:
     run = tmp_path / "both"
     shutil.copytree(PARSED, run)
+    shutil.rmtree(run / "trace_jobs")  # the CSV run's trajectories, replaced by Harbor's folders with result.json
     shutil.copytree(HARBOR / "trace_jobs", run / "trace_jobs")
     csv_path = next(run.glob("*_trial_results.csv"))
     lines = csv_path.read_text().splitlines(keepends=True)

@@ -26,6 +26,7 @@ NEEDS = {
     "turns_by_outcome": "trials", "exception_distribution": "trials", "exception_treatment": "trials",
     "reward_summary": "trials", "trial_phases": "trials", "vllm_summary": "vllm",
     "compare_runs": "metrics", "run_table": "metrics",
+    "tool_usage": "trajectories", "token_usage": "trajectories", "looping_trials": "trajectories",
 }
 
 
@@ -36,6 +37,8 @@ def test_catalogue_is_the_contract() -> None:
 def has_artifact(run: str, kind: str) -> bool:
     if kind == "trials":  # a trials CSV, else Harbor's trace_jobs/*/result.json
         return oracle.has_trials(RUNS / run)
+    if kind == "trajectories":  # trace_jobs/<trial>/agent/trajectory.json
+        return bool(oracle.trajectory_files(RUNS / run)[0])
     return oracle.find_artifacts(RUNS / run).get(kind) is not None
 
 

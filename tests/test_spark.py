@@ -56,13 +56,42 @@ def spark():
 
     os.environ.pop("SPARK_REMOTE", None)
     # the JVM flags and settings for a short session over tiny inputs: tests/conftest.py SPARK_TEST_*
-    session = get_session()
+    # The process's stderr (file descriptor 2, which a JVM would inherit) goes to a file while the session
+    # starts: test_a_local_session_says_nothing_on_stderr reads it.
+    global STARTUP_STDERR
+    saved = os.dup(2)
+    with open(_startup_log(), "w+b") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            session = get_session()
+            session.sql("SELECT 1").collect()  # a first job: the JVM has said what it says at start
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        log.seek(0)
+        STARTUP_STDERR = log.read().decode(errors="replace")
     yield session
     # the session is the process's; stopping it here frees the JVM for the rest of the suite
     session.stop()
     import rlsql.engine.spark as engine
 
     engine._SESSION = None
+
+
+STARTUP_STDERR: str | None = None
+
+
+def _startup_log() -> str:
+    import tempfile
+
+    return os.path.join(tempfile.mkdtemp(prefix="rlsql-spark-start-"), "stderr")
+
+
+def test_a_local_session_says_nothing_on_stderr(spark):
+    """Without -v the JVM's own output (its notice of incubator modules, Spark's "Setting default log level",
+    log4j's lines) never reaches stderr: rlsql prints its own one-line errors."""
+    assert STARTUP_STDERR is not None
+    assert STARTUP_STDERR == "", STARTUP_STDERR
 
 
 # -- the awkward run: NULLs where order matters, unreadable rows, duplicate steps, nan cells -------
@@ -297,10 +326,12 @@ def test_cli_engine_spark_prints_the_duckdb_table(spark, capsys, monkeypatch):
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     code, duck, duck_err = _console(["query", "turns_by_exception"], capsys, monkeypatch)
     assert code == 0, duck_err
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a person watching: told why the wait
     code, on_spark, spark_err = _console(["query", "turns_by_exception", "--engine", "spark"], capsys, monkeypatch)
     assert code == 0, spark_err
     assert on_spark == duck
     assert "Traceback" not in spark_err
+    assert spark_err.count("rlsql: starting a local Spark session…") == 1
 
 
 def test_show_dialect_spark_prints_compiled_sql(rlsql_exe):

@@ -57,3 +57,55 @@ def test_every_duckdb_connection_goes_through_memorydb() -> None:
             if re.search(r"\bduckdb\.connect\(", line):
                 offenders.append(f"{path.relative_to(PACKAGE)}:{number}")
     assert not offenders, offenders
+
+
+_PROGRESS = """
+import rlsql
+from rlsql.runs.memorydb import memory_connection
+from tests.conftest import RUNS
+con = rlsql.connect([RUNS / "tiny"])
+settings = [c.execute("SELECT current_setting('enable_progress_bar')").fetchone()[0]
+            for c in (memory_connection(), con, con.cursor())]
+print("bar:" + ",".join(str(s) for s in settings))
+"""
+
+
+def _progress_settings(stdout_tty: bool) -> str:
+    """The progress-bar setting of a plain connection, a connect() and its cursor, in a child process whose
+    stderr is a terminal and whose stdout is a terminal or a pipe."""
+    import pty
+    import subprocess
+    import sys
+
+    main, child = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-c", _PROGRESS], stdin=subprocess.DEVNULL,
+                              stdout=child if stdout_tty else subprocess.PIPE, stderr=child,
+                              cwd=Path(__file__).parent.parent, timeout=120)
+        os.close(child)
+        child = -1
+        assert proc.returncode == 0
+        if not stdout_tty:
+            return proc.stdout.decode()
+        out = b""
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the terminal's other end closed: everything was read
+                break
+            if not chunk:
+                break
+            out += chunk
+        return out.decode(errors="replace")
+    finally:
+        if child >= 0:
+            os.close(child)
+        os.close(main)
+
+
+def test_duckdb_progress_bar_never_draws_into_a_redirected_stdout() -> None:
+    """DuckDB draws its bar into stdout whether or not it is a terminal: a slow `rlsql query -f csv > out.csv`
+    would carry its frames. Off wherever stdout is not a terminal, on where a person watches both (a cursor's
+    own default is off)."""
+    assert "bar:False,False,False" in _progress_settings(stdout_tty=False)
+    assert "bar:True,True," in _progress_settings(stdout_tty=True)

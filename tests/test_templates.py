@@ -51,7 +51,7 @@ def test_the_data_error_marker_is_spelled_in_python_only() -> None:
     assert spelled == []
     assert "BAD_CELL_FUNCTION | ident" in (SQL / "sources" / "_read_csv.sql.j2").read_text()
     users = [p.name for p in TEMPLATES if "DATA_ERROR_MARK | lit" in p.read_text()]
-    assert sorted(users) == ["_read_csv.sql.j2", "harbor_trials_src.sql"]
+    assert sorted(users) == ["_read_csv.sql.j2", "_trajectory_files.sql.j2", "harbor_trials_src.sql"]
 
 
 def test_no_template_indents_rendered_values() -> None:
@@ -110,7 +110,10 @@ def test_reported_types_allow_list() -> None:
 
 #: the bare names a template may paste: SQL text a macro or a `set` in the same template built from
 #: filtered values (a macro's arguments, a `set` of filtered identifiers), never a value from outside
-_BUILT_SQL = {"started", "finished", "json", "number", "part", "lines_sql", "read_names", "source_file_sql", "bad_sql"}
+_BUILT_SQL = {"started", "finished", "json", "number", "part", "lines_sql", "read_names", "source_file_sql", "bad_sql",
+              # sources/_atif.sql.j2's macro arguments (SQL expressions its callers spell: `atif.text("s.source")`)
+              # and the trajectory sources' `set`s of constants: a field of a fixed list, a regular expression
+              "j", "v", "t", "s", "k", "a", "members", "ns.e", "field", "naming"}
 
 
 def test_every_pasted_value_goes_through_a_filter() -> None:
@@ -122,7 +125,7 @@ def test_every_pasted_value_goes_through_a_filter() -> None:
         for m in re.finditer(r"\{\{-?\s*(.*?)\s*-?\}\}", p.read_text(), flags=re.S):
             expr = m.group(1)
             if (re.search(r"\|\s*(lit|ident|sqltype|file_lit|lit_date)\s*$", expr)
-                    or re.fullmatch(r"[a-z_]+\(.*\)", expr, flags=re.S)
+                    or re.fullmatch(r"(?:[a-z_]+\.)?[a-z_]+\(.*\)", expr, flags=re.S)
                     or re.fullmatch(r"""(".*?"|'.*?') if (not )?loop\.(first|last)( else (".*?"|'.*?'))?""", expr)
                     or expr in _BUILT_SQL
                     # a constant the template spells (string literals joined by ~): a macro's text, filtered where used

@@ -37,8 +37,8 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
     config = settings.current()
     root = reading.cache_root(for_writing=config.cache == "on")
     if root is None or why_unnameable(path):
-        why = "the cache is off" if config.cache == "off" else "no usable cache folder" if root is None else \
-            "DuckDB cannot name its path exactly"
+        why = ("the cache is off" if config.cache == "off" else "no cache built yet: rlsql cache build"
+               if root is None else "DuckDB cannot name its path exactly")
         reading.notice(f"{path}: read in place ({why})")
         _read_in_place(path)
         return None

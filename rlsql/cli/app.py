@@ -141,7 +141,8 @@ def query_command(
                      "default: $RLSQL_ENGINE, else duckdb.", show_default=False),
     ] = None,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Say on stderr how each file was read (in place, cached copy).")
+        bool, typer.Option("--verbose", "-v",
+                           help="Say how each file was read (in place, cached copy); show Spark's log.")
     ] = False,
 ) -> None:
     """Run a named query (or a view) over one or more runs and print its rows."""
@@ -292,6 +293,36 @@ def runs_command(run: RunOption = None, fmt: FormatOption = None) -> None:
             say(f"run {found.name!r}: {HARBOR_DIR}/ ignored: the trials CSV {trials.path.name} is read instead")
     columns, rows = inventory(runs)
     _emit_rows(fmt, columns, rows)
+
+
+@app.command("trial")
+def trial_command(
+    name: Annotated[str, typer.Argument(help="The trial's name: its trace_jobs folder (trials.trial_name).")],
+    run: RunOption = None,
+    full: Annotated[bool, typer.Option("--full", help="Print long texts whole and copied context unfolded.")] = False,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", "-f", metavar="[json|markdown]",
+                     help="json or markdown (md) for other tools; default: drawn for the terminal.",
+                     show_default=False),
+    ] = None,
+    output: OutputOption = None,
+) -> None:
+    """One trial's transcript: its outcome, then every step of its agent trajectory (messages, tool calls,
+    observations, tokens), long texts cut unless --full."""
+    from rlsql.outputs import transcript
+
+    chosen = (fmt or "").strip().lower()
+    chosen = {"md": "markdown"}.get(chosen, chosen)
+    if chosen not in ("", "json", "markdown"):
+        raise UsageError(f"--format {fmt!r}: choose json or markdown")
+    runs = _resolve(run)
+    found = transcript.transcript(runs, name)
+    text = transcript.render(found, chosen or ("markdown" if output is not None else ""), full)
+    if text is None:
+        transcript.print_terminal(found, full)
+        return
+    _emit(text, output)
 
 
 @app.command("check")
@@ -574,7 +605,8 @@ def main_options(
                      "(RLSQL_CACHE=off)."),
     ] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Say on stderr how each file was read (in place, cached copy).")
+        bool, typer.Option("--verbose", "-v",
+                           help="Say how each file was read (in place, cached copy); show Spark's log.")
     ] = False,
     from_logs: Annotated[
         bool,

@@ -26,6 +26,9 @@ _NUMBER = re.compile(r"\d[\d,.]*")
 #: details in parentheses (which lines, where rlsql looked) and plurals do not make another kind
 _DETAIL = re.compile(r"\([^()]*\)")
 _PLURAL = re.compile(r"# (\w+?)s\b")
+#: the query or view a warning is for (`...; reward_curve has nothing from it`, `skipping tool_usage: ...`):
+#: the same problem for several of a command's queries is one kind, which names them all
+_FOR_ITEM = (re.compile(r"; (?P<item>[\w.]+) has nothing from it$"), re.compile(r"^skipping (?P<item>[\w.]+): "))
 
 
 def say(message: str) -> None:
@@ -59,6 +62,20 @@ class _Kind:
     first: str
     subjects: list[str] = field(default_factory=list)
     count: int = 0
+    #: the queries it was said for, when it is said for queries (_FOR_ITEM), and how it names them
+    items: list[str] = field(default_factory=list)
+    form: re.Pattern[str] | None = None
+
+    def line(self) -> str:
+        """The first message, naming every query the kind was said for."""
+        if self.form is None or len(self.items) < 2:
+            return self.first
+        match = self.form.search(self.first)
+        assert match is not None
+        listed = ", ".join(self.items[:-1]) + " and " + self.items[-1]
+        if self.form is _FOR_ITEM[0]:
+            return self.first[:match.start()] + f"; {listed} have nothing from it"
+        return f"skipping {listed}: " + self.first[match.end():]
 
 
 class Warnings:
@@ -71,23 +88,35 @@ class Warnings:
         match = _SUBJECT.match(message)
         subject = match["subject"] if match else ""
         rest = message[len(subject):] if subject else message
+        item, form = "", None
+        for pattern in _FOR_ITEM:
+            if found := pattern.search(rest):
+                item, form = found["item"], pattern
+                rest = rest[:found.start()] + pattern.pattern + rest[found.end():]
+                break
         key = _PLURAL.sub(r"# \1", _NUMBER.sub("#", _QUOTED.sub("'…'", _DETAIL.sub("(…)", _PATH.sub("<path>", rest)))))
-        kind = self.kinds.setdefault(key, _Kind(message))
-        if message == kind.first and kind.count:
-            return  # the very same warning again (a file read by several questions): said once
-        kind.count += 1
-        if subject and subject not in kind.subjects:
-            kind.subjects.append(subject)
+        kind = self.kinds.setdefault(key, _Kind(message, form=form))
+        if item and item not in kind.items:
+            kind.items.append(item)
+        if subject:
+            # counted by what it is about: a run lacking vLLM stats is one run however many queries say so
+            if subject not in kind.subjects:
+                kind.subjects.append(subject)
+            kind.count = len(kind.subjects)
+        elif item:
+            kind.count = 1  # the same problem for another query: named in the line, not another count
+        elif message != kind.first or not kind.count:  # the very same warning again: said once
+            kind.count += 1
 
     def say_all(self) -> None:
         for kind in self.kinds.values():
             more = kind.count - 1
             if more <= 0:
-                say(f"warning: {kind.first}")
+                say(f"warning: {kind.line()}")
                 continue
             others = kind.subjects[1:1 + SHOWN]
             named = f": {', '.join(others)}" + (f" and {more - len(others):,} more" if more > len(others) else "")
-            say(f"warning: {kind.first} (and {more:,} more like it{named if others else ''})")
+            say(f"warning: {kind.line()} (and {more:,} more like it{named if others else ''})")
         self.kinds.clear()
 
     def show(self, message, category, filename, lineno, file=None, line=None) -> None:

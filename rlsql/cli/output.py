@@ -77,11 +77,12 @@ def _emit_rows(
     rows: Sequence[Sequence[Any]],
     output: Path | None = None,
     limit: int | None = None,
+    grain: Sequence[str] = (),
 ) -> None:
     """Rows a command holds (a listing, a check's issues) in `fmt` (else the one -o's extension names)."""
     from rlsql.outputs.rows import Output
 
-    out = Output(fmt, output, limit)
+    out = Output(fmt, output, limit, grain)
     written = out.write_rows(columns, rows)
     out.commit()
     _say_written(out, written)
@@ -93,16 +94,19 @@ def _say_written(out, written) -> None:
         more = written.total - written.rows
         hint = "; -f csv or -o FILE gives them all" if written.by_terminal else ""
         say(f"{more:,} more row{'s' if more != 1 else ''} ({written.rows:,} of {written.total:,} shown{hint})")
+    if written is not None and written.records:
+        say("too wide for the terminal: one field per line; -f csv or -o FILE gives the table")
     if out.kind == "file":
         say(f"wrote {out.target}" + (f" ({written.rows:,} rows)" if written is not None else ""))
 
 
-def emit_query(fmt: OutputFormat | None, output: Path | None, limit: int | None, run) -> None:
+def emit_query(fmt: OutputFormat | None, output: Path | None, limit: int | None, run,
+               grain: Sequence[str] = ()) -> None:
     """Rows of a query to stdout or -o as DuckDB produces them: `run(consume)` answers with `consume`
-    taking the connection and the statement (rlsql/engine/query.py)."""
+    taking the connection and the statement (rlsql/engine/query.py); `grain`: the columns a row is per."""
     from rlsql.outputs.rows import Output
 
-    out = Output(fmt, output, limit)  # a target that cannot be written is refused before any file is read
+    out = Output(fmt, output, limit, grain)  # a target that cannot be written is refused before any file is read
     try:
         written = run(out.write_query)
         out.commit()
@@ -136,13 +140,26 @@ def run_named_query(
     params = _parse_params(param)
     bind_params(name, params)  # a bad name or parameter fails before any file is read
     runs = _resolve(run)
+    grain = query_grain(name)
     if settings.current().engine == "spark":
         from rlsql.engine.spark import run_query_spark
 
+        if sys.stderr.isatty():  # the JVM takes seconds to start: a person at a terminal is told why
+            where = settings.current().spark_remote
+            say(f"connecting to Spark Connect at {where}…" if where else "starting a local Spark session…")
         on_spark = run_query_spark(name, runs, params)
-        _emit_rows(fmt, on_spark.columns, on_spark.rows, output, limit)
+        _emit_rows(fmt, on_spark.columns, on_spark.rows, output, limit, grain)
         return
-    emit_query(fmt, output, limit, lambda consume: run_query(name, runs, params, consume))
+    emit_query(fmt, output, limit, lambda consume: run_query(name, runs, params, consume), grain)
+
+
+def query_grain(name: str) -> list[str]:
+    """The columns one row of named query (or view) `name` is per: its `grain` header, with `run`."""
+    from rlsql.catalog.catalog import load_catalog
+
+    f = load_catalog().files.get(name)
+    grain = [c.strip() for c in (f.grain or "").split(",") if c.strip()] if f is not None else []
+    return grain if "run" in grain or not grain else ["run", *grain]
 
 
 def run_main(entry: Callable[[], object]) -> None:

@@ -64,7 +64,8 @@ class Settings:
     engine: str = field(default="duckdb", metadata=_doc(
         "RLSQL_ENGINE", "--engine", "duckdb (in process) or spark (SPARK_REMOTE, else a local session)."))
     verbose: bool = field(default=False, metadata=_doc(
-        "RLSQL_VERBOSE", "-v / --verbose", "Say on stderr how each file was read (in place, or from its cached copy)."))
+        "RLSQL_VERBOSE", "-v / --verbose",
+        "Say on stderr how each file was read (in place, or from its cached copy); show Spark's own log."))
     report_rows: int = field(default=100, metadata=_doc(
         "RLSQL_REPORT_ROWS", "",
         "The most rows a report table shows (the tables of runs show every run); the rest is counted under it "

@@ -68,6 +68,8 @@ def _number(value: float) -> str:
 def _lines(path: str, columns: list[str]) -> str | None:
     """`line N: column C: 'cell'` for the first EXAMPLES bad cells, found by the csv module; None when
     the file is too large to read again or cannot be read."""
+    if path.endswith(".json"):
+        return None  # a trajectory's count (rlsql/trajectories.py): named by its JSON path, no line
     try:
         if os.path.getsize(path) > LINE_SCAN_BYTES:
             return None

@@ -10,6 +10,12 @@ when it appears as a word of the statement (a column called like a view costs on
 creation), so no SQL parser has to understand the user's dialect. A statement that lists DuckDB's
 catalog (duckdb_views(), information_schema, SHOW, PRAGMA, a DESCRIBE naming nothing of ours) gets
 every object first, so a listing shows them all. Everything else is the DuckDB connection's own.
+
+The small sources (statements.LOADED_SOURCES: the runs, their files, configs, trainer metrics and
+Harbor's result.json rows) are read into tables when first named, as the CLI's queries read them:
+every later statement then reads memory instead of a thousand files again (1,000 runs: run_summary
+53 -> 5 s). They hold the files as they were at that first read; the trial rows, vLLM seconds, logs
+and trajectories stay views read in place. A new connect() sees a live run's newer steps.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from rlsql.core.settings import Settings, active
 from rlsql.engine.sources import SourceContext
 from rlsql.engine.statements import (
     CONFIG_FUNCTION,
+    LOADED_SOURCES,
     RunSpec,
     column_comment_statements,
     create_objects,
@@ -78,9 +85,10 @@ class OnDemand:
             missing = [f for f in self.catalog.closure(names) if f.name not in self.created]
             if not missing:
                 return
-            # a connection's views read the runs' own files, never a cache copy: they see the files as they are
+            # a connection reads the runs' own files, never a cache copy (the small sources once, module docstring)
             with settings.in_place():
-                create_objects(self.con, self.runs, missing, self.catalog, sources=self.sources, bound=self.bound)
+                create_objects(self.con, self.runs, missing, self.catalog, LOADED_SOURCES, sources=self.sources,
+                               bound=self.bound)
             self.created.update(f.name for f in missing)
             for statement in column_comment_statements(self.con, missing):
                 self.con.execute(statement)

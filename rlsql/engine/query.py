@@ -20,6 +20,7 @@ from rlsql.engine.failures import data_error, query_failure, warn_rejected_rows
 from rlsql.engine.statements import RunSpec, open_connection, query_connection
 from rlsql.runs.artifacts import check_artifacts
 from rlsql.runs.folders import Run, resolve_runs
+from rlsql.runs.trajectories import warn_damaged
 
 T = TypeVar("T")
 
@@ -122,6 +123,7 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any], consume: C
                 columns = [d[0] for d in cursor.description or []]
                 result = QueryResult(name, columns, cursor.fetchall(), list(runs), values, con, sql)
             warn_rejected_rows(con)
+            warn_damaged(con)  # trajectory files the query skipped
         except duckdb.Error as exc:
             raise query_failure(exc, name, runs, needed) from exc
         return result
@@ -228,6 +230,7 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
                 rows = cursor.fetchall() if cursor.description else []
                 result = QueryResult("sql", columns, rows, list(runs), values, con, sql)
             warn_rejected_rows(con)
+            warn_damaged(con)  # trajectory files the SQL skipped
         except duckdb.Error as exc:
             problem: RlsqlError | None = data_error(exc)
             if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):

@@ -44,6 +44,9 @@ class CsvFile:
 class SourceContext:
     """What the source templates are rendered with; each piece is computed once, when first needed."""
 
+    #: the trajectory sources call trajectories.DAMAGED_FUNCTION (registered on the connection) per damaged file
+    record_damaged = False
+
     def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None,
                  config_keys: str | None = None):
         self.runs = list(runs)
@@ -248,6 +251,10 @@ class SourceContext:
             context["config_docs"] = [] if self.config_function else self.config_docs
         elif source.artifact == "harbor":
             context.update(self.harbor_context(), columns=source.columns)
+        elif source.artifact == "trajectories":  # rlsql/trajectories.py lists the files
+            from rlsql.runs.trajectories import render_context
+
+            context.update(render_context(self.runs, self.record_damaged), bad_cells=self.bad_cells)
         elif source.artifact:
             context.update(self.csv_context(source))
             # runs without the CSV read their raw training logs (rlsql/engine/rawlogs.py)

@@ -106,6 +106,27 @@ def _quiet_python_loggers() -> None:
         logging.getLogger(name).disabled = True
 
 
+def _local_session() -> Any:
+    """A local session whose JVM's own output (its start-up notices, Spark's log) reaches stderr only with
+    -v: its stderr goes to /dev/null otherwise, and its stdout, which carries no data of ours, to stderr."""
+    import subprocess
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    conf = SparkConf().setMaster(settings.current().spark_master).setAppName("rlsql")
+    for key, value in {**LOCAL_CONF, "spark.driver.extraJavaOptions": java_options(), **_extra_conf()}.items():
+        conf.set(key, value)
+    verbose = settings.current().verbose
+    streams = {"stdout": 2, "stderr": None if verbose else subprocess.DEVNULL}  # 2: the process's stderr
+    context = SparkContext(conf=conf, gateway=launch_gateway(conf, popen_kwargs=streams))
+    spark = SparkSession(context)
+    with contextlib.suppress(Exception):  # a log level is a nicety, never a reason to fail
+        spark.sparkContext.setLogLevel("WARN" if verbose else "OFF")
+    return spark
+
+
 def get_session(given: Any = None) -> Any:
     """The session to run on: `given`, else Spark Connect at $SPARK_REMOTE, else one local session per process."""
     global _SESSION
@@ -130,16 +151,7 @@ def get_session(given: Any = None) -> Any:
                                  ) from None
         else:
             require_java()
-            builder = SparkSession.builder.master(settings.current().spark_master).appName("rlsql")
-            for key, value in LOCAL_CONF.items():
-                builder = builder.config(key, value)
-            builder = builder.config("spark.driver.extraJavaOptions", java_options())
-            for key, value in _extra_conf().items():
-                builder = builder.config(key, value)
-            spark = builder.getOrCreate()
-            _quiet_python_loggers()
-            with contextlib.suppress(Exception):  # a log level is a nicety, never a reason to fail
-                spark.sparkContext.setLogLevel("OFF")
+            spark = _local_session()
         _SESSION = spark
     _quiet_python_loggers()
     for key, value in SESSION_CONF.items():

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from rlsql.catalog.catalog import Catalog
 from rlsql.catalog.sqlfile import Column, SqlFile
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
@@ -29,7 +31,8 @@ from rlsql.engine.sources import SourceContext
 from rlsql.runs.config import config_rows
 from rlsql.runs.memorydb import memory_connection
 
-_SPARK_TYPE = {"VARCHAR": "STRING", "DOUBLE": "DOUBLE", "BIGINT": "BIGINT", "INTEGER": "INT", "BOOLEAN": "BOOLEAN"}
+_SPARK_TYPE = {"VARCHAR": "STRING", "DOUBLE": "DOUBLE", "BIGINT": "BIGINT", "INTEGER": "INT", "BOOLEAN": "BOOLEAN",
+               "TIMESTAMP": "TIMESTAMP"}
 _HADOOP_GLOB = re.compile(r"([\\*?\[\]{}])")
 CORRUPT = "_rlsql_corrupt"
 
@@ -85,6 +88,10 @@ class SparkSources:
                                 ("value_json", "STRING")])
         if source.artifact == "harbor":
             return self.harbor_frame(source)
+        if source.artifact == "trajectories":  # read by DuckDB here (rlsql/trajectories.py), handed over as rows
+
+            columns, rows = duckdb_rows(self.context, self.catalog, source)
+            return self.spark.createDataFrame(rows, ", ".join(f"{_q(n)} {spark_type(t)}" for n, t in columns))
         if source.artifact:
             return self.csv_frame(source)
         raise DataError(f"{source.path}: the Spark engine has no reader for source {source.name}")
@@ -212,3 +219,26 @@ class SparkSources:
             raise data_error(exc) or DataError(f"{source.path}: cannot read {source.name}: {one_line(exc)}") from exc
         schema = ", ".join(f"{_q(name)} {ctype}" for name, ctype in columns)
         return self.spark.createDataFrame(rows, schema)
+
+
+def duckdb_rows(context, catalog, source) -> tuple[list[tuple[str, str]], list[tuple]]:
+    """A trajectory source's (column, DuckDB type) pairs and rows, read by DuckDB on this machine (the Spark
+    engine's source: the same SQL, checks and warnings as on DuckDB)."""
+    from rlsql.engine.failures import data_error
+    from rlsql.runs.trajectories import forget, record_damaged, warn_damaged
+
+    con = memory_connection()
+    record_damaged(con)
+    saved = context.record_damaged
+    context.record_damaged = True
+    try:
+        cursor = con.execute(context.render(catalog, source))
+        rows = cursor.fetchall()
+    except duckdb.Error as exc:
+        raise data_error(exc) or DataError(f"{source.path}: cannot read {source.name}: {one_line(exc)}") from exc
+    finally:
+        context.record_damaged = saved
+    columns = [(d[0], str(d[1])) for d in cursor.description]
+    warn_damaged(con)
+    forget(con)
+    return columns, rows

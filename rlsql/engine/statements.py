@@ -21,7 +21,7 @@ from rlsql.engine import badcells
 from rlsql.engine.badcells import BadCells
 from rlsql.engine.failures import data_error
 from rlsql.engine.sources import SourceContext
-from rlsql.runs import harbor
+from rlsql.runs import harbor, trajectories
 from rlsql.runs.folders import Run
 from rlsql.runs.memorydb import memory_connection
 
@@ -146,11 +146,14 @@ def create_objects(
     the time this call creates views over them (a stand-in in their place), and `bound` gains the
     sources this call creates.
     """
+    files = list(files)
     if sources is None:
         sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys)
         register_config_function(con, sources)
+        if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/trajectories.py)
+            sources.record_damaged = True
+            trajectories.record_damaged(con)
     bound = {} if bound is None else bound
-    files = list(files)
     waiting: list[SqlFile] = []
     new_views = {f.name for f in files if f.kind in ("view", "query")}
     if new_views:  # the sources already created that the new views read: stand-ins while they are created
@@ -290,6 +293,9 @@ def query_connection(
     con = memory_connection(threads=1 if reads_little(runs, closure) else None)
     if bad_cells is not None:
         badcells.register(con, bad_cells)
+    if any(f.artifact == "trajectories" for f in closure):  # damaged files named once (rlsql/trajectories.py)
+        sources.record_damaged = True
+        trajectories.record_damaged(con)
     ctes = []
     for f in closure:
         sql = sources.object_sql(catalog, f)
@@ -309,5 +315,8 @@ def query_connection(
             if load:
                 after_loading(con, f)
         else:
-            ctes.append(f"{identifier(f.name)} AS (\n{sql}\n)")
+            # the trajectory sources and the views over them alone stream (DuckDB would otherwise hold a CTE
+            # such as tool_calls_src whole and read it back: 45k trials, 3x the time; rlsql/trajectories.py)
+            streamed = {d.artifact for d in catalog.closure([f.name]) if d.kind == "source"} == {"trajectories"}
+            ctes.append(f"{identifier(f.name)} AS {'NOT MATERIALIZED ' if streamed else ''}(\n{sql}\n)")
     return con, "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {identifier(name)}"

@@ -19,9 +19,9 @@ from rlsql.core.exactpaths import why_unnameable
 from rlsql.engine.csvprobe import PROBE_FILE, parser_failure, probe_sql
 from rlsql.engine.failures import data_error_text
 from rlsql.engine.rawlogs import metrics_origin, reads_logs, unread_stat_lines, vllm_origin
-from rlsql.engine.statements import open_connection
+from rlsql.engine.statements import open_connection, query_connection
 from rlsql.runs import csvfiles as csvread
-from rlsql.runs import harbor
+from rlsql.runs import harbor, trajectories
 from rlsql.runs.artifacts import ARTIFACT_LABELS, INTEGER_COLUMNS
 from rlsql.runs.config import config_problems, read_yaml
 from rlsql.runs.folders import CSV_ARTIFACTS, HeaderError, Run, csv_header
@@ -373,6 +373,67 @@ def _check_views(report: RunReport, run: Run, found: ViewFindings) -> None:
                            f"{count} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {example!r}): no timestamp")
 
 
+@dataclass
+class Findings:
+    """What `rlsql check` says of a run's trajectories: the damaged files, the bad token counts, the counts."""
+
+    damaged: list[tuple[str, str]] = field(default_factory=list)
+    bad_counts: list[tuple[str, str, float]] = field(default_factory=list)
+    trials: int = 0
+    with_trajectory: int = 0
+    files: int = 0
+
+
+def trajectory_findings(runs: Sequence[Run]) -> dict[str, Findings]:
+    """run -> Findings, for the runs with trajectories: one read of every file (the trajectory_steps
+    statement, damaged files and bad counts recorded as its warnings name them)."""
+    from rlsql.engine.badcells import BadCells
+    from rlsql.runs.trajectories import forget, list_trajectories, recorded, trace_jobs_of
+
+    found = {run.name: Findings() for run in runs if trace_jobs_of(run) is not None}
+    if not found:
+        return found
+    bad = BadCells()
+    con, sql = query_connection([r for r in runs if r.name in found], "trajectory_steps", bad_cells=bad)
+    con.execute(sql).fetchall()
+    for path, (owner, problem) in sorted(recorded(con).items()):
+        found[owner].damaged.append((path, problem))
+    forget(con)
+    by_path = {f"{trace_jobs_of(r)}/": r.name for r in runs if r.name in found}
+    for (path, _, column), value in sorted(bad.cells.items()):
+        holder = next((name for prefix, name in by_path.items() if path.startswith(prefix)), None)
+        if holder is not None:
+            found[holder].bad_counts.append((path, column, value))
+    for run in runs:
+        trace_jobs = trace_jobs_of(run)
+        if run.name in found and trace_jobs is not None:
+            listing = list_trajectories(trace_jobs)
+            found[run.name].trials, found[run.name].files = listing.trials, len(listing.files)
+            found[run.name].with_trajectory = listing.trials - listing.without
+    con.close()
+    return found
+
+
+def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
+    """Agents' trajectories: how many trial folders have none, each damaged file, each bad token count."""
+    mine = found.get(run.name)
+    if mine is None:
+        return
+    artifact = run.artifact("trajectories")
+    if artifact is None:
+        return
+    trace_jobs = artifact.path
+    report.readable_rows["trajectories"] = mine.files - len(mine.damaged)
+    report.add("info", trace_jobs, f"{mine.with_trajectory} of {mine.trials} trial folders have a trajectory "
+               f"({mine.files} files); {mine.trials - mine.with_trajectory} have none (no agent/ or no "
+               "agent/trajectory.json)")
+    for path, problem in mine.damaged:
+        report.add("warning", path, f"{problem}: {trajectories.SKIPPED}")
+    for path, column, value in mine.bad_counts:
+        shown = int(value) if value == value and abs(value) != float("inf") and value.is_integer() else value
+        report.add("warning", path, f"{column}: {shown} is not a whole number from 0 to 2**53: read as empty")
+
+
 def check_runs(runs: Sequence[Run]) -> list[RunReport]:
     reports = []
     with warnings.catch_warnings():
@@ -380,6 +441,7 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
         con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
     found = ViewFindings(con, runs)
     probes = CsvProbes(con, runs)
+    agents = trajectory_findings(runs)  # one read of every trajectory file
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:
@@ -392,6 +454,7 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
         for kind in CSV_ARTIFACTS:
             _check_csv(con, report, run, kind, probes)
         _check_harbor(report, run, found)
+        _check_trajectories(report, run, agents)
         _check_logs(report, run, found)
         _check_config(report, run)
         _check_views(report, run, found)
@@ -405,6 +468,7 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
 ISSUE_COLUMNS = ["run", "severity", "file", "line", "problem"]
 SUMMARY_COLUMNS = [
     "run", "usable", "errors", "warnings", "infos", "metric_rows", "trials", "vllm_seconds", "harbor_trials",
+    "trajectory_files",
 ]
 
 
@@ -412,6 +476,6 @@ def summary_rows(reports: Sequence[RunReport]) -> list[tuple]:
     return [
         (r.run, r.usable, *r.counts().values(),
          r.readable_rows.get("metrics"), r.readable_rows.get("trials"), r.readable_rows.get("vllm"),
-         r.readable_rows.get("harbor"))
+         r.readable_rows.get("harbor"), r.readable_rows.get("trajectories"))
         for r in reports
     ]

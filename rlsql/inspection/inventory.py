@@ -10,7 +10,7 @@ from rlsql.engine.statements import open_connection
 from rlsql.runs.folders import Run, read_header
 
 COLUMNS = [
-    "run", "parser_format", "metrics_file", "metric_rows", "logs", "steps", "trials_file", "trials",
+    "run", "parser_format", "metrics_file", "metric_rows", "logs", "steps", "trials_file", "trials", "trajectories",
     "vllm_file", "vllm_seconds", "config_file", "ignored_files", "path",
 ]
 
@@ -46,6 +46,10 @@ def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
     # a run without a trials CSV: its Harbor trial folders (trace_jobs/*/result.json)
     trials.update(counts("SELECT run, count(*) FROM harbor_trials_src WHERE problem IS NULL GROUP BY run"))
     vllm = counts("SELECT run, count(*) FROM vllm_src GROUP BY run")
+    # trial folders with an agent trajectory (trace_jobs/<trial>/agent/trajectory.json), counted, none opened
+    from rlsql.runs.trajectories import trajectory_counts
+
+    agents = trajectory_counts(runs)
     rows = []
     for run in runs:
         def name(kind: str, run: Run = run) -> str | None:
@@ -62,6 +66,7 @@ def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
             metrics_file, m[0] if metrics_file else None, m[1] if metrics_file else None,
             m[2] if metrics_file else None,
             name("trials"), trials.get(run.name, (0,))[0] if name("trials") else None,
+            agents[run.name][1] if run.name in agents else None,
             vllm_file, vllm.get(run.name, (0,))[0] if vllm_file else None,
             name("config"), len(run.ignored), str(run.path),
         ))

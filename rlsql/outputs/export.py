@@ -50,7 +50,7 @@ from rlsql.engine.sources import SourceContext
 from rlsql.engine.statements import open_connection
 from rlsql.outputs.exportmerge import carried_config_keys, merge, merged_by_run, sidecar
 from rlsql.outputs.provenance import SourceFingerprints
-from rlsql.runs.artifacts import check_artifacts
+from rlsql.runs.artifacts import MissingArtifact, check_artifacts
 from rlsql.runs.folders import Run
 from rlsql.runs.writes import (
     MARK,
@@ -249,10 +249,10 @@ def export(
     for item in items:
         try:
             check_artifacts(runs, catalog.closure([item.name]), item.name)
-        except DataError as exc:
+        except MissingArtifact as exc:
             if item.name not in skippable:
                 raise
-            warnings.warn(f"skipping {item.name}: {exc}", RlsqlWarning, stacklevel=2)
+            warnings.warn(f"skipping {item.name}: {exc.absent}", RlsqlWarning, stacklevel=2)
             continue
         kept.append(item)
     if not kept:

@@ -13,6 +13,7 @@ import io
 import json
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -173,17 +174,40 @@ def to_markdown(columns: Sequence[str], rows: Sequence[Sequence[Any]], header: b
     return "\n".join(lines) + "\n" if lines else ""
 
 
-def fit_widths(widths: Sequence[int], width: int, gap: int = 2) -> list[int]:
-    """Column widths that fit `width` characters: the widest column gives way first, down to MIN_COLUMN_WIDTH."""
-    fitted = list(widths)
-    excess = sum(fitted) + gap * max(len(fitted) - 1, 0) - width
+@dataclass(frozen=True)
+class Layout:
+    """How a table's rows are laid out: its column widths and which columns are numbers; `records` when it
+    cannot fit the terminal even with every cell it may cut cut short (one field per line instead)."""
+
+    widths: list[int]
+    numeric: list[bool]
+    #: the columns whose longer cells are cut to their width (on a terminal, all but the keys)
+    cut: list[bool]
+    records: bool = False
+
+
+def layout(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None,
+           keys: Sequence[str] = ()) -> Layout:
+    """The layout of `rows` (a table's first batch) on a terminal `width` wide (None: a file or a pipe,
+    every cell whole). The columns in `keys` name a row (its run, its grain): never cut, or the rows could
+    not be told apart. The widest other column gives way first, down to MIN_COLUMN_WIDTH; a table that
+    still overflows prints as records, as psql's expanded mode does."""
+    cells = [[display(v) for v in row] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    numeric = [bool(rows) and all(is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
+    if width is None:
+        return Layout(widths, numeric, [False] * len(columns))
+    kept = {i for i, c in enumerate(columns) if c in keys}
+    cut = [i not in kept for i in range(len(columns))]
+    excess = sum(widths) + 2 * max(len(widths) - 1, 0) - width
     while excess > 0:
-        widest = max(range(len(fitted)), key=lambda i: fitted[i])
-        if fitted[widest] <= MIN_COLUMN_WIDTH:
-            break  # nothing left to squeeze: the line stays longer than the terminal
-        fitted[widest] -= 1
+        cuttable = [i for i in range(len(widths)) if i not in kept and widths[i] > MIN_COLUMN_WIDTH]
+        if not cuttable:
+            return Layout(widths, numeric, cut, records=bool(rows))
+        widest = max(cuttable, key=lambda i: widths[i])
+        widths[widest] -= 1
         excess -= 1
-    return fitted
+    return Layout(widths, numeric, cut)
 
 
 def _clip(text: str, width: int) -> str:
@@ -191,29 +215,38 @@ def _clip(text: str, width: int) -> str:
 
 
 def to_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None,
-             widths: Sequence[int] | None = None, numeric: Sequence[bool] | None = None, header: bool = True) -> str:
+             shape: Layout | None = None, header: bool = True, keys: Sequence[str] = ()) -> str:
     """A plain aligned text table: numbers right-aligned, no wrapping, readable in any pager.
 
-    With `width` (a terminal's), cells that would overflow it are cut with an ellipsis; without it
-    (a file, a pipe) every cell is printed whole. `widths` and `numeric` given (a table written batch by
-    batch, rlsql/outputs/rows.py) lay out its rows as the first batch's; `header=False`: the rows only.
+    With `width` (a terminal's), cells that would overflow it are cut with an ellipsis, but never those of
+    `keys`, and a table that cannot fit prints as records (to_records); without it (a file, a pipe) every
+    cell is printed whole. `shape` given (a table written batch by batch, rlsql/outputs/rows.py) lays out
+    its rows as the first batch's; `header=False`: the rows only.
     """
+    shape = shape or layout(columns, rows, width, keys)
+    if shape.records:
+        return to_records(columns, rows)
     cells = [[display(v).replace("\n", " ") for v in row] for row in rows]
-    if widths is None:
-        widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-        if width is not None:
-            widths = fit_widths(widths, width)
-    if numeric is None:
-        numeric = [bool(rows) and all(is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
-    clip = width is not None
 
     def line(values: Sequence[str]) -> str:
-        parts = [(_clip(v, w) if clip else v).rjust(w) if n else (_clip(v, w) if clip else v).ljust(w)
-                 for v, w, n in zip(values, widths, numeric, strict=True)]
+        parts = [(_clip(v, w) if c else v).rjust(w) if n else (_clip(v, w) if c else v).ljust(w)
+                 for v, w, n, c in zip(values, shape.widths, shape.numeric, shape.cut, strict=True)]
         return "  ".join(parts).rstrip()
 
-    out = [line(columns), "  ".join("-" * w for w in widths)] if header else []
+    out = [line(columns), "  ".join("-" * w for w in shape.widths)] if header else []
     out.extend(line(r) for r in cells)
+    return "\n".join(out) + "\n" if out else ""
+
+
+def to_records(columns: Sequence[str], rows: Sequence[Sequence[Any]], first: int = 1) -> str:
+    """Rows one field per line under a `-[ RECORD n ]` line, as psql's expanded mode prints them: every
+    value whole (`first`: the number of the first row, for a table written batch by batch)."""
+    label = max((len(c) for c in columns), default=0)
+    out = []
+    for number, row in enumerate(rows, first):
+        out.append(f"-[ RECORD {number} ]".ljust(label + 3, "-"))
+        out.extend(f"{c.ljust(label)} | {display(v)}".replace("\n", " ").rstrip()
+                   for c, v in zip(columns, row, strict=True))
     return "\n".join(out) + "\n" if out else ""
 
 

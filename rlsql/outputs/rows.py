@@ -13,8 +13,9 @@ Staging whole first is what lets a failed read be answered again (a damaged cach
 DuckDB cannot parse: rlsql/cache/reading.py) without half an answer already printed.
 
 In a table a column is as wide as the widest cell of the first batch (BATCH rows); a later, longer cell
-widens its own line only. A table on a terminal holds at most TERMINAL_ROWS rows and says how many
-more there were.
+widens its own line only. On a terminal, a table holds at most TERMINAL_ROWS rows and says how many
+more there were; its cells are cut to the terminal's width except those that name a row (`grain`), and
+a table that cannot fit so prints one field per line (rlsql/outputs/formats.py, layout).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import IO, Any
 import duckdb
 
 from rlsql.core.sqltext import identifier, literal
-from rlsql.outputs.formats import OutputFormat, display, fit_widths, is_number, render, to_markdown, to_table
+from rlsql.outputs.formats import OutputFormat, layout, render, to_markdown, to_records, to_table
 from rlsql.runs import writes
 from rlsql.runs.memorydb import scalar, spill_folder
 
@@ -57,18 +58,23 @@ class Written:
     total: int | None = None
     #: the limit that cut them came from the terminal (TERMINAL_ROWS), not --limit
     by_terminal: bool = False
+    #: a table too wide for the terminal, printed one field per line
+    records: bool = False
 
 
 class Output:
     """Where a command's rows go (stdout or `-o`) and in which format; `write_*` stages them whole,
     `commit` puts them in place (see the module docstring)."""
 
-    def __init__(self, fmt: OutputFormat | None, target: Path | None, limit: int | None = None):
+    def __init__(self, fmt: OutputFormat | None, target: Path | None, limit: int | None = None,
+                 grain: Sequence[str] = ()):
         self.fmt = fmt or OutputFormat.for_output(None if target == writes.STDOUT else target)
         self.kind = "stdout" if target is None else writes.output_kind(target)
         if target is not None and self.kind == "file" and target.is_symlink():
             target = target.resolve()  # written through the link, as `>` writes: the link stays
         self.target = target
+        #: the columns one row of the answer is per (a named query's grain), which a terminal never cuts
+        self.grain = tuple(grain)
         self.terminal = self.kind == "stdout" and _isatty(sys.stdout)
         #: the --limit asked for; a table on a terminal is held to TERMINAL_ROWS besides
         self.limit = limit
@@ -106,9 +112,13 @@ class Output:
     def write_rows(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Written:
         """Stage rows a command holds already (a listing, a check's issues): few, by their nature."""
         shown = rows if self.shown is None else rows[: self.shown]
+        shape = layout(columns, shown, self.width, self.keys(columns)) if self.fmt is OutputFormat.TABLE else None
         with writes.failures_named(self.named), self.staged.open("w", encoding="utf-8", newline="") as fh:
-            fh.write(render(self.fmt, columns, shown, self.width))
-        return self._written(len(shown), len(rows))
+            if shape is not None:
+                fh.write(to_table(columns, shown, self.width, shape))
+            else:
+                fh.write(render(self.fmt, columns, shown))
+        return self._written(len(shown), len(rows), shape is not None and shape.records)
 
     def write_text(self, text: str) -> None:
         """Stage a text (a script, a document) as it is."""
@@ -143,18 +153,20 @@ class Output:
         left = self.shown
         with writes.failures_named(self.named), self.staged.open("w", encoding="utf-8", newline="") as fh:
             batch = cursor.fetchmany(BATCH if left is None else min(BATCH, left))
-            widths, numeric = _layout(columns, batch, self.width)
+            shape = layout(columns, batch, self.width, self.keys(columns))
             if self.fmt is OutputFormat.MARKDOWN:
                 header, _, _ = to_markdown(columns, batch).partition("\n")
-                fh.write(header + "\n" + "|" + "|".join("---:" if n else "---" for n in numeric) + "|\n")
-            else:
-                fh.write(to_table(columns, [], None, widths=widths, numeric=numeric))
+                fh.write(header + "\n" + "|" + "|".join("---:" if n else "---" for n in shape.numeric) + "|\n")
+            elif not shape.records:
+                fh.write(to_table(columns, [], self.width, shape))
             while batch:
-                rows += len(batch)
                 if self.fmt is OutputFormat.MARKDOWN:
                     fh.write(to_markdown(columns, batch, header=False))
+                elif shape.records:
+                    fh.write(to_records(columns, batch, rows + 1))
                 else:
-                    fh.write(to_table(columns, batch, None, widths=widths, numeric=numeric, header=False))
+                    fh.write(to_table(columns, batch, self.width, shape, header=False))
+                rows += len(batch)
                 if left is not None:
                     left -= len(batch)
                     if left <= 0:
@@ -163,12 +175,18 @@ class Output:
         total = None
         if self.shown is not None and rows == self.shown:
             total = int(scalar(con, f"SELECT count(*) FROM ({sql}) AS rows_out"))
-        return self._written(rows, total)
+        return self._written(rows, total, shape.records)
 
-    def _written(self, rows: int, total: int | None) -> Written:
+    def keys(self, columns: Sequence[str]) -> list[str]:
+        """The columns that name a row, never cut on a terminal: the grain given, else `run` and the first."""
+        if self.grain:
+            return [c for c in columns if c in self.grain]
+        return [c for i, c in enumerate(columns) if i == 0 or c == "run"]
+
+    def _written(self, rows: int, total: int | None, records: bool = False) -> Written:
         if total is None or total <= rows:
-            return Written(rows)
-        return Written(rows, total, by_terminal=self.limit is None or (self.shown or 0) < self.limit)
+            return Written(rows, records=records)
+        return Written(rows, total, by_terminal=self.limit is None or (self.shown or 0) < self.limit, records=records)
 
     # -- in place -----------------------------------------------------------------------------------
     def commit(self) -> None:
@@ -204,16 +222,6 @@ def _json_cell(column: str, type_name: str) -> str:
         return (f"CASE WHEN microsecond({name}) % 1000000 = 0 THEN strftime({name}, '%Y-%m-%dT%H:%M:%S') "
                 f"ELSE strftime({name}, '%Y-%m-%dT%H:%M:%S.%f') END AS {name}")
     return name
-
-
-def _layout(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None) -> tuple[list[int], list[bool]]:
-    """A table's column widths (from `rows`, fitted to `width`) and which columns are numbers."""
-    cells = [[display(v) for v in row] for row in rows]
-    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-    if width is not None:
-        widths = fit_widths(widths, width)
-    numeric = [bool(rows) and all(is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
-    return widths, numeric
 
 
 def _copy_into(src: IO[bytes], dst: Any) -> None:

@@ -21,6 +21,7 @@ ARTIFACT_LABELS = {
     "config": "rl_config.yaml",
     "harbor": "Harbor trial results",
     "logs": "raw training logs",
+    "trajectories": "agent trajectories",
 }
 #: an artifact a source reads -> the artifacts that satisfy it (a run's trials come from its CSV, else
 #: from Harbor's trace_jobs/*/result.json)
@@ -57,10 +58,21 @@ def where_looked(run: Run, kind: str) -> str:
         return f"{run.path} for {' or '.join(CONFIG_NAMES)}"
     if kind == "harbor":
         return f"{run.path} for {HARBOR_DIR}/*/{HARBOR_RESULT}"
+    if kind == "trajectories":
+        return f"{run.path} for {HARBOR_DIR}/*/agent/trajectory.json"
     prefixed, plain = CSV_ARTIFACTS[kind]
     if kind == "trials":
         return f"{run.path} for *_{prefixed}, {plain} or {HARBOR_DIR}/*/{HARBOR_RESULT}"
     return f"{run.path} for *_{prefixed}, {plain} or training logs (*.out, *.log, logs/)"
+
+
+class MissingArtifact(DataError):
+    """No run has an artifact a query reads. `absent`: that said without the query's name (an export that
+    skips several queries for it says it once)."""
+
+    def __init__(self, message: str, absent: str):
+        super().__init__(message)
+        self.absent = absent
 
 
 def check_artifacts(runs: Sequence[Run], files: Iterable[ReadsArtifact], query: str) -> None:
@@ -74,10 +86,11 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[ReadsArtifact], query: 
         if len(lacking) == len(runs):
             run = lacking[0]
             more = f" (nor do {len(lacking) - 1} other runs)" if len(lacking) > 1 else ""
-            raise DataError(
-                f"{query} needs the {label} of run {run.name!r}, and there are none{more}: "
-                f"looked in {where_looked(run, f.artifact)}"
-            )
+            where = where_looked(run, f.artifact)
+            raise MissingArtifact(
+                f"{query} needs the {label} of run {run.name!r}, and there are none{more}: looked in {where}",
+                f"no run has the {label} {'it reads' if len(runs) == 1 else f'they read ({len(runs):,} runs)'}: "
+                f"looked in {where}")
         for run in lacking:
             warnings.warn(
                 f"run {run.name!r} has no {label} (looked in {where_looked(run, f.artifact)}); "

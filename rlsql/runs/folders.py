@@ -119,6 +119,8 @@ def scan_folder(path: Path) -> Run | None:
         artifacts["config"] = Artifact("config", config)
     if has_harbor_trials(path / HARBOR_DIR):
         artifacts["harbor"] = Artifact("harbor", path / HARBOR_DIR)
+    if has_trajectories(path / HARBOR_DIR):  # agents' ATIF trajectories, read with any trials source
+        artifacts["trajectories"] = Artifact("trajectories", path / HARBOR_DIR)
     artifacts.update(log_artifacts(path))
     if not artifacts:
         return None
@@ -179,6 +181,17 @@ def run_folder_at_or_above(path: Path) -> Path | None:
         except (DataError, OSError):
             continue
     return None
+
+
+def has_trajectories(trace_jobs: Path) -> bool:
+    """True when some trial folder of `trace_jobs` holds agent/trajectory.json, an agent's ATIF trajectory
+    (rlsql/trajectories.py reads them); stops at the first."""
+    try:
+        with os.scandir(trace_jobs) as entries:
+            return any(e.is_dir() and os.path.isfile(os.path.join(e.path, "agent", "trajectory.json"))
+                       for e in entries)
+    except OSError:
+        return False
 
 
 def sample_run_path() -> Path:

@@ -13,6 +13,7 @@ import contextvars
 import functools
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -63,10 +64,27 @@ def memory_connection(threads: int | None = None) -> duckdb.DuckDBPyConnection:
     config: dict[str, str | bool | int | float | list[str]] = {"temp_directory": str(spill_folder())}
     if threads is not None:
         config["threads"] = threads
-    con = duckdb.connect(":memory:", config=config)
+    con = quiet(duckdb.connect(":memory:", config=config))
     if (watcher := opened.get()) is not None:
         watcher(con)
     return con
+
+
+def quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """`con` without DuckDB's progress bar unless stdout and stderr are a person's terminal (its cursors start
+    without one)."""
+    if not (_isatty(sys.stdout) and _isatty(sys.stderr)):
+        # DuckDB draws its bar into the process's stdout, terminal or not: without this a slow
+        # `rlsql query -f csv > out.csv` writes the bar's frames into the CSV
+        con.execute("SET enable_progress_bar = false")
+    return con
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> Any:

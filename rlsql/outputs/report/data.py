@@ -89,6 +89,8 @@ class ReportData:
     params: dict[str, Any] = field(default_factory=dict)
     #: what `rlsql check` found (rlsql.inspection.check.RunReport per run)
     checks: list = field(default_factory=list)
+    #: "What the agent did" (rlsql/report/agent.py), for runs with trajectories
+    agent: dict[str, Any] | None = None
 
     def __getitem__(self, name: str) -> Rows:
         return self.rows[name]
@@ -199,7 +201,10 @@ def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
             for start in range(0, len(runs), CHECK_BATCH):
                 data.checks += check_runs(runs[start:start + CHECK_BATCH])
     step(f"running {len(wanted)} queries and views", stage=True)
-    con = open_connection(runs, [*wanted, "vllm_series"], catalog)
+    from rlsql.outputs.report import agent  # "What the agent did": runs with agents' trajectories only
+
+    agents = agent.has_trajectories(runs) and tables
+    con = open_connection(runs, [*wanted, "vllm_series", *(agent.QUERIES + agent.VIEWS if agents else ())], catalog)
     for pname, value in data.params.items():
         if value is not None:
             # the name comes from a SQL header (a validated identifier); the value is a bound parameter
@@ -211,6 +216,11 @@ def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
     select = ", ".join(identifier(c) for c in VLLM_SERIES_COLUMNS)
     series = _fetch(con, "vllm_series", f"SELECT {select} FROM vllm_series")
     data.columns["vllm_series"], data.rows["vllm_series"] = series
+    if agents:
+        step("what the agent did")
+        data.agent = agent.gather(con, runs, lambda name, sql: _fetch(con, name, sql))
+        for name in agent.QUERIES:
+            data.rows[name] = data.agent[name]
     con.close()
     return data
 

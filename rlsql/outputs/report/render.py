@@ -401,6 +401,28 @@ class Layout:
         cells["key"] = _text_of("key")
         return make_table("config_diff", list(keys.values()), ["key", *runs], cells=cells)
 
+    def agent(self) -> dict[str, Any] | None:
+        """"What the agent did": tool usage, token usage by outcome, the most repeated calls, a few transcripts."""
+        found = self.data.agent
+        if not found:
+            return None
+        multi = self.multi
+        def cols(names: list[str]) -> list[str]:
+            return names if multi else [c for c in names if c != "run"]
+
+        return {
+            "tools": make_table("tool_usage", found["tool_usage"], cols(
+                ["run", "function_name", "calls", "trials", "success_trials", "failure_trials",
+                 "mean_calls_per_trial"])),
+            "tokens": make_table("token_usage", found["token_usage"], cols(
+                ["run", "outcome", "trials", "agent_steps", "mean_prompt_tokens", "mean_completion_tokens",
+                 "cached_share", "p50_completion_tokens", "p90_completion_tokens", "max_step_prompt_tokens"])),
+            "loops": make_table("looping_trials", found["looping_trials"], cols(
+                ["run", "trial_name", "outcome", "exception_type", "function_name", "arguments", "repeats",
+                 "first_turn", "last_turn"])),
+            "worst": found["worst"],
+        }
+
     def per_run_tables(self) -> dict[str, Any]:
         """The tables of each run's own sections (left out with many runs unless --per-run)."""
         return {
@@ -483,6 +505,7 @@ class Layout:
             "caveats": caveats,
             **(self.per_run_tables() if self.per_run else {}),
             "trial_tables": trial_tables,
+            "agent": self.agent(),
             "config_diff": self.config_diff(),
             "appendix": appendix,
         }

@@ -1,0 +1,279 @@
+"""`rlsql trial NAME`: one trial's transcript, as a person reads it (terminal, markdown) or a tool does (JSON).
+
+The trial's row comes from the trials view; its steps from the trajectory sources rendered over that trial's
+files only (sql/sources/trajectory_steps_src.sql for the figures, trajectory_texts_src.sql for the words):
+no other trial's file is opened. Long texts are cut, saying how many characters were left out, unless `full`.
+On a terminal the transcript is drawn with rich (which typer brings) to the terminal's width.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlsql.core.errors import DataError, UsageError
+from rlsql.runs.folders import Run
+
+#: characters of a message, reasoning or observation shown before it is cut (without --full)
+CUT = 600
+#: the trials view's columns the transcript's header shows, in order
+TRIAL_FIELDS = ("task_name", "outcome", "reward", "exception_type", "exception_message", "n_episodes",
+                "n_input_tokens", "n_output_tokens", "trial_duration", "environment_setup_duration",
+                "agent_setup_duration", "agent_execution_duration", "agent_duration_sec", "verifier_duration")
+
+
+@dataclass
+class Transcript:
+    run: str
+    trial: str
+    #: the trials view's row (None: the trial has no row there, e.g. a trial in flight)
+    facts: dict[str, Any] | None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    #: damaged files of the trial: (path, problem)
+    damaged: list[tuple[str, str]] = field(default_factory=list)
+
+
+def find_trial(runs: Sequence[Run], name: str) -> Run:
+    """The run holding trial `name` with a trajectory; a did-you-mean (difflib) when none does."""
+    from rlsql.runs.trajectories import list_trajectories, trace_jobs_of
+
+    names: dict[str, list[Run]] = {}
+    for run in runs:
+        trace_jobs = trace_jobs_of(run)
+        if trace_jobs is None:
+            continue
+        for f in list_trajectories(trace_jobs).files:
+            if f.segment == 0 and run not in names.setdefault(f.trial, []):
+                names[f.trial].append(run)
+    if not names:
+        raise DataError(f"no agent trajectories in {', '.join(repr(r.name) for r in runs)} "
+                        "(looked for trace_jobs/*/agent/trajectory.json)")
+    found = names.get(name)
+    if found is None:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `rlsql query trajectory_steps` lists them"
+        raise UsageError(f"no trial {name!r} with a trajectory in {', '.join(r.name for r in runs)}{hint}")
+    if len(found) > 1:
+        raise UsageError(f"trial {name!r} is in runs {', '.join(r.name for r in found)}: choose one with --run")
+    return found[0]
+
+
+def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript:
+    """Trial `name`'s row (unless not `facts`) and every step of its trajectory, in order (segment, step_id)."""
+    import duckdb
+
+    from rlsql.catalog.catalog import load_catalog
+    from rlsql.core.errors import one_line
+    from rlsql.engine.failures import data_error
+    from rlsql.engine.statements import open_connection
+    from rlsql.runs import trajectories
+    from rlsql.runs.memorydb import memory_connection
+
+    run = find_trial(runs, name)
+    catalog = load_catalog()
+    con = memory_connection()
+    trajectories.record_damaged(con)
+    context = trajectories.render_context([run], record=True, trial=name)
+    rows: dict[str, list[dict]] = {}
+    for source in ("trajectory_steps_src", "trajectory_texts_src"):
+        sql = catalog.render(catalog.files[source], runs=[], bad_cells=None, **context)
+        try:
+            cursor = con.execute(f"SELECT * FROM ({sql}) ORDER BY segment, step_id, step_index")
+        except duckdb.Error as exc:
+            raise data_error(exc) or DataError(f"{name}: cannot read its trajectory: {one_line(exc)}") from exc
+        columns = [d[0] for d in cursor.description]
+        rows[source] = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+    damaged = sorted((path, problem) for path, (_, problem) in trajectories.recorded(con).items())
+    trajectories.forget(con)
+    words = {(r["segment"], r["step_index"]): r for r in rows["trajectory_texts_src"] if r["problem"] is None}
+    steps = []
+    for r in rows["trajectory_steps_src"]:
+        if r["problem"] is None:
+            w = words.get((r["segment"], r["step_index"]), {})
+            steps.append({**r, "message": w.get("message"), "reasoning": w.get("reasoning"),
+                          "calls": json.loads(w["calls"]) if w.get("calls") else [],
+                          "observations": json.loads(w["observations"]) if w.get("observations") else []})
+    row = None
+    if facts and (run.artifact("trials") or run.artifact("harbor")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the trials view's own warnings belong to the trial queries
+            trials = open_connection([run], ["trials"])
+            cursor = trials.execute("SELECT * FROM trials WHERE trial_name = ? ORDER BY row_no LIMIT 1", [name])
+            columns = [d[0] for d in cursor.description]
+            found = cursor.fetchone()
+        row = dict(zip(columns, found, strict=True)) if found else None
+    return Transcript(run.name, name, row, steps, damaged)
+
+
+# -- shaping ------------------------------------------------------------------------------------------------
+
+
+def cut(text: str | None, full: bool, limit: int = CUT) -> str:
+    """`text` ("" for none), or its first `limit` characters and how many were left out."""
+    if text is None:
+        return ""
+    if full or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+def as_dict(t: Transcript, full: bool) -> dict[str, Any]:
+    """The transcript as JSON-ready data: texts cut unless `full`."""
+    steps = []
+    for s in t.steps:
+        steps.append({
+            "segment": s["segment"], "step_id": s["step_id"], "turn": s["turn"], "source": s["source"],
+            "ts": _plain(s["ts"]), "timestamp": s["timestamp"], "model_name": s["model_name"], "copied": s["copied"],
+            "prompt_tokens": s["prompt_tokens"], "completion_tokens": s["completion_tokens"],
+            "cached_tokens": s["cached_tokens"], "cost_usd": s["cost_usd"],
+            "message": cut(s.get("message"), full), "reasoning": cut(s.get("reasoning"), full),
+            "tool_calls": [{"tool_call_id": c["tool_call_id"], "function_name": c["function_name"],
+                            "arguments": cut(c["arguments"], full)} for c in s.get("calls") or []],
+            "observations": [{"source_call_id": o["source_call_id"], "content": cut(o["content"], full)}
+                             for o in s.get("observations") or []],
+        })
+    facts = {k: _plain(v) for k, v in (t.facts or {}).items() if k in TRIAL_FIELDS}
+    return {"run": t.run, "trial_name": t.trial, "trial": facts if t.facts else None, "steps": steps,
+            "damaged_files": [{"file": p, "problem": why} for p, why in t.damaged]}
+
+
+def _header(t: Transcript) -> list[str]:
+    if t.facts is None:
+        return ["no trials row (a trial in flight, or one the trials file does not list): outcome No reward"]
+    f = t.facts
+    line = [f"outcome {f.get('outcome') or 'No reward'}", f"reward {f.get('reward')}",
+            f"exception {f.get('exception_type')}", f"turns {f.get('n_episodes')}"]
+    lines = [", ".join(line)]
+    if f.get("exception_message"):
+        lines.append(f"exception message: {f['exception_message']}")
+    durations = [f"{k.removesuffix('_duration').removesuffix('_sec').replace('_', ' ')} {f[k]:.1f} s"
+                 for k in TRIAL_FIELDS if k.endswith(("duration", "_sec")) and isinstance(f.get(k), int | float)]
+    if durations:
+        lines.append("durations: " + ", ".join(durations))
+    return lines
+
+
+def _step_title(s: dict) -> str:
+    parts = [f"step {s['step_id']}", s["source"] or "?"]
+    if s["turn"] is not None:
+        parts.append(f"turn {s['turn']}")
+    if s["copied"]:
+        parts.append("copied context")
+    if s["ts"] is not None:
+        parts.append(_plain(s["ts"]) + " UTC")
+    elif s["timestamp"]:
+        parts.append(f"time {s['timestamp']!r} (not ISO 8601)")
+    tokens = [f"{k.removesuffix('_tokens')} {s[k]:,}" for k in ("prompt_tokens", "completion_tokens", "cached_tokens")
+              if s[k] is not None]
+    if tokens:
+        parts.append("tokens " + " / ".join(tokens))
+    return " · ".join(parts)
+
+
+def _segments(t: Transcript, full: bool):
+    """(segment, [(step, folded count)]) in order: copied steps folded into one count unless `full`."""
+    current: int | None = None
+    shown: list = []
+    folded = 0
+    for s in t.steps:
+        if s["segment"] != current:
+            if current is not None:
+                yield current, shown, folded
+            current, shown, folded = s["segment"], [], 0
+        if s["copied"] and not full:
+            folded += 1
+            continue
+        shown.append(s)
+    if current is not None:
+        yield current, shown, folded
+
+
+def segment_name(segment: int) -> str:
+    return "trajectory.json" if segment == 0 else f"trajectory.cont-{segment}.json"
+
+
+def as_markdown(t: Transcript, full: bool) -> str:
+    out = [f"# Trial {t.trial} (run {t.run})", ""]
+    out += [f"- {line}" for line in _header(t)] + [""]
+    for path, problem in t.damaged:
+        out.append(f"> damaged file skipped: `{path}`: {problem}")
+    for segment, steps, folded in _segments(t, full):
+        out += [f"## Segment {segment}: {segment_name(segment)}", ""]
+        if folded:
+            out += [f"*{folded} steps of context copied from earlier segments (folded; `--full` shows them)*", ""]
+        for s in steps:
+            out += [f"### {_step_title(s)}", ""]
+            if s.get("message"):
+                out += [_quote(cut(s["message"], full)), ""]
+            if s.get("reasoning"):
+                out += ["*reasoning:*", "", _quote(cut(s["reasoning"], full)), ""]
+            for c in s.get("calls") or []:
+                out.append(f"- call `{c['function_name']}` `{cut(c['arguments'], full)}` ({c['tool_call_id']})")
+            for o in s.get("observations") or []:
+                answer = f" (answers {o['source_call_id']})" if o["source_call_id"] else ""
+                out += ["", f"observation{answer}:", "", "```", cut(o["content"] or "", full), "```"]
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line for line in text.splitlines()) or ">"
+
+
+def print_terminal(t: Transcript, full: bool, stream: Any = None) -> None:
+    """The transcript on a terminal: rich (typer's dependency) at the terminal's width; plain text elsewhere."""
+    stream = stream or sys.stdout
+    try:
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.panel import Panel
+        from rich.rule import Rule
+        from rich.text import Text
+    except ImportError:  # typer without rich: the markdown text, plain
+        stream.write(as_markdown(t, full))
+        return
+    console = Console(file=stream, highlight=False, soft_wrap=False)
+    console.print(Panel("\n".join(escape(line) for line in _header(t)),
+                        title=f"[bold]{escape(t.trial)}[/] (run {escape(t.run)})", expand=True))
+    for path, problem in t.damaged:
+        console.print(Text(f"damaged file skipped: {path}: {problem}", style="bold red"))
+    for segment, steps, folded in _segments(t, full):
+        console.print(Rule(f"segment {segment}: {segment_name(segment)}"))
+        if folded:
+            console.print(Text(f"{folded} steps of context copied from earlier segments (folded; --full shows them)",
+                               style="dim italic"))
+        for s in steps:
+            console.print(Text(_step_title(s), style="bold cyan" if s["source"] == "agent" else "bold"))
+            if s.get("message"):
+                console.print(Text(cut(s["message"], full)))
+            if s.get("reasoning"):
+                console.print(Text("reasoning: " + cut(s["reasoning"], full), style="italic"))
+            for c in s.get("calls") or []:
+                console.print(Text(f"→ {c['function_name']} {cut(c['arguments'], full)}", style="green"))
+            for o in s.get("observations") or []:
+                console.print(Text("← " + (cut(o["content"] or "", full)), style="yellow"))
+            console.print()
+
+
+def render(t: Transcript, fmt: str, full: bool) -> str | None:
+    """The transcript as `fmt` (json, markdown) text; None for the terminal (print_terminal draws it)."""
+    if fmt == "json":
+        return json.dumps(as_dict(t, full), indent=2, ensure_ascii=False, default=str) + "\n"
+    if fmt == "markdown":
+        return as_markdown(t, full)
+    return None

@@ -1,0 +1,226 @@
+"""Agents' trajectories (ATIF) in Harbor's trial folders: list them exactly, render the sources' context,
+and say which files are damaged.
+
+A trial's trajectory is `trace_jobs/<trial>/agent/trajectory.json` (segment 0) and, after a context
+summarisation, `trajectory.cont-N.json` (segment N: a positive integer without leading zeros); any
+other `trajectory.*.json` (Harbor's `trajectory.summarization-N-summary.json`) is no segment. The
+listing is os.scandir over the trial folders and their `agent/` folders; a file is stat'ed (never
+opened: a FIFO would block the reader) to tell a regular file from what DuckDB must not be handed.
+DuckDB then reads the listed files in place (sql/sources/_trajectory_files.sql.j2): it finds what only
+reading shows (not UTF-8, not JSON, not an ATIF shape). Trials come from a trials CSV or from
+result.json files: trajectories are read either way, and a trajectory without a result.json beside it
+(a trial in flight) is read too.
+
+A damaged file is left out with one warning naming it: in rlsql's own query connections the sources
+call DAMAGED_FUNCTION (a Python function registered by `record_damaged`) for each such file, and
+`warn_damaged` says them after the statement ran, so no file is read twice to find them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rlsql.core.errors import RlsqlWarning
+from rlsql.runs.folders import Run
+
+if TYPE_CHECKING:  # duckdb and harbor.py's listing rules are imported when files are listed, not to find a run
+    import duckdb
+
+AGENT_DIR = "agent"
+FIRST_SEGMENT = "trajectory.json"
+_SEGMENT = re.compile(r"^trajectory\.cont-([1-9][0-9]*)\.json$")
+#: the SQL function the trajectory sources call for a damaged file (rlsql's query connections only)
+DAMAGED_FUNCTION = "rlsql_damaged_trajectory"
+#: damaged files named one warning each, per run; the rest in one more warning
+SHOWN_FILES = 10
+#: what `rlsql check` and the docs call a file the sources skip
+SKIPPED = "skipped, not an ATIF trajectory"
+
+
+class TrajectoryFilesWarning(RlsqlWarning):
+    """A trajectory file left out: not readable, not JSON, not an ATIF shape (`rlsql check` names them too)."""
+
+
+@dataclass(frozen=True)
+class SegmentFile:
+    """One trajectory file: its trial folder, segment number, path and, when rlsql will not read it, why."""
+
+    trial: str
+    segment: int
+    path: str
+    problem: str | None = None
+
+
+@dataclass
+class TrajectoryListing:
+    """A trace_jobs folder's trajectory files (trial folders by name, segments by number), and the trial
+    folders without a trajectory (no agent/ folder, or no agent/trajectory.json in it)."""
+
+    files: list[SegmentFile] = field(default_factory=list)
+    trials: int = 0
+    without: int = 0
+
+
+def segments_of(names: Sequence[str]) -> list[tuple[int, str]]:
+    """(segment, name) of the trajectory files among an agent/ folder's entry names, by segment."""
+    found = [(0, FIRST_SEGMENT)] if FIRST_SEGMENT in names else []
+    found += sorted((int(m.group(1)), n) for n in names if (m := _SEGMENT.match(n)))
+    return found
+
+
+def list_trajectories(trace_jobs: Path) -> TrajectoryListing:
+    """Every trial folder's trajectory files, classified by harbor.py's rules (one stat per file, none
+    opened); trial folders sorted by name, segments by number."""
+    from rlsql.core.exactpaths import has_glob, unlistable_parent
+    from rlsql.runs import harbor
+
+    listing = TrajectoryListing()
+    try:
+        with os.scandir(trace_jobs) as entries:
+            found = [(e.name, _is_dir(e)) for e in entries]
+    except OSError:
+        return listing
+    base = str(trace_jobs)
+    backslash_in_prefix = "\\" in base
+    unlistable = unlistable_parent(base)
+    if unlistable is None and any(name.startswith("\\") for name, _ in found):
+        unlistable = base  # only for the trial folders whose names hold a glob character
+    for folder in sorted(name for name, is_dir in found if is_dir):
+        listing.trials += 1
+        agent = f"{base}/{folder}/{AGENT_DIR}"
+        try:
+            names = [n for n in os.listdir(agent) if n.startswith("trajectory")]
+        except OSError:
+            listing.without += 1
+            continue
+        segments = segments_of(names)
+        if not segments or segments[0][0] != 0:
+            listing.without += 1  # no trajectory.json: continuations alone are no trajectory to read
+            continue
+        for segment, name in segments:
+            path = f"{agent}/{name}"
+            problem = harbor._problem(folder, path, backslash_in_prefix)  # harbor.py's rules, one set
+            if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
+                problem = (f"DuckDB cannot look for it: its glob of {harbor.shown(unlistable)} fails on a name "
+                           "there starting with a backslash")
+            listing.files.append(SegmentFile(folder, segment, path, problem if isinstance(problem, str) else None))
+    return listing
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def trace_jobs_of(run: Run) -> Path | None:
+    artifact = run.artifact("trajectories")
+    return artifact.path if artifact is not None else None
+
+
+def render_context(runs: Sequence[Run], record: bool, trial: str | None = None) -> dict:
+    """The trajectory sources' context: per run with trajectories, its listed files (`trial`: only that trial's).
+
+    For each run: `prefix` (its trace_jobs), `reader_prefix`, `read` and `read_files` (the files DuckDB reads:
+    their trial folders, escaped for DuckDB's glob so that no path is taken as a pattern, and their file
+    names, each '/'-joined: no name holds a '/'), `guarded`, `names` and `guarded_files` (those of them whose
+    trial folder's name holds a glob character, escaped and as they are: the only paths DuckDB's glob could
+    take for another file). `refused`: the files rlsql does not hand DuckDB (run, trial,
+    segment, path, why). `record`: the sources call DAMAGED_FUNCTION for each damaged file (record_damaged).
+    """
+    from rlsql.runs import harbor
+
+    files: list[dict] = []
+    refused: list[dict] = []
+    for run in runs:
+        trace_jobs = trace_jobs_of(run)
+        if trace_jobs is None:
+            continue
+        listing = list_trajectories(trace_jobs)
+        chosen = [f for f in listing.files if trial is None or f.trial == trial]
+        prefix = str(trace_jobs)
+        readable = [f for f in chosen if f.problem is None]
+        refused.extend({"run": run.name, "trial": harbor.sql_name(f.trial), "segment": f.segment,
+                        "path": f"{prefix}/{harbor.sql_name(f.trial)}/{AGENT_DIR}/{Path(f.path).name}",
+                        "problem": f.problem} for f in chosen if f.problem)
+        if readable:
+            globbed = [f for f in readable if harbor.reader_path(f.trial) != f.trial]
+            files.append({"run": run.name, "prefix": prefix, "reader_prefix": harbor.reader_path(prefix),
+                          "read": "/".join(harbor.reader_path(f.trial) for f in readable),
+                          "read_files": "/".join(Path(f.path).name for f in readable),
+                          "guarded": "/".join(harbor.reader_path(f.trial) for f in globbed),
+                          "names": "/".join(f.trial for f in globbed),
+                          "guarded_files": "/".join(Path(f.path).name for f in globbed)})
+    return {"files": files, "refused": refused, "record_damaged": record, "DAMAGED_FUNCTION": DAMAGED_FUNCTION}
+
+
+# -- damaged files: recorded while a statement runs, said once after it --------------------------------
+
+#: connection -> the damaged files its statements met (path -> (run, problem)); weak: a connection closed and
+#: collected takes its entry with it, and no later connection can be given another's files
+_RECORDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record_damaged(con: duckdb.DuckDBPyConnection) -> None:
+    """Give `con` DAMAGED_FUNCTION(run, path, problem): it remembers the file and gives the problem back (the
+    sources' `problem` column), so that warn_damaged can name each damaged file the statement met once."""
+    seen: dict[str, tuple[str, str]] = {}
+    _RECORDERS[con] = seen
+
+    def damaged(run: str, path: str, problem: str) -> str:
+        seen.setdefault(path, (run, problem))
+        return problem
+
+    con.create_function(DAMAGED_FUNCTION, damaged, ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR",
+                        side_effects=True)
+
+
+def warn_damaged(con: duckdb.DuckDBPyConnection) -> None:
+    """One warning per damaged trajectory file the last statements on `con` met (SHOWN_FILES per run, then
+    one naming how many more)."""
+    from rlsql.runs.harbor import shown
+
+    seen = _RECORDERS.get(con)
+    if not seen:
+        return
+    by_run: dict[str, list[tuple[str, str]]] = {}
+    for path, (run, problem) in sorted(seen.items()):
+        by_run.setdefault(run, []).append((path, problem))
+    seen.clear()
+    for run, items in by_run.items():
+        for path, problem in items[:SHOWN_FILES]:
+            warnings.warn(f"{shown(path)}: {problem}; {SKIPPED} (run {shown(run)!r})",
+                          TrajectoryFilesWarning, stacklevel=3)
+        if len(items) > SHOWN_FILES:
+            warnings.warn(f"run {shown(run)!r}: {len(items) - SHOWN_FILES} more damaged trajectory files "
+                          "skipped (`rlsql check` names them all)", TrajectoryFilesWarning, stacklevel=3)
+
+
+def forget(con: duckdb.DuckDBPyConnection) -> None:
+    _RECORDERS.pop(con, None)
+
+
+def recorded(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
+    """The damaged files `con`'s statements met so far: path -> (run, problem)."""
+    return dict(_RECORDERS.get(con, {}))
+
+
+def trajectory_counts(runs: Sequence[Run]) -> dict[str, tuple[int, int, int]]:
+    """run -> (trial folders, trial folders with a trajectory, trajectory files listed) for `rlsql runs`
+    and `rlsql check`: counted from the listing, no file opened."""
+    counts = {}
+    for run in runs:
+        trace_jobs = trace_jobs_of(run)
+        if trace_jobs is None:
+            continue
+        listing = list_trajectories(trace_jobs)
+        counts[run.name] = (listing.trials, listing.trials - listing.without, len(listing.files))
+    return counts

@@ -1,0 +1,350 @@
+"""Agents' trajectories (docs/trajectories.md): the views and named queries against tests/oracle.py, which reads
+the ATIF files with plain json from the contract alone; the awkward cases (damaged files, bad counts, canonical
+arguments, names that are no segment, trials in flight, runs without trajectories) checked here by hand."""
+
+from __future__ import annotations
+
+import json
+import random
+import warnings
+from pathlib import Path
+
+import pytest
+
+import rlsql
+from rlsql.core.errors import RlsqlWarning
+from rlsql.engine.query import sql as run_sql
+from tests import oracle
+from tests.compare import assert_rows_match
+from tests.conftest import FIXTURE_RUNS, RUNS
+
+VIEWS = ["trajectory_steps", "tool_calls"]
+QUERIES = ["tool_usage", "token_usage", "looping_trials"]
+#: the runs whose trace_jobs hold trajectories (one reads its trials from result.json, one from a CSV)
+WITH_TRAJECTORIES = ["harbor", "harbor_csv"]
+
+
+def rows_of(name: str, runs: list[Path], **params) -> tuple[list[dict], list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = rlsql.query(name, runs, **params).to_dicts()
+    return rows, [str(w.message) for w in caught if issubclass(w.category, RlsqlWarning)]
+
+
+def expected(name: str, runs: list[Path], **params) -> list[dict]:
+    if name in VIEWS:
+        return oracle.expected_trajectory_view(name, runs)
+    return oracle.expected(name, runs, **params)
+
+
+def test_fixture_runs_hold_the_trajectories() -> None:
+    for run in WITH_TRAJECTORIES:
+        files, trials, without = oracle.trajectory_files(RUNS / run)
+        assert len(files) > 15 and trials > without, run
+    assert oracle.trajectory_files(RUNS / "harbor")[2] > 0  # trial folders without a trajectory
+    assert all(not oracle.trajectory_files(RUNS / r)[0] for r in FIXTURE_RUNS if r not in WITH_TRAJECTORIES)
+    # both trial sources: result.json files beside the trajectories, and a trials CSV with trace_jobs beside it
+    assert (RUNS / "harbor" / "trace_jobs").is_dir() and not list(RUNS.glob("harbor/*_trial_results.csv"))
+    assert list(RUNS.glob("harbor_csv/*_trial_results.csv"))
+    assert not list(RUNS.glob("harbor_csv/trace_jobs/*/result.json"))
+
+
+@pytest.mark.parametrize("run", WITH_TRAJECTORIES)
+@pytest.mark.parametrize("name", VIEWS + QUERIES)
+def test_each_run_matches_the_oracle(name: str, run: str) -> None:
+    got, _ = rows_of(name, [RUNS / run])
+    want = expected(name, [RUNS / run])
+    assert want, f"the oracle has no {name} rows for {run}: the fixture does not exercise it"
+    assert_rows_match(got, want, f"{name} on {run}")
+
+
+@pytest.mark.parametrize("name", VIEWS + QUERIES)
+def test_all_fixture_runs_at_once_match_the_oracle(name: str) -> None:
+    dirs = [RUNS / r for r in FIXTURE_RUNS]
+    got, messages = rows_of(name, dirs)
+    assert_rows_match(got, expected(name, dirs), f"{name} on all fixture runs")
+    for run in FIXTURE_RUNS:
+        if run not in WITH_TRAJECTORIES:
+            assert any(f"run {run!r} has no agent trajectories" in m for m in messages), (run, messages)
+
+
+@pytest.mark.parametrize("min_repeats", [2, 3, 4, 5])
+def test_looping_trials_min_repeats(min_repeats: int) -> None:
+    dirs = [RUNS / r for r in WITH_TRAJECTORIES]
+    got, _ = rows_of("looping_trials", dirs, min_repeats=min_repeats)
+    want = oracle.expected("looping_trials", dirs, min_repeats=min_repeats)
+    assert_rows_match(got, want, f"looping_trials min_repeats={min_repeats}")
+    assert all(r["repeats"] >= min_repeats for r in got)
+
+
+def test_min_repeats_below_two_is_refused() -> None:
+    with pytest.raises(rlsql.UsageError, match="min_repeats"):
+        rlsql.query("looping_trials", [RUNS / "harbor"], min_repeats=1)
+
+
+def test_a_run_without_trajectories_is_a_clear_error() -> None:
+    for name in VIEWS + QUERIES:
+        with pytest.raises(rlsql.DataError, match=r"agent trajectories of run 'tiny'.*trace_jobs/\*/agent/trajectory"):
+            rlsql.query(name, [RUNS / "tiny"])
+
+
+def test_the_awkward_cases_are_in_the_rows() -> None:
+    """What the fixtures were written to hold, seen in rlsql's rows (values the oracle also computes)."""
+    steps, _ = rows_of("trajectory_steps", [RUNS / "harbor"])
+    calls, _ = rows_of("tool_calls", [RUNS / "harbor"])
+    by_trial: dict[str, list[dict]] = {}
+    for s in steps:
+        by_trial.setdefault(s["trial_name"], []).append(s)
+    loop = by_trial["calendar-0005__bu8dLSg"]
+    assert sorted({s["segment"] for s in loop}) == [0, 1, 2]  # summarisation file and cont-01/cont-0 not read
+    assert [s["turn"] for s in loop if s["turn"] is not None] == [1, 2, 3, 4, 5, 6]
+    assert any(s["copied"] and s["source"] == "agent" and s["turn"] is None for s in loop)
+    gap = by_trial["calendar-0003__32FpgNy"]
+    assert sorted({s["segment"] for s in gap}) == [0, 1, 3]
+    assert gap[0]["message_chars"] == len("Task: the calendar in the screenshot.")  # the image part counts 0
+    assert "calendar-0099__inflght" in by_trial  # a trajectory without result.json is read
+    offsets = {s["ts"] for s in by_trial["calendar-0004__sdoyP4h"]}  # first segment read, cont-1 damaged
+    assert offsets and all(s["segment"] == 0 for s in by_trial["calendar-0004__sdoyP4h"])
+    assert None in {s["ts"] for s in by_trial["calendar-0006__P3FRRu2"]}  # 'Wed Jun 10 07:31:05 UTC 2026'
+    bad = by_trial["calendar-0003__8d5Frkd"]
+    assert bad[1]["prompt_tokens"] is None and bad[1]["completion_tokens"] is None and bad[1]["cached_tokens"] == 10
+    assert bad[2]["prompt_tokens"] == 2**53  # exactly 2**53 is a count
+    search = [c for c in calls if c["function_name"] == "search_calendar"]
+    # four calls, the first, second and fourth the same but for the order of their keys
+    assert [c["arguments"] == search[0]["arguments"] for c in search] == [True, True, False, True]
+    assert search[0]["arguments"] == ('{"query":{"limit":10,"where":{"room":"Zürich","size":[1,2.0,'
+                                      '{"a":null,"b":true}]}},"verbose":1.0}')
+
+
+def test_damaged_files_are_each_named_once_and_the_rest_read() -> None:
+    damaged = [p for _, _, p in oracle.trajectory_files(RUNS / "harbor")[0] if oracle.read_trajectory(p) is None]
+    assert len(damaged) == 8
+    for name in VIEWS + QUERIES:
+        rows, messages = rows_of(name, [RUNS / "harbor"])
+        assert rows
+        for path in damaged:
+            named = [m for m in messages if str(path) in m]
+            assert len(named) == 1, (name, path, messages)
+            assert "skipped, not an ATIF trajectory" in named[0]
+
+
+def test_bad_token_counts_are_named_in_a_warning() -> None:
+    _, messages = rows_of("token_usage", [RUNS / "harbor_csv"])
+    named = [m for m in messages if "calendar-0003__8d5Frkd/agent/trajectory.json" in m]
+    assert len(named) == 1, messages
+    assert "steps[1].metrics.prompt_tokens: 9007199254740994" in named[0]
+    assert "steps[1].metrics.completion_tokens: -5" in named[0]
+
+
+def test_rlsql_sql_sees_the_views() -> None:
+    result = run_sql("SELECT count(*) AS n FROM trajectory_steps JOIN trials USING (run, trial_name)",
+                     [RUNS / "harbor_csv"])
+    steps, _ = oracle.trajectory_rows(RUNS / "harbor_csv")
+    in_csv = {t["trial_name"] for t in oracle.read_trials(RUNS / "harbor_csv")}
+    assert result.rows == [(sum(1 for s in steps if s["trial_name"] in in_csv),)]
+
+
+def test_check_counts_trials_without_a_trajectory_and_names_damaged_files() -> None:
+    from rlsql.inspection.check import check_runs
+    from rlsql.runs.folders import resolve_runs
+
+    reports = {r.run: r for r in check_runs(resolve_runs([str(RUNS / "harbor"), str(RUNS / "harbor_csv")]))}
+    for run in WITH_TRAJECTORIES:
+        files, trials, without = oracle.trajectory_files(RUNS / run)
+        damaged = sorted(str(p) for _, _, p in files if oracle.read_trajectory(p) is None)
+        issues = reports[run].issues
+        counted = [i.problem for i in issues if i.problem.startswith(f"{trials - without} of {trials} trial folders")]
+        assert len(counted) == 1 and f"{without} have none" in counted[0], [i.problem for i in issues]
+        named = sorted(i.file for i in issues if i.severity == "warning" and "not an ATIF trajectory" in i.problem)
+        assert named == damaged
+        assert reports[run].readable_rows["trajectories"] == len(files) - len(damaged)
+        bad = sorted(i.problem for i in issues if i.file.endswith("calendar-0003__8d5Frkd/agent/trajectory.json"))
+        assert bad == ["steps[1].metrics.completion_tokens: -5 is not a whole number from 0 to 2**53: read as empty",
+                       "steps[1].metrics.prompt_tokens: 9007199254740994 is not a whole number from 0 to 2**53: "
+                       "read as empty"]
+    assert len([i for i in reports["harbor"].issues if "not an ATIF trajectory" in i.problem]) == 8
+
+
+def test_runs_says_how_many_trials_have_a_trajectory() -> None:
+    from rlsql.inspection.inventory import inventory
+    from rlsql.runs.folders import resolve_runs
+
+    columns, rows = inventory(resolve_runs([str(RUNS)]))
+    got = {row[0]: row[columns.index("trajectories")] for row in rows}
+    for run, count in got.items():
+        files, _, _ = oracle.trajectory_files(RUNS / run)
+        assert count == (len({trial for trial, _, _ in files}) or None), run
+
+
+# -- canonical arguments: rlsql's SQL against Python's json.dumps over many raw JSON texts -----------------------
+
+
+def _value(rng: random.Random, depth: int):
+    r = rng.random()
+    if depth > 3 or r < 0.45:
+        return rng.choice([1, -1, 0, 1.0, 1e5, 1.5e-7, 2**70, -(2**65), 0.1, 1e16, 123.456, True, False, None,
+                           "a\nb", 'é"\\', "\x01\x0b\x1f\x7f", "ü\u2028\u2029", "", "tab\t", 3.14e-300, -0.0,
+                           "😀", "\\u000B", "/", 2**53 + 1, 12345678.9])
+    if r < 0.7:
+        return [_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    keys = ["b", "a", "é", "A", "a b", '"', "z", "aa", "ä", "\x0b", "😀", "Z", ""]
+    return {rng.choice(keys): _value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
+
+
+#: raw argument texts whose exact form matters: number literals, a repeated key, escapes, deep nesting
+LITERALS = ['{"n": 1E400, "m": -1e999, "k": 1e22, "j": 2.5e-5, "i": 18446744073709551616, "h": -0, "g": 1E2}',
+            '{"b": 1, "a": 2, "b": 3}', '{"x": {"b": 1, "a": {"d": [1, {"z": 1, "y": [2]}], "c": 1.50}}}',
+            '{"s": "\\u00e9\\ud83d\\ude00\\n\\u000b"}', '{"deep": ' + "[" * 40 + "1" + "]" * 40 + "}",
+            '{"nan": NaN, "inf": Infinity}', '"a string"', "[3, 1, 2]", "12.0", '{"": {"": []}}']
+
+
+def test_arguments_are_canonical_json(tmp_path: Path) -> None:
+    rng = random.Random(26)
+    texts = list(LITERALS)
+    for _ in range(400):
+        value = _value(rng, 0)
+        text = json.dumps(value if isinstance(value, dict | list) else {"v": value}, ensure_ascii=rng.random() < 0.5,
+                          indent=rng.choice([None, 2]))
+        texts.append(text)
+    calls = ",\n".join(f'{{"tool_call_id": "c{i}", "function_name": "f", "arguments": {t}}}'
+                       for i, t in enumerate(texts))
+    agent = tmp_path / "run" / "trace_jobs" / "t__1" / "agent"
+    agent.mkdir(parents=True)
+    (agent / "trajectory.json").write_text(
+        '{"agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 1, "source": "agent", "message": "",'
+        f' "tool_calls": [{calls}]}}]}}', encoding="utf-8")
+    got, _ = rows_of("tool_calls", [tmp_path / "run"])
+    want = [oracle.canonical(json.loads(t)) for t in texts]
+    assert len(got) == len(want)
+    wrong = [(texts[i], g["arguments"], w) for i, (g, w) in enumerate(zip(got, want, strict=True))
+             if g["arguments"] != w]
+    assert not wrong, wrong[:5]
+
+
+# -- rlsql trial: the transcript -----------------------------------------------------------------------------
+
+
+def _trial(args: list[str], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    from tests.test_cli import run_main
+
+    return run_main(["trial", *args], capsys, monkeypatch)
+
+
+def test_trial_json_holds_every_step_in_order(capsys, monkeypatch) -> None:
+    trial = "calendar-0005__bu8dLSg"
+    code, out, _ = _trial([trial, "-r", str(RUNS / "harbor"), "-f", "json"], capsys, monkeypatch)
+    assert code in (0, None)
+    got = json.loads(out)
+    steps, calls = oracle.trajectory_rows(RUNS / "harbor")
+    want = [s for s in steps if s["trial_name"] == trial]
+    keys = ["segment", "step_id", "turn", "source", "prompt_tokens", "completion_tokens", "cached_tokens", "copied"]
+    assert [{k: s[k] for k in keys} for s in got["steps"]] == [{k: s[k] for k in keys} for s in want]
+    facts = {t["trial_name"]: t for t in oracle.read_trials(RUNS / "harbor")}[trial]
+    assert got["trial"]["reward"] == facts["reward"] and got["trial"]["n_episodes"] == facts["n_episodes"]
+    shown = [(c["function_name"], json.loads(c["arguments"])) for s in got["steps"] for c in s["tool_calls"]]
+    assert shown == [
+        (c["function_name"], json.loads(c["arguments"])) for c in calls if c["trial_name"] == trial]
+    first = json.loads((RUNS / "harbor" / "trace_jobs" / trial / "agent" / "trajectory.json").read_text())
+    assert got["steps"][1]["message"] == first["steps"][1]["message"]
+    assert got["steps"][1]["observations"][0]["content"] == first["steps"][1]["observation"]["results"][0]["content"]
+
+
+def test_trial_folds_copied_context_and_marks_segments(capsys, monkeypatch) -> None:
+    trial = "calendar-0005__bu8dLSg"
+    _, out, _ = _trial([trial, "-r", str(RUNS / "harbor"), "-f", "md"], capsys, monkeypatch)
+    assert "## Segment 0: trajectory.json" in out and "## Segment 2: trajectory.cont-2.json" in out
+    assert "4 steps of context copied from earlier segments (folded" in out
+    assert "summarization" not in out
+    _, full, _ = _trial([trial, "-r", str(RUNS / "harbor"), "-f", "md", "--full"], capsys, monkeypatch)
+    assert "copied context" in full and "folded" not in full
+    _, terminal, _ = _trial([trial, "-r", str(RUNS / "harbor")], capsys, monkeypatch)
+    assert "segment 1: trajectory.cont-1.json" in terminal and "turn 6" in terminal
+
+
+def test_trial_cuts_long_texts_unless_full(tmp_path: Path, capsys, monkeypatch) -> None:
+    agent = tmp_path / "run" / "trace_jobs" / "t__long" / "agent"
+    agent.mkdir(parents=True)
+    long = "x" * 5000
+    (agent / "trajectory.json").write_text(json.dumps({"agent": {"name": "a", "version": "1"}, "steps": [
+        {"step_id": 1, "source": "user", "message": long},
+        {"step_id": 2, "source": "agent", "message": "ok", "observation": {"results": [{"content": long + "y"}]}}]}))
+    _, out, _ = _trial(["t__long", "-r", str(tmp_path / "run"), "-f", "json"], capsys, monkeypatch)
+    got = json.loads(out)
+    assert got["steps"][0]["message"] == "x" * 600 + "… [4,400 more characters]"
+    assert got["steps"][1]["observations"][0]["content"].endswith("[4,401 more characters]")
+    assert got["trial"] is None  # no trials row: in flight
+    _, out, _ = _trial(["t__long", "-r", str(tmp_path / "run"), "-f", "json", "--full"], capsys, monkeypatch)
+    assert json.loads(out)["steps"][0]["message"] == long
+
+
+def test_a_wrong_trial_name_gets_a_did_you_mean(capsys, monkeypatch) -> None:
+    code, _, err = _trial(["calendar-0005__bu8dLSx", "-r", str(RUNS / "harbor")], capsys, monkeypatch)
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "did you mean calendar-0005__bu8dLSg" in lines[0]
+    code, _, err = _trial(["nothing-like-it", "-r", str(RUNS / "tiny")], capsys, monkeypatch)
+    assert code != 0 and "no agent trajectories" in err
+
+
+def test_trial_names_its_damaged_file_and_reads_the_rest(capsys, monkeypatch) -> None:
+    _, out, _ = _trial(["calendar-0004__sdoyP4h", "-r", str(RUNS / "harbor"), "-f", "json"], capsys, monkeypatch)
+    got = json.loads(out)
+    assert [d["file"].rsplit("/", 1)[1] for d in got["damaged_files"]] == ["trajectory.cont-1.json"]
+    assert got["steps"] and {s["segment"] for s in got["steps"]} == {0}
+
+
+# -- the report's "What the agent did" -----------------------------------------------------------------------
+
+
+def test_report_says_what_the_agent_did(tmp_path: Path) -> None:
+    from rlsql.outputs.report import build_report
+    from rlsql.runs.folders import resolve_runs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RlsqlWarning)
+        build_report(resolve_runs([str(RUNS / "harbor")]), tmp_path / "r", "md", notify=lambda _: None)
+    text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    section = text[text.index("## What the agent did"):text.index("## Runs and files")]
+    for row in oracle.expected("tool_usage", [RUNS / "harbor"]):
+        assert f"| {row['function_name']} | {row['calls']} | {row['trials']} | {row['success_trials']} |" in section
+    loops = oracle.expected("looping_trials", [RUNS / "harbor"])
+    longest = loops[0]
+    assert f"### {longest['trial_name']} ({longest['function_name']} repeated {longest['repeats']} times" in section
+    for row in loops:
+        assert f"| {row['trial_name']} | {row['outcome']} |" in section
+    outcomes = [r["outcome"] for r in oracle.expected("token_usage", [RUNS / "harbor"])]
+    assert [line.split("|")[1].strip() for line in section.splitlines()
+            if line.startswith("| ") and line.split("|")[1].strip() in ("Success", "Failure", "No reward")
+            and "agent_steps" not in line][:len(outcomes)] == outcomes
+    assert section.count("```text") == 3  # the two longest loops and the failure with the most turns
+    failures = sorted((t for t in oracle.read_trials(RUNS / "harbor") if t["reward"] == 0 and t["n_episodes"]
+                       and (RUNS / "harbor" / "trace_jobs" / t["trial_name"] / "agent" / "trajectory.json").is_file()
+                       and t["trial_name"] not in {r["trial_name"] for r in loops[:2]}),
+                      key=lambda t: (-t["n_episodes"], t["trial_name"]))
+    assert f"### {failures[0]['trial_name']} (a failure with {failures[0]['n_episodes']} turns)" in section
+
+
+def test_a_trajectory_query_answer_is_never_kept(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Kept answers are keyed by the stat of each file a query reads; the trajectories are thousands of files
+    below trace_jobs, which no key covers: an edited trajectory must show in the next answer."""
+    import shutil
+
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RLSQL_CACHE", "auto")
+    run = tmp_path / "harbor_csv"
+    shutil.copytree(RUNS / "harbor_csv", run)
+    first = _json_query(["tool_usage", "-r", str(run)], capsys, monkeypatch)
+    path = run / "trace_jobs" / "calendar-0005__bu8dLSg" / "agent" / "trajectory.json"
+    path.write_text(path.read_text().replace('"function_name": "bash_command"', '"function_name": "shell"'))
+    second = _json_query(["tool_usage", "-r", str(run)], capsys, monkeypatch)
+    assert second != first and any(r["function_name"] == "shell" for r in second)
+    assert_rows_match(second, oracle.expected("tool_usage", [run]), "tool_usage after an edit")
+    assert not list((tmp_path / "cache").glob("answers/*.json"))
+
+
+def _json_query(args: list[str], capsys, monkeypatch) -> list[dict]:
+    from tests.test_cli import run_main
+
+    code, out, err = run_main(["query", *args, "-f", "json"], capsys, monkeypatch)
+    assert code in (0, None), err
+    return json.loads(out)
