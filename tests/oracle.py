@@ -1379,10 +1379,30 @@ VIEWS: dict[str, Callable[..., list[Row]]] = {
 }
 
 
+def v_run_ranking(run_dirs: list[Path], **params: Any) -> list[Row]:
+    """run_table_map's rows ranked, best first: by final_ema when any run has one, else by success_rate,
+    higher first, ties by run name; a run without the figure gets rank None and comes last, by name."""
+    dirs = sorted((Path(d) for d in run_dirs), key=run_name)
+    rows = [r for d in dirs for r in q_run_table_map(run_name(d), d, run_dirs=dirs, **params)]
+    basis = "final_ema" if any(r["final_ema"] is not None for r in rows) else "success_rate"
+    scored = sorted((r for r in rows if r[basis] is not None), key=lambda r: (-r[basis], r["run"]))
+    unscored = sorted((r for r in rows if r[basis] is None), key=lambda r: r["run"])
+    out = []
+    for rank, r in enumerate(scored, start=1):
+        out.append({"run": r["run"], "rank": rank, "ranked_by": basis, **{k: v for k, v in r.items() if k != "run"}})
+    for r in unscored:
+        out.append({"run": r["run"], "rank": None, "ranked_by": basis, **{k: v for k, v in r.items() if k != "run"}})
+    return out
+
+
 def expected_view(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
-    """Rows of one of the report's views over `run_dirs`, ordered by run name, then the view's order."""
+    """Rows of one of the report's views over `run_dirs`, ordered by run name, then the view's order
+    (run_ranking: in its own order, best first)."""
     out: list[Row] = []
     dirs = sorted((Path(d) for d in run_dirs), key=run_name)
+    if name == "run_ranking":
+        with _one_call():
+            return v_run_ranking(dirs, **params)
     with _one_call():
         for run_dir in dirs:
             if name == "run_summary":

@@ -162,8 +162,8 @@ def parse_tables(text: str) -> list[dict]:
             rows.append(split_row(lines[k]))
             k += 1
         claimed.update(range(j, k))
-        more = re.fullmatch(r"_(?P<n>[\d,]+) more rows? not shown: `rlsql query (?P<source>\w+)` gives them all\._",
-                            lines[k + 1] if k + 1 < len(lines) else "")
+        more = re.fullmatch(r"_(?P<n>[\d,]+) more rows? not shown: `rlsql (?:query )?(?P<source>\w+)` gives them "
+                            r"all\._", lines[k + 1] if k + 1 < len(lines) else "")
         if more:
             assert more["source"] == match["source"], lines[k + 1]
         tables.append({"source": match["source"], "filters": filters, "columns": header, "rows": rows,
@@ -295,12 +295,21 @@ def check_summary(table: dict, run_dirs: list[Path], label: str) -> int:
     return checked
 
 
-def expect_run_table(run_dirs: list[Path]) -> list[dict]:
-    """run_table (as run_table_map gives it) with each config key as its own `config.KEY` column (value text,
-    '' where absent)."""
-    dirs = sorted(run_dirs, key=oracle.run_name)
-    rows = [r for d in dirs for r in oracle.q_run_table_map(oracle.run_name(d), d, run_dirs=dirs)]
+def expect_run_ranking(run_dirs: list[Path]) -> list[dict]:
+    """run_ranking (the oracle's ranking of run_table_map) with each config key as its own `config.KEY`
+    column (value text, '' where absent), best first."""
+    rows = oracle.expected_view("run_ranking", run_dirs)
     return [{**r, **{f"config.{k}": ("" if v is None else v) for k, v in r["config"].items()}} for r in rows]
+
+
+#: the ranked table (many runs) shows this many of the best and as many of the worst ranked runs
+RANKED_ENDS = 10
+
+
+def ranked_selection(rows: list[dict]) -> list[dict]:
+    """The rows the ranked table must show: every ranked run, or the 10 best and the 10 worst."""
+    ranked = [r for r in rows if r["rank"] is not None]
+    return ranked if len(ranked) <= 2 * RANKED_ENDS else ranked[:RANKED_ENDS] + ranked[-RANKED_ENDS:]
 
 
 def expect_config_long(run_dirs: list[Path]) -> list[dict]:
@@ -313,7 +322,7 @@ VIEW_EXPECTATIONS = {
     "metric_stats": expect_metric_stats,
     "checkpoint_ema": expect_checkpoint_ema,
     "config_diff": expect_config_diff,
-    "run_table": expect_run_table,
+    "run_ranking": expect_run_ranking,
     "log_summary": lambda dirs: oracle.expected_view("log_summary", dirs),
     "progression_rows": lambda dirs: oracle.expected_view("progression_rows", dirs),
     "timing_table": lambda dirs: oracle.expected_view("timing_table", dirs),
@@ -324,6 +333,8 @@ def expected_rows(source: str, filters: dict[str, str], run_dirs: list[Path]) ->
     if source == "config_diff" and filters.get("layout") == "long":
         return expect_config_long(run_dirs)
     rows = VIEW_EXPECTATIONS[source](run_dirs) if source in VIEW_EXPECTATIONS else oracle.expected(source, run_dirs)
+    if source == "run_ranking" and filters.get("layout") == "ranked":
+        rows = ranked_selection(rows)
     return [r for r in rows if all(str(r.get(k)) == v for k, v in filters.items() if k != "layout")]
 
 
@@ -340,11 +351,13 @@ def check_tables(text: str, run_dirs: list[Path], label: str) -> tuple[set[str],
             checked += check_summary(table, run_dirs, where)
             continue
         want = expected_rows(source, filters, run_dirs)
-        # a table holds at most Settings.report_rows rows (100) and says how many more there were
+        # a table holds at most Settings.report_rows rows (100) and says how many more there were; a table
+        # of runs (run_ranking) holds every run it selects
+        cap = len(want) if source == "run_ranking" else REPORT_ROWS
         assert len(table["rows"]) + table["hidden"] == len(want), f"{where}: {len(table['rows'])} rows printed " \
             f"and {table['hidden']} said left out, expected {len(want)}"
-        assert len(table["rows"]) == min(len(want), REPORT_ROWS), where
-        want = want[:REPORT_ROWS]
+        assert len(table["rows"]) == min(len(want), cap), where
+        want = want[:cap]
         for printed, row in zip(table["rows"], want, strict=True):
             for column, cell in zip(table["columns"], printed, strict=True):
                 if column in ("reason", "span") or column.startswith("config.") or source == "config_diff":
@@ -415,7 +428,7 @@ def test_every_printed_figure_matches_expectations(case: str, reports: dict[str,
             "exception_treatment", "turns_by_exception", "turns_by_outcome", "turn_percentiles", "reward_summary",
             "async_health"} <= sources
     if len(run_dirs) > 1:
-        assert {"run_table", "config_diff"} <= sources
+        assert {"run_ranking", "config_diff"} <= sources
     else:
         assert "| run |" not in text
     assert checked > 300
@@ -431,7 +444,8 @@ def test_summary_comes_first_in_human_units(reports: dict[str, Path]) -> None:
     assert cells["Trials"] == "4,000"
     assert re.fullmatch(r"\d+ h \d+ m", cells["Training time (timing/step, every row)"])
     assert cells["Agent timeouts (share of trials)"] == "3.1%" and cells["Best checkpoint: step"] == "20"
-    assert text.index("## Summary") < text.index("## Data caveats") < text.index("## Training")
+    assert text.index("## Contents") < text.index("## Summary") < text.index("## Data caveats") < text.index(
+        "## Training")
 
 
 def test_metric_families_each_have_a_table(reports: dict[str, Path]) -> None:
@@ -479,8 +493,13 @@ def test_turn_histogram_view() -> None:
         for trial in oracle.read_trials(RUNS / name):
             if trial["n_episodes"] is not None:
                 counts[trial["n_episodes"]] = counts.get(trial["n_episodes"], 0) + 1
-        want += [{"run": name, "turns": t, "trials": counts[t]} for t in sorted(counts)]
-    assert view_rows("turn_histogram", names) == want
+        total = sum(counts.values())
+        want += [{"run": name, "turns": t, "trials": counts[t], "share": counts[t] / total} for t in sorted(counts)]
+    got = view_rows("turn_histogram", names)
+    assert [{k: v for k, v in r.items() if k != "share"} for r in got] == [
+        {k: v for k, v in r.items() if k != "share"} for r in want]
+    for g, w in zip(got, want, strict=True):
+        assert math.isclose(g["share"], w["share"], rel_tol=1e-12), (g, w)
 
 
 def test_step_time_stack_view() -> None:
@@ -745,7 +764,8 @@ def test_report_never_touches_run_folders(reports: dict[str, Path]) -> None:
 
 # -- the report's views, straight against the oracle ------------------------------------------------------
 
-@pytest.mark.parametrize("view", ["log_summary", "progression_rows", "timing_table", "step_signals", "run_summary"])
+@pytest.mark.parametrize("view", ["log_summary", "progression_rows", "timing_table", "step_signals", "run_summary",
+                                  "run_ranking"])
 def test_report_views_match_oracle(view: str) -> None:
     from tests.compare import assert_rows_match
 
@@ -923,17 +943,43 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path, l
     return dirs, root / "report", [str(w.message) for w in caught]
 
 
-def test_many_runs_open_with_the_cross_run_table(fleet) -> None:
+def test_many_runs_open_with_contents_then_the_ranked_table(fleet) -> None:
     dirs, out, _ = fleet
     text = (out / "report.md").read_text(encoding="utf-8")
     tables = parse_tables(text)
-    assert tables[0]["source"] == "run_table" and len(tables[0]["rows"]) == 40
+    # contents first, then the ranked table: 30 of the 40 runs have trainer metrics (a final EMA), so the 10
+    # best and the 10 worst of them, the ranking's figure beside the name, then the differing config keys
+    assert text.index("## Contents") < text.index("## Ranked runs") < text.index("<!-- source:")
+    ranked = tables[0]
+    assert ranked["source"] == "run_ranking" and ranked["filters"] == {"layout": "ranked"}
+    assert len(ranked["rows"]) == 2 * RANKED_ENDS and ranked["columns"][:3] == ["rank", "run", "final_ema"]
+    assert [row[0] for row in ranked["rows"]] == [str(n) for n in [*range(1, 11), *range(21, 31)]]
+    assert any(c.startswith("config.fleet.") for c in ranked["columns"])
+    assert "the 10 runs without trainer metrics have no rank (run_002, run_006, run_010 and 7 more)" in text
+    # every run in the appendix, best first, unranked runs last
+    every = next(t for t in tables if t["source"] == "run_ranking" and not t["filters"])
+    assert len(every["rows"]) == 40 and text.index("## Appendix") < text.index("### All runs")
     assert "## Summary" not in text and "--per-run" in text
     sources, checked = check_tables(text, dirs, "40 runs")
     assert checked > 40 * 10
     # no per-run tables without --per-run
     assert not sources & {"turn_stats", "progression_rows", "vllm_summary", "timing_table", "metric_stats"}
-    assert any(c.startswith("config.fleet.") for c in tables[0]["columns"])
+
+
+def test_the_table_of_every_run_is_never_cut(tmp_path: Path, fleet, monkeypatch) -> None:
+    """RLSQL_REPORT_ROWS caps every report table but the tables of runs: the ranked table and every run."""
+    dirs, _, _ = fleet
+    monkeypatch.setenv("RLSQL_REPORT_ROWS", "3")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build_report(resolve_runs(dirs[:24]), tmp_path / "r")
+    tables = parse_tables((tmp_path / "r" / "report.md").read_text(encoding="utf-8"))
+    every = next(t for t in tables if t["source"] == "run_ranking" and not t["filters"])
+    assert len(every["rows"]) == 24 and every["hidden"] == 0
+    ranked = next(t for t in tables if t["filters"].get("layout") == "ranked")
+    assert len(ranked["rows"]) == 18  # 18 of the 24 runs have a final EMA: all of them
+    diff = next(t for t in tables if t["source"] == "config_diff")
+    assert len(diff["rows"]) == 3 and diff["hidden"] > 0
 
 
 def test_many_runs_warn_once_per_missing_artifact(fleet) -> None:
@@ -956,7 +1002,8 @@ def test_many_runs_figures_have_legends_that_cover_no_data(fleet) -> None:
     assert set(built) == set(FIGURES)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    for name, fig in built.items():
+    for name, drawn in built.items():
+        fig = drawn.figure
         canvas = FigureCanvasAgg(fig)  # lay the figure out as savefig does
         canvas.draw()
         renderer = canvas.get_renderer()
@@ -979,7 +1026,7 @@ def test_per_run_adds_the_sections(tmp_path: Path, fleet) -> None:
         warnings.simplefilter("ignore")
         build_report(resolve_runs(dirs[:8]), tmp_path / "r", per_run=True)
     sources, _ = check_tables((tmp_path / "r" / "report.md").read_text(encoding="utf-8"), dirs[:8], "8 runs")
-    assert {"run_table", "turn_stats", "progression_rows", "timing_table", "vllm_summary"} <= sources
+    assert {"run_ranking", "turn_stats", "progression_rows", "timing_table", "vllm_summary"} <= sources
 
 
 def test_html_has_a_table_of_contents_and_folds_long_tables(html_all: Path) -> None:
@@ -990,8 +1037,9 @@ def test_html_has_a_table_of_contents_and_folds_long_tables(html_all: Path) -> N
     assert toc, "no table of contents"
     links = re.findall(r'href="#([^"]+)"', toc.group(1))
     ids = re.findall(r'<h[23] id="([^"]+)"', html)
-    assert set(links) <= set(ids) and {"summary", "data-caveats", "training", "timing", "appendix"} <= set(links)
-    assert html.index('<nav class="toc">') > html.index('data-source="run_summary')  # findings first
+    assert set(links) <= set(ids) and {"summary", "data-caveats", "training", "timing", "appendix",
+                                       "cross-run-comparison"} <= set(links)
+    assert html.index('<nav class="toc">') < html.index("<table")  # the contents first
     seen = set()
     for marker, body in re.findall(r'<table data-source="([^"]+)">(.*?)</table>', html, re.S):
         rows = body.count("<tr>") - 1
@@ -1011,7 +1059,7 @@ def test_an_outlier_step_is_clipped_with_its_time_written_on_it() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         data = data_mod.gather(resolve_runs([RUNS / "calendar"]), check=False)
-    fig = figures.step_time_figure(data)
+    fig = figures.step_time_figure(data).figure
     ax = fig.axes[0]
     totals = {r["step"]: r["timing/step"] for r in oracle.dedup_steps(oracle.read_metric_rows(RUNS / "calendar"))}
     ordered = sorted(totals.values())

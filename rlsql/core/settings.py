@@ -68,7 +68,8 @@ class Settings:
         "Say on stderr how each file was read (in place, or from its cached copy); show Spark's own log."))
     report_rows: int = field(default=100, metadata=_doc(
         "RLSQL_REPORT_ROWS", "",
-        "The most rows a report table shows; the rest is counted under it and stays in the named query."))
+        "The most rows a report table shows (the tables of runs show every run); the rest is counted under it "
+        "and stays in the named query."))
     spark_master: str = field(default="local[2]", metadata=_doc(
         "RLSQL_SPARK_MASTER", "", "The master of a local Spark session (`local[8]`, a cluster URL)."))
     spark_conf: tuple[str, ...] = field(default=(), metadata=_doc(

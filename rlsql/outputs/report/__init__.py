@@ -140,16 +140,17 @@ def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: 
 
         # a cached copy that fails to read costs a second pass over the CSVs, never a failed report
         data = with_cache_fallback(lambda: data_mod.gather(runs, progress, params, check, tables))
-        pngs = figures.draw_all(data, progress)
+        drawn = figures.draw_all(data, progress)
         progress("writing", stage=True)
         files: dict[str, bytes] = {}
         if fmt == "md":
-            files.update(pngs)
+            files.update({name: png for name, (png, _note) in drawn.items()})
             report = "report.md"
-            files[report] = render.render_markdown(data, list(pngs), per_run).encode("utf-8")
+            notes = {name: note for name, (_png, note) in drawn.items()}
+            files[report] = render.render_markdown(data, notes, per_run).encode("utf-8")
         else:
             report = "report.html"
-            files[report] = render.render_html(data, pngs, per_run).encode("utf-8")
+            files[report] = render.render_html(data, drawn, per_run).encode("utf-8")
         write_folder(out_dir, files, fmt)
         if notify is not None and check:
             notify(render.caveat_line(data))

@@ -7,7 +7,7 @@ figures (figures.py) and the tables (render.py) draw and print what it returns.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,12 +50,12 @@ VIEWS = (
     "timing_table",
     "turn_histogram",
     "config_diff",
-    # the cross-run table with its config keys in one MAP (the named query run_table spreads them into
-    # columns fixed when the view is created; the report's `-p keys=` is a variable set afterwards)
-    "run_table_map",
+    # the cross-run table, ranked, with its config keys in one MAP (the named query run_table spreads them
+    # into columns fixed when the view is created; the report's `-p keys=` is a variable set afterwards)
+    "run_ranking",
 )
 #: what the comparison layout (many runs, no --per-run) reads: the cross-run table, the caveats and the figures
-COMPARISON_SOURCES = ("run_table_map", "run_summary", "reward_curve", "best_checkpoint", "step_time_stack",
+COMPARISON_SOURCES = ("run_ranking", "run_summary", "reward_curve", "best_checkpoint", "step_time_stack",
                       "step_signals", "turn_histogram", "turns_by_exception", "config_diff")
 #: the vLLM series the vLLM figure draws (the vllm_series view: at most 2,000 points per log)
 VLLM_SERIES_COLUMNS = (
@@ -69,6 +69,8 @@ VLLM_SERIES_COLUMNS = (
 )
 #: which artifact each section of the report reads
 SECTION_ARTIFACTS = {"training": "metrics", "trials": "trials", "vllm": "vllm"}
+#: run_ranking's ranked_by, as the report says it
+RANKED_BY = {"final_ema": "final EMA", "success_rate": "success rate"}
 #: runs checked per `rlsql check` pass (see gather)
 CHECK_BATCH = 25
 #: a warning naming the runs that lack an artifact lists at most this many names
@@ -98,16 +100,20 @@ class ReportData:
         return [r for r in self.runs if has_artifact(r, artifact)]
 
     def ranked(self) -> list[str]:
-        """The runs with a final EMA of reward (run_summary), best first (ties by name); when no run has
-        one, the runs with a success rate, by success rate. The figures highlight the first and the last."""
-        rows = self.rows.get("run_summary", [])
-        column = "final_ema" if any(r.get("final_ema") is not None for r in rows) else "success_rate"
-        scored = [r for r in rows if r.get(column) is not None]
-        return [r["run"] for r in sorted(scored, key=lambda r: (-r[column], r["run"]))]
+        """The ranked runs, best first (the run_ranking view: by final EMA of reward, else success rate)."""
+        return [r["run"] for r in self.rows.get("run_ranking", []) if r["rank"] is not None]
 
-    def highlighted(self) -> tuple[str | None, str | None]:
-        """(best, worst) of ranked(); worst is None with fewer than two ranked runs."""
-        order = self.ranked()
+    @property
+    def ranked_by(self) -> str:
+        """What the runs are ranked by, in words: 'final EMA' (of reward) or 'success rate'."""
+        rows = self.rows.get("run_ranking", [])
+        basis = str(rows[0]["ranked_by"]) if rows else "final_ema"
+        return RANKED_BY.get(basis, basis)
+
+    def highlighted(self, among: Collection[str] | None = None) -> tuple[str | None, str | None]:
+        """(best, worst) of ranked(), or of the ranked runs in `among` (the runs a figure draws); worst is
+        None with fewer than two."""
+        order = [r for r in self.ranked() if among is None or r in among]
         if not order:
             return None, None
         return order[0], (order[-1] if len(order) > 1 else None)
@@ -117,10 +123,10 @@ def has_artifact(run: Run, artifact: str) -> bool:
     return any(run.artifact(kind) is not None for kind in ARTIFACT_ALTERNATIVES.get(artifact, (artifact,)))
 
 
-def name_list(names: Sequence[str]) -> str:
-    """'a, b, c' capped at NAMES_SHOWN names, then 'and N more'."""
-    shown = ", ".join(names[:NAMES_SHOWN])
-    return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
+def name_list(names: Sequence[str], cap: int = NAMES_SHOWN) -> str:
+    """'a, b, c' capped at `cap` names, then 'and N more'."""
+    shown = ", ".join(names[:cap])
+    return shown + (f" and {len(names) - cap:,} more" if len(names) > cap else "")
 
 
 def warn_missing_artifacts(runs: Sequence[Run]) -> None:

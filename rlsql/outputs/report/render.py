@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from rlsql.core import settings
 from rlsql.core.version import __version__
 from rlsql.outputs.formats import markdown_cell
 from rlsql.outputs.report import human
-from rlsql.outputs.report.data import ReportData, Rows
+from rlsql.outputs.report.data import ReportData, Rows, has_artifact, name_list
 from rlsql.outputs.report.figures import FEW_RUNS, FIGURES
 from rlsql.runs.artifacts import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS
 
@@ -90,6 +91,12 @@ class Table:
     title: str = ""
     #: rows of the source left out of the printed table (Settings.report_rows): said under it
     hidden: int = 0
+    #: HTML: a click on a column's header sorts the rows by it; `keys` hold each cell's raw figure to sort by
+    sortable: bool = False
+    keys: list[list[str]] = field(default_factory=list)
+    #: HTML: after this many rows a divider row saying `gap` (the ranked table's top and bottom)
+    gap_after: int | None = None
+    gap: str = ""
 
     @property
     def marker(self) -> str:
@@ -114,21 +121,31 @@ def _human_in(column: str) -> Callable[[dict], str]:
     return lambda row: human_cell(row[column], unit_of(row["column"]))
 
 
+def _sort_key(value: Any) -> str:
+    """A cell's raw figure for the HTML sort: numbers as JavaScript reads them, '' for none (sorted last)."""
+    if value is None or not _is_number(value):
+        return ""
+    return repr(float(value))
+
+
 def make_table(source: str, rows: Rows, columns: Sequence[str], filters: dict[str, str] | None = None,
                cells: dict[str, Callable[[dict], str]] | None = None, units: dict[str, str] | None = None,
-               title: str = "") -> Table:
+               title: str = "", every_row: bool = False, sortable: bool = False) -> Table:
     """Rows (dicts) -> a Table of `columns`; `cells` maps a column to a function giving its text for a row,
-    `units` overrides a column's unit (see unit_of)."""
+    `units` overrides a column's unit (see unit_of). At most Settings.report_rows rows are printed unless
+    `every_row` (the table of every run: one row per run the user named, and sorting needs them all)."""
     cells = cells or {}
     units = units or {}
-    shown = settings.current().report_rows
+    shown = len(rows) if every_row else settings.current().report_rows
     hidden = max(len(rows) - shown, 0)
     rows = rows[:shown]
     printed = [[cells[c](r) if c in cells else human_cell(r.get(c), units.get(c) or unit_of(c)) for c in columns]
                for r in rows]
     numeric = [bool(rows) and c not in cells and all(_is_number(r.get(c)) or r.get(c) is None for r in rows)
                for c in columns]
-    return Table(source, list(columns), printed, numeric, dict(filters or {}), title, hidden)
+    keys = [[_sort_key(r.get(c)) if n else "" for c, n in zip(columns, numeric, strict=True)] for r in rows] \
+        if sortable else []
+    return Table(source, list(columns), printed, numeric, dict(filters or {}), title, hidden, sortable, keys)
 
 
 #: the summary block: label -> run_summary column, in the order a reader asks
@@ -150,12 +167,22 @@ SUMMARY_FIGURES = (
     ("Slowest span: mean time", "slowest_span_mean_s"),
     ("Slowest span: share of step", "slowest_span_share"),
 )
-#: the cross-run table's headline columns (run_table), before the config keys
-CROSS_RUN_COLUMNS = ("run", "steps", "trials", "success_rate", "mean_reward", "final_ema", "best_ema",
+#: the cross-run table's headline columns (run_ranking), before the config keys
+CROSS_RUN_COLUMNS = ("run", "rank", "steps", "trials", "success_rate", "mean_reward", "final_ema", "best_ema",
                      "best_checkpoint_step", "mean_step_time_s", "timeout_rate", "context_length_rate",
                      "mean_staleness")
-#: the cross-run table shows at most this many config keys (the appendix lists them all)
+#: the ranked table's columns (many runs): what a reader compares runs by; the ranking's own column moves
+#: to the front, after rank and run
+RANKED_COLUMNS = ("rank", "run", "final_ema", "best_checkpoint_step", "best_checkpoint_ema", "success_rate",
+                  "timeout_rate", "steps", "trials", "mean_step_time_s")
+#: the ranked table shows this many of the best and as many of the worst runs
+RANKED_ENDS = 10
+#: the text above it names at most this many of the runs it leaves out
+NAMES_IN_TEXT = 3
+#: the cross-run tables show at most this many config keys (the appendix lists them all); the ranked
+#: table, which must fit the page beside its figures, RANKED_CONFIG
 CONFIG_COLUMNS = 8
+RANKED_CONFIG = 4
 #: the progression table's columns (progression_rows); a column no row has a value in is left out
 PROGRESSION_COLUMNS = ("run", "step", "log_file", "rerun", "reward", "pass_at_k", "kl_or_entropy", "loss", "epoch",
                        "grad_norm", "ppo_clip_ratio", "policy_loss", "log_ratio_mean", "step_seconds",
@@ -170,7 +197,6 @@ class Layout:
         self.multi = len(data.runs) > 1
         self.compare = len(data.runs) > FEW_RUNS
         self.per_run = per_run or not self.compare
-        self.hidden_keys = 0
 
     def cols(self, name: str, columns: Sequence[str] | None = None) -> list[str]:
         """The columns to print: the given ones (or all of the query's), without `run` for a single run."""
@@ -193,31 +219,88 @@ class Layout:
         table.numeric = [False, *([True] * len(runs))]
         return table
 
-    def cross_run(self) -> Table:
-        """run_table, one row per run, a column per config key that differs (or chosen with -p keys=).
-
-        At most CONFIG_COLUMNS keys get a column, those most runs have first (then by name); the
-        appendix's config_diff table lists every differing key.
-        """
-        rows = self.data["run_table_map"]
+    def config_keys(self, scalars_first: bool = False) -> list[str]:
+        """The config keys run_ranking's `config` holds (the keys that differ, or -p keys=), those most runs
+        have first, then by name: a cross-run table gives the first few a column each (the appendix's
+        config_diff table lists every differing key). `scalars_first`: keys whose values are all scalars
+        (no YAML list or mapping, which would not fit a narrow column) before the others."""
         present: dict[str, int] = {}
-        for r in rows:
+        nested: set[str] = set()
+        for r in self.data["run_ranking"]:
             for key, value in (r["config"] or {}).items():
                 present[key] = present.get(key, 0) + (value is not None)
-        keys = sorted(present, key=lambda k: (-present[k], k))[:CONFIG_COLUMNS]
-        self.hidden_keys = max(len(present) - len(keys), 0)
-        flat = [{**r, **{f"config.{k}": (r["config"] or {}).get(k) for k in keys}} for r in rows]
-        cells = {f"config.{k}": _text_of(f"config.{k}") for k in keys}
-        return make_table("run_table", flat, [*CROSS_RUN_COLUMNS, *cells], cells=cells)
+                if value is not None and value[:1] in ("[", "{"):
+                    nested.add(key)
+        return sorted(present, key=lambda k: (scalars_first and k in nested, -present[k], k))
+
+    def run_table(self, rows: Rows, columns: Sequence[str], filters: dict[str, str] | None = None,
+                  keys: int = CONFIG_COLUMNS, **kw: Any) -> Table:
+        """run_ranking's rows with a `config.KEY` column for each of the first `keys` config keys (scalar
+        keys first when that is fewer than every key). A table of runs holds every row it is given, whatever
+        Settings.report_rows: its rows are the runs the user named (the ranked table picks 20 of them)."""
+        chosen = self.config_keys(scalars_first=keys < CONFIG_COLUMNS)[:keys]
+        flat = [{**r, **{f"config.{k}": (r["config"] or {}).get(k) for k in chosen}} for r in rows]
+        cells = {f"config.{k}": _text_of(f"config.{k}") for k in chosen}
+        return make_table("run_ranking", flat, [*columns, *cells], filters=filters, cells=cells, every_row=True, **kw)
+
+    def cross_run(self) -> Table:
+        """A few runs: one row per run, best first, a column per config key that differs (or -p keys=)."""
+        return self.run_table(self.data["run_ranking"], CROSS_RUN_COLUMNS)
+
+    def ranked(self) -> Table:
+        """Many runs: the RANKED_ENDS best and as many worst ranked runs (all of them when that is every
+        ranked run), the ranking's own figure after the run's name, RANKED_CONFIG config keys."""
+        rows = [r for r in self.data["run_ranking"] if r["rank"] is not None]
+        cut = len(rows) > 2 * RANKED_ENDS
+        if cut:
+            rows = rows[:RANKED_ENDS] + rows[-RANKED_ENDS:]
+        by = next((r["ranked_by"] for r in rows), "final_ema")
+        columns = [c for c in RANKED_COLUMNS if c != by]
+        columns.insert(2, by)
+        table = self.run_table(rows, columns, filters={"layout": "ranked"}, keys=RANKED_CONFIG)
+        if cut:
+            count = len([r for r in self.data["run_ranking"] if r["rank"] is not None])
+            table.gap_after = RANKED_ENDS
+            table.gap = f"ranks {RANKED_ENDS + 1}-{count - RANKED_ENDS}: in the table of every run (appendix)"
+        return table
+
+    def ranked_note(self) -> str:
+        """What the ranked table shows, which runs it leaves out and why."""
+        ranked = self.data.ranked()
+        unranked = [r for r in self.data.runs if r.name not in ranked]
+        by = self.data.ranked_by
+        what = "final EMA of reward" if by == "final EMA" else "success rate (no run has a final EMA of reward)"
+        if len(ranked) > 2 * RANKED_ENDS:
+            text = (f"The {RANKED_ENDS} best and the {RANKED_ENDS} worst of the {human.count(len(ranked))} runs "
+                    f"ranked by {what} (rank 1 is the best, ties by name)")
+        else:
+            text = f"The {human.count(len(ranked))} runs ranked by {what} (rank 1 is the best, ties by name)"
+        if unranked:
+            artifact = "metrics" if by == "final EMA" else "trials"
+            names = [r.name for r in unranked]
+            who = (f"the {human.count(len(names))} runs" if len(names) > 1 else "the run") + (
+                f" without {ARTIFACT_LABELS[artifact]}" if not any(has_artifact(r, artifact) for r in unranked)
+                else f" without a {by}")
+            text += (f"; {who} {'have' if len(names) > 1 else 'has'} no rank "
+                     f"({name_list(names, NAMES_IN_TEXT)})")
+        text += (". Success rate is the share of the trials with a reward whose reward is above 0, timeout rate the "
+                 "share of all trials")
+        keys = len(self.config_keys())
+        if keys:
+            text += (f"; the config columns are {min(keys, RANKED_CONFIG)} of the {keys} rl_config.yaml keys that "
+                     "differ between the runs (-p keys=a,b picks others; the appendix lists them all)")
+        return text + "."
+
+    def all_runs(self) -> Table:
+        """Many runs: every run (whatever Settings.report_rows), every run_ranking figure, in rank order."""
+        columns = [c for c in self.data.columns["run_ranking"] if c not in ("ranked_by", "config")]
+        return self.run_table(self.data["run_ranking"], columns, sortable=True)
 
     def highlight_note(self) -> str:
-        best, worst = self.data.highlighted()
-        if best is None:
+        if self.data.highlighted()[0] is None:
             return ""
-        text = f"In the figures the best run ({best}) is blue"
-        text += f" and the worst ({worst}) red" if worst else ""
-        return text + ("; every other run is grey. Best and worst are by final EMA of reward (by success rate "
-                       "when no run has one).")
+        return (f"In the figures blue is the best and red the worst by {self.data.ranked_by} of the runs a "
+                "figure draws, every other run grey; each legend names them.")
 
     def caveats(self) -> dict[str, Any]:
         """What `rlsql check` found: problems (errors, warnings) for the first screen, notes (info) for the
@@ -352,9 +435,11 @@ class Layout:
             "vllm": self.table("vllm_summary"),
         }
 
-    def context(self, figure_src: dict[str, str]) -> dict[str, Any]:
+    def context(self, figure_src: dict[str, tuple[str, str]]) -> dict[str, Any]:
+        """`figure_src`: figure name -> (where the image is, its note: which runs it draws)."""
         data = self.data
-        figures = {name: {"src": src, "alt": FIGURES[name][0]} for name, src in figure_src.items()}
+        figures = {name: {"src": src, "alt": FIGURES[name][0], "note": note}
+                   for name, (src, note) in figure_src.items()}
         trial_tables = []
         if self.per_run:
             trial_tables = [
@@ -368,9 +453,14 @@ class Layout:
             ]
             if data["trial_phases"]:
                 trial_tables.append(("Phase durations", self.table("trial_phases")))
-        cross_run = self.cross_run() if self.multi else None
+        cross_run = self.cross_run() if self.multi and not self.compare else None
+        ranked = self.ranked() if self.compare else None
         caveats = self.caveats()
         appendix = []
+        if self.compare:
+            appendix.append(("All runs", self.all_runs(),
+                             "Every run with every figure of the cross-run table, best first (unranked runs "
+                             "last, by name); in the HTML report a click on a column's header sorts by it."))
         if self.compare and self.data["config_diff"]:
             appendix.append(("Config keys that differ between runs",
                              self.table("config_diff", filters={"layout": "long"},
@@ -408,7 +498,9 @@ class Layout:
             "has": {kind: bool(data.has(kind)) for kind in ("metrics", "trials", "vllm", "config")},
             "summary": None if self.compare else self.summary(),
             "cross_run": cross_run,
-            "hidden_keys": self.hidden_keys,
+            "ranked": ranked,
+            "ranked_by": data.ranked_by,
+            "ranked_note": self.ranked_note() if self.compare else "",
             "highlight": self.highlight_note() if self.compare else "",
             "caveats": caveats,
             **(self.per_run_tables() if self.per_run else {}),
@@ -438,7 +530,21 @@ def caveat_line(data: ReportData) -> str:
 
 
 def _anchor(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    """A heading's anchor as GitHub makes it (lower case, punctuation but - and _ dropped, spaces to -), so
+    the markdown's contents links work where it is read; the HTML gives its headings the same ids."""
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
+def _breakable(text: str) -> markupsafe.Markup:
+    """A column name (HTML-escaped) that may wrap after a `.` or `_`: a header as narrow as its figures."""
+    parts = re.split(r"(?<=[._])(?=.)", str(text))
+    return markupsafe.Markup("<wbr>").join(markupsafe.escape(part) for part in parts)
+
+
+def _code(text: str) -> markupsafe.Markup:
+    """Text (HTML-escaped) with each `span` in backticks as <code>, as markdown shows it."""
+    escaped = str(markupsafe.escape(text))
+    return markupsafe.Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
 
 
 def environment() -> jinja2.Environment:
@@ -452,16 +558,21 @@ def environment() -> jinja2.Environment:
     )
     env.filters["md_cell"] = lambda text: markdown_cell(str(text))
     env.filters["anchor"] = _anchor
+    env.filters["breakable"] = _breakable
+    env.filters["code"] = _code
     return env
 
 
-def render_markdown(data: ReportData, figure_names: Sequence[str], per_run: bool = False) -> str:
-    context = Layout(data, per_run).context({name: name for name in figure_names})
+def render_markdown(data: ReportData, notes: dict[str, str], per_run: bool = False) -> str:
+    """`notes`: the figure files beside report.md -> each one's note."""
+    context = Layout(data, per_run).context({name: (name, note) for name, note in notes.items()})
     text = environment().get_template("report.md.j2").render(**context)
     return re.sub(r"\n{3,}", "\n\n", text)
 
 
-def render_html(data: ReportData, figures: dict[str, bytes], per_run: bool = False) -> str:
-    srcs = {name: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for name, png in figures.items()}
+def render_html(data: ReportData, figures: dict[str, tuple[bytes, str]], per_run: bool = False) -> str:
+    """`figures`: name -> (PNG bytes, note), embedded as data: URIs."""
+    srcs = {name: ("data:image/png;base64," + base64.b64encode(png).decode("ascii"), note)
+            for name, (png, note) in figures.items()}
     context = Layout(data, per_run).context(srcs)
     return environment().get_template("report.html.j2").render(**context)
