@@ -364,10 +364,17 @@ SET_DEPENDENT = {"compare_runs", "run_table"}
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
 def test_merged_run_by_run_equals_one_export_of_both(fmt, tmp_path, capsys, monkeypatch) -> None:
     """Every merged item exported run by run (and one run again) holds what one unpartitioned export of both
-    runs holds, value for value, in each format: the read-back of CSV and JSON keeps the types and texts."""
-    items = sorted((MERGED_QUERIES | MERGED_VIEWS) - SET_DEPENDENT)
+    runs holds, value for value, in each format: the read-back of CSV and JSON keeps the types and texts.
+    The queries over agents' trajectories over the two Harbor runs (the CSV runs have none)."""
+    items = sorted((MERGED_QUERIES | MERGED_VIEWS) - SET_DEPENDENT - TRAJECTORY_QUERIES)
+    _merged_equals_flat(items, [RUNS / "calendar", RUNS / "rawlogs"], fmt, tmp_path / "csv", capsys, monkeypatch)
+    items = sorted(MERGED_QUERIES & TRAJECTORY_QUERIES)
+    assert items, "no merged query over trajectories left to check"
+    _merged_equals_flat(items, [RUNS / "harbor", RUNS / "harbor_csv"], fmt, tmp_path / "harbor", capsys, monkeypatch)
+
+
+def _merged_equals_flat(items, runs, fmt, tmp_path, capsys, monkeypatch) -> None:
     suffix = f".{fmt}"
-    runs = [RUNS / "calendar", RUNS / "rawlogs"]
     for run in (*runs, runs[0]):
         code, err = _export(tmp_path / "merged", capsys, monkeypatch, *items, "-f", fmt, "-r", str(run))
         assert code == 0, err

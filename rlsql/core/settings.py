@@ -196,7 +196,11 @@ def table() -> list[tuple[str, str, str, str]]:
     for f in dataclasses.fields(Settings):
         default = f.default
         shown = "(see meaning)" if f.name == "cache_dir" else "none" if default in (None, ()) else str(default)
-        rows.append((f.name, f.metadata["env"] or "-", f.metadata["flag"] or "-", f"{shown}: {f.metadata['doc']}"))
+        doc = f.metadata["doc"]
+        # a meaning that lists the values names the default among them: "(default)" there, not twice
+        listed = doc.startswith(f"{shown}:")
+        meaning = doc.replace(f"{shown}:", f"{shown} (default):", 1) if listed else f"{shown}: {doc}"
+        rows.append((f.name, f.metadata["env"] or "-", f.metadata["flag"] or "-", meaning))
     return rows
 
 
