@@ -2,7 +2,7 @@
 -- version: 1
 -- description: The cross-run table ranked, best first: run_table_map's rows with each run's rank and what it
 --   is ranked by. Runs rank by final_ema (the EMA of reward at the last deduplicated step) when any run has
---   one, else by success_rate; higher is better, ties by run name. A run without that figure has no rank and
+--   one, else by success_rate (higher is better), ties by run name. A run without that figure has no rank and
 --   comes after the ranked runs, by name. The report's ranked table, its figures' highlighted runs (the first
 --   and the last ranked) and its table of every run read it.
 -- param: keys VARCHAR = NULL: comma-separated config keys to show (default: the keys that differ between the
@@ -12,7 +12,7 @@
 --   trainer.hf_save_interval, else 20)
 -- grain: run
 -- column: run: the run: its folder's name
--- column: rank: 1 for the best run, counting up; NULL for a run without the figure it is ranked by
+-- column: rank: 1 for the best run, counting up, NULL for a run without the figure it is ranked by
 -- column: ranked_by: final_ema, or success_rate when no run has a final EMA (the same in every row)
 -- column: steps: deduplicated training steps
 -- column: trials: trials in the run
