@@ -1318,13 +1318,16 @@ def _typed(text: str | None, texts: list[str | None]) -> Any:
     (`null`) is NULL in a typed column and counts for no type; a column of nulls only is text."""
     values = [t for t in texts if t is not None and t != "null"]
 
+    def whole(t: str) -> bool:
+        return re.fullmatch(r"-?(0|[1-9]\d*)", t) is not None
+
     def integer(t: str) -> bool:
-        return re.fullmatch(r"-?(0|[1-9]\d*)", t) is not None and -(2**63) <= int(t) <= 2**63 - 1
+        return whole(t) and -(2**63) <= int(t) <= 2**63 - 1
 
     def number(t: str) -> bool:
         if re.fullmatch(r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?", t) is None:
             return False
-        return (abs(int(t)) <= 2**53) if integer(t) else math.isfinite(float(t))
+        return abs(int(t)) <= 2**53 if whole(t) else math.isfinite(float(t))
 
     if not values:
         return text

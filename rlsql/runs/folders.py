@@ -347,8 +347,10 @@ def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
                   key=lambda r: r.name)
     for pattern in settings.current().json_trials:
         if not any(fnmatch.fnmatchcase(r.name, pattern) for r in runs):
+            # a warning, not an error: RLSQL_JSON_TRIALS may name runs of another command's set
             shown = ", ".join(r.name for r in runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
-            raise UsageError(f"--json-trials {pattern}: no run is named so (the runs: {shown})")
+            warnings.warn(f"--json-trials {pattern} (RLSQL_JSON_TRIALS): no run is named so (the runs: {shown}); "
+                          "their trials come from their trials CSVs", RlsqlWarning, stacklevel=2)
     return [chosen_sources(r) for r in runs]
 
 

@@ -3,7 +3,7 @@
 -- description: The cross-run table: one row per run with run_summary's headline figures, then one column per
 --   rl_config.yaml key (dotted path) whose value differs between the runs (config_diff), or per key of the
 --   `keys` parameter, sorted by key: the run's value, typed BIGINT, DOUBLE or BOOLEAN when every run's value
---   is one, else text (version 3; version 2 gave text only). The config columns depend on the runs: rlsql
+--   is one, else text (version 3, where version 2 gave text only). The config columns depend on the runs: rlsql
 --   works them out from the configs when it creates the query (`keys` is read then, not at each query), so
 --   a BI tool or notebook can plot success_rate against trainer.policy.optimizer_config.lr directly. The same
 --   table with the keys in one MAP column: the view run_table_map.
@@ -35,7 +35,7 @@
 -- column: slowest_span_mean_s: its mean seconds over the rows where it ran
 -- column: slowest_span_share: its mean share of the step (0-1)
 -- column: *: a chosen config key (`config.KEY` if a column before has that name): the run's value, typed
---   BIGINT, DOUBLE or BOOLEAN when every run's is one, else text; NULL where the run lacks the key
+--   BIGINT, DOUBLE or BOOLEAN when every run's is one, else text, NULL where the run lacks the key
 {#- config_columns (rlsql/engine/sources.py SourceContext.config_columns): [{key, column, type}] in key order,
     worked out in Python from the runs' parsed configs (the keys config_diff finds, or the `keys` parameter's),
     since a view's columns cannot depend on the data (DuckDB refuses a PIVOT without IN list in a view). The

@@ -4,7 +4,7 @@
 --   files' agent_duration_sec, verifier) the median, mean and total seconds and the share of the summed
 --   trial_duration, then the time no phase covers (unattributed) or the excess of phases over the trial
 --   (overlap). No rows when the files have no phase column. A run with an older trials CSV (no phase
---   columns) beside trace_jobs/ takes the phases from its result.json files (version 2; version 1 had none).
+--   columns) beside trace_jobs/ takes the phases from its result.json files (version 2, where version 1 had none).
 -- grain: run, phase
 -- column: run: the run: its folder's name
 -- column: phase: environment_setup, agent_setup, agent_execution, verifier, then unattributed or overlap

@@ -3,7 +3,7 @@
 -- description: For a run with both a trials CSV and trace_jobs/: per trial_name, what its result.json holds
 --   that the CSV lacks (the trials view and trial_phases join it to the CSV's rows by run and trial_name):
 --   exception_message, started_at and finished_at, and the durations the run's CSV has no column for (a
---   parser older than the newest; NULL where the CSV has the column). Two files naming one trial: the first
+--   parser older than the newest, NULL where the CSV has the column). Two files naming one trial: the first
 --   in folder order. A result.json that is no trial is left out (rlsql check lists it).
 -- grain: run, trial_name
 -- column: run: the run: its folder's name

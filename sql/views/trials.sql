@@ -6,7 +6,7 @@
 --   > 0, Failure: reward = 0), durations, treatment (the route the config gives the exception type) and
 --   effective_treatment (a passthrough trial without a reward is masked), then, read from result.json,
 --   exception_message, started_at and finished_at: a run with both a CSV and trace_jobs takes those (and the
---   durations an older CSV lacks) from the result.json of the same trial_name (version 3; version 2 left
+--   durations an older CSV lacks) from the result.json of the same trial_name (version 3, where version 2 left
 --   them NULL).
 -- grain: run, trial_name
 -- column: run: the run: its folder's name
@@ -29,7 +29,7 @@
 -- column: effective_treatment: the treatment the trial really got: a passthrough trial without a reward is
 --   masked
 -- column: exception_message: the exception's message, from result.json (for a run with a trials CSV, the
---   file of the same trial_name; NULL without one)
+--   file of the same trial_name, NULL without one)
 -- column: started_at: when the trial started, UTC, from result.json (as exception_message)
 -- column: finished_at: when the trial finished, UTC, from result.json (as exception_message)
 {%- set filled = ["trial_duration", "environment_setup_duration", "agent_setup_duration", "agent_execution_duration",
