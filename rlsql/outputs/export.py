@@ -17,9 +17,11 @@ swaps in each whole tree or file instead. An export holds its folder's lock (wri
 from its second check of the targets to its last rename.
 
 Parquet files carry key-value metadata (METADATA_KEYS): what was exported, its version and
-fingerprint, the parameters, rlsql's and DuckDB's versions, every source file read (path, size,
-modification time, sha256) and the export time. CSV and JSON files get the same record in a
-sidecar `FILE.meta.json` (in a partition, in the partition's hidden mark).
+fingerprint, the parameters, rlsql's and DuckDB's versions, the source files read, the export time and
+each column's description (with PANDAS_ATTRS, where pandas looks). A file's sources are a summary whose
+full list (path, size, modification time, sha256) lies beside it in `FILE.sources.json`; a partition
+lists its own run's. CSV and JSON files get the whole record in a sidecar `FILE.meta.json` (in a
+partition, in the partition's hidden mark).
 """
 
 from __future__ import annotations
@@ -339,12 +341,18 @@ def _write_items(
     try:
         fingerprints = SourceFingerprints()
         exported_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+        beside_csv = any(r.artifact("harbor") is not None and r.artifact("trials") is not None for r in runs)
         written: list[Written] = []
         set_before: set[str] = set()
         for number, item in enumerate(kept, 1):
             columns = [c[0] for c in con.execute(f"DESCRIBE {identifier(item.name)}").fetchall()]
-            metadata = functools.partial(_metadata, item, values[item.name], catalog.closure([item.name]),
-                                         fingerprints, exported_at, columns, reads_result_files(con, item.name))
+            needed = catalog.closure([item.name])
+            # the result.json beside a trials CSV: in the provenance when the plan reads them (planning
+            # costs ~0.1 s over 300 runs, so only where there are such files to read)
+            fills = beside_csv and any(f.name == "harbor_fill_src" for f in needed) and reads_result_files(
+                con, item.name)
+            metadata = functools.partial(_metadata, item, values[item.name], needed, fingerprints, exported_at,
+                                         columns, fills)
             for pname in set_before:  # a view must not see a parameter set for an earlier query
                 con.execute(f"RESET VARIABLE {identifier(pname)}")
             set_before = set(values[item.name])

@@ -1,6 +1,6 @@
 -- name: harbor_fill_src
 -- version: 1
--- description: Harbor's result.json files of the runs that also have a trials CSV (the CSV gives the trials): per file, the columns a CSV lacks, read in place only by a query that reads one of them (trial_rows joins them to the CSV's rows by run and trial_name). exception_message, started_at and finished_at for every such run; trial_duration and the four phase durations only for a run whose CSV has no such column (a parser older than the newest), NULL for the others. Files are read as harbor_trials_src reads them: a file that is no trial has `problem` set.
+-- description: Harbor's result.json files of the runs that also have a trials CSV (the CSV gives the trials): per file, the columns a CSV lacks, read in place only by a query that reads one of them (the trial_fill view groups them by trial_name, the trials view and trial_phases join that to the CSV's rows). exception_message, started_at and finished_at for every such run; trial_duration and the four phase durations only for a run whose CSV has no such column (a parser older than the newest), NULL for the others. Files are read as harbor_trials_src reads them: a file that is no trial has `problem` set.
 -- artifact: harbor
 -- optional: true
 -- columns: trial_name VARCHAR, trial_duration DOUBLE, environment_setup_duration DOUBLE, agent_setup_duration DOUBLE, agent_execution_duration DOUBLE, verifier_duration DOUBLE, exception_message VARCHAR, started_at VARCHAR, finished_at VARCHAR, problem VARCHAR
