@@ -38,7 +38,7 @@ import re
 import statistics
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -337,8 +337,31 @@ def read_harbor_trials(trace_jobs: Path) -> list[Row]:
         }
         for phase in ("environment_setup", "agent_setup", "agent_execution", "verifier"):
             trial[f"{phase}_duration"] = _seconds(data.get(phase))
+        info = data.get("exception_info")
+        message = info.get("exception_message") if isinstance(info, dict) else None
+        trial["exception_message"] = message if isinstance(message, str) else None
+        trial["started_at"] = _stamp(data.get("started_at"))
+        trial["finished_at"] = _stamp(data.get("finished_at"))
         trials.append(trial)
     return trials
+
+
+def _stamp(value: Any) -> datetime | None:
+    """A result.json stamp as the trials view gives it: one with an offset (`Z`, `+02:00`) as that instant
+    in UTC, one without as written; anything unreadable None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return stamp.astimezone(UTC).replace(tzinfo=None) if stamp.tzinfo is not None else stamp
+
+
+#: docs/semantics.md, "Harbor trial folders": beside a trials CSV, result.json gives these (the CSV never does)...
+_JSON_ONLY = ("exception_message", "started_at", "finished_at")
+#: ...and these where the CSV has no such column (a parser older than the newest)
+_DURATIONS = _TRIAL_FLOAT[2:]
 
 
 def read_trials(run_dir: Path | str) -> list[Row]:
@@ -351,7 +374,26 @@ def read_trials(run_dir: Path | str) -> list[Row]:
     path = found["trials"]
     if path is None:
         return read_harbor_trials(found["harbor"]) if found["harbor"] is not None else []
-    return _parsed_rows(path, _trial_row)
+    rows = _parsed_rows(path, _trial_row)
+    for row in rows:
+        row.update(dict.fromkeys(_JSON_ONLY))
+    if found["harbor"] is None:
+        return rows
+    # a run with both: the CSV's trials, and for each the result.json of the same trial_name (the first file in
+    # folder order when two name one trial; a trial with none keeps NULL; a result.json the CSV does not list
+    # adds no trial): its exception_message and stamps, and the durations the CSV's header lacks
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        header = {name.strip() for name in next(csv.reader(handle), [])}
+    by_name: dict[str, Row] = {}
+    for trial in read_harbor_trials(found["harbor"]):
+        if trial["trial_name"] is not None:
+            by_name.setdefault(trial["trial_name"], trial)
+    filled = [*_JSON_ONLY, *(c for c in _DURATIONS if c not in header)]
+    for row in rows:
+        match = by_name.get(row["trial_name"])
+        if match is not None:
+            row.update({c: match[c] for c in filled})
+    return rows
 
 
 def _trial_row(raw: dict[str, str | None]) -> Row:
@@ -1260,12 +1302,44 @@ def q_run_table(run: str, run_dir: Path, span: int = 5, save_every: int | None =
     `config.KEY` where a headline column (compared case-insensitively) has that name."""
     row = q_run_table_map(run, run_dir, span, save_every, keys, run_dirs)[0]
     config = row.pop("config")
+    every = [c for c in (_flat_config(d) for d in (run_dirs or [run_dir])) if c is not None]
     taken = {c.lower() for c in row}
     for key, value in sorted(config.items()):
         column = key if key.lower() not in taken else f"config.{key}"
         taken.add(column.lower())
-        row[column] = value
+        row[column] = _typed(value, [c[key][1] for c in every if key in c])
     return [row]
+
+
+def _typed(text: str | None, texts: list[str | None]) -> Any:
+    """run_table version 3 (docs/semantics.md): a config column is BIGINT when every run's value is an
+    integer within 64 bits, DOUBLE when every value is a finite number (a JSON number: no `nan`, `1_000`,
+    leading zeros; integers within 2**53), BOOLEAN when every value is true/false, else text; a YAML null
+    (`null`) is NULL in a typed column and counts for no type; a column of nulls only is text."""
+    values = [t for t in texts if t is not None and t != "null"]
+
+    def whole(t: str) -> bool:
+        return re.fullmatch(r"-?(0|[1-9]\d*)", t) is not None
+
+    def integer(t: str) -> bool:
+        return whole(t) and -(2**63) <= int(t) <= 2**63 - 1
+
+    def number(t: str) -> bool:
+        if re.fullmatch(r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?", t) is None:
+            return False
+        return abs(int(t)) <= 2**53 if whole(t) else math.isfinite(float(t))
+
+    if not values:
+        return text
+    if text is None or text == "null":
+        return None
+    if all(t in ("true", "false") for t in values):
+        return text == "true"
+    if all(integer(t) for t in values):
+        return int(text)
+    if all(number(t) for t in values):
+        return float(text)
+    return text
 
 
 # --------------------------------------------------------------------------------------------

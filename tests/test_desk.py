@@ -313,15 +313,19 @@ def test_mistyped_run_path_gets_a_suggestion(capsys, monkeypatch) -> None:
     assert "calendr" in line and f"did you mean {RUNS / 'calendar'}" in line
 
 
-def test_runs_says_trace_jobs_was_ignored(tmp_path: Path, capsys, monkeypatch) -> None:
+def test_runs_says_where_the_trials_come_from(tmp_path: Path, capsys, monkeypatch) -> None:
     run = tmp_path / "both"
-    shutil.copytree(RUNS / "harbor_csv", run, ignore=shutil.ignore_patterns("trace_jobs"))
-    shutil.copytree(RUNS / "harbor" / "trace_jobs", run / "trace_jobs")  # result.json beside the trials CSV
+    shutil.copytree(RUNS / "harbor_csv", run)  # the trials CSV and trace_jobs/
     code, _, err = run_main(["runs", "-r", str(run)], capsys, monkeypatch)
     assert code == 0
-    assert "trace_jobs/ ignored" in err and "20260714_081500_trial_results.csv" in err
+    assert "trials from the CSV 20260714_081500_trial_results.csv; trace_jobs/ fills the columns it lacks" in err
     code, _, err = run_main(["runs", "-r", str(RUNS / "harbor")], capsys, monkeypatch)
-    assert code == 0 and "ignored" not in err
+    assert code == 0 and "fills" not in err
+    # --json-trials: trace_jobs/ is the trials file, the CSV is one file not read
+    code, out, err = run_main(["--json-trials", "both", "runs", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0 and "fills" not in err
+    (row,) = json.loads(out)
+    assert (row["trials_file"], row["trials"], row["ignored_files"]) == ("trace_jobs", 59, 1)
 
 
 # -- the declarative CLI ----------------------------------------------------------------------------------

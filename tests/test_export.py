@@ -30,10 +30,11 @@ METADATA_KEYS = {
     "rlsql.query.name", "rlsql.query.kind", "rlsql.query.version", "rlsql.query.fingerprint", "rlsql.query.params",
     "rlsql.version", "rlsql.duckdb_version", "rlsql.runs", "rlsql.sources", "rlsql.exported_at", "rlsql.columns",
 }  # fmt: skip
-# a partition keeps the item's identity and its own run's provenance; the rest is in the tree's mark
+# a partition keeps the item's identity, its own run's provenance and the column descriptions (where a reader of
+# the file looks); the rest is in the tree's mark
 PARTITION_KEYS = {
     "rlsql.query.name", "rlsql.query.version", "rlsql.query.fingerprint", "rlsql.query.params",
-    "rlsql.runs", "rlsql.sources", "rlsql.exported_at",
+    "rlsql.runs", "rlsql.sources", "rlsql.exported_at", "rlsql.columns",
 }  # fmt: skip
 TREE_KEYS = {
     "rlsql.query.name", "rlsql.query.kind", "rlsql.query.version", "rlsql.query.fingerprint",
@@ -74,8 +75,10 @@ def test_parquet_rows_types_and_metadata(tmp_path, capsys, monkeypatch) -> None:
     code, stdout, err = run_main(args, capsys, monkeypatch)
     assert code == 0, err
     assert stdout == ""  # the summary is a notice
-    assert _visible(out) == sorted(f"{n}.parquet" for n in (
-        "reward_curve", "trials", "steps", "metric_rows", "metrics_long", "vllm_seconds", "config"))
+    # each file's full list of source files beside it (the file holds a summary)
+    assert _visible(out) == sorted(f"{n}.parquet{s}" for n in (
+        "reward_curve", "trials", "steps", "metric_rows", "metrics_long", "vllm_seconds", "config")
+        for s in ("", ".sources.json"))
 
     # rows, counted from the CSVs by the oracle
     want_rows = {
@@ -121,7 +124,13 @@ def test_parquet_rows_types_and_metadata(tmp_path, capsys, monkeypatch) -> None:
         exported = dt.datetime.fromisoformat(meta["rlsql.exported_at"])
         assert started <= exported <= dt.datetime.now(dt.UTC)
     for name, artifact in [("trials", "trials"), ("reward_curve", "metrics"), ("config", "config")]:
-        sources = json.loads(_metadata(out / f"{name}.parquet")["rlsql.sources"])
+        summary = json.loads(_metadata(out / f"{name}.parquet")["rlsql.sources"])
+        listed = (out / summary["list"]).read_bytes()
+        assert summary["list"] == f"{name}.parquet.sources.json"
+        assert summary["sha256"] == hashlib.sha256(listed).hexdigest()
+        sources = json.loads(listed)
+        assert summary["runs"] == len({s["run"] for s in sources}) == 2
+        assert summary["files"] == len(sources) and summary["bytes"] == sum(s["size"] for s in sources)
         assert [(s["run"], s["artifact"]) for s in sources if s["artifact"] == artifact] == [
             ("calendar", artifact), ("tiny", artifact)]
         for source in sources:
@@ -211,7 +220,7 @@ def test_missing_artifact_named_fails_all_skips(tmp_path, capsys, monkeypatch) -
     assert code == 0, err
     assert "skipping vllm_summary" in err
     # vllm_summary and the three queries over agents' trajectories have nothing to read in this run
-    assert len(_visible(out)) == len(load_catalog().queries()) - 4
+    assert len([n for n in _visible(out) if n.endswith(".parquet")]) == len(load_catalog().queries()) - 4
     assert "vllm_summary.parquet" not in _visible(out)
 
 
@@ -278,17 +287,18 @@ def test_sigkill_leaves_the_previous_export(tmp_path, capsys, monkeypatch) -> No
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
     # the earlier export is intact; what the killed one left is only a hidden temporary
-    assert _visible(out) == ["trials.parquet"]
+    assert _visible(out) == ["trials.parquet", "trials.parquet.sources.json"]
     assert (out / "trials.parquet").read_bytes() == before
     assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "tiny"))
     # (the folder's lock file stays: see writes.folder_lock)
-    leftovers = [p.name for p in out.iterdir()
-                 if p.name not in ("trials.parquet", ".rlsql-export.json", ".rlsql-export.lock")]
+    leftovers = [p.name for p in out.iterdir() if p.name not in (
+        "trials.parquet", "trials.parquet.sources.json", ".rlsql-export.json", ".rlsql-export.lock")]
     assert leftovers and all(name.startswith(".trials.parquet.") and name.endswith(".rlsql-tmp") for name in leftovers)
     # the next export into the folder clears what the killed process left
     code, _, err = run_main(["export", "trials", "-r", str(RUNS / "newest"), "-o", str(out)], capsys, monkeypatch)
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == [".rlsql-export.json", ".rlsql-export.lock", "trials.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".rlsql-export.json", ".rlsql-export.lock", "trials.parquet", "trials.parquet.sources.json"]
     assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "newest"))
 
 
@@ -394,7 +404,8 @@ def test_run_table_exports_one_column_per_differing_config_key(tmp_path, capsys,
     want = oracle.expected("run_table", dirs)
     config_columns = [c for c in want[0] if c not in oracle.RUN_SUMMARY_COLUMNS]
     assert config_columns == ["trainer.policy.optimizer_config.lr"]
-    assert [w["trainer.policy.optimizer_config.lr"] for w in want] == ["1e-06", "3e-06"]
+    # typed: every run's value is a number (run_table version 3), so a BI tool plots it as one
+    assert [w["trainer.policy.optimizer_config.lr"] for w in want] == [1e-06, 3e-06]
     for fmt in ("parquet", "csv"):
         args = ["export", "run_table", "-f", fmt, "-o", str(tmp_path / fmt)]
         for run in dirs:
@@ -405,16 +416,18 @@ def test_run_table_exports_one_column_per_differing_config_key(tmp_path, capsys,
         if fmt == "parquet":
             table = pq.read_table(path)
             assert table.column_names == list(want[0])
-            assert all(table.schema.field(c).type == pa.string() for c in config_columns)
+            assert all(table.schema.field(c).type == pa.float64() for c in config_columns)
             got = table.to_pylist()
-            # each config column carries its `-- column: *:` description in the export's record
+            # the config columns share the `-- column: *:` description in the export's record, under `*`; every
+            # headline column has its own
             described = json.loads(_metadata(path)["rlsql.columns"])
-            assert all(described[c].startswith("a chosen config key") for c in config_columns)
+            assert described["*"].startswith("a chosen config key") and not set(config_columns) & set(described)
+            assert set(described) == {*oracle.RUN_SUMMARY_COLUMNS, "*"}
         else:
             with path.open(newline="") as fh:
                 rows = list(csv.DictReader(fh))
             assert list(rows[0]) == list(want[0])
-            got = [{c: (r[c] or None) for c in config_columns} for r in rows]
+            got = [{c: (float(r[c]) if r[c] else None) for c in config_columns} for r in rows]
             want = [{c: w[c] for c in config_columns} for w in want]
         assert_rows_match(got, want, f"run_table as {fmt}")
 
@@ -429,6 +442,6 @@ def test_run_table_keys_pick_the_columns_and_a_clashing_name_gets_a_prefix(tmp_p
     # sorted by key (code points: upper case first); a key named like a headline column (DuckDB compares names
     # without case) is `config.KEY`
     assert got.columns[-4:] == ["config.Run", "no.such.key", "config.steps", "trainer.hf_save_interval"]
-    assert got.rows[0][-4:] == ("x", None, "7", "2")
+    assert got.rows[0][-4:] == ("x", None, 7, 2)  # typed: 7 and 2 are BIGINT, `x` text, a key no run has text
     assert_rows_match(got.to_dicts(), oracle.expected("run_table", [run], keys="steps, Run,trainer.hf_save_interval,,"
                                                       "no.such.key"), "run_table keys")

@@ -56,6 +56,20 @@ def _kv(path: Path) -> dict[str, str]:
     return dict(rows)
 
 
+def _sources(path: Path) -> list[dict]:
+    """A Parquet file's source files: the list beside it (`FILE.sources.json`), which its summary names and
+    whose sha256 it holds."""
+    summary = json.loads(_kv(path)["rlsql.sources"])
+    listed = path.with_name(path.name + ".sources.json")
+    assert summary["list"] == listed.name and summary["sha256"] == _sha(listed)
+    return json.loads(listed.read_text())
+
+
+def _data(folder: Path) -> list[str]:
+    """The visible entries of an export folder but the lists of source files beside its Parquet files."""
+    return [n for n in _visible(folder) if not n.endswith(".sources.json")]
+
+
 def _rows_of(path: Path, run: str) -> list[dict]:
     return [r for r in pq.read_table(path).to_pylist() if r["run"] == run]
 
@@ -90,9 +104,11 @@ def test_the_grain_picks_merged_or_partitioned(tmp_path, capsys, monkeypatch) ->
     code, err = _export(out, capsys, monkeypatch, "--all", "--views", *[a for r in runs for a in ("-r", str(r))])
     assert code == 0, err
     items = (MERGED_QUERIES | PARTITIONED_QUERIES | MERGED_VIEWS | PARTITIONED_VIEWS) - TRAJECTORY_QUERIES
-    assert _visible(out) == sorted([f"{n}.parquet" for n in (MERGED_QUERIES | MERGED_VIEWS) - TRAJECTORY_QUERIES]
-                                   + [*(PARTITIONED_QUERIES - TRAJECTORY_QUERIES), *PARTITIONED_VIEWS])
-    assert len(_visible(out)) == len(items)
+    merged = (MERGED_QUERIES | MERGED_VIEWS) - TRAJECTORY_QUERIES
+    assert _data(out) == sorted([f"{n}.parquet" for n in merged]
+                                + [*(PARTITIONED_QUERIES - TRAJECTORY_QUERIES), *PARTITIONED_VIEWS])
+    assert len(_data(out)) == len(items)
+    assert set(_visible(out)) - set(_data(out)) == {f"{n}.parquet.sources.json" for n in merged}
     # a tree's partition names its own run only; a merged file names exactly the runs it holds
     for name in (PARTITIONED_QUERIES - TRAJECTORY_QUERIES) | PARTITIONED_VIEWS:
         for part in (out / name).glob("run=*/data_0.parquet"):
@@ -120,7 +136,7 @@ def test_export_a_then_b_then_a_again(tmp_path, capsys, monkeypatch, export_cloc
     export_clock()  # exported_at has whole seconds: the exports' stamps differ
     code, err = _export(out, capsys, monkeypatch, *items, "-r", str(b))
     assert code == 0, err
-    assert _visible(out) == sorted(f"{n}.parquet" for n in items)
+    assert _data(out) == sorted(f"{n}.parquet" for n in items)
     for name in items:
         path = out / f"{name}.parquet"
         for run in (a, b):
@@ -130,11 +146,11 @@ def test_export_a_then_b_then_a_again(tmp_path, capsys, monkeypatch, export_cloc
         assert [(r["name"], r["path"]) for r in runs] == [("calendar", str(b)), ("tiny", str(a))]
         # tiny's record keeps the time of its own export; calendar's is the file's
         assert "exported_at" not in runs[0] and runs[1]["exported_at"] < meta["rlsql.exported_at"]
-        trials = {s["run"]: s["sha256"] for s in json.loads(meta["rlsql.sources"]) if s["artifact"] == "trials"}
+        trials = {s["run"]: s["sha256"] for s in _sources(path) if s["artifact"] == "trials"}
         assert trials == {"tiny": _sha(oracle.find_artifacts(a)["trials"]),
                           "calendar": _sha(oracle.find_artifacts(b)["trials"])}
     before = {n: (_rows_of(out / f"{n}.parquet", "calendar"), json.loads(_kv(out / f"{n}.parquet")["rlsql.runs"])[0],
-                  [s for s in json.loads(_kv(out / f"{n}.parquet")["rlsql.sources"]) if s["run"] == "calendar"])
+                  [s for s in _sources(out / f"{n}.parquet") if s["run"] == "calendar"])
               for n in items}
     tiny_before = _rows_of(out / "turn_stats.parquet", "tiny")
     # tiny changes (fewer trials) and is exported again: its rows are replaced, calendar's stay as they were
@@ -151,9 +167,9 @@ def test_export_a_then_b_then_a_again(tmp_path, capsys, monkeypatch, export_cloc
         runs = json.loads(meta["rlsql.runs"])
         assert runs[0] == {**record, "exported_at": runs[0]["exported_at"]} and runs[0]["exported_at"] < meta[
             "rlsql.exported_at"]  # calendar's record carried over, now with its own time
-        assert [s for s in json.loads(meta["rlsql.sources"]) if s["run"] == "calendar"] == sources
+        assert [s for s in _sources(path) if s["run"] == "calendar"] == sources
         assert "exported_at" not in runs[1]  # tiny: exported now
-        tiny_trials = [s for s in json.loads(meta["rlsql.sources"]) if s["run"] == "tiny" and s["artifact"] == "trials"]
+        tiny_trials = [s for s in _sources(path) if s["run"] == "tiny" and s["artifact"] == "trials"]
         assert [s["sha256"] for s in tiny_trials] == [_sha(oracle.find_artifacts(a)["trials"])]
     assert _rows_of(out / "turn_stats.parquet", "tiny") != tiny_before  # the re-export did change tiny's rows
     # --replace-all: the file holds the runs of this export only
@@ -312,7 +328,7 @@ def test_an_older_tree_of_a_merged_item(tmp_path, capsys, monkeypatch) -> None:
     assert _visible(out) == ["turn_stats"]
     code, err = _export(out, capsys, monkeypatch, "turn_stats", "-r", str(RUNS / "calendar"), "--replace-all")
     assert code == 0, err
-    assert _visible(out) == ["turn_stats.parquet"]
+    assert _visible(out) == ["turn_stats.parquet", "turn_stats.parquet.sources.json"]
     # a folder of someone else's under that name is never removed, --replace-all or not
     (out / "turn_stats.parquet").unlink()
     (out / "turn_stats").mkdir()
@@ -339,7 +355,7 @@ def test_run_table_merged_keeps_the_file_config_columns(tmp_path, capsys, monkey
     code, err = _export(out, capsys, monkeypatch, "run_table", "-r", str(dirs[0]))
     assert code == 0, err
     want = oracle.expected("run_table", dirs)
-    assert [w["trainer.policy.optimizer_config.lr"] for w in want] == ["5e-06", "3e-06"]
+    assert [w["trainer.policy.optimizer_config.lr"] for w in want] == [5e-06, 3e-06]
     table = pq.read_table(out / "run_table.parquet")
     assert table.column_names == list(want[0])
     assert_rows_match(table.to_pylist(), want, "run_table merged")

@@ -46,10 +46,13 @@ def test_trace_jobs_answer_like_the_parsed_csv(name: str) -> None:
 
 
 def test_trials_view_is_the_same_row_for_row() -> None:
+    """harbor_csv keeps the trace_jobs/ its CSV was parsed from, which fills what the CSV lacks: every column
+    of the trials view is the Harbor run's, messages and stamps included."""
     columns = (
         "row_no, task_name, trial_name, n_episodes, n_input_tokens, n_output_tokens, exception_type, reward, "
         "outcome, agent_duration_sec, trial_duration, environment_setup_duration, agent_setup_duration, "
-        "agent_execution_duration, verifier_duration, treatment, effective_treatment"
+        "agent_execution_duration, verifier_duration, treatment, effective_treatment, exception_message, "
+        "started_at, finished_at"
     )
     con = rlsql.connect([HARBOR, PARSED])
     rows = {
@@ -58,7 +61,7 @@ def test_trials_view_is_the_same_row_for_row() -> None:
     }
     assert len(rows["harbor"]) == 59
     for got, want in zip(rows["harbor"], rows["harbor_csv"], strict=True):
-        assert got[:10] == want[:10] and got[-2:] == want[-2:]
+        assert got[:10] == want[:10] and got[15:] == want[15:]
         for g, w in zip(got[10:15], want[10:15], strict=True):
             assert g == pytest.approx(w, abs=1e-9) if w is not None else g is None
 
@@ -74,10 +77,13 @@ def test_extra_fields_are_readable() -> None:
         "FROM trials WHERE run = 'harbor'"
     ).fetchone()
     assert (started, finished, unfinished) == (59, 58, 1)
-    # a CSV has none of them
-    assert con.execute(
-        "SELECT count(exception_message) + count(started_at) + count(finished_at) FROM trials WHERE run = 'harbor_csv'"
-    ).fetchone() == (0,)
+    # the CSV has none of them: they come from the trace_jobs/ beside it, by trial_name, as the oracle reads them
+    got = con.execute(
+        "SELECT trial_name, exception_message, started_at, finished_at FROM trials WHERE run = 'harbor_csv' "
+        "ORDER BY row_no").fetchall()
+    want = [(t["trial_name"], t["exception_message"], t["started_at"], t["finished_at"])
+            for t in oracle.read_trials(PARSED)]
+    assert got == want and sum(1 for _, m, _, _ in got if m) == 17
     first = json.loads(next((HARBOR / "trace_jobs").glob("*/result.json")).read_text())
     got = con.execute(
         f"SELECT started_at FROM trials WHERE run = 'harbor' AND trial_name = '{first['trial_name']}'"
@@ -101,9 +107,7 @@ def test_a_folder_holding_only_trace_jobs_is_a_run(tmp_path: Path) -> None:
 
 def test_the_csv_wins_when_a_run_has_both(tmp_path: Path) -> None:
     run = tmp_path / "both"
-    shutil.copytree(PARSED, run)
-    shutil.rmtree(run / "trace_jobs")  # the CSV run's trajectories, replaced by Harbor's folders with result.json
-    shutil.copytree(HARBOR / "trace_jobs", run / "trace_jobs")
+    shutil.copytree(PARSED, run)  # the CSV and trace_jobs/
     csv_path = next(run.glob("*_trial_results.csv"))
     lines = csv_path.read_text().splitlines(keepends=True)
     csv_path.write_text("".join(lines[:11]))  # header and 10 trials: proves which source is read

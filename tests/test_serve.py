@@ -451,6 +451,23 @@ def test_fleet_groups_filters_sorts_and_draws_against_a_config_key(tmp_path) -> 
         assert trial_counts == [display(n) for n in want]
 
 
+def test_fleet_filters_and_groups_a_typed_config_key_by_its_text(tmp_path) -> None:
+    """run_table types fleet.lr DOUBLE (issue 27); the fleet page filters, groups and links by the key's text, so a
+    value the table would print rounded (1.23457e-06) still selects its runs."""
+    lrs = {"run_a": "1.23456789e-06", "run_b": "2.5e-06", "run_c": "1.23456789e-06"}
+    for name, lr in lrs.items():
+        shutil.copytree(RUNS / "tiny", tmp_path / "fleet" / name)
+        with (tmp_path / "fleet" / name / "rl_config.yaml").open("a") as fh:
+            fh.write(f"\nfleet:\n  lr: {lr}\n")
+    with client([tmp_path / "fleet"]) as c:
+        rows = tables(c.get("/", params=[("f", "fleet.lr=1.23456789e-06")]).text)["run_table"][1:]
+        assert sorted(r[1] for r in rows) == ["run_a", "run_c"]
+        page = c.get("/", params={"group": "fleet.lr"}).text
+        assert '<h2 class="group">fleet.lr = 1.23456789e-06' in page and '<h2 class="group">fleet.lr = 2.5e-06' in page
+        assert chart_specs(c.get("/", params={"x": "fleet.lr", "y": "trials"}).text)["fleet"]["x"] == sorted(
+            float(v) for v in lrs.values())
+
+
 def test_query_page_has_a_form_and_downloads(api) -> None:
     page = api.get("/query/reward_curve", params={"run": "tiny", "span": "3"})
     assert 'name="span"' in page.text and 'value="3"' in page.text

@@ -32,6 +32,12 @@ from tests.conftest import FIXTURE_RUNS, RUNS
 
 pytestmark = pytest.mark.spark
 
+sys.path.insert(0, str(RUNS.parent))
+try:
+    from harbor_runs import small_trial, write_trial
+finally:
+    sys.path.remove(str(RUNS.parent))
+
 REQUIRED = os.environ.get("RLSQL_REQUIRE_SPARK") == "1"
 
 
@@ -127,6 +133,13 @@ def awkward(tmp_path_factory) -> Path:
     # a config, so that this one run is also the one-run case of what compares runs' configs (run_table with
     # no differing key, config_diff, compare_runs' config column), which "all" cannot show
     shutil.copyfile(RUNS / "tiny" / "rl_config.yaml", run / "rl_config.yaml")
+    # trace_jobs/ beside the CSV, which has trial_duration but no phase columns: result.json fills the phases,
+    # the messages and stamps by trial_name (trial_fill, trial_phases), with a trial the CSV lacks and one
+    # trial named by two folders (the first in folder order counts)
+    trace_jobs = run / "trace_jobs"
+    for folder, name, exception in [("t1__a", "t1__a", None), ("t2__b", "t2__b", "ContextLengthExceededError"),
+                                    ("t2__b2", "t2__b", "NetworkError"), ("t9__z", "t9__z", None)]:
+        write_trial(trace_jobs, folder, small_trial(name, exception=exception))
     return run
 
 

@@ -46,7 +46,7 @@ def test_fixture_runs_hold_the_trajectories() -> None:
     # both trial sources: result.json files beside the trajectories, and a trials CSV with trace_jobs beside it
     assert (RUNS / "harbor" / "trace_jobs").is_dir() and not list(RUNS.glob("harbor/*_trial_results.csv"))
     assert list(RUNS.glob("harbor_csv/*_trial_results.csv"))
-    assert not list(RUNS.glob("harbor_csv/trace_jobs/*/result.json"))
+    assert list(RUNS.glob("harbor_csv/trace_jobs/*/result.json"))  # the CSV and the JSON it was parsed from
 
 
 @pytest.mark.parametrize("run", WITH_TRAJECTORIES)

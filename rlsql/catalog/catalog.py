@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     import jinja2
 
 _MACRO_NAME = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
-#: a template that lays out a column per config key (rendered per connection: SqlFile.per_runs)
-_PER_RUNS = re.compile(r"\bconfig_columns\b")
+#: a template whose SQL depends on the runs (rendered per connection: SqlFile.per_runs): run_table lays out a
+#: column per config key, trial_rows fills the durations an older trials CSV lacks from result.json
+_PER_RUNS = re.compile(r"\b(config_columns|json_phases)\b")
 
 
 def sql_root() -> Path:
@@ -85,8 +86,9 @@ class Catalog:
         return jinja_env(self.root)
 
     def render(self, f: SqlFile, **context: object) -> str:
-        """`f`'s SQL; `config_columns` (run_table's config keys, per connection) defaults to none."""
-        context = {"config_columns": [], **context}
+        """`f`'s SQL; `config_columns` (run_table's config keys) and `json_phases` (trial_rows' durations from
+        result.json), per connection, default to none."""
+        context = {"config_columns": [], "json_phases": {}, **context}
         template = self._templates.get(f.body)
         if template is None:  # compiled once per catalogue: a source is rendered per connection
             template = self._templates[f.body] = self.env.from_string(f.body)

@@ -84,8 +84,15 @@ class SqlFile:
         return "\n".join(kept).strip()
 
     def column_descriptions(self, columns: Iterable[str]) -> dict[str, str]:
-        """column -> description for the columns given (export writes this into Parquet's metadata)."""
-        return {column: self.column_doc(column) for column in columns}
+        """column -> description for the columns given that have their own `-- column:` line, and under `*`
+        the one description of the others (the trainer metrics or config keys a view passes through), when
+        there are any: export writes this into every Parquet file's metadata, and one line per metric column
+        would repeat the same text a hundred times in each run's partition."""
+        names = list(columns)
+        own = {column: self.column_docs[column] for column in names if self.column_docs.get(column)}
+        if len(own) < len(names) and self.column_docs.get(OTHER_COLUMNS):
+            own[OTHER_COLUMNS] = self.column_docs[OTHER_COLUMNS]
+        return own
 
     def column_doc(self, column: str) -> str:
         """The description of output column `column`: its own `-- column:` line, else the `*` one, else ''."""

@@ -290,7 +290,8 @@ def runs_command(run: RunOption = None, fmt: FormatOption = None) -> None:
     for found in runs:
         trials, harbor = found.artifact("trials"), found.artifact("harbor")
         if trials is not None and harbor is not None:
-            say(f"run {found.name!r}: {HARBOR_DIR}/ ignored: the trials CSV {trials.path.name} is read instead")
+            say(f"run {found.name!r}: trials from the CSV {trials.path.name}; {HARBOR_DIR}/ fills the columns it "
+                "lacks (--json-trials reads it instead)")
     columns, rows = inventory(runs)
     _emit_rows(fmt, columns, rows)
 
@@ -613,6 +614,12 @@ def main_options(
         typer.Option("--from-logs", help="Read trainer metrics and vLLM stats from a run's raw training logs even "
                      "when its parser CSVs exist (RLSQL_FROM_LOGS=1)."),
     ] = False,
+    json_trials: Annotated[
+        list[str] | None,
+        typer.Option("--json-trials", metavar="RUN", help="Read this run's trials (a name, or a glob over names: "
+                     "'*' every run) from trace_jobs/*/result.json even when it has a trials CSV; repeatable "
+                     "(RLSQL_JSON_TRIALS)."),
+    ] = None,
 ) -> None:
     """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml.
 
@@ -621,7 +628,8 @@ def main_options(
     if use_cache and no_cache:
         raise UsageError("--cache and --no-cache contradict each other; give one")
     chosen = settings.Settings.from_env().replace(
-        cache="on" if use_cache else "off" if no_cache else None, verbose=verbose or None, from_logs=from_logs or None)
+        cache="on" if use_cache else "off" if no_cache else None, verbose=verbose or None, from_logs=from_logs or None,
+        json_trials=tuple(json_trials) if json_trials else None)
     # current for the command's duration: the context closes it when the command returns, so nothing
     # carries over to a later command in the same process (tests, a notebook calling main)
     ctx.with_resource(settings.active(chosen))

@@ -61,6 +61,11 @@ class Settings:
     from_logs: bool = field(default=False, metadata=_doc(
         "RLSQL_FROM_LOGS", "--from-logs",
         "Read trainer metrics and vLLM stats from a run's raw training logs even where the parser's CSVs exist."))
+    json_trials: tuple[str, ...] = field(default=(), metadata=_doc(
+        "RLSQL_JSON_TRIALS", "--json-trials",
+        "Runs (names, or globs over names: `*` every run) whose trials come from Harbor's "
+        "trace_jobs/*/result.json outright even where a trials CSV exists (which then fills only the "
+        "columns it lacks). Space separated in the variable; the flag is repeatable."))
     engine: str = field(default="duckdb", metadata=_doc(
         "RLSQL_ENGINE", "--engine", "duckdb (in process) or spark (SPARK_REMOTE, else a local session)."))
     verbose: bool = field(default=False, metadata=_doc(

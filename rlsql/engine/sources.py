@@ -24,8 +24,13 @@ from rlsql.engine.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import csvfiles as csvread
 from rlsql.runs import harbor
 from rlsql.runs.artifacts import INTEGER_COLUMNS
-from rlsql.runs.config import config_rows
-from rlsql.runs.folders import Run, csv_header
+from rlsql.runs.config import config_rows, value_type
+from rlsql.runs.folders import Run, csv_header, read_header
+
+#: the trial durations the newest parser writes and older ones lack: a run with trace_jobs beside an older
+#: CSV takes them from result.json
+TRIAL_PHASES = ("trial_duration", "environment_setup_duration", "agent_setup_duration", "agent_execution_duration",
+                "verifier_duration")
 
 
 @dataclass(frozen=True)
@@ -105,15 +110,24 @@ class SourceContext:
         return sorted(key for key, seen in values.items() if len(seen) > 1)
 
     def config_columns(self, f: SqlFile, keys: str | None = None) -> list[dict]:
-        """run_table's config columns: [{key, column}] for the `keys` given (else this context's), else the
-        differing keys, in key order. A column is named by its key, or `config.KEY` when that name
-        (case-insensitively, as DuckDB compares names) is already one of `f`'s own columns or an earlier key's."""
+        """run_table's config columns: [{key, column, type}] for the `keys` given (else this context's), else
+        the differing keys, in key order. A column is named by its key, or `config.KEY` when that name
+        (case-insensitively, as DuckDB compares names) is already one of `f`'s own columns or an earlier key's.
+        Its type is BIGINT, DOUBLE or BOOLEAN when every run's value (the first in document order) is one
+        (rlsql.runs.config.value_type), else VARCHAR: a BI tool then plots lr as a number."""
         keys_given = self.config_keys if keys is None else keys
         if keys_given is not None:
             chosen = sorted({k.strip() for k in keys_given.split(",") if k.strip()})
         else:
             chosen = self.differing_keys()
         taken = {name.lower() for name in f.column_docs if name != "*"}
+        first: dict[str, list[str | None]] = {}
+        for rows in self.config_leaves.values():
+            seen: set[str] = set()
+            for r in rows:
+                if r["key"] not in seen:
+                    seen.add(r["key"])
+                    first.setdefault(r["key"], []).append(r["value"])
         columns = []
         for key in chosen:
             column = key if key.lower() not in taken else f"config.{key}"
@@ -121,7 +135,7 @@ class SourceContext:
             while column.lower() in taken:
                 column, n = f"config.{key}#{n}", n + 1
             taken.add(column.lower())
-            columns.append({"key": key, "column": column})
+            columns.append({"key": key, "column": column, "type": value_type(first.get(key, []))})
         return columns
 
     @functools.cached_property
@@ -198,8 +212,37 @@ class SourceContext:
         """Whether any run's trials are read from Harbor's trace_jobs (it has them and no trials CSV)."""
         return any(run.artifact("harbor") is not None and run.artifact("trials") is None for run in self.runs)
 
-    def harbor_context(self) -> dict:
-        """files: per run that has trace_jobs and no trials CSV (the CSV wins), its listed trial folders.
+    @functools.cached_property
+    def json_phases(self) -> dict[str, list[str]]:
+        """Duration column -> the runs with trace_jobs beside a trials CSV whose header lacks it (a parser
+        before the newest wrote no phase columns): those runs take it from result.json (harbor_fill_src)."""
+        phases: dict[str, list[str]] = {}
+        for run in self.runs:
+            trials = run.artifact("trials")
+            if trials is None or run.artifact("harbor") is None:
+                continue
+            try:
+                header = set(read_header(trials.path))
+            except DataError:
+                continue  # the CSV is skipped with its own warning; nothing to fill
+            for column in TRIAL_PHASES:
+                if column not in header:
+                    phases.setdefault(column, []).append(run.name)
+        return phases
+
+    def runs_context(self, f: SqlFile, keys: str | None = None) -> dict:
+        """What a view or query whose SQL depends on the runs (SqlFile.per_runs) is rendered with: run_table's
+        config columns, trial_rows' duration columns some run takes from result.json."""
+        context: dict = {}
+        if "config_columns" in f.body:
+            context["config_columns"] = self.config_columns(f, keys)
+        if "json_phases" in f.body:
+            context["json_phases"] = self.json_phases
+        return context
+
+    def harbor_context(self, beside_csv: bool = False) -> dict:
+        """files: per run that has trace_jobs and no trials CSV (the CSV wins), its listed trial folders;
+        with `beside_csv`, per run that has both (harbor_fill_src: the columns the CSV lacks).
 
         `names` holds every listed folder name, sorted and '/'-joined (a name cannot hold a '/');
         `read_names` the ones DuckDB reads, escaped (harbor.reader_path) as `reader_prefix` is, so
@@ -209,7 +252,7 @@ class SourceContext:
         refused: list[dict] = []
         for run in self.runs:
             artifact = run.artifact("harbor")
-            if artifact is None or run.artifact("trials") is not None:
+            if artifact is None or (run.artifact("trials") is not None) != beside_csv:
                 continue
             prefix = str(artifact.path)
             listing = harbor.list_trials(artifact.path)
@@ -229,7 +272,7 @@ class SourceContext:
         rendered with its config columns, its fingerprint changed with them; any other file as it is."""
         if not f.per_runs:
             return f
-        rendered = catalog.render(f, config_columns=self.config_columns(f, keys))
+        rendered = catalog.render(f, **self.runs_context(f, keys))
         fingerprint = hashlib.sha256(f"{f.fingerprint}\0{rendered}".encode()).hexdigest()[:16]
         return dataclasses.replace(f, rendered=rendered, fingerprint=fingerprint)
 
@@ -239,7 +282,7 @@ class SourceContext:
         if f.kind == "source":
             return self.render(catalog, f)
         if f.per_runs:
-            return catalog.render(f, config_columns=self.config_columns(f))
+            return catalog.render(f, **self.runs_context(f))
         return f.rendered
 
     def render(self, catalog: Catalog, source: SqlFile) -> str:
@@ -250,7 +293,8 @@ class SourceContext:
             context["config_function"] = self.config_function
             context["config_docs"] = [] if self.config_function else self.config_docs
         elif source.artifact == "harbor":
-            context.update(self.harbor_context(), columns=source.columns)
+            beside_csv = source.name == "harbor_fill_src"
+            context.update(self.harbor_context(beside_csv), columns=source.columns, json_phases=self.json_phases)
         elif source.artifact == "trajectories":  # rlsql/trajectories.py lists the files
             from rlsql.runs.trajectories import render_context
 

@@ -248,6 +248,14 @@ def comment_columns(con: duckdb.DuckDBPyConnection, files: Iterable[SqlFile]) ->
         con.execute(statement)
 
 
+def reads_result_files(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether reading all of view `name` on `con` (open_connection's: Harbor's trials loaded) reads result.json
+    files in place: the ones beside a trials CSV (harbor_fill_src), which DuckDB reads only for a column the
+    CSV lacks and drops from the plan otherwise. Asked of the plan, so that provenance lists what was read."""
+    plan = con.execute(f"EXPLAIN SELECT * FROM {identifier(name)}").fetchall()
+    return any("READ_BLOB" in str(row[-1]).upper() for row in plan)
+
+
 def open_connection(
     runs: Sequence[Run],
     names: Iterable[str] | None = None,

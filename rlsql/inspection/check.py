@@ -231,6 +231,15 @@ class ViewFindings:
 
     HARBOR = ("SELECT run, source_file, problem, bad_values, nonfinite FROM harbor_trials_src {where} "
               "ORDER BY run, row_no")
+    # beside a trials CSV: the files that are no trial, and how the CSV's trials and result.json's meet
+    FILL_PROBLEMS = ("SELECT run, source_file, problem FROM harbor_fill_src WHERE problem IS NOT NULL {also} "
+                     "ORDER BY run, row_no")
+    FILL = ("SELECT run, count(*) FILTER (WHERE in_csv AND in_json), count(*) FILTER (WHERE in_csv), "
+            "count(*) FILTER (WHERE NOT in_csv) FROM (SELECT coalesce(c.run, j.run) AS run, "
+            "c.run IS NOT NULL AS in_csv, j.run IS NOT NULL AS in_json "
+            "FROM (SELECT DISTINCT run, trial_name FROM trials_src) AS c "
+            "FULL JOIN trial_fill AS j ON j.run = c.run AND j.trial_name = c.trial_name) "
+            "WHERE run IN (SELECT run FROM trial_fill) {also} GROUP BY run")
     TWICE = ("SELECT run, step, list(DISTINCT log_file ORDER BY log_file) FROM metric_rows "
              "WHERE step IS NOT NULL {also} GROUP BY run, step HAVING count(*) > 1 ORDER BY run, step")
     NO_STEP = "SELECT run, count(*) FROM metric_rows WHERE step IS NULL {also} GROUP BY run"
@@ -244,6 +253,8 @@ class ViewFindings:
         self.grouped: dict[str, dict[str, list[tuple]] | None] = {}
         wanted = {
             "harbor": any(r.artifact("harbor") and r.artifact("trials") is None for r in runs),
+            "fill_problems": any(r.artifact("harbor") and r.artifact("trials") for r in runs),
+            "fill": any(r.artifact("harbor") and r.artifact("trials") for r in runs),
             "twice": any(r.artifact("metrics") or r.artifact("logs") for r in runs),
             "no_step": any(r.artifact("metrics") or r.artifact("logs") for r in runs),
             "bad_stamps": any(r.artifact("vllm") or r.artifact("logs") for r in runs),
@@ -255,7 +266,8 @@ class ViewFindings:
 
     def _sql(self, key: str, run: str | None) -> tuple[str, list]:
         template = {"harbor": self.HARBOR, "twice": self.TWICE, "no_step": self.NO_STEP,
-                    "bad_stamps": self.BAD_STAMPS, **LOG_ROWS}[key]
+                    "bad_stamps": self.BAD_STAMPS, "fill": self.FILL, "fill_problems": self.FILL_PROBLEMS,
+                    **LOG_ROWS}[key]
         if run is None:
             return template.format(where="", also=""), []
         return template.format(where="WHERE run = ?", also="AND run = ?"), [run]
@@ -291,7 +303,7 @@ def _check_harbor(report: RunReport, run: Run, found: ViewFindings) -> None:
     if trace_jobs is None:
         return
     if run.artifact("trials") is not None:
-        report.add("info", trace_jobs.path, "trace_jobs not read: the run's trials CSV is used instead")
+        _check_fill(report, run, found)
         return
     try:
         rows = found.rows_for("harbor", run.name)
@@ -313,6 +325,25 @@ def _check_harbor(report: RunReport, run: Run, found: ViewFindings) -> None:
         report.add("info", trace_jobs.path,
                    f"{in_flight} trial folder{'s' if in_flight != 1 else ''} without a result.json yet (in flight): "
                    "not read")
+
+
+def _check_fill(report: RunReport, run: Run, found: ViewFindings) -> None:
+    """trace_jobs beside a trials CSV: the CSV gives the trials, result.json the columns it lacks, by trial_name."""
+    trace_jobs = run.artifact("harbor")
+    assert trace_jobs is not None
+    try:
+        problems, counts = found.rows_for("fill_problems", run.name), found.rows_for("fill", run.name)
+    except duckdb.Error as exc:
+        report.add("error", trace_jobs.path, data_error_text(exc))
+        return
+    for path, problem in problems:
+        report.add("warning", path, f"{problem}: skipped, fills no trial")
+    matched, listed, extra = counts[0] if counts else (0, 0, 0)
+    report.add("info", trace_jobs.path,
+               f"the trials come from the CSV; result.json fills what it lacks (exception_message, started_at, "
+               f"finished_at, durations it has no column for) for {matched:,} of its {listed:,} trials by "
+               f"trial_name; {extra:,} result.json trial{'s are' if extra != 1 else ' is'} not in the CSV "
+               "(not counted; --json-trials reads trace_jobs/ instead)")
 
 
 def _check_logs(report: RunReport, run: Run, found: ViewFindings) -> None:
@@ -438,7 +469,7 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
     reports = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", harbor.HarborFilesWarning)  # each file is listed as an issue below
-        con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src"])
+        con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src", "trial_fill", "trials_src"])
     found = ViewFindings(con, runs)
     probes = CsvProbes(con, runs)
     agents = trajectory_findings(runs)  # one read of every trajectory file
@@ -449,6 +480,11 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
                 CSV_ARTIFACTS["metrics"] + CSV_ARTIFACTS["vllm"]
             ):
                 report.add("info", ignored, "not read: --from-logs reads the run's training logs instead")
+                continue
+            if "harbor" in run.artifacts and "trials" not in run.artifacts and ignored.name.endswith(
+                CSV_ARTIFACTS["trials"]
+            ):
+                report.add("info", ignored, "not read: --json-trials reads the run's trace_jobs/ instead")
                 continue
             report.add("info", ignored, "older parse (or unprefixed copy) not read: a newer file wins")
         for kind in CSV_ARTIFACTS:

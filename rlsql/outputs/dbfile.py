@@ -97,7 +97,6 @@ def _build(
         con.execute(f"USE {_ALIAS}")
         with settings.in_place():  # the file's views read the runs' files, never a cache copy that may go
             create_objects(con, runs, catalog.order, catalog)
-        comment_columns(con, catalog.order)
         tables = 0
         if materialize:
             for f in catalog.order:
@@ -114,6 +113,8 @@ def _build(
                 con.execute(f"ALTER TABLE {_BUILDING} RENAME TO {name}")
                 con.execute(f"COMMENT ON TABLE {name} IS {literal(f.description)}")
                 tables += 1
+        # after materializing: a table made from a view starts without the view's column comments
+        comment_columns(con, catalog.order)
         _write_metadata(con, runs, catalog, materialize, storage_version)
         con.execute("CHECKPOINT")
         con.execute("USE memory")
@@ -150,3 +151,6 @@ def _write_metadata(
         "COMMENT ON TABLE rlsql_metadata IS "
         + literal("How rlsql built this file: versions, runs, source files (path, size, mtime, sha256), queries.")
     )
+    con.execute("COMMENT ON COLUMN rlsql_metadata.key IS "
+                + literal("what the row records: rlsql_version, duckdb_version, runs, sources, queries, ..."))
+    con.execute("COMMENT ON COLUMN rlsql_metadata.value IS " + literal("its value (a list or mapping as JSON text)"))

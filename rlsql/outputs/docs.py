@@ -105,7 +105,8 @@ def data_contract_md(catalog: Catalog | None = None) -> str:
     artifacts.append({"kind": "config", "label": LABELS["config"], "prefixed": f"`{CONFIG_NAMES[0]}`",
                       "plain": " or ".join(f"`{n}`" for n in CONFIG_NAMES[1:])})
     artifacts.append({"kind": "harbor", "label": LABELS["harbor"],
-                      "prefixed": f"`{HARBOR_DIR}/<trial>/{HARBOR_RESULT}` (when the trials CSV is absent)",
+                      "prefixed": f"`{HARBOR_DIR}/<trial>/{HARBOR_RESULT}` (the trials when the trials CSV is "
+                                  "absent; beside it, what it lacks)",
                       "plain": ""})
     sources = [
         {"name": f.name, "artifact": f.artifact, "optional": f.optional, "description": f.description,

@@ -17,9 +17,11 @@ swaps in each whole tree or file instead. An export holds its folder's lock (wri
 from its second check of the targets to its last rename.
 
 Parquet files carry key-value metadata (METADATA_KEYS): what was exported, its version and
-fingerprint, the parameters, rlsql's and DuckDB's versions, every source file read (path, size,
-modification time, sha256) and the export time. CSV and JSON files get the same record in a
-sidecar `FILE.meta.json` (in a partition, in the partition's hidden mark).
+fingerprint, the parameters, rlsql's and DuckDB's versions, the source files read, the export time and
+each column's description (with PANDAS_ATTRS, where pandas looks). A file's sources are a summary whose
+full list (path, size, modification time, sha256) lies beside it in `FILE.sources.json`; a partition
+lists its own run's. CSV and JSON files get the whole record in a sidecar `FILE.meta.json` (in a
+partition, in the partition's hidden mark).
 """
 
 from __future__ import annotations
@@ -47,8 +49,15 @@ from rlsql.core.version import __version__
 from rlsql.engine.failures import query_failure
 from rlsql.engine.query import bind_params
 from rlsql.engine.sources import SourceContext
-from rlsql.engine.statements import open_connection
-from rlsql.outputs.exportmerge import carried_config_keys, merge, merged_by_run, sidecar
+from rlsql.engine.statements import open_connection, reads_result_files
+from rlsql.outputs.exportmerge import (
+    carried_config_keys,
+    merge,
+    merged_by_run,
+    sidecar,
+    sources_sidecar,
+    sources_summary,
+)
 from rlsql.outputs.provenance import SourceFingerprints
 from rlsql.runs.artifacts import MissingArtifact, check_artifacts
 from rlsql.runs.folders import Run
@@ -92,9 +101,9 @@ METADATA_KEYS = (
     "rlsql.columns",
 )
 #: what a partition's own file (or, for CSV/JSON, its mark) keeps of METADATA_KEYS: the item's
-#: identity and its run's provenance. The rest is the same for every partition of an export and is
-#: written once, in the tree's mark (key `metadata`): one copy of the column docs instead of one per
-#: run (`rlsql.columns` alone was most of a small partition's bytes).
+#: identity, its run's provenance and the column descriptions (where readers of the file look; compact
+#: since the metric columns share one, SqlFile.column_descriptions). The rest is the same for every
+#: partition of an export and is written once, in the tree's mark (key `metadata`).
 PARTITION_KEYS = (
     "rlsql.query.name",
     "rlsql.query.version",
@@ -103,6 +112,7 @@ PARTITION_KEYS = (
     "rlsql.runs",
     "rlsql.sources",
     "rlsql.exported_at",
+    "rlsql.columns",
 )
 #: what the tree's mark keeps once for all its partitions
 TREE_KEYS = (
@@ -292,8 +302,7 @@ def _check_targets(
                 _check_tree_replaceable(target, item.name, runs, replace_all)
                 continue
             _check_file_replaceable(target)
-            if fmt != "parquet":
-                _check_file_replaceable(sidecar(target))
+            _check_file_replaceable(sidecar(target) if fmt != "parquet" else sources_sidecar(target))
             if partitioned:
                 _check_old_tree(out_dir / item.name, item.name, fmt, replace_all)
 
@@ -332,12 +341,18 @@ def _write_items(
     try:
         fingerprints = SourceFingerprints()
         exported_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+        beside_csv = any(r.artifact("harbor") is not None and r.artifact("trials") is not None for r in runs)
         written: list[Written] = []
         set_before: set[str] = set()
         for number, item in enumerate(kept, 1):
             columns = [c[0] for c in con.execute(f"DESCRIBE {identifier(item.name)}").fetchall()]
-            metadata = functools.partial(_metadata, item, values[item.name], catalog.closure([item.name]),
-                                         fingerprints, exported_at, columns)
+            needed = catalog.closure([item.name])
+            # the result.json beside a trials CSV: in the provenance when the plan reads them (planning
+            # costs ~0.1 s over 300 runs, so only where there are such files to read)
+            fills = beside_csv and any(f.name == "harbor_fill_src" for f in needed) and reads_result_files(
+                con, item.name)
+            metadata = functools.partial(_metadata, item, values[item.name], needed, fingerprints, exported_at,
+                                         columns, fills)
             for pname in set_before:  # a view must not see a parameter set for an earlier query
                 con.execute(f"RESET VARIABLE {identifier(pname)}")
             set_before = set(values[item.name])
@@ -347,14 +362,16 @@ def _write_items(
             target = targets[item.name]
             try:
                 if partition_by and item.name not in trees:
-                    done = _write_merged(con, select, fmt, target, item, runs, metadata(runs), replace_all)
+                    # run_table's config columns: typed by their values, so retyped when merged with kept rows
+                    loose = [c for c in columns if c not in item.column_docs]
+                    done = _write_merged(con, select, fmt, target, item, runs, metadata(runs), replace_all, loose)
                     old_tree = out_dir / item.name
                     if replace_all and old_tree.is_dir() and not old_tree.is_symlink():
                         remove_dir(old_tree)  # checked: an older rlsql's tree of this item, every entry marked
                 elif partition_by:
                     done = _write_tree(con, select, fmt, target, item.name, runs, metadata, replace_all)
                 else:
-                    meta = metadata(runs)
+                    meta = _listed_beside(metadata(runs), target, fmt)
                     done = _write_file(con, select, _copy_options(fmt, meta), target, item.name)
                     if fmt != "parquet":
                         write_text(sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
@@ -385,14 +402,15 @@ def _merged_config_keys(
 
 def _metadata(
     item: SqlFile, params: dict[str, Any], needed: Sequence[SqlFile], fingerprints: SourceFingerprints,
-    exported_at: str, columns: Sequence[str], runs: Sequence[Run],
+    exported_at: str, columns: Sequence[str], fills: bool, runs: Sequence[Run],
 ) -> dict[str, str]:
-    """The provenance record of `item` exported over `runs` (all of them, or one partition's run)."""
+    """The provenance record of `item` exported over `runs` (all of them, or one partition's run). `fills`:
+    whether its plan reads the result.json files beside a trials CSV (reads_result_files)."""
     return dict(zip(METADATA_KEYS, (
         item.name, item.kind, item.version, item.fingerprint, json.dumps(params),
         __version__, duckdb.__version__,
         json.dumps([{"name": r.name, "path": str(r.path)} for r in runs]),
-        json.dumps(fingerprints.for_files(runs, needed)),
+        json.dumps(fingerprints.for_files(runs, needed, fills)),
         exported_at,
         # column -> its `-- column:` description (Parquet has no per-column comment of its own)
         json.dumps(item.column_descriptions(columns)),
@@ -434,8 +452,14 @@ def _check_tree_replaceable(tree: Path, name: str, runs: Sequence[Run], replace_
             raise _not_ours(part)
 
 
+#: the file metadata key pandas reads into `DataFrame.attrs` (pandas.read_parquet; the only metadata it shows)
+PANDAS_ATTRS = "PANDAS_ATTRS"
+
+
 def _copy_options(fmt: str, metadata: dict[str, str]) -> str:
     if fmt == "parquet":
+        if "rlsql.columns" in metadata:  # df.attrs["rlsql.columns"] in pandas (bench/parquet_readers.py)
+            metadata = {**metadata, PANDAS_ATTRS: json.dumps({"rlsql.columns": json.loads(metadata["rlsql.columns"])})}
         kv = ", ".join(f"{identifier(k)}: {literal(v)}" for k, v in metadata.items())
         return ", ".join(["FORMAT parquet", "COMPRESSION zstd", f"KV_METADATA {{{kv}}}"])
     if fmt == "csv":
@@ -458,21 +482,33 @@ def _copy(con: duckdb.DuckDBPyConnection, select: str, to: Path, options: str, t
 
 def _write_merged(
     con: duckdb.DuckDBPyConnection, select: str, fmt: str, target: Path, item: SqlFile, runs: Sequence[Run],
-    record: dict[str, str], replace_all: bool,
+    record: dict[str, str], replace_all: bool, loose: Sequence[str],
 ) -> Written:
     """One file of an item with about one row per run (rlsql.outputs.exportmerge): the exported runs' rows
     replace theirs in it, the other runs' rows and records stay."""
 
     def copy(sql: str, meta: dict[str, str], columns: list[str]) -> int:
-        meta = {**meta, "rlsql.columns": json.dumps(item.column_descriptions(columns))}
+        meta = _listed_beside({**meta, "rlsql.columns": json.dumps(item.column_descriptions(columns))}, target, fmt)
         with atomic_path(target, mark=True) as tmp:
             rows = _copy(con, sql, tmp, _copy_options(fmt, meta), target, tmp)
         if fmt != "parquet":
             write_text(sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
         return rows
 
-    rows, file_rows = merge(con, select, fmt, target, runs, record, replace_all, copy, _null_row)
+    rows, file_rows = merge(con, select, fmt, target, runs, record, replace_all, copy, _null_row, loose)
     return Written(item.name, target, rows, target.stat().st_size, 1, file_rows)
+
+
+def _listed_beside(meta: dict[str, str], target: Path, fmt: str) -> dict[str, str]:
+    """A Parquet file's record with its sources summarised (exportmerge.sources_summary) and the full list
+    written beside it first, as `FILE.sources.json`: over 300 runs the list was 180 kB of a 229 kB
+    run_table.parquet. A partition (one run's files) and a CSV or JSON file's sidecar keep the list."""
+    if fmt != "parquet":
+        return meta
+    sources = json.loads(meta["rlsql.sources"])
+    text = "[\n" + ",\n".join(json.dumps(source) for source in sources) + "\n]\n"  # a file a line
+    write_text(sources_sidecar(target), text, mark=True)
+    return {**meta, "rlsql.sources": json.dumps(sources_summary(sources, text, target))}
 
 
 def _write_file(con: duckdb.DuckDBPyConnection, select: str, options: str, target: Path, name: str) -> Written:

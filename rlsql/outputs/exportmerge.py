@@ -13,8 +13,9 @@ its last rename, so two exports into one folder cannot drop each other's runs.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ import duckdb
 
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core.errors import UsageError
-from rlsql.core.sqltext import identifier, literal
+from rlsql.core.sqltext import identifier, literal, sql_type
+from rlsql.runs.config import value_type
 from rlsql.runs.folders import Run
 
 #: grain columns (after `run`) naming a small vocabulary fixed by the data contract or the run's setup,
@@ -49,6 +51,34 @@ def merged_by_run(item: SqlFile) -> bool:
 def sidecar(target: Path) -> Path:
     """Where a CSV or JSON file's provenance goes: `FILE.meta.json`."""
     return target.with_name(target.name + ".meta.json")
+
+
+def sources_sidecar(target: Path) -> Path:
+    """Where a Parquet file's full list of source files goes: `FILE.sources.json` (the file holds a summary)."""
+    return target.with_name(target.name + ".sources.json")
+
+
+def sources_summary(sources: Sequence[dict], text: str, target: Path) -> dict[str, Any]:
+    """What a Parquet file keeps of its `sources` (written as `text` to its sources_sidecar): how many runs,
+    files and bytes, and the sha256 of the sidecar's bytes, so that the list beside it can be checked."""
+    return {"list": sources_sidecar(target).name, "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "runs": len({s.get("run") for s in sources}), "files": sum(s.get("files", 1) for s in sources),
+            "bytes": sum(s.get("size", 0) for s in sources)}
+
+
+def listed_sources(record: dict[str, str], target: Path) -> list | None:
+    """A record's `rlsql.sources` as the list of files: inline (a partition, a CSV's sidecar, an older
+    export), or the summary's sidecar when its sha256 is the summary's; None when neither reads."""
+    sources = _loads(record.get("rlsql.sources"))
+    if isinstance(sources, dict) and isinstance(sources.get("list"), str):
+        try:
+            text = (target.parent / Path(sources["list"]).name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        if hashlib.sha256(text.encode()).hexdigest() != sources.get("sha256"):
+            return None
+        sources = _loads(text)
+    return sources if isinstance(sources, list) else None
 
 
 def read_provenance(target: Path, fmt: str) -> dict[str, str]:
@@ -82,9 +112,11 @@ def kept_records(old: dict[str, str], new: dict[str, str], replaced: set[str], t
             raise UsageError(
                 f"{target}: holds rows exported with {what} {old.get(key)!r}, this export has {new[key]!r}; "
                 "export every run again with --replace-all, or choose another -o folder")
-    runs, sources = _loads(old.get("rlsql.runs")), _loads(old.get("rlsql.sources"))
-    if not isinstance(runs, list) or not isinstance(sources, list):
-        raise UsageError(f"{target}: its provenance lists no runs, so its rows cannot be merged; "
+    runs, sources = _loads(old.get("rlsql.runs")), listed_sources(old, target)
+    if not isinstance(runs, list) or sources is None:
+        what = "lists no runs" if not isinstance(runs, list) else \
+            f"names a list of its source files that is missing or changed ({sources_sidecar(target).name})"
+        raise UsageError(f"{target}: its provenance {what}, so its rows cannot be merged; "
                          "export again with --replace-all, or choose another -o folder")
     # a run's record names its export time when that is not the file's (`rlsql.exported_at`, this export's)
     exported_at = old.get("rlsql.exported_at")
@@ -142,9 +174,32 @@ def carried_config_keys(item: SqlFile, target: Path, fmt: str) -> list[str]:
 Copy = Callable[[str, dict[str, str], list[str]], int]
 
 
+def _value_cast(column: str, ctype: str) -> str:
+    """`column` as `ctype`, by its text: a config value typed in one export and text in another (rlsql.runs.config
+    value_type's rule; `null`, a YAML null as text, is NULL in a typed column)."""
+    q = identifier(column)
+    if ctype == "VARCHAR":
+        return f"CAST({q} AS VARCHAR) AS {q}"
+    return f"CAST(nullif(CAST({q} AS VARCHAR), 'null') AS {sql_type(ctype)}) AS {q}"
+
+
+def _merged_types(con: duckdb.DuckDBPyConnection, loose: Sequence[str], old: str, old_names: Collection[str]) -> dict:
+    """The type of each of `loose` (columns whose type follows the values: run_table's config keys) over the
+    new rows and the kept old ones together: a key typed DOUBLE in one export and text in another is text."""
+    types = {}
+    for column in loose:
+        q = identifier(column)
+        parts = [f"SELECT CAST({q} AS VARCHAR) FROM {_NEW}"]
+        if column in old_names:
+            parts.append(f"SELECT CAST({q} AS VARCHAR) FROM ({old})")
+        types[column] = value_type(v for (v,) in con.execute(" UNION ".join(parts)).fetchall())
+    return types
+
+
 def merge(
     con: duckdb.DuckDBPyConnection, select: str, fmt: str, target: Path, runs: Sequence[Run],
     metadata: dict[str, str], replace_all: bool, copy: Copy, nullable: Callable[[Sequence[tuple]], str],
+    loose: Collection[str] = (),
 ) -> tuple[int, int]:
     """Write `target` holding the exported runs' rows (`select`) and, unless `replace_all`, the old
     file's rows of every other run it holds; returns (the exported runs' rows, all the file's rows).
@@ -154,6 +209,8 @@ def merge(
     path (a temporary name, then a rename) with the record built for its columns. `nullable(DESCRIBE
     rows)` is the never-true branch that keeps every Parquet column optional (export.py): the staged
     table's statistics would otherwise declare a column without NULLs `required`; "" when it cannot.
+    `loose`: the columns whose type follows the values (run_table's config keys, typed per export): merged
+    with kept rows, each gets the type both sides' values give together (_merged_types).
     """
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_NEW} AS {select}")
     try:
@@ -169,8 +226,18 @@ def merge(
         parts = [f"SELECT *, row_number() OVER () AS {_ORDER} FROM {_NEW}"]
         if kept_runs:
             names = ", ".join(literal(r["name"]) for r in kept_runs)
-            old = _old_rows(con, target, fmt, types)
-            parts.append(f"SELECT *, row_number() OVER () AS {_ORDER} FROM ({old}) WHERE run IN ({names})")
+            retyped = [c for c in types if c in loose]
+            old = _old_rows(con, target, fmt, {**types, **{c: "VARCHAR" for c in retyped}})
+            old = f"SELECT * FROM ({old}) WHERE run IN ({names})"
+            old_names = set(old_columns(target, fmt)) if retyped else set()
+            merged = _merged_types(con, retyped, old, old_names)
+            new_cast = ", ".join(_value_cast(c, t) for c, t in merged.items())
+            old_cast = ", ".join(_value_cast(c, t) for c, t in merged.items() if c in old_names)
+            parts = [f"SELECT *{f' REPLACE ({new_cast})' if new_cast else ''}, row_number() OVER () AS {_ORDER} "
+                     f"FROM {_NEW}",
+                     f"SELECT *{f' REPLACE ({old_cast})' if old_cast else ''}, row_number() OVER () AS {_ORDER} "
+                     f"FROM ({old})"]
+            described = [(c, merged.get(c, t), *rest) for c, t, *rest in described]
         if fmt == "parquet" and (branch := nullable(described)):
             parts.append(f"SELECT *, NULL::BIGINT AS {_ORDER} FROM ({branch})")
         # each run's rows stay together and in the order its export wrote them
@@ -180,7 +247,7 @@ def merge(
         record = dict(metadata)
         record["rlsql.runs"] = json.dumps(sorted([*kept_runs, *new_runs], key=lambda r: str(r.get("name"))))
         record["rlsql.sources"] = json.dumps(
-            sorted([*kept_sources, *json.loads(metadata["rlsql.sources"])], key=lambda s: str(s.get("run"))))
+            sorted([*kept_sources, *(listed_sources(metadata, target) or [])], key=lambda s: str(s.get("run"))))
         new_rows = con.execute(f"SELECT count(*) FROM {_NEW}").fetchone()
         return (int(new_rows[0]) if new_rows else 0), copy(sql, record, columns)
     finally:

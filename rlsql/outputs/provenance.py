@@ -45,9 +45,11 @@ class SourceFingerprints:
             }
         return self._seen[path]
 
-    def for_files(self, runs: Sequence[Run], files: Sequence[SqlFile]) -> list[dict[str, Any]]:
-        """Every artifact the files' sources read, run by run."""
+    def for_files(self, runs: Sequence[Run], files: Sequence[SqlFile], fills: bool = True) -> list[dict[str, Any]]:
+        """Every artifact the files' sources read, run by run. `fills`: whether the output read harbor_fill_src,
+        the result.json files beside a trials CSV (a query reads them only for the columns the CSV lacks)."""
         kinds = {f.artifact for f in files if f.kind == "source" and f.artifact}
+        fills = fills and any(f.name == "harbor_fill_src" for f in files)
         out: list[dict[str, Any]] = []
         for run in runs:
             # the raw training logs, once per run, when a source reads them instead of a CSV
@@ -56,7 +58,7 @@ class SourceFingerprints:
             for kind in sorted(kinds):
                 artifact = run.artifact(kind)
                 if kind == "harbor" and artifact is not None:
-                    if run.artifact("trials") is None:  # a run with a trials CSV reads the CSV instead
+                    if run.artifact("trials") is None or fills:  # beside a CSV: read only to fill its gaps
                         out.append({"run": run.name, "artifact": kind, **self.describe_trials(artifact.path)})
                 elif artifact is not None:
                     out.append({"run": run.name, "artifact": kind, **self.describe(artifact.path)})

@@ -12,7 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -288,6 +290,31 @@ def setting_problems(tree: dict) -> list[str]:
 
 def config_problems(tree: dict) -> list[str]:
     return routing_problems(tree) + setting_problems(tree)
+
+
+#: a config value's text that reads as a number: JSON's number grammar (what str() gives an int or a finite
+#: float, and a YAML 1.1 string such as `3e-6`); no `nan`, `inf`, `1_000`, `0x1f` or leading zeros
+_INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
+_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+
+
+def value_type(texts: Iterable[str | None]) -> str:
+    """The SQL type a config column gets from its runs' values as text (`config` view's `value`): BIGINT
+    when every value is an integer within BIGINT, DOUBLE when every value is a finite number (integers
+    up to 2**53, which a DOUBLE holds exactly), BOOLEAN when every value is `true` or `false`, else
+    VARCHAR. A YAML null (None, or `null` as run_table prints it) reads as NULL and counts for no type; a
+    column of nulls only is VARCHAR. Every text that decides a type is one DuckDB and Spark cast exactly."""
+    values = [t for t in texts if t is not None and t != "null"]
+    if not values:
+        return "VARCHAR"
+    if all(v in ("true", "false") for v in values):
+        return "BOOLEAN"
+    if all(_INTEGER.fullmatch(v) and -(2**63) <= int(v) < 2**63 for v in values):
+        return "BIGINT"
+    if all(_NUMBER.fullmatch(v) and math.isfinite(float(v))
+           and (not _INTEGER.fullmatch(v) or abs(int(v)) <= 2**53) for v in values):
+        return "DOUBLE"
+    return "VARCHAR"
 
 
 def config_rows(run: str, path: Path) -> list[dict]:

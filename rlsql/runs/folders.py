@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import fnmatch
 import glob
 import os
 import re
@@ -151,6 +152,25 @@ def prefer_logs(run: Run) -> Run:
     dropped = [a for kind, a in run.artifacts.items() if kind in ("metrics", "vllm")]
     kept = {kind: a for kind, a in run.artifacts.items() if kind not in ("metrics", "vllm")}
     return Run(run.name, run.path, kept, run.ignored + tuple(a.path for a in dropped))
+
+
+def prefer_trace_jobs(run: Run) -> Run:
+    """`--json-trials`: a run with Harbor's trace_jobs reads its trials from the result.json files, and its
+    trials CSV is listed as ignored (the CSV wins otherwise, the JSON filling the columns it lacks)."""
+    if "harbor" not in run.artifacts or "trials" not in run.artifacts:
+        return run
+    kept = {kind: a for kind, a in run.artifacts.items() if kind != "trials"}
+    return Run(run.name, run.path, kept, (*run.ignored, run.artifacts["trials"].path))
+
+
+def chosen_sources(run: Run) -> Run:
+    """`run` with the current settings' choice of sources: --from-logs, --json-trials."""
+    chosen = settings.current()
+    if chosen.from_logs:
+        run = prefer_logs(run)
+    if any(fnmatch.fnmatchcase(run.name, pattern) for pattern in chosen.json_trials):
+        run = prefer_trace_jobs(run)
+    return run
 
 
 def has_harbor_trials(trace_jobs: Path) -> bool:
@@ -338,7 +358,13 @@ def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
     names = _names(by_path)
     runs = sorted((Run(names[real], real, run.artifacts, run.ignored) for real, run in runs_by_path.items()),
                   key=lambda r: r.name)
-    return [prefer_logs(r) for r in runs] if settings.current().from_logs else runs
+    for pattern in settings.current().json_trials:
+        if not any(fnmatch.fnmatchcase(r.name, pattern) for r in runs):
+            # a warning, not an error: RLSQL_JSON_TRIALS may name runs of another command's set
+            shown = ", ".join(r.name for r in runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
+            warnings.warn(f"--json-trials {pattern} (RLSQL_JSON_TRIALS): no run is named so (the runs: {shown}); "
+                          "their trials come from their trials CSVs", RlsqlWarning, stacklevel=2)
+    return [chosen_sources(r) for r in runs]
 
 
 def _names(by_path: dict[Path, list[tuple[str | None, Path]]]) -> dict[Path, str]:

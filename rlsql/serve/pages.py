@@ -168,11 +168,14 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     # a figure needs a key with two numbers or more among the runs
     numeric = [k for k in keys if len(distinct[k] - {None}) > 1
                and all(_float(v) is not None for v in distinct[k] if v is not None)]
-    figures = [c for c in table.columns if c != "run" and is_numeric(table, c)]
+    # run_table's own columns; its config columns are typed (a DOUBLE lr), but filters, groups and the x axis
+    # go by a key's text, as the config view gives it and the links name it
+    own = core.own_columns("run_table")
+    figures = [c for c in table.columns if c != "run" and c in own and is_numeric(table, c)]
     columns = table.columns
 
     def cell(row: tuple, name: str) -> Any:
-        if name in columns:
+        if name in columns and name in own:
             return row[columns.index(name)]
         return values.get(row[0], {}).get(name)
 

@@ -35,7 +35,7 @@ from rlsql.engine.connection import LazyConnection, OnDemand
 from rlsql.engine.query import QueryResult, declared_params, run_query, sql_failure
 from rlsql.outputs.formats import _jsonable, display, to_csv, to_json
 from rlsql.runs import memorydb
-from rlsql.runs.folders import HARBOR_DIR, Run, prefer_logs, resolve_runs, scan_folder
+from rlsql.runs.folders import HARBOR_DIR, Run, chosen_sources, resolve_runs, scan_folder
 
 Settings = settings.Settings
 
@@ -86,6 +86,11 @@ def items() -> list[Item]:
             for f in [*catalog.queries(), *catalog.views()]]
 
 
+def own_columns(name: str) -> set[str]:
+    """The columns a query or view names in its header (not those it passes through, such as config keys)."""
+    return set(load_catalog().files[name].column_docs) - {"*"}
+
+
 def item(name: str) -> Item:
     """The named query or view `name`; UsageError with a did-you-mean otherwise."""
     load_catalog().query(name)
@@ -107,7 +112,7 @@ def rescan(run: Run) -> Run:
     """`run` looked at again (a file appeared or went), keeping its name."""
     found = scan_folder(run.path)
     fresh = Run(run.name, run.path, found.artifacts if found else {}, found.ignored if found else ())
-    return prefer_logs(fresh) if settings.current().from_logs else fresh
+    return chosen_sources(fresh)
 
 
 def run_named(name: str, runs: Sequence[Run], params: dict[str, str]) -> QueryResult:

@@ -1,8 +1,9 @@
 -- name: run_table
--- version: 2
+-- version: 3
 -- description: The cross-run table: one row per run with run_summary's headline figures, then one column per
 --   rl_config.yaml key (dotted path) whose value differs between the runs (config_diff), or per key of the
---   `keys` parameter, sorted by key: the run's value as text. The config columns depend on the runs: rlsql
+--   `keys` parameter, sorted by key: the run's value, typed BIGINT, DOUBLE or BOOLEAN when every run's value
+--   is one, else text (version 3, where version 2 gave text only). The config columns depend on the runs: rlsql
 --   works them out from the configs when it creates the query (`keys` is read then, not at each query), so
 --   a BI tool or notebook can plot success_rate against trainer.policy.optimizer_config.lr directly. The same
 --   table with the keys in one MAP column: the view run_table_map.
@@ -33,12 +34,14 @@
 --   by name)
 -- column: slowest_span_mean_s: its mean seconds over the rows where it ran
 -- column: slowest_span_share: its mean share of the step (0-1)
--- column: *: a chosen config key, named by the dotted key (`config.KEY` if a column before has that name):
---   the run's value as text (`null` for a YAML null), NULL where the run lacks the key
-{#- config_columns (rlsql/engine/sources.py SourceContext.config_columns): [{key, column}] in key order, worked out
-    in Python from the runs' parsed configs (the keys config_diff finds, or the `keys` parameter's), since a
-    view's columns cannot depend on the data (DuckDB refuses a PIVOT without IN list in a view). The values
-    come from the config view here, as config_diff's do: the first value of a key in document order. -#}
+-- column: *: a chosen config key (`config.KEY` if a column before has that name): the run's value, typed
+--   BIGINT, DOUBLE or BOOLEAN when every run's is one, else text, NULL where the run lacks the key
+{#- config_columns (rlsql/engine/sources.py SourceContext.config_columns): [{key, column, type}] in key order,
+    worked out in Python from the runs' parsed configs (the keys config_diff finds, or the `keys` parameter's),
+    since a view's columns cannot depend on the data (DuckDB refuses a PIVOT without IN list in a view). The
+    values come from the config view here, as config_diff's do: the first value of a key in document order.
+    A typed column's every text is one that casts exactly (rlsql/runs/config.py value_type), so CAST, not
+    TRY_CAST (which reads '3e-06' as the BIGINT 0). -#}
 WITH
     first_values AS (
         SELECT run, key, arg_min(coalesce(value, 'null'), ordinal) AS value
@@ -54,7 +57,12 @@ WITH
         SELECT
             run
             {%- for c in config_columns %},
+            {%- if c.type == "VARCHAR" %}
             max(value) FILTER (WHERE key = {{ c.key | lit }}) AS {{ c.column | ident }}
+            {%- else %}
+            CAST(nullif(max(value) FILTER (WHERE key = {{ c.key | lit }}), 'null') AS {{ c.type | sqltype }})
+                AS {{ c.column | ident }}
+            {%- endif %}
             {%- endfor %}
         FROM first_values
         GROUP BY run

@@ -1,9 +1,10 @@
 -- name: trial_phases
--- version: 1
+-- version: 2
 -- description: Where a trial's time goes: per phase (environment_setup, agent_setup, agent_execution or older
 --   files' agent_duration_sec, verifier) the median, mean and total seconds and the share of the summed
 --   trial_duration, then the time no phase covers (unattributed) or the excess of phases over the trial
---   (overlap). No rows when the files have no phase column.
+--   (overlap). No rows when the files have no phase column. A run with an older trials CSV (no phase
+--   columns) beside trace_jobs/ takes the phases from its result.json files (version 2, where version 1 had none).
 -- grain: run, phase
 -- column: run: the run: its folder's name
 -- column: phase: environment_setup, agent_setup, agent_execution, verifier, then unattributed or overlap
@@ -28,7 +29,21 @@ WITH
                 - coalesce(environment_setup_duration, 0) - coalesce(agent_setup_duration, 0)
                 - coalesce(agent_execution_duration, agent_duration_sec, 0) - coalesce(verifier_duration, 0)
             END AS residual
-        FROM trial_rows
+        FROM (
+            -- a run whose trials CSV has no phase columns (an older parser) beside trace_jobs/ takes them from
+            -- the result.json of the same trial (trial_fill); json_phases (rlsql/engine/sources.py) names such
+            -- columns, and without any the join is `false`, so no result.json is read
+            SELECT
+                t.run,
+                t.agent_duration_sec
+                {%- for c in ["trial_duration", "environment_setup_duration", "agent_setup_duration",
+                              "agent_execution_duration", "verifier_duration"] %},
+                coalesce(t.{{ c | ident }}, f.{{ c | ident }}) AS {{ c | ident }}
+                {%- endfor %}
+            FROM trial_rows AS t
+            LEFT JOIN trial_fill AS f
+                ON {% if json_phases %}true{% else %}false{% endif %} AND f.run = t.run AND f.trial_name = t.trial_name
+        )
     ),
     totals AS (
         -- one pass over the trials: every phase's figures side by side (10M rows are read once, not per phase)

@@ -5,7 +5,9 @@
 --   names for result.json files), task and trial names, n_episodes (turns), tokens, exception_type (`No
 --   exception` when empty), reward, outcome (Success: reward > 0, Failure: reward = 0), durations, then, read
 --   from result.json only (NULL for a CSV), exception_message, started_at and finished_at. Queries that
---   aggregate read this view and route per exception type afterwards, not per trial.
+--   aggregate read this view and route per exception type afterwards, not per trial. The trials view fills
+--   what a CSV lacks from the result.json beside it (trial_fill), this view does not: it reads no
+--   result.json of a run with a CSV.
 -- grain: run, trial_name
 -- column: run: the run: its folder's name
 -- column: row_no: the trial's position: CSV row order, or the sorted trial folder names for result.json files

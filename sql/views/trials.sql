@@ -1,11 +1,13 @@
 -- name: trials
--- version: 2
+-- version: 3
 -- description: One row per Harbor trial, from the run's trials CSV, else from its trace_jobs/*/result.json:
 --   run, row_no (CSV order, sorted trial folder names for result.json files), task and trial names,
 --   n_episodes (turns), tokens, exception_type (`No exception` when empty), reward, outcome (Success: reward
 --   > 0, Failure: reward = 0), durations, treatment (the route the config gives the exception type) and
---   effective_treatment (a passthrough trial without a reward is masked), then, read from result.json only
---   (NULL for a CSV), exception_message, started_at and finished_at.
+--   effective_treatment (a passthrough trial without a reward is masked), then, read from result.json,
+--   exception_message, started_at and finished_at: a run with both a CSV and trace_jobs takes those (and the
+--   durations an older CSV lacks) from the result.json of the same trial_name (version 3, where version 2 left
+--   them NULL).
 -- grain: run, trial_name
 -- column: run: the run: its folder's name
 -- column: row_no: the trial's position: CSV row order, or the sorted trial folder names for result.json files
@@ -26,18 +28,37 @@
 -- column: treatment: the route the run's config gives the exception type: none, passthrough, mask or zero
 -- column: effective_treatment: the treatment the trial really got: a passthrough trial without a reward is
 --   masked
--- column: exception_message: the exception's message (result.json only, NULL for a trials CSV)
--- column: started_at: when the trial started, UTC (result.json only, NULL for a trials CSV)
--- column: finished_at: when the trial finished, UTC (result.json only, NULL for a trials CSV)
+-- column: exception_message: the exception's message, from result.json (for a run with a trials CSV, the
+--   file of the same trial_name, NULL without one)
+-- column: started_at: when the trial started, UTC, from result.json (as exception_message)
+-- column: finished_at: when the trial finished, UTC, from result.json (as exception_message)
+{%- set filled = ["trial_duration", "environment_setup_duration", "agent_setup_duration", "agent_execution_duration",
+                   "verifier_duration", "exception_message", "started_at", "finished_at"] %}
+WITH
+    routed AS (
+        SELECT
+            t.*,
+            route_exception(t.exception_type, r) AS treatment,
+            CASE
+                WHEN treatment = 'passthrough' AND t.reward IS NULL THEN 'mask'
+                ELSE treatment
+            END AS effective_treatment
+        FROM trial_rows AS t
+        LEFT JOIN exception_routing AS r ON r.run = t.run
+    )
+-- the result.json fields of a run that also has a CSV, by trial_name: the last join, to rows grouped by its key,
+-- so that DuckDB drops it, and the files' read, from a query of this view that reads none of them (and joins
+-- nothing to it)
 SELECT
-    t.* EXCLUDE (exception_message, started_at, finished_at),
-    route_exception(t.exception_type, r) AS treatment,
-    CASE
-        WHEN treatment = 'passthrough' AND t.reward IS NULL THEN 'mask'
-        ELSE treatment
-    END AS effective_treatment,
-    t.exception_message,
-    t.started_at,
-    t.finished_at
-FROM trial_rows AS t
-LEFT JOIN exception_routing AS r ON r.run = t.run
+    t.* EXCLUDE ({% for c in filled %}{{ ", " if not loop.first }}{{ c | ident }}{% endfor %},
+                 treatment, effective_treatment),
+    {%- for c in filled[:5] %}
+    coalesce(t.{{ c | ident }}, f.{{ c | ident }}) AS {{ c | ident }},
+    {%- endfor %}
+    t.treatment,
+    t.effective_treatment,
+    {%- for c in filled[5:] %}
+    coalesce(t.{{ c | ident }}, f.{{ c | ident }}) AS {{ c | ident }}{{ "," if not loop.last }}
+    {%- endfor %}
+FROM routed AS t
+LEFT JOIN trial_fill AS f ON f.run = t.run AND f.trial_name = t.trial_name
