@@ -10,6 +10,7 @@ from __future__ import annotations
 import html.parser
 import json
 import math
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -395,25 +396,160 @@ def test_trials_page_filters_sorts_and_pages_on_the_server(api) -> None:
     assert api.get("/trials", params={"run": "calendar", "sort": "nope"}).status_code == 400
 
 
-def test_trial_page_shows_the_row_and_marks_the_transcript_place(api, monkeypatch) -> None:
+def test_trial_page_of_a_run_without_trajectories_says_so_in_one_line(api) -> None:
     trial = oracle.read_trials(RUNS / "calendar")[3]
     page = api.get("/trial", params={"run": "calendar", "trial": trial["trial_name"]})
     row = dict(tables(page.text)["trials"])
     assert row["trial_name"] == trial["trial_name"] and row["n_episodes"] == display(trial["n_episodes"])
     assert row["exception_type"] == trial["exception_type"]
-    if core.has_object("trajectory_steps"):
-        assert 'id="no-transcript"' not in page.text
-    else:
-        assert 'id="no-transcript"' in page.text
-        # where the trajectory views exist, their rows for the trial are shown: the same path over stand-ins
-        from rlsql.serve import pages
+    assert not (RUNS / "calendar" / "trace_jobs").exists()
+    reason = page.text.split('id="no-transcript">', 1)[1].split("</p>", 1)[0]
+    assert reason == ("no agent trajectories in &#39;calendar&#39; "
+                      "(looked for trace_jobs/*/agent/trajectory.json)")  # `rlsql trial`'s words, escaped
+    assert "<article" not in page.text and "arriving" not in page.text
 
-        monkeypatch.setattr(core, "has_object", lambda name: True)
-        stand_in = "SELECT trial_name, n_episodes AS step_id FROM trials WHERE run = $run AND trial_name = $trial"
-        real = pages.page_sql
-        monkeypatch.setattr(pages, "page_sql", lambda name: stand_in if name in pages.TRANSCRIPT_VIEWS else real(name))
-        shown = tables(api.get("/trial", params={"run": "calendar", "trial": trial["trial_name"]}).text)
-        assert shown["trajectory_steps"][1] == [trial["trial_name"], display(trial["n_episodes"])]
+
+class Steps(html.parser.HTMLParser):
+    """Each <article class="step"> of a trial page: its id, who (data-who), title (h4) and texts, by the class
+    of the element holding them (a label or a link to the whole text is no part of a text)."""
+
+    FIELDS = ("message", "reasoning", "function", "arguments", "observation")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[dict] = []
+        self.damaged: list[str] = []
+        self._open: list[tuple[str, str | None, bool]] = []  # (tag, field, skipped)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        classes = (attrs.get("class") or "").split()
+        if tag == "article" and "step" in classes:
+            self.steps.append({"id": attrs["id"], "who": attrs["data-who"], "h4": [],
+                               **{f: [] for f in self.FIELDS}})
+        field = "h4" if tag == "h4" and self.steps else next((c for c in classes if c in self.FIELDS), None)
+        if "damaged" in classes:
+            field = "damaged"
+            self.damaged.append("")
+        elif field is not None:
+            self.steps[-1][field].append("")
+        self._open.append((tag, field, "label" in classes or "whole" in classes))
+
+    def handle_endtag(self, tag):
+        while self._open and self._open.pop()[0] != tag:
+            pass
+
+    def handle_data(self, data):
+        if any(skipped for _, _, skipped in self._open):
+            return
+        field = next((f for _, f, _ in reversed(self._open) if f is not None), None)
+        if field == "damaged":
+            self.damaged[-1] += data
+        elif field is not None:
+            self.steps[-1][field][-1] += data
+
+
+def shown_steps(page: str) -> Steps:
+    parser = Steps()
+    parser.feed(page)
+    return parser
+
+
+def words(value) -> str:
+    """A message or content as text (docs/trajectories.md): a string, or its parts joined, a part that is no text
+    as [type: path]."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(p["text"] if p["type"] == "text" else f"[{p['type']}: {p['source']['path']}]" for p in value)
+    return ""
+
+
+def expected_steps(run_dir: Path, trial: str, full: bool) -> tuple[list[dict], list[Path]]:
+    """The trial's steps as its trajectory files hold them (plain json), in order (segment, then step_id, then
+    place in the file); copied context left out unless `full`; and the files that cannot be read."""
+    steps, damaged = [], []
+    for name, segment, path in oracle.trajectory_files(run_dir)[0]:
+        doc = oracle.read_trajectory(path) if name == trial else {"steps": []}
+        if doc is None:
+            damaged.append(path)
+            continue
+        for index, step in sorted(enumerate(doc["steps"]), key=lambda p: (p[1]["step_id"], p[0])):
+            if step.get("is_copied_context") is True and not full:
+                continue
+            results = (step.get("observation") or {}).get("results") or []
+            steps.append({
+                "id": f"step-{segment}-{index + 1}", "who": step["source"], "step_id": step["step_id"],
+                "message": [words(step["message"])] if words(step.get("message")) else [],
+                "reasoning": [step["reasoning_content"]] if step.get("reasoning_content") else [],
+                "calls": [[c["function_name"], c["arguments"]] for c in step.get("tool_calls") or []],
+                "observation": [words(r.get("content")) for r in results]})
+    return steps, damaged
+
+
+@pytest.fixture(scope="module")
+def harbor() -> TestClient:
+    with client([RUNS / "harbor"]) as c:
+        yield c
+
+
+HARBOR_TRIALS = sorted({name for name, _, _ in oracle.trajectory_files(RUNS / "harbor")[0]}
+                       & {t["trial_name"] for t in oracle.read_trials(RUNS / "harbor")})
+
+
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("trial", HARBOR_TRIALS)
+def test_trial_page_shows_every_step_of_the_transcript_in_order(harbor, trial: str, full: bool) -> None:
+    page = harbor.get("/trial", params={"run": "harbor", "trial": trial, **({"full": "1"} if full else {})})
+    assert page.status_code == 200
+    shown = shown_steps(page.text)
+    want, damaged = expected_steps(RUNS / "harbor", trial, full)
+    assert [s["id"] for s in shown.steps] == [s["id"] for s in want]
+    for got, w in zip(shown.steps, want, strict=True):
+        assert got["who"] == w["who"] and got["h4"][0].startswith(f"step {w['step_id']} · {w['who']}")
+        assert got["message"] == w["message"] and got["reasoning"] == w["reasoning"]
+        assert [[f, json.loads(a)] for f, a in zip(got["function"], got["arguments"], strict=True)] == w["calls"]
+        assert got["observation"] == w["observation"]
+    # copied context is folded into a count per segment, unless full
+    docs = [oracle.read_trajectory(path) or {"steps": []}
+            for name, _, path in oracle.trajectory_files(RUNS / "harbor")[0] if name == trial]
+    copied = [sum(1 for s in doc["steps"] if s.get("is_copied_context") is True) for doc in docs]
+    folded = [int(n) for n in re.findall(r'<p class="note folded">(\d+) steps of context copied', page.text)]
+    assert folded == ([] if full else [n for n in copied if n])
+    # a damaged file is named as `rlsql trial` names it, and the others still read
+    assert [d.split(": ", 2)[1] for d in shown.damaged] == [str(p) for p in damaged]
+    facts = next(t for t in oracle.read_trials(RUNS / "harbor") if t["trial_name"] == trial)
+    header = page.text.split('id="facts">', 1)[1].split("</dl>", 1)[0]
+    assert f"<dt>exception_type</dt><dd>{facts['exception_type']}</dd>" in header
+    assert f"<dt>n_episodes</dt><dd>{display(facts['n_episodes'])}</dd>" in header or facts["n_episodes"] is None
+    assert 'id="no-transcript"' not in page.text
+
+
+def test_trial_page_cuts_long_texts_and_escapes_what_a_trajectory_holds(tmp_path: Path) -> None:
+    trial = "calendar-0001__G7Xfn9r"
+    run = tmp_path / "harbor"
+    shutil.copytree(RUNS / "harbor" / "trace_jobs" / trial, run / "trace_jobs" / trial)
+    path = run / "trace_jobs" / trial / "agent" / "trajectory.json"
+    doc = json.loads(path.read_text())
+    hostile = "<script>alert('message')</script>"
+    doc["steps"][0]["message"] = hostile + "x" * 5000
+    doc["steps"][1]["reasoning_content"] = "</div><b>bold</b>"
+    doc["steps"][1]["tool_calls"][0]["function_name"] = "<img src=x onerror=alert(1)>"
+    doc["steps"][1]["observation"]["results"][0]["content"] = "</pre><script>alert('observed')</script>"
+    path.write_text(json.dumps(doc))
+    with client([run]) as c:
+        page = c.get("/trial", params={"run": "harbor", "trial": trial}).text
+        whole = c.get("/trial", params={"run": "harbor", "trial": trial, "full": "1"}).text
+    # nothing written in a trajectory reaches the page as markup
+    assert "<script>alert" not in page and "<img src=x" not in page and "<b>bold" not in page
+    assert "&lt;script&gt;alert(&#39;message&#39;)&lt;/script&gt;" in page
+    first, second = shown_steps(page).steps[:2]
+    assert first["message"] == [(hostile + "x" * 5000)[:600] + "… [4,433 more characters]"]
+    link = f'href="/trial?run=harbor&amp;trial={trial}&amp;full=1#{first["id"]}"'
+    assert f'<a class="whole" {link}>' in page and 'class="whole"' not in whole
+    assert second["reasoning"] == ["</div><b>bold</b>"] and second["function"][0] == "<img src=x onerror=alert(1)>"
+    assert second["observation"] == ["</pre><script>alert('observed')</script>"]
+    assert shown_steps(whole).steps[0]["message"] == [hostile + "x" * 5000]
 
 
 def fleet_copies(tmp_path: Path, count: int) -> tuple[Path, dict[str, str]]:

@@ -1,7 +1,8 @@
 """rlsql serve in a real browser (issue 28, item 7): Debian's headless Chromium driven by Playwright against
 `rlsql serve` started as a user starts it, over copies of fixture runs in a temporary folder.
 
-The scenario: every page loads without a console error; fleet -> run -> trials -> one trial; the smoothing
+The scenario: every page loads without a console error; fleet -> run -> trials -> one trial, and on the Harbor
+run on to the trial's transcript (copied context unfolded by its link, folded again by the back button); the smoothing
 moves and the back button brings the earlier state; hover and drag zoom on a chart; SQL runs and its CSV
 downloads; a metrics row appended to a copied run shows on its open page; Ctrl-C stops the server with
 nothing left behind. Every figure checked comes from tests/oracle.py, formatted as the CLI's table does.
@@ -29,9 +30,10 @@ from rlsql.outputs.formats import display
 from tests import oracle
 from tests.conftest import RUNS
 from tests.test_report import CHROMIUM, REQUIRE_BROWSER_ENV, browser_required
+from tests.test_serve import expected_steps
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-COPIED = ["tiny", "calendar", "newest"]
+COPIED = ["tiny", "calendar", "newest", "harbor"]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 #: generous: a condition waited for, never a measured time (bench/serve.py measures)
@@ -140,7 +142,9 @@ def spec(tab, chart: str) -> dict:
 def test_every_page_loads_and_draws_without_console_errors(page, server) -> None:
     trial = oracle.read_trials(RUNS / "calendar")[0]["trial_name"]
     for path in ["/", "/run?run=calendar", "/run?run=newest", "/compare?run=calendar&run=tiny", "/trials?run=calendar",
-                 f"/trial?run=calendar&trial={trial}", "/queries", "/query/reward_curve?run=tiny", "/sql?q=SELECT+1"]:
+                 f"/trial?run=calendar&trial={trial}", "/run?run=harbor",
+                 "/trial?run=harbor&trial=calendar-0005__bu8dLSg", "/queries", "/query/reward_curve?run=tiny",
+                 "/sql?q=SELECT+1"]:
         load(page, server["url"] + path)
         for chart in page.query_selector_all("div.chart"):
             assert chart.get_attribute("data-drawn") == "1", path
@@ -171,10 +175,57 @@ def test_fleet_to_run_to_trials_to_a_trial(page, server) -> None:
     first = failures[0]
     page.click(f"table#trials a:text-is('{first['trial_name']}')")
     page.wait_for_url("**/trial?**")
-    shown = dict(cells(page, "trials"))
-    assert shown["trial_name"] == first["trial_name"] and shown["outcome"] == "Failure"
-    assert shown["n_episodes"] == display(first["n_episodes"])
-    assert page.is_visible("#transcript")
+    assert page.inner_text("h1 .trial-name") == first["trial_name"]
+    facts = dict(page.eval_on_selector_all("#facts div", "ds => ds.map(d => [d.querySelector('dt').innerText, "
+                                                          "d.querySelector('dd').innerText])"))
+    assert facts["outcome"] == "Failure" and facts["n_episodes"] == display(first["n_episodes"])
+    page.click("details.row summary")  # every column of the trials row, folded away until asked for
+    assert dict(cells(page, "trials"))["trial_name"] == first["trial_name"]
+    assert page.inner_text("#no-transcript") == ("no agent trajectories in 'calendar' "
+                                                 "(looked for trace_jobs/*/agent/trajectory.json)")
+
+
+#: each step of a trial page's transcript as shown: its id, who, and texts (a label or a "show it whole" link aside)
+STEPS_JS = """() => [...document.querySelectorAll('article.step')].map(a => {
+  const text = e => { const c = e.cloneNode(true); c.querySelectorAll('.label, .whole').forEach(x => x.remove());
+                      return c.textContent; };
+  const all = sel => [...a.querySelectorAll(sel)].map(text);
+  return {id: a.id, who: a.dataset.who, message: all('.message'), reasoning: all('.reasoning'),
+          calls: [...a.querySelectorAll('.call')].map(c => [text(c.querySelector('.function')),
+                                                            JSON.parse(text(c.querySelector('.arguments')))]),
+          observation: all('.observation pre')};
+})"""
+
+
+def shown_transcript(tab) -> list[dict]:
+    return tab.evaluate(STEPS_JS)
+
+
+def test_fleet_to_run_to_trials_to_a_trials_transcript(page, server, runs) -> None:
+    trial = "calendar-0005__bu8dLSg"  # three segments, copied context, reasoning and tool calls
+    load(page, server["url"] + "/")
+    page.click("table[data-source='run_table'] a:text-is('harbor')")
+    page.wait_for_url("**/run?run=harbor")
+    page.wait_for_selector("body[data-ready='1']")
+    page.click("a:text-is('trials')")
+    page.wait_for_url("**/trials?run=harbor")
+    page.click(f"table#trials a:text-is('{trial}')")
+    page.wait_for_url("**/trial?**")
+    page.wait_for_selector("body[data-ready='1']")
+    assert page.is_visible("#transcript article.step")
+    keys = ("id", "who", "message", "reasoning", "calls", "observation")
+    folded, _ = expected_steps(runs / "harbor", trial, full=False)
+    assert shown_transcript(page) == [{k: s[k] for k in keys} for s in folded]
+    # the folded copied context opens from its link (the state is in the URL), and the back button folds it again
+    page.click("p.folded a")
+    page.wait_for_url("**full=1**")
+    page.wait_for_selector("body[data-ready='1']")
+    whole, _ = expected_steps(runs / "harbor", trial, full=True)
+    assert len(whole) > len(folded)
+    assert shown_transcript(page) == [{k: s[k] for k in keys} for s in whole]
+    page.go_back()
+    page.wait_for_function("!location.search.includes('full=1')")
+    assert len(shown_transcript(page)) == len(folded)
 
 
 def test_smoothing_hover_zoom_and_back(page, server) -> None:

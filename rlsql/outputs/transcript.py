@@ -168,7 +168,7 @@ def _header(t: Transcript) -> list[str]:
     return lines
 
 
-def _step_title(s: dict) -> str:
+def step_title(s: dict) -> str:
     parts = [f"step {s['step_id']}", s["source"] or "?"]
     if s["turn"] is not None:
         parts.append(f"turn {s['turn']}")
@@ -185,7 +185,7 @@ def _step_title(s: dict) -> str:
     return " · ".join(parts)
 
 
-def _segments(t: Transcript, full: bool):
+def segments(t: Transcript, full: bool):
     """(segment, [(step, folded count)]) in order: copied steps folded into one count unless `full`."""
     current: int | None = None
     shown: list = []
@@ -212,12 +212,12 @@ def as_markdown(t: Transcript, full: bool) -> str:
     out += [f"- {line}" for line in _header(t)] + [""]
     for path, problem in t.damaged:
         out.append(f"> damaged file skipped: `{path}`: {problem}")
-    for segment, steps, folded in _segments(t, full):
+    for segment, steps, folded in segments(t, full):
         out += [f"## Segment {segment}: {segment_name(segment)}", ""]
         if folded:
             out += [f"*{folded} steps of context copied from earlier segments (folded; `--full` shows them)*", ""]
         for s in steps:
-            out += [f"### {_step_title(s)}", ""]
+            out += [f"### {step_title(s)}", ""]
             if s.get("message"):
                 out += [_quote(cut(s["message"], full)), ""]
             if s.get("reasoning"):
@@ -252,13 +252,13 @@ def print_terminal(t: Transcript, full: bool, stream: Any = None) -> None:
                         title=f"[bold]{escape(t.trial)}[/] (run {escape(t.run)})", expand=True))
     for path, problem in t.damaged:
         console.print(Text(f"damaged file skipped: {path}: {problem}", style="bold red"))
-    for segment, steps, folded in _segments(t, full):
+    for segment, steps, folded in segments(t, full):
         console.print(Rule(f"segment {segment}: {segment_name(segment)}"))
         if folded:
             console.print(Text(f"{folded} steps of context copied from earlier segments (folded; --full shows them)",
                                style="dim italic"))
         for s in steps:
-            console.print(Text(_step_title(s), style="bold cyan" if s["source"] == "agent" else "bold"))
+            console.print(Text(step_title(s), style="bold cyan" if s["source"] == "agent" else "bold"))
             if s.get("message"):
                 console.print(Text(cut(s["message"], full)))
             if s.get("reasoning"):

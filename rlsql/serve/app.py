@@ -46,6 +46,9 @@ def _templates() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["cell"] = core.display
     env.filters["numeric"] = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+    env.filters["cut"] = core.transcripts.cut
+    env.filters["step_title"] = core.transcripts.step_title
+    env.filters["segment_name"] = core.transcripts.segment_name
     env.filters["spec"] = lambda chart: json.dumps(chart.spec(), allow_nan=False).replace("</", "<\\/")
     env.globals["url"] = _url
     return env
@@ -149,7 +152,9 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
 
     def trial(request: Request) -> Response:
         given = _given(request)
-        return page("trial.html.j2", request, **pages.trial_page(served, given.get("run", ""), given.get("trial", "")))
+        full = given.get("full") in ("1", "true", "on")
+        return page("trial.html.j2", request,
+                    **pages.trial_page(served, given.get("run", ""), given.get("trial", ""), full))
 
     def queries(request: Request) -> Response:
         return page("queries.html.j2", request, items=core.items())

@@ -1,8 +1,9 @@
 """What each page shows: which named queries and views it reads, and its figures as chart specs.
 
 Every number comes from a named query or view (Served.named) or from the pages' own SQL over the views
-(rlsql/serve/sql/, Served.select); this module computes no statistic. It picks, orders, filters and groups
-rows, and turns them into the charts' series (rlsql/serve/static/rlsql.js draws them with uPlot).
+(rlsql/serve/sql/, Served.select), and a trial's transcript is `rlsql trial`'s (Served.transcript); this module
+computes no statistic. It picks, orders, filters and groups rows, and turns them into the charts' series
+(rlsql/serve/static/rlsql.js draws them with uPlot).
 """
 
 from __future__ import annotations
@@ -438,26 +439,20 @@ def trials_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str
             "page_size": TRIALS_PAGE}
 
 
-def trial_page(served: Served, name: str, trial: str) -> dict[str, Any]:
-    """One trial's trials row, and its transcript where the catalogue has the trajectory views."""
+def trial_page(served: Served, name: str, trial: str, full: bool) -> dict[str, Any]:
+    """One trial's facts (its trials row) and its transcript as `rlsql trial` shows it; long texts cut and copied
+    context folded unless `full`."""
     runs = served.pick([name])
     row = served.select(page_sql("trial"), runs, {"run": runs[0].name, "trial": trial})
     if not row.rows:
         raise NotFound(f"run {runs[0].name} has no trial {trial!r}")
-    return {"run": runs[0], "trial": trial, "row": row, "transcript": transcript(served, runs, trial)}
-
-
-#: the views of a trial's transcript (docs: "Agent trajectories"); they come with the trajectory work
-TRANSCRIPT_VIEWS = ("trajectory_steps", "tool_calls")
-
-
-def transcript(served: Served, runs: Sequence[core.Run], trial: str) -> dict[str, Answer] | None:
-    """The trial's steps and tool calls, or None while the catalogue lacks the trajectory views.
-
-    Here is where the transcript goes: once `trajectory_steps` and `tool_calls` are views, the trial page
-    shows their rows for the trial (the `rlsql trial` text can replace them then).
-    """
-    if not all(core.has_object(v) for v in TRANSCRIPT_VIEWS):
-        return None
-    return {view: served.select(page_sql(view), runs, {"run": runs[0].name, "trial": trial})
-            for view in TRANSCRIPT_VIEWS}
+    facts = dict(zip(row.columns, row.rows[0], strict=True))
+    found: core.transcripts.Transcript | str
+    try:
+        found = served.transcript(runs[0], trial)
+    except (core.DataError, core.UsageError) as exc:
+        found = str(exc)  # no trajectories in the run, or none for this trial: the CLI's line, saying where it looked
+    return {"run": runs[0], "trial": trial, "row": row, "full": full, "cut_at": core.transcripts.CUT,
+            "facts": {k: facts.get(k) for k in core.transcripts.TRIAL_FIELDS},
+            "transcript": found, "segments": [] if isinstance(found, str) else
+            list(core.transcripts.segments(found, full))}

@@ -13,7 +13,9 @@ What is used, and why the public API does not do it:
   pages' SQL;
 - rlsql.runs.memorydb's `opened` hook: every connection a request opens, to interrupt at the time limit;
 - rlsql.outputs.formats' JSON cell conversion and CSV rendering, so the API's rows are `rlsql query -f json`'s;
-- rlsql.engine.query.sql_failure: a DuckDB error as the CLI's one line with DuckDB's hint.
+- rlsql.engine.query.sql_failure: a DuckDB error as the CLI's one line with DuckDB's hint;
+- rlsql.outputs.transcript: `rlsql trial`'s transcript of one trial and its shaping (cut texts, folded copied
+  context, step titles), so the trial page shows what the CLI prints.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from rlsql.core.errors import DataError, QueryError, RlsqlError, UsageError
 from rlsql.core.sqltext import identifier
 from rlsql.engine.connection import LazyConnection, OnDemand
 from rlsql.engine.query import QueryResult, declared_params, run_query, sql_failure
+from rlsql.outputs import transcript as transcripts
 from rlsql.outputs.formats import _jsonable, display, to_csv, to_json
 from rlsql.runs import memorydb
 from rlsql.runs.folders import HARBOR_DIR, Run, chosen_sources, resolve_runs, scan_folder
@@ -53,6 +56,7 @@ __all__ = [
     "settings",
     "to_csv",
     "to_json",
+    "transcripts",
 ]
 
 #: a JSON-ready cell exactly as `rlsql query -f json` writes it (NaN and inf as null, dates ISO 8601)
@@ -95,12 +99,6 @@ def item(name: str) -> Item:
     """The named query or view `name`; UsageError with a did-you-mean otherwise."""
     load_catalog().query(name)
     return next(i for i in items() if i.name == name)
-
-
-def has_object(name: str) -> bool:
-    """Whether the catalogue has a view or query `name` (the transcript views arrive with another branch)."""
-    f = load_catalog().files.get(name)
-    return f is not None and f.kind in ("view", "query")
 
 
 def resolve(specs: Sequence[str] | None) -> list[Run]:

@@ -1,7 +1,8 @@
 """What a running `rlsql serve` holds: its settings, the runs it serves and how often each changed, the
 answers kept in memory, and the sandboxed connections its SQL runs on. Every answer a page or the API
-gives comes from `named` (a named query or view, the CLI's own path) or `select` (SQL checked read-only,
-on a sandboxed connection), each within the time and row limits.
+gives comes from `named` (a named query or view, the CLI's own path), `select` (SQL checked read-only,
+on a sandboxed connection) or `transcript` (`rlsql trial`'s), each within the time limit, the first two
+within the row limit.
 """
 
 from __future__ import annotations
@@ -172,6 +173,18 @@ class Served:
         answer = self._answer(columns, rows, runs)
         self.memory.put(key, answer)
         return answer
+
+    def transcript(self, run: core.Run, trial: str) -> core.transcripts.Transcript:
+        """`rlsql trial TRIAL --run RUN`'s steps (the trial page has its trials row already), within the time
+        limit. Not kept: it reads that one trial's files, and a trial in flight grows."""
+        deadline = self.deadline()
+        try:
+            with deadline.running():
+                return core.transcripts.transcript([run], trial, facts=False)
+        except (core.RlsqlError, duckdb.Error) as exc:
+            if deadline.expired:
+                raise TimeLimit(f"{trial}: its transcript stopped after the time limit of {self.limit:g} s") from exc
+            raise
 
     def _answer(self, columns: list[str], rows: list[tuple], runs: Sequence[core.Run]) -> Answer:
         limit = self.settings.serve_row_limit

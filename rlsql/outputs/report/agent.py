@@ -74,14 +74,14 @@ def short_markdown(t: Any) -> str:
     lines: list[str] = []
     shown = 0
     total = sum(1 for s in t.steps if not s["copied"])
-    for segment, steps, folded in transcript._segments(t, full=False):
+    for segment, steps, folded in transcript.segments(t, full=False):
         lines.append(f"-- segment {segment}: {transcript.segment_name(segment)}"
                      + (f" ({folded} steps of copied context folded)" if folded else ""))
         for s in steps:
             if shown == STEPS_SHOWN:
                 break
             shown += 1
-            lines.append(f"[{transcript._step_title(s)}]")
+            lines.append(f"[{transcript.step_title(s)}]")
             if s.get("message"):
                 lines.append(transcript.cut(s["message"], False, TEXT_SHOWN))
             for c in s.get("calls") or []:
