@@ -514,7 +514,7 @@ def test_trial_page_shows_every_step_of_the_transcript_in_order(harbor, trial: s
     docs = [oracle.read_trajectory(path) or {"steps": []}
             for name, _, path in oracle.trajectory_files(RUNS / "harbor")[0] if name == trial]
     copied = [sum(1 for s in doc["steps"] if s.get("is_copied_context") is True) for doc in docs]
-    folded = [int(n) for n in re.findall(r'<p class="note folded">(\d+) steps of context copied', page.text)]
+    folded = [int(n) for n in re.findall(r'<p class="note folded">(\d+) steps? of context copied', page.text)]
     assert folded == ([] if full else [n for n in copied if n])
     # a damaged file is named as `rlsql trial` names it, and the others still read
     assert [d.split(": ", 2)[1] for d in shown.damaged] == [str(p) for p in damaged]

@@ -215,7 +215,7 @@ def as_markdown(t: Transcript, full: bool) -> str:
     for segment, steps, folded in segments(t, full):
         out += [f"## Segment {segment}: {segment_name(segment)}", ""]
         if folded:
-            out += [f"*{folded} steps of context copied from earlier segments (folded; `--full` shows them)*", ""]
+            out += [f"*{_copied(folded)} (folded; `--full` shows them)*", ""]
         for s in steps:
             out += [f"### {step_title(s)}", ""]
             if s.get("message"):
@@ -255,8 +255,7 @@ def print_terminal(t: Transcript, full: bool, stream: Any = None) -> None:
     for segment, steps, folded in segments(t, full):
         console.print(Rule(f"segment {segment}: {segment_name(segment)}"))
         if folded:
-            console.print(Text(f"{folded} steps of context copied from earlier segments (folded; --full shows them)",
-                               style="dim italic"))
+            console.print(Text(f"{_copied(folded)} (folded; --full shows them)", style="dim italic"))
         for s in steps:
             console.print(Text(step_title(s), style="bold cyan" if s["source"] == "agent" else "bold"))
             if s.get("message"):
@@ -277,3 +276,7 @@ def render(t: Transcript, fmt: str, full: bool) -> str | None:
     if fmt == "markdown":
         return as_markdown(t, full)
     return None
+
+
+def _copied(folded: int) -> str:
+    return f"{folded} step{'s' if folded != 1 else ''} of context copied from earlier segments"
