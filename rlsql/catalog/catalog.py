@@ -49,7 +49,10 @@ class Catalog:
             if f.name in self.files:
                 raise CatalogError(f"{f.path}: name {f.name!r} is already used by {self.files[f.name].path}")
             self.files[f.name] = f
-        self._render_all()
+        for f in self.files.values():
+            if f.kind != "source":  # sources render per connection, with the runs
+                f.renderer = self.render
+            f.per_runs = _PER_RUNS.search(f.body) is not None
         if not analysed:
             self._analyse()
         self.order = self._topological(self.files)
@@ -95,12 +98,15 @@ class Catalog:
         return template.render(param=lambda name: f.param(name).sql_ref(), **context).strip()
 
     def _analyse(self) -> None:
-        """depends_on and fingerprints by parsing every file with sqlglot: at build time (the manifest,
-        `python -m rlsql.outputs.docs`) and for catalogues made of files given in code (tests)."""
+        """depends_on and fingerprints by parsing every file with sqlglot, and that a macro file defines exactly
+        its macro: at build time (the manifest, `python -m rlsql.outputs.docs`) and for catalogues made of files
+        given in code (tests). A loaded catalogue's files are the ones analysed: their digests match the manifest."""
         from rlsql.catalog import analysis
 
         macro_names = {f.name for f in self.files.values() if f.kind == "macro"}
         for f in self.files.values():
+            if f.kind == "macro" and _MACRO_NAME.findall(f.rendered) != [f.name]:
+                raise CatalogError(f"{f.path}: a macro file must define exactly the macro {f.name!r}")
             if f.kind == "source":
                 f.fingerprint = analysis.normalise(f.body)  # rendered per connection; refers to nothing
                 continue
@@ -117,17 +123,6 @@ class Catalog:
             own = f.fingerprint
             parents = "".join(self.files[d].fingerprint for d in f.depends_on)
             f.fingerprint = hashlib.sha256(f"{f.kind}\0{own}\0{parents}".encode()).hexdigest()[:16]
-
-    def _render_all(self) -> None:
-        """Every view, query and macro with its parameters filled in (SqlFile.rendered); sources render
-        per connection. Checks that a macro file defines exactly its macro."""
-        for f in self.files.values():
-            if f.kind == "source":
-                continue
-            f.rendered = self.render(f)
-            f.per_runs = _PER_RUNS.search(f.body) is not None
-            if f.kind == "macro" and _MACRO_NAME.findall(f.rendered) != [f.name]:
-                raise CatalogError(f"{f.path}: a macro file must define exactly the macro {f.name!r}")
 
     @staticmethod
     def _topological(files: dict[str, SqlFile]) -> list[SqlFile]:

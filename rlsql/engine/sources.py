@@ -274,7 +274,7 @@ class SourceContext:
             return f
         rendered = catalog.render(f, **self.runs_context(f, keys))
         fingerprint = hashlib.sha256(f"{f.fingerprint}\0{rendered}".encode()).hexdigest()[:16]
-        return dataclasses.replace(f, rendered=rendered, fingerprint=fingerprint)
+        return dataclasses.replace(f, rendered_sql=rendered, fingerprint=fingerprint)
 
     def object_sql(self, catalog: Catalog, f: SqlFile) -> str:
         """The SQL that defines `f` over these runs: a source rendered with them, a view or query whose
