@@ -402,6 +402,26 @@ def test_verbose_says_whether_each_source_read_used_the_cache(cache_dir, tmp_pat
     assert "from the cache" not in err  # quiet without -v
 
 
+def test_the_hint_counts_the_read_not_the_rows_rendered_in_python(cache_dir, capsys, monkeypatch) -> None:
+    """A markdown or table file of many rows takes far longer to write in Python than the read: the hint's
+    seconds leave that out. On a clock the test moves, the answer takes 100 s, 99.5 of them rendering."""
+    from rlsql.cache import reading
+
+    trials = next((RUNS / "tiny").glob("*_trial_results.csv"))
+    monkeypatch.setenv("RLSQL_CACHE_HINT_BYTES", "1")
+    clock = [1000.0]
+    monkeypatch.setattr(reading.time, "perf_counter", lambda: clock[0])
+
+    def answer() -> None:
+        reading.read_in_place(trials, trials.stat().st_size)
+        clock[0] += 100.0
+        reading.formatted(99.5)
+
+    reading.answering(answer)
+    hint = capsys.readouterr().err
+    assert f"hint: read 0 MiB in place ({trials}) in 0.5 s;" in hint, hint
+
+
 # --- nothing is cached unasked; a large file read in place says what a build would save ----------------
 
 

@@ -24,6 +24,7 @@ import codecs
 import contextlib
 import shutil
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import IO, Any
 
 import duckdb
 
+from rlsql.cache import reading
 from rlsql.core.sqltext import identifier, literal
 from rlsql.outputs.formats import OutputFormat, layout, render, to_markdown, to_records, to_table
 from rlsql.runs import writes
@@ -160,12 +162,14 @@ class Output:
             elif not shape.records:
                 fh.write(to_table(columns, [], self.width, shape))
             while batch:
+                started = time.perf_counter()
                 if self.fmt is OutputFormat.MARKDOWN:
                     fh.write(to_markdown(columns, batch, header=False))
                 elif shape.records:
                     fh.write(to_records(columns, batch, rows + 1))
                 else:
                     fh.write(to_table(columns, batch, self.width, shape, header=False))
+                reading.formatted(time.perf_counter() - started)
                 rows += len(batch)
                 if left is not None:
                     left -= len(batch)
