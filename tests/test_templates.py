@@ -51,7 +51,7 @@ def test_the_data_error_marker_is_spelled_in_python_only() -> None:
     assert spelled == []
     assert "BAD_CELL_FUNCTION | ident" in (SQL / "sources" / "_read_csv.sql.j2").read_text()
     users = [p.name for p in TEMPLATES if "DATA_ERROR_MARK | lit" in p.read_text()]
-    assert sorted(users) == ["_read_csv.sql.j2", "_trajectory_files.sql.j2", "harbor_trials_src.sql"]
+    assert sorted(users) == ["_harbor_read.sql.j2", "_read_csv.sql.j2", "_trajectory_files.sql.j2"]
 
 
 def test_no_template_indents_rendered_values() -> None:
