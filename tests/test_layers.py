@@ -105,3 +105,39 @@ def test_the_readme_lists_the_same_packages_in_the_same_order() -> None:
     listed = re.findall(r"^\s*rlsql/([a-z]+)/", section, flags=re.M)
     present = [name for name in LAYERS if (PACKAGE / name).is_dir()]
     assert listed == list(reversed(present))
+
+
+#: the packages a plain `pip install .` brings (pyproject.toml's dependencies, by import name)
+#: and theirs that rlsql uses itself: markupsafe (jinja2's), rich (typer's)
+CORE = {"duckdb", "sqlglot", "jinja2", "yaml", "typer", "numpy", "markupsafe", "rich"}
+#: each extra's packages -> the only modules that may import them (each import late, behind its extra's
+#: message: a plain install must reach none of them from a command that does not need the extra)
+EXTRAS = {
+    "matplotlib": {"rlsql.outputs.report.figures"},
+    "starlette": {"rlsql.serve", "rlsql.serve.app"},
+    "uvicorn": {"rlsql.serve", "rlsql.serve.app"},
+    "pyspark": {"rlsql.engine.spark", "rlsql.engine.spark_sources"},
+}
+
+
+def test_a_plain_install_has_every_package_the_code_imports() -> None:
+    """No module imports a package that only an extra (or the test environment) installs, outside the
+    modules of that extra: badcells.py once imported pyarrow for its DuckDB function, and `rlsql check`
+    on a run with trajectories failed with a traceback in the README's own first venv."""
+    import sys
+
+    stray = []
+    for name, path in sorted(modules().items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                tops = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                tops = [node.module.split(".")[0]]
+            else:
+                continue
+            for top in tops:
+                if top == "rlsql" or top in sys.stdlib_module_names or top in CORE:
+                    continue
+                if name not in EXTRAS.get(top, set()):
+                    stray.append(f"{name}: {top}")
+    assert stray == []

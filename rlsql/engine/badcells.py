@@ -5,9 +5,9 @@ connection a finite cell outside that calls `error(BAD_CELL_MARK)` (DuckDB evalu
 branch only for the cells that reach it: none in an undamaged file, so its scan costs nothing
 more). A query stopped so runs again (`answering`) with FUNCTION(file, row_no, column, value) in
 that branch, a Python function that records the cell and returns NULL (registering
-one costs ~50 ms, numpy's import: paid only by damaged runs). One warning per file then names the
-cells; the lines come from the csv module (csvread.scan_records) for files up to
-LINE_SCAN_BYTES, else `rlsql check` gives them.
+one costs ~50 ms, numpy's import, which DuckDB's Python functions need: paid only by damaged
+runs). One warning per file then names the cells; the lines come from the csv module
+(csvread.scan_records) for files up to LINE_SCAN_BYTES, else `rlsql check` gives them.
 """
 
 from __future__ import annotations
@@ -39,14 +39,10 @@ class BadCells:
 
     cells: dict[tuple[str, int, str], float] = field(default_factory=dict)
 
-    def record(self, files, rows, columns, values):
-        """The UDF: remember each cell (a view read twice in one statement meets it twice), return NULLs."""
-        import pyarrow as pa
-
-        keys = zip(files.to_pylist(), rows.to_pylist(), columns.to_pylist(), strict=True)
-        for key, value in zip(keys, values.to_pylist(), strict=True):
-            self.cells[key] = value
-        return pa.nulls(len(files), pa.float64())
+    def record(self, file: str, row: int, column: str, value: float) -> None:
+        """The UDF, called once per bad cell: remember it (a view read twice in one statement meets it
+        twice), read it as NULL. A native function: an arrow one would need pyarrow, which rlsql does not."""
+        self.cells[(file, row, column)] = value
 
     def warn(self) -> None:
         by_file: dict[str, dict[str, list[float]]] = {}
@@ -86,7 +82,7 @@ def _lines(path: str, columns: list[str]) -> str | None:
 def register(con: duckdb.DuckDBPyConnection, bad: BadCells) -> None:
     """Create FUNCTION on `con`, recording into `bad`."""
     con.create_function(FUNCTION, bad.record, ["VARCHAR", "BIGINT", "VARCHAR", "DOUBLE"], "DOUBLE",  # type: ignore[call-overload]
-                        type="arrow", null_handling="special", side_effects=True)
+                        null_handling="special", side_effects=True)
 
 
 def answering(work: Callable[[BadCells | None], T]) -> T:
