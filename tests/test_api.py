@@ -31,6 +31,18 @@ def test_result_gives_rows_dataframe_and_arrow() -> None:
     assert len(result) == len(want)
 
 
+@pytest.mark.parametrize(("method", "package"), [("df", "pandas"), ("arrow", "pyarrow")])
+def test_frames_without_their_extra_name_the_extra(method: str, package: str, monkeypatch) -> None:
+    """A plain install has neither pandas nor pyarrow: rlsql's error names the extra, not DuckDB's."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == package else real(name, *a))
+    result = rlsql.query("turn_stats", [RUNS / "tiny"])
+    with pytest.raises(rlsql.UsageError, match=rf"QueryResult.{method}\(\) needs {package}, .*rlsql\[frames\]"):
+        getattr(result, method)()
+
+
 def test_connect_gives_every_view_and_macro() -> None:
     con = rlsql.connect([RUNS / "tiny", RUNS / "newest"])
     views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}

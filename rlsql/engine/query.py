@@ -53,14 +53,24 @@ class QueryResult:
 
     def df(self):
         """A pandas DataFrame (needs pandas: `pip install 'rlsql[frames]'`)."""
+        _require("pandas", "df()")
         return self._relation().df()
 
     def arrow(self):
         """A pyarrow Table (needs pyarrow: `pip install 'rlsql[frames]'`)."""
+        _require("pyarrow", "arrow()")
         relation = self._relation()
         # DuckDB 2 renamed fetch_arrow_table() to to_arrow_table(); accept both
         to_arrow = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
         return to_arrow()
+
+
+def _require(package: str, method: str) -> None:
+    """A plain install has neither pandas nor pyarrow: say which extra brings it, not DuckDB's error."""
+    import importlib.util
+
+    if importlib.util.find_spec(package) is None:
+        raise UsageError(f"QueryResult.{method} needs {package}, which is not installed: pip install 'rlsql[frames]'")
 
 
 def declared_params(name: str) -> list[Param]:
