@@ -16,12 +16,13 @@ to a file, and ``report`` to a folder. Targets: every ``query -o`` and ``sql`` u
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+# bench/fleet.py: one fresh process under /usr/bin/time -v (this script's folder is on sys.path)
+from fleet import timed
 
 RLSQL = str(Path(sys.executable).parent / "rlsql")
 
@@ -38,21 +39,6 @@ def cases(run: Path, out: Path) -> dict[str, list[str]]:
     return found
 
 
-def timed(args: list[str]) -> dict[str, float | str]:
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
-        env = {**os.environ, "RLSQL_CACHE": "off"}  # the rows read in place, as a first command reads them
-        done = subprocess.run(["/usr/bin/time", "-v", "-o", report.name, RLSQL, *args],
-                              capture_output=True, text=True, env=env)
-        fields = dict(line.strip().rsplit(": ", 1) for line in Path(report.name).read_text().splitlines()
-                      if ": " in line)
-    parts = [float(p) for p in fields["Elapsed (wall clock) time (h:mm:ss or m:ss)"].split(":")]
-    wall = sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
-    cpu = float(fields["User time (seconds)"]) + float(fields["System time (seconds)"])
-    status = "ok" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.strip()[-200:]}"
-    return {"wall": wall, "cpu": cpu, "rss_mb": int(fields["Maximum resident set size (kbytes)"]) / 1024,
-            "status": status}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
@@ -63,10 +49,12 @@ def main() -> None:
         for name, command in cases(args.run, Path(scratch)).items():
             if args.only and name not in args.only.split(","):
                 continue
-            result = timed(command)
+            # the rows read in place, as a first command reads them
+            result = timed([RLSQL, *command], env={"RLSQL_CACHE": "off"})
             size = sum(p.stat().st_size for p in Path(scratch).rglob("*") if p.is_file()) / 2**20
-            print(f"| {name} | {result['wall']:.1f} | {result['cpu']:.1f} | {result['rss_mb']:,.0f} | {size:,.0f} "
-                  f"| {result['status']} |", flush=True)
+            status = "ok" if result["rc"] == 0 else f"exit {result['rc']}: {' '.join(result['err'])}"
+            print(f"| {name} | {result['wall_s']:.1f} | {result['cpu_s']:.1f} | {result['rss_mb']:,} | {size:,.0f} "
+                  f"| {status} |", flush=True)
             for entry in Path(scratch).iterdir():
                 shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
 
