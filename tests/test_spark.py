@@ -372,7 +372,10 @@ def test_missing_java_is_one_line_exit_2(tmp_path):
     """Without Java (and no SPARK_REMOTE), a local session is refused in one line, exit 2."""
     if importlib.util.find_spec("pyspark") is None:
         # the pyspark check comes first (test above); the Java check is only reached with pyspark
-        pytest.skip("pyspark is not installed (pip install 'rlsql[spark]'): the Java check comes after it")
+        reason = "pyspark is not installed (pip install 'rlsql[spark]'): the Java check comes after it"
+        if REQUIRED:
+            pytest.fail(f"RLSQL_REQUIRE_SPARK=1 but {reason}")
+        pytest.skip(reason)
     code = (
         "import sys\n"
         "from rlsql.cli.app import main\n"
