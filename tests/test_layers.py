@@ -107,9 +107,20 @@ def test_the_readme_lists_the_same_packages_in_the_same_order() -> None:
     assert listed == list(reversed(present))
 
 
-#: the packages a plain `pip install .` brings (pyproject.toml's dependencies, by import name)
-#: and theirs that rlsql uses itself: markupsafe (jinja2's), rich (typer's)
-CORE = {"duckdb", "sqlglot", "jinja2", "yaml", "typer", "numpy", "markupsafe", "rich"}
+#: a dependency's import name where it is not its distribution's name
+IMPORT_NAMES = {"pyyaml": "yaml"}
+#: packages of the dependencies' own dependencies that rlsql imports itself: jinja2's, typer's
+TRANSITIVE = {"markupsafe", "rich"}
+
+
+def core_packages() -> set[str]:
+    """What a plain `pip install .` brings, by import name: pyproject.toml's dependencies and TRANSITIVE."""
+    import tomllib
+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = {re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0].lower() for spec in project["dependencies"]}
+    return {IMPORT_NAMES.get(name, name) for name in names} | TRANSITIVE
+
 #: each extra's packages -> the only modules that may import them (each import late, behind its extra's
 #: message: a plain install must reach none of them from a command that does not need the extra)
 EXTRAS = {
@@ -126,6 +137,8 @@ def test_a_plain_install_has_every_package_the_code_imports() -> None:
     on a run with trajectories failed with a traceback in the README's own first venv."""
     import sys
 
+    core = core_packages()
+    assert {"duckdb", "jinja2", "yaml", "typer", "numpy"} <= core  # the parse of pyproject.toml found them
     stray = []
     for name, path in sorted(modules().items()):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -136,7 +149,7 @@ def test_a_plain_install_has_every_package_the_code_imports() -> None:
             else:
                 continue
             for top in tops:
-                if top == "rlsql" or top in sys.stdlib_module_names or top in CORE:
+                if top == "rlsql" or top in sys.stdlib_module_names or top in core:
                     continue
                 if name not in EXTRAS.get(top, set()):
                     stray.append(f"{name}: {top}")
