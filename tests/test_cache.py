@@ -592,7 +592,8 @@ def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(cache_dir, tm
     before = snapshot(run)
     env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": ""}
     allowed = re.compile(r"^(rlsql-cache\.json|[0-9a-f]{24}\.(parquet|json)"
-                         r"|\.[0-9a-f]{24}\.(parquet|json)\.[0-9a-f]{6}-\d+-[0-9a-f]{8}-[0-9a-f]{8}\.rlsql-tmp)$")
+                         r"|\.([0-9a-f]{24}\.(parquet|json)|rlsql-cache\.json)\.[0-9a-f]{6}-\d+-[0-9a-f]{8}-[0-9a-f]{8}"
+                         r"\.rlsql-tmp)$")
     killed = 0
     for min_bytes in (0, 1, 2**20):  # as the temporary appears, once it has bytes, once it has a MiB
         proc = subprocess.Popen([rlsql_exe, "cache", "build", "--force", "-r", str(run)], env=env,
@@ -616,6 +617,43 @@ def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(cache_dir, tm
     assert not [p for p in cache_dir.rglob("*rlsql-tmp*")]
     assert set(cache_states(capsys, monkeypatch).values()) == {"fresh"}
     assert snapshot(run) == before
+
+
+def test_a_build_killed_while_creating_the_folder_leaves_it_usable(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    """kill -9 between the marker's temporary and its rename (found by the kill test above, one run in
+    several): the folder holds only that temporary. It is rlsql's (its name proves it), so the next
+    command takes the folder, sweeps the temporary and answers from a copy it builds."""
+    import subprocess
+
+    from rlsql.runs import writes
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    cache_dir.mkdir()
+    leftover = writes.temp_name(cache_dir / "rlsql-cache.json", pid=int(gone.stdout))
+    leftover.write_text('{"format": "rlsql-par')  # cut short where the kill fell
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    code, _, err = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    assert code == 0, err
+    assert "not an rlsql cache folder" not in err
+    assert not leftover.exists()
+    assert json.loads((cache_dir / "rlsql-cache.json").read_text())["format"] == "rlsql-parquet-cache"
+    assert set(cache_states(capsys, monkeypatch).values()) == {"fresh"}
+    # a live process's temporary (this one's) is left to it: the folder is taken, the temporary not swept
+    shutil.rmtree(cache_dir)
+    cache_dir.mkdir()
+    live = writes.temp_name(cache_dir / "rlsql-cache.json")
+    live.write_text("{")
+    code, _, err = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    assert code == 0, err
+    assert live.exists()
+    # ...and a file of somebody else's beside it still makes the folder foreign
+    shutil.rmtree(cache_dir)
+    cache_dir.mkdir()
+    leftover.write_text("{")
+    (cache_dir / "notes.txt").write_text("mine")
+    code, _, err = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
+    assert code != 0 and "not an rlsql cache folder" in err and (cache_dir / "notes.txt").exists()
 
 
 def test_a_run_with_pattern_characters_in_its_path_is_cached_from_its_own_file(cache_dir, tmp_path, capsys,

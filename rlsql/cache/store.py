@@ -94,7 +94,8 @@ def check_root(root: Path) -> None:
         if not root.is_dir():
             raise CacheUnavailable(f"cache folder {root} is not a folder")
         try:
-            foreign = any(root.iterdir())
+            # a marker's temporary is rlsql's own: a build killed while creating the folder left it
+            foreign = any(not _marker_temp(f.name) for f in root.iterdir())
         except OSError as exc:
             raise CacheUnavailable(f"cannot list cache folder {root} ({exc.strerror})") from exc
         if foreign:
@@ -102,6 +103,11 @@ def check_root(root: Path) -> None:
                 f"{root} is not an rlsql cache folder (no {MARKER}, and it holds files rlsql did not write); "
                 f"set {CACHE_ENV} to a new or empty folder"
             )
+
+
+def _marker_temp(name: str) -> bool:
+    parts = writes.parse_temp_name(name)
+    return parts is not None and parts.final == MARKER
 
 
 #: roots this process has checked: the walk up for run folders is done once per root, not per file
@@ -118,6 +124,7 @@ def ensure_root(root: Path) -> Path:
         return root
     try:
         root.mkdir(parents=True, exist_ok=True)
+        writes.sweep(root)  # a killed creation's marker temporary (only an abandoned one of rlsql's names)
         write_json(root / MARKER, {"format": MARKER_FORMAT, "version": 1, "created_at": _now(),
                                    "note": "rlsql's Parquet cache: `rlsql cache clear` deletes only the "
                                            "entries rlsql wrote here"})
@@ -397,6 +404,9 @@ def list_root(root: Path) -> Listing:
         return listing
     for folder in top:
         if folder.name == MARKER:
+            continue
+        if _marker_temp(folder.name) and _file_or_pipe(folder):
+            listing.leftovers.append(folder)
             continue
         if not (_FOLDER.match(folder.name) and folder.is_dir() and not folder.is_symlink()):
             listing.foreign += 1
