@@ -1,7 +1,8 @@
 """Rows to stdout or `-o`, in every format, as DuckDB produces them: memory stays bounded at any size.
 
 A query's rows never become a Python list here. The machine formats (csv, json, jsonl) are written
-by DuckDB's own COPY; the people formats (table, markdown) are rendered batch by batch from the
+by DuckDB's own COPY; so are the people formats (table, markdown) into a file or a pipe, their lines
+rendered in SQL; on a terminal, and for types only Python renders, they are rendered batch by batch from the
 cursor. Either way the output is first written whole to a staging file, and only then put in place:
 
 - `-o FILE` (a regular file or a new name): staged beside it and renamed onto it (rlsql/runs/writes.py),
