@@ -35,7 +35,7 @@ import duckdb
 
 from rlsql.cache import reading
 from rlsql.core.sqltext import identifier, literal
-from rlsql.outputs.formats import OutputFormat, layout, render, to_markdown, to_records, to_table
+from rlsql.outputs.formats import Layout, OutputFormat, layout, render, to_markdown, to_records, to_table
 from rlsql.runs import writes
 from rlsql.runs.memorydb import scalar, spill_folder
 
@@ -110,7 +110,7 @@ class Output:
             sql = f"SELECT * FROM {_ROWS}"
         if self.fmt in _COPY_OPTIONS:
             return self._copy(con, sql)
-        if self.width is None and not self.terminal:  # a file or a pipe: every row, every cell whole
+        if not self.terminal:  # a file or a pipe: every row, every cell whole
             written = self._copy_lines(con, sql)
             if written is not None:
                 return written
@@ -156,8 +156,7 @@ class Output:
         first = con.execute(f"SELECT * FROM ({sql}) AS rows_out LIMIT {BATCH}").fetchall()
         shape = layout(columns, first, None, self.keys(columns))
         if self.fmt is OutputFormat.MARKDOWN:
-            head = (to_markdown(columns, first).partition("\n")[0] + "\n|"
-                    + "|".join("---:" if n else "---" for n in shape.numeric) + "|")
+            head = _markdown_head(columns, shape)
             parts = [_markdown_sql(c) if t == "VARCHAR" else f"coalesce({c}, '')"
                      for c, t in zip(cells, map(str, relation.types), strict=True)]
             line = "concat('| ', " + ", ' | ', ".join(parts) + ", ' |')"
@@ -197,8 +196,7 @@ class Output:
             batch = cursor.fetchmany(BATCH if left is None else min(BATCH, left))
             shape = layout(columns, batch, self.width, self.keys(columns))
             if self.fmt is OutputFormat.MARKDOWN:
-                header, _, _ = to_markdown(columns, batch).partition("\n")
-                fh.write(header + "\n" + "|" + "|".join("---:" if n else "---" for n in shape.numeric) + "|\n")
+                fh.write(_markdown_head(columns, shape) + "\n")
             elif not shape.records:
                 fh.write(to_table(columns, [], self.width, shape))
             while batch:
@@ -266,6 +264,12 @@ def _json_cell(column: str, type_name: str) -> str:
         return (f"CASE WHEN microsecond({name}) % 1000000 = 0 THEN strftime({name}, '%Y-%m-%dT%H:%M:%S') "
                 f"ELSE strftime({name}, '%Y-%m-%dT%H:%M:%S.%f') END AS {name}")
     return name
+
+
+def _markdown_head(columns: Sequence[str], shape: Layout) -> str:
+    """A markdown table's two header lines, its columns aligned as the first batch's `shape` says."""
+    names = to_markdown(columns, []).partition("\n")[0]
+    return names + "\n|" + "|".join("---:" if n else "---" for n in shape.numeric) + "|"
 
 
 _INTEGERS = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
