@@ -4,6 +4,7 @@ Usage (from the repository root; the data goes under /tmp, never into the reposi
 
     python bench/trajectories.py generate --trials 45000 /tmp/trajbench/t45k   # ~4.5 GB, deterministic
     python bench/trajectories.py measure /tmp/trajbench/t1k /tmp/trajbench/t10k /tmp/trajbench/t45k
+    python bench/trajectories.py cached /tmp/trajbench/t1k /tmp/trajbench/t10k /tmp/trajbench/t45k
 
 `generate` writes a Harbor run folder: ``trace_jobs/<trial>/result.json`` and
 ``trace_jobs/<trial>/agent/trajectory.json`` (and ``trajectory.cont-1.json`` after a summarisation for
@@ -15,8 +16,8 @@ step whose ``prompt_token_ids`` hold 20,000-30,000 numbers. Files are 10-200 KB;
 call five times or more). Every draw comes from a seeded ``random.Random``: the same arguments write the
 same bytes.
 
-`cache` writes the two trajectory sources of each run given as Parquet once (what a `cache build` of the
-trajectories would do) and times a query over that copy: what caching them would give.
+`cached` runs ``rlsql cache build`` over each run given (timed), then every trajectory query reading the
+cached copies of its rows, paired with the same script.
 
 `measure` times, for each run folder given, the first run of every trajectory query (``rlsql query
 NAME``, a fresh process each time) against ``plain_script.py`` (written next to this file's output: the
@@ -232,7 +233,7 @@ def measure(runs: list[Path], repeats: int) -> None:
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(PLAIN_SCRIPT)
     rlsql = [sys.executable, "-m", "rlsql"]
-    env = {**os.environ, "RLSQL_CACHE": "0", "RLSQL_CACHE_AHEAD": "0"}
+    env = {**os.environ, "RLSQL_CACHE": "off"}
     print("| trials | files | GB | query | rlsql s (median) | rlsql peak MB | script s | script peak MB | speed-up |")
     print("|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     for run in runs:
@@ -249,32 +250,31 @@ def measure(runs: list[Path], repeats: int) -> None:
                   f"| {s:.2f} | {max(p for _, p in theirs) / 1024:.0f} | {s / o:.1f}x |", flush=True)
 
 
-def what_a_cache_gives(run: Path) -> None:
-    """Whether a Parquet copy of the trajectories would pay: the time to write the two sources' rows once (a
-    `cache build`), their size, and a query's time over that copy (a bare DuckDB statement standing in for
-    rlsql reading its cache), against the first query in place."""
-    import duckdb
+def after_cache_build(runs: list[Path], repeats: int) -> None:
+    """`rlsql cache build -r RUN` (timed, into a cache folder of its own, emptied first), then every trajectory
+    query reading its copies, paired and interleaved with the plain script as `measure` pairs them."""
+    import shutil
 
-    from rlsql.catalog.catalog import load_catalog
-    from rlsql.engine.sources import SourceContext
-    from rlsql.runs.folders import resolve_runs
-
-    runs = resolve_runs([str(run)])
-    catalog = load_catalog()
-    context = SourceContext(runs)
-    out = Path("/tmp/trajbench/cache") / run.name
-    out.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect()
-    started = time.perf_counter()
-    for name in ("trajectory_steps_src", "tool_calls_src"):
-        con.execute(f"COPY ({context.render(catalog, catalog.files[name])}) TO '{out / name}.parquet' (FORMAT parquet)")
-    built = time.perf_counter() - started
-    size = sum(p.stat().st_size for p in out.glob("*.parquet")) / 1e6
-    started = time.perf_counter()
-    con.execute(f"SELECT function_name, count(*), count(DISTINCT trial_name) FROM '{out}/tool_calls_src.parquet' "
-                "WHERE NOT copied GROUP BY 1").fetchall()
-    cached = time.perf_counter() - started
-    print(f"{run.name}: build {built:.1f} s, {size:.0f} MB of Parquet, a tool_usage-like query over it {cached:.2f} s")
+    script = Path("/tmp/trajbench/plain_script.py")
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(PLAIN_SCRIPT)
+    cache = Path("/tmp/trajbench/rlsql-cache")
+    rlsql = [sys.executable, "-m", "rlsql"]
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache), "RLSQL_CACHE": "auto"}
+    print("| trials | cache build s | build peak MB | query | rlsql s (median) | rlsql peak MB | script s | speed-up |")
+    print("|---:|---:|---:|---|---:|---:|---:|---:|")
+    for run in runs:
+        shutil.rmtree(cache, ignore_errors=True)
+        trials = sum(1 for _ in (run / "trace_jobs").iterdir())
+        build, build_peak = timed([*rlsql, "cache", "build", "-r", str(run)], env)
+        for query in QUERIES:
+            ours, theirs = [], []
+            for _ in range(repeats):
+                ours.append(timed([*rlsql, "query", query, "-r", str(run), "-f", "csv", "-o", str(OUT)], env))
+                theirs.append(timed([sys.executable, str(script), str(run), query]))
+            o, s = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in theirs)
+            print(f"| {trials:,} | {build:.1f} | {build_peak / 1024:.0f} | {query} | {o:.2f} "
+                  f"| {max(p for _, p in ours) / 1024:.0f} | {s:.2f} | {s / o:.1f}x |", flush=True)
 
 
 def main(argv: list[str]) -> None:
@@ -286,14 +286,14 @@ def main(argv: list[str]) -> None:
     meas = sub.add_parser("measure")
     meas.add_argument("runs", type=Path, nargs="+")
     meas.add_argument("--repeats", type=int, default=3)
-    cache = sub.add_parser("cache")
+    cache = sub.add_parser("cached")
     cache.add_argument("runs", type=Path, nargs="+")
+    cache.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     if args.command == "generate":
         generate(args.root, args.trials)
-    elif args.command == "cache":
-        for run in args.runs:
-            what_a_cache_gives(run)
+    elif args.command == "cached":
+        after_cache_build(args.runs, args.repeats)
     else:
         measure(args.runs, args.repeats)
 

@@ -348,3 +348,119 @@ def _json_query(args: list[str], capsys, monkeypatch) -> list[dict]:
     code, out, err = run_main(["query", *args, "-f", "json"], capsys, monkeypatch)
     assert code in (0, None), err
     return json.loads(out)
+
+
+# -- the cached copies of the trajectory rows (rlsql/cache/trajcopies.py) -----------------------------------------
+
+
+def _cli(args: list[str], capsys, monkeypatch) -> tuple[int | None, str, str]:
+    from tests.test_cli import run_main
+
+    return run_main(args, capsys, monkeypatch)
+
+
+def _damaged(run: Path) -> list[str]:
+    return sorted(str(p) for _, _, p in oracle.trajectory_files(run)[0] if oracle.read_trajectory(p) is None)
+
+
+def _built_cache(tmp_path: Path, runs: list[Path], capsys, monkeypatch) -> list[dict]:
+    """`rlsql cache build` of `runs` into a cache folder of this test's; its rows for the trajectories."""
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RLSQL_CACHE", "auto")
+    args = ["cache", "build", "-f", "json"] + [a for run in runs for a in ("-r", str(run))]
+    code, out, err = _cli(args, capsys, monkeypatch)
+    assert code in (0, None), err
+    return [r for r in json.loads(out) if r["artifact"] == "trajectories"]
+
+
+@pytest.mark.parametrize("name", VIEWS + QUERIES)
+def test_queries_from_the_cached_copies_match_the_oracle_and_warn_as_in_place(
+        name: str, tmp_path: Path, capsys, monkeypatch) -> None:
+    runs = [RUNS / r for r in WITH_TRAJECTORIES]
+    built = _built_cache(tmp_path, runs, capsys, monkeypatch)
+    # every run's two sources, bad token counts and damaged files included
+    assert sorted((r["run"], r["state"], r["file"].rsplit(" ", 1)[1]) for r in built) == [
+        (run, "built", f"({source})") for run in WITH_TRAJECTORIES
+        for source in ("tool_calls_src", "trajectory_steps_src")]
+    code, out, err = _cli(["query", name, "-f", "json", "-v", *[a for r in runs for a in ("-r", str(r))]],
+                          capsys, monkeypatch)
+    assert code in (0, None), err
+    read = [line for line in err.splitlines() if "read from the cache" in line]
+    assert read and not [line for line in err.splitlines() if "src read in place" in line], err
+    as_json = [{k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in r.items()}
+               for r in expected(name, runs)]
+    assert_rows_match(json.loads(out), as_json, f"{name} from the cached copies")
+    for path in _damaged(RUNS / "harbor"):  # each damaged file named once, as a read in place names it
+        assert err.count(path) == 1 and "skipped, not an ATIF trajectory" in err, (path, err)
+    if name in ("trajectory_steps", "token_usage"):  # they read the token counts
+        bad = [line for line in err.splitlines() if "not a whole number up to 2**53" in line]
+        assert len(bad) == 1, err  # both runs hold the trial: one warning, the second file "more like it"
+        assert "steps[1].metrics.prompt_tokens: 9007199254740994" in bad[0] and "completion_tokens: -5" in bad[0]
+        for run in WITH_TRAJECTORIES:
+            assert bad[0].count(f"/{run}/trace_jobs/calendar-0003__8d5Frkd/agent/trajectory.json") == 1, bad
+
+
+def test_a_changed_trajectory_makes_its_copy_stale_until_built_again(tmp_path: Path, capsys, monkeypatch) -> None:
+    import shutil
+
+    run = tmp_path / "harbor_csv"
+    shutil.copytree(RUNS / "harbor_csv", run)
+    _built_cache(tmp_path, [run], capsys, monkeypatch)
+    path = run / "trace_jobs" / "calendar-0005__bu8dLSg" / "agent" / "trajectory.json"
+    path.write_text(path.read_text().replace('"function_name": "bash_command"', '"function_name": "shell"'))
+    code, out, err = _cli(["query", "tool_usage", "-r", str(run), "-f", "json", "-v"], capsys, monkeypatch)
+    assert code in (0, None), err
+    assert "tool_calls_src read in place (the trajectory files changed since its cache entry was built)" in err
+    edited = json.loads(out)
+    assert any(r["function_name"] == "shell" for r in edited)
+    assert_rows_match(edited, oracle.expected("tool_usage", [run]), "tool_usage after an edit")
+    code, out, err = _cli(["cache", "status", "-f", "json"], capsys, monkeypatch)
+    states = {r["file"].rsplit(" ", 1)[1]: r["state"] for r in json.loads(out) if "/trace_jobs (" in r["file"]}
+    assert states == {"(tool_calls_src)": "stale", "(trajectory_steps_src)": "stale"}
+    # a new trial's trajectory makes it stale too
+    assert [r["state"] for r in _built_cache(tmp_path, [run], capsys, monkeypatch)] == ["built", "built"]
+    new = run / "trace_jobs" / "calendar-0100__new1234" / "agent"
+    new.mkdir(parents=True)
+    shutil.copy(path, new / "trajectory.json")
+    code, out, err = _cli(["query", "tool_calls", "-r", str(run), "-f", "json", "-v"], capsys, monkeypatch)
+    assert code in (0, None) and "tool_calls_src read in place (the trajectory files changed" in err
+    assert_rows_match(json.loads(out), oracle.expected_trajectory_view("tool_calls", [run]), "a trial added")
+    assert [r["state"] for r in _built_cache(tmp_path, [run], capsys, monkeypatch)] == ["built", "built"]
+    _, out, err = _cli(["query", "tool_calls", "-r", str(run), "-f", "json", "-v"], capsys, monkeypatch)
+    assert "tool_calls_src read from the cache" in err
+    assert_rows_match(json.loads(out), oracle.expected_trajectory_view("tool_calls", [run]), "built again")
+
+
+def test_a_copy_that_fails_to_read_is_answered_from_the_files(tmp_path: Path, capsys, monkeypatch) -> None:
+    runs = [RUNS / "harbor"]
+    built = {r["file"].rsplit(" ", 1)[1]: r for r in _built_cache(tmp_path, runs, capsys, monkeypatch)}
+    from rlsql.cache import store, trajcopies
+
+    entry = trajcopies.entry_of(RUNS / "harbor" / "trace_jobs", "tool_calls_src", tmp_path / "cache")
+    data = bytearray(entry.parquet.read_bytes())
+    assert len(data) == built["(tool_calls_src)"]["parquet_bytes"]
+    footer = int.from_bytes(data[-8:-4], "little")
+    for i in range(len(data) - 8 - footer, len(data) - 8):  # the footer scrambled; its size and magic kept
+        data[i] ^= 0x5A
+    entry.parquet.write_bytes(bytes(data))
+    code, out, err = _cli(["query", "tool_usage", "-r", str(runs[0]), "-f", "json"], capsys, monkeypatch)
+    assert code in (0, None), err
+    assert "its cached copy" in err and "answered from the file, and the entry is marked damaged" in err
+    assert_rows_match(json.loads(out), oracle.expected("tool_usage", runs), "tool_usage past a damaged copy")
+    assert store.Entry(entry.parquet, entry.meta).read_meta()["damaged"]
+    code, out, err = _cli(["cache", "status", "-f", "json"], capsys, monkeypatch)
+    states = {r["file"].rsplit(" ", 1)[1]: r["state"] for r in json.loads(out) if "/trace_jobs (" in r["file"]}
+    assert states == {"(tool_calls_src)": "damaged", "(trajectory_steps_src)": "fresh"}
+
+
+def test_cache_flag_builds_the_copy_before_the_query_reads_it(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    runs = [RUNS / "harbor_csv"]
+    code, out, err = _cli(["--cache", "query", "looping_trials", "-r", str(runs[0]), "-f", "json", "-v"],
+                          capsys, monkeypatch)
+    assert code in (0, None), err
+    assert "tool_calls_src cached now" in err and "tool_calls_src read from the cache" in err, err
+    assert_rows_match(json.loads(out), oracle.expected("looping_trials", runs), "looping_trials under --cache")
+    code, out, err = _cli(["cache", "status", "-f", "json"], capsys, monkeypatch)
+    entries = [(r["file"].rsplit(" ", 1)[1], r["state"]) for r in json.loads(out) if "/trace_jobs (" in r["file"]]
+    assert entries == [("(tool_calls_src)", "fresh")]  # (and the trials CSV's copy)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlsql.cache import csvcopies, logentries, store
+from rlsql.cache import csvcopies, logentries, store, trajcopies
 from rlsql.core import settings
 from rlsql.core.errors import UsageError
 from rlsql.runs.folders import Run
@@ -44,9 +44,12 @@ def build(runs: Sequence[Run], force: bool, progress: Callable[[str], None] | No
     try:
         report = csvcopies.build_cache(runs, force, progress)
         rows = report.rows + logentries.build_log_entries(runs, force, progress)
+        copies, copied = trajcopies.build_copies(runs, report.root, force, memory_connection(), progress)
     except store.CacheUnavailable as exc:
         raise UsageError(str(exc)) from exc
-    covered = report.entries | {store.entry_for(Path(r[2]), report.root).parquet for r in rows if r[1] == "log"}
+    rows += copies
+    covered = report.entries | copied | {store.entry_for(Path(r[2]), report.root).parquet
+                                         for r in rows if r[1] == "log"}
     evicted, freed = store.evict(report.root, settings.current().cache_max_bytes, keep=frozenset(covered))
     count = {state: sum(1 for r in rows if r[3] == state) for state in ("built", "grown", "fresh", "changing")}
     parts = [f"{count['built']} built"]
@@ -72,8 +75,9 @@ def status() -> Done:
     con = memory_connection()
     for entry in listing.entries:
         meta = entry.read_meta()
-        state, why = logentries.entry_state(entry, con)  # a log's entry in its own words (grown, ...)
-        rows.append((meta.get("source"), state, None if state == "fresh" else why, meta.get("rows"),
+        state, why = _state(entry, con)
+        shown = f"{meta.get('source')} ({meta['table']})" if meta.get("kind") == trajcopies.KIND else meta.get("source")
+        rows.append((shown, state, None if state == "fresh" else why, meta.get("rows"),
                      meta.get("parquet_bytes"), meta.get("built_at"), _mtime(entry.meta), str(entry.parquet)))
     size = sum(r[4] or 0 for r in rows)
     extra = ""
@@ -94,11 +98,18 @@ def clear(stale_only: bool) -> str:
     listing = store.list_root(root)
     con = memory_connection()
     entries = [e for e in listing.entries
-               if not stale_only or logentries.entry_state(e, con)[0] not in ("fresh", "grown")]
+               if not stale_only or _state(e, con)[0] not in ("fresh", "grown")]
     removed, freed = store.delete_entries(root, entries)
     removed += store.sweep_leftovers(root)
     kept = f"; left {listing.foreign} file(s) rlsql did not write" if listing.foreign else ""
     return f"cache: removed {removed} files, {freed:,} bytes{kept}"
+
+
+def _state(entry: store.Entry, con) -> tuple[str, str]:
+    """An entry's state in its own words: a log's (grown, ...), trajectory rows' (stale: a file changed), a CSV's."""
+    if entry.read_meta().get("kind") == trajcopies.KIND:
+        return trajcopies.entry_state(entry, con)
+    return logentries.entry_state(entry, con)
 
 
 def describe_policy(config: settings.Settings) -> str:

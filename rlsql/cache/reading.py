@@ -39,6 +39,9 @@ T = TypeVar("T")
 #: what a later query saves by reading a cached copy instead of the file (bench/RESULTS.md, "Cache":
 #: 10M trials, a trial query 0.3-0.65 CPU-s from the copy against 1.4-1.7 from the CSV)
 SAVING = "later queries read its Parquet copy in about a third of the time"
+#: the same for a run's trajectories (bench/RESULTS.md, "Agent trajectories": 45,000 trials, a query 25-58 s in
+#: place, 4.9-6.5 s from the copy)
+TRAJECTORY_SAVING = "later trajectory queries read a copy of their rows instead of every file, 5-10 times faster"
 
 
 @dataclass
@@ -46,8 +49,8 @@ class Reads:
     """The cache's part of one answer."""
 
     handed_out: list[store.Entry] = field(default_factory=list)
-    #: files at least Settings.cache_hint_bytes large read in place: path -> bytes
-    in_place: dict[str, int] = field(default_factory=dict)
+    #: files at least Settings.cache_hint_bytes large read in place: path -> (bytes, what a copy saves)
+    in_place: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: the cache folder problems said so far (once per answer, not once per file)
     said: set[str] = field(default_factory=set)
     #: seconds of the answer spent writing a table or markdown in Python, not reading (the hint leaves them out)
@@ -65,11 +68,11 @@ def handed_out(entry: store.Entry) -> None:
         reads.handed_out.append(entry)
 
 
-def read_in_place(path: Path, size: int) -> None:
+def read_in_place(path: Path, size: int, saving: str = SAVING) -> None:
     """A lookup found no fresh copy of `path` (`size` bytes); a large one earns the answer a hint."""
     reads = _current.get()
     if reads is not None and size >= settings.current().cache_hint_bytes:
-        reads.in_place[str(path)] = size
+        reads.in_place[str(path)] = (size, saving)
 
 
 def formatted(seconds: float) -> None:
@@ -115,12 +118,13 @@ def answering(work: Callable[[], T]) -> T:
     return result
 
 
-def _hint(in_place: dict[str, int], seconds: float) -> None:
-    total = sum(in_place.values())
+def _hint(in_place: dict[str, tuple[int, str]], seconds: float) -> None:
+    total = sum(size for size, _ in in_place.values())
     first = next(iter(in_place))
     more = f" and {len(in_place) - 1} more" if len(in_place) > 1 else ""
+    saving = max(in_place.values())[1]  # the largest file's
     print(f"rlsql: hint: read {total / 2**20:,.0f} MiB in place ({first}{more}) in {seconds:.1f} s; "
-          f"`rlsql cache build` with the same --run makes cached copies once, and {SAVING} "
+          f"`rlsql cache build` with the same --run makes cached copies once, and {saving} "
           "(RLSQL_CACHE=off: no hints)", file=sys.stderr)
 
 

@@ -214,8 +214,9 @@ class Stat:
             record.get("size"), record.get("mtime_ns"), record.get("ctime_ns"), record.get("inode"))
 
 
-def entry_key(csv: Path) -> str:
-    return hashlib.sha256(f"rlsql-cache-v{ENTRY_VERSION}\0{csv}".encode()).hexdigest()[:24]
+def entry_key(name: Path | str) -> str:
+    """The key of a file's entry (its path), or of a run's trajectory rows (a name with a NUL, which no path holds)."""
+    return hashlib.sha256(f"rlsql-cache-v{ENTRY_VERSION}\0{name}".encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ class Entry:
         return record
 
 
-def entry_for(csv: Path, root: Path) -> Entry:
+def entry_for(csv: Path | str, root: Path) -> Entry:
     key = entry_key(csv)
     folder = root / key[:2]
     return Entry(folder / f"{key}.parquet", folder / f"{key}.json")

@@ -12,13 +12,14 @@ import functools
 import hashlib
 import json
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rlsql.cache import trajcopies
 from rlsql.cache.csvcopies import cached_copy
 from rlsql.catalog.catalog import Catalog
 from rlsql.catalog.sqlfile import Column, SqlFile
-from rlsql.core.errors import DataError, RlsqlWarning
+from rlsql.core.errors import BAD_CELL_MARK, DataError, RlsqlWarning
 from rlsql.core.exactpaths import why_unnameable
 from rlsql.engine.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import csvfiles as csvread
@@ -51,6 +52,10 @@ class SourceContext:
 
     #: the trajectory sources call trajectories.DAMAGED_FUNCTION (registered on the connection) per damaged file
     record_damaged = False
+    #: what that function remembers (trajectories.record_damaged): a source's cached copy adds its damaged files
+    damaged_seen: dict[str, tuple[str, str]] | None = None
+    #: with bad_cells 'record', the recorder of bad cells (BadCells.record): a cached copy adds its own
+    bad_cell_sink: Callable[[str, int, str, float], None] | None = None
 
     def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None,
                  config_keys: str | None = None):
@@ -285,6 +290,19 @@ class SourceContext:
             return catalog.render(f, **self.runs_context(f))
         return f.rendered
 
+    def _said_by_copies(self, copies: list[dict]) -> None:
+        """What the files behind cached copies would have said read in place, handed to the same recorders: the
+        damaged files (said after the statement), the bad cells (a first attempt stops, the second names them)."""
+        for copy in copies:
+            if self.record_damaged and self.damaged_seen is not None:
+                for d in copy["damaged"]:
+                    self.damaged_seen.setdefault(d["path"], (d["run"], d["problem"]))
+            if copy["bad_cells"] and self.bad_cells == "fail":
+                raise DataError(f"{BAD_CELL_MARK}: a cached copy of {copy['run']}'s trajectories holds bad cells")
+            if self.bad_cells == "record" and self.bad_cell_sink is not None:
+                for cell in copy["bad_cells"]:
+                    self.bad_cell_sink(*cell)
+
     def render(self, catalog: Catalog, source: SqlFile) -> str:
         context: dict = {"runs": self.run_rows}
         if source.name == "run_files":
@@ -298,7 +316,10 @@ class SourceContext:
         elif source.artifact == "trajectories":  # rlsql/trajectories.py lists the files
             from rlsql.runs.trajectories import render_context
 
-            context.update(render_context(self.runs, self.record_damaged), bad_cells=self.bad_cells)
+            cached = source.name in trajcopies.SOURCES
+            copies = functools.partial(trajcopies.cached_rows, source.name) if cached else None
+            context.update(render_context(self.runs, self.record_damaged, copies=copies), bad_cells=self.bad_cells)
+            self._said_by_copies(context["copies"])
         elif source.artifact:
             context.update(self.csv_context(source))
             # runs without the CSV read their raw training logs (rlsql/engine/rawlogs.py)

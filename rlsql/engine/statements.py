@@ -176,7 +176,7 @@ def create_objects(
         register_config_function(con, sources)
         if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/trajectories.py)
             sources.record_damaged = True
-            trajectories.record_damaged(con)
+            sources.damaged_seen = trajectories.record_damaged(con)
     bound = {} if bound is None else bound
     waiting: list[SqlFile] = []
     new_views = {f.name for f in files if f.kind in ("view", "query")}
@@ -325,9 +325,10 @@ def query_connection(
     con = memory_connection(threads=1 if reads_little(runs, closure) else None)
     if bad_cells is not None:
         badcells.register(con, bad_cells)
+        sources.bad_cell_sink = bad_cells.record
     if any(f.artifact == "trajectories" for f in closure):  # damaged files named once (rlsql/trajectories.py)
         sources.record_damaged = True
-        trajectories.record_damaged(con)
+        sources.damaged_seen = trajectories.record_damaged(con)
     ctes = []
     for f in closure:
         sql = sources.object_sql(catalog, f)

@@ -22,7 +22,7 @@ import os
 import re
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +42,10 @@ DAMAGED_FUNCTION = "rlsql_damaged_trajectory"
 SHOWN_FILES = 10
 #: what `rlsql check` and the docs call a file the sources skip
 SKIPPED = "skipped, not an ATIF trajectory"
+
+
+#: a run's fresh cached rows of the source being rendered, given its trace_jobs folder and listing, or None
+Copies = Callable[[Run, Path, "TrajectoryListing"], "dict | None"]
 
 
 class TrajectoryFilesWarning(RlsqlWarning):
@@ -126,7 +130,7 @@ def trace_jobs_of(run: Run) -> Path | None:
     return artifact.path if artifact is not None else None
 
 
-def render_context(runs: Sequence[Run], record: bool, trial: str | None = None) -> dict:
+def render_context(runs: Sequence[Run], record: bool, trial: str | None = None, copies: Copies | None = None) -> dict:
     """The trajectory sources' context: per run with trajectories, its listed files (`trial`: only that trial's).
 
     For each run: `prefix` (its trace_jobs), `reader_prefix`, `read` and `read_files` (the files DuckDB reads:
@@ -135,16 +139,23 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None) 
     trial folder's name holds a glob character, escaped and as they are: the only paths DuckDB's glob could
     take for another file). `refused`: the files rlsql does not hand DuckDB (run, trial,
     segment, path, why). `record`: the sources call DAMAGED_FUNCTION for each damaged file (record_damaged).
+    `copies` (the engine's sources, for all trials): a run's cached rows (rlsql/cache/trajcopies.py) when
+    fresh, read instead of its files; `copies` in the context lists them.
     """
     from rlsql.runs import harbor
 
     files: list[dict] = []
     refused: list[dict] = []
+    copied: list[dict] = []
     for run in runs:
         trace_jobs = trace_jobs_of(run)
         if trace_jobs is None:
             continue
         listing = list_trajectories(trace_jobs)
+        copy = copies(run, trace_jobs, listing) if copies is not None and trial is None else None
+        if copy is not None:
+            copied.append(copy)
+            continue
         chosen = [f for f in listing.files if trial is None or f.trial == trial]
         prefix = str(trace_jobs)
         readable = [f for f in chosen if f.problem is None]
@@ -159,7 +170,8 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None) 
                           "guarded": "/".join(harbor.reader_path(f.trial) for f in globbed),
                           "names": "/".join(f.trial for f in globbed),
                           "guarded_files": "/".join(Path(f.path).name for f in globbed)})
-    return {"files": files, "refused": refused, "record_damaged": record, "DAMAGED_FUNCTION": DAMAGED_FUNCTION}
+    return {"files": files, "refused": refused, "copies": copied, "record_damaged": record,
+            "DAMAGED_FUNCTION": DAMAGED_FUNCTION}
 
 
 # -- damaged files: recorded while a statement runs, said once after it --------------------------------
@@ -169,9 +181,10 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None) 
 _RECORDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def record_damaged(con: duckdb.DuckDBPyConnection) -> None:
+def record_damaged(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
     """Give `con` DAMAGED_FUNCTION(run, path, problem): it remembers the file and gives the problem back (the
-    sources' `problem` column), so that warn_damaged can name each damaged file the statement met once."""
+    sources' `problem` column), so that warn_damaged can name each damaged file the statement met once.
+    Returns what it remembers (path -> (run, problem)): a source read from a cached copy adds its files there."""
     seen: dict[str, tuple[str, str]] = {}
     _RECORDERS[con] = seen
 
@@ -181,6 +194,7 @@ def record_damaged(con: duckdb.DuckDBPyConnection) -> None:
 
     con.create_function(DAMAGED_FUNCTION, damaged, ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR",
                         side_effects=True)
+    return seen
 
 
 def warn_damaged(con: duckdb.DuckDBPyConnection) -> None:

@@ -12,7 +12,8 @@
 {#- the step fields read (sources/_trajectory_files.sql.j2) -#}
 {%- set step_fields = '"tool_calls": [{"tool_call_id": "JSON", "function_name": "JSON", "arguments": "JSON"}], '
     ~ '"observation": {"results": [{"source_call_id": "JSON", "content": "JSON"}]}' %}
-{%- if not files and not refused %}
+{%- set copies = copies | default([]) %}
+{%- if not files and not refused and not copies %}
 -- no run has a trajectory: the same columns and no rows
 SELECT
     CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS trial_name, CAST(NULL AS INTEGER) AS segment,
@@ -22,6 +23,7 @@ SELECT
     CAST(NULL AS BIGINT) AS observation_chars, CAST(NULL AS BOOLEAN) AS copied
 WHERE false
 {%- else %}
+{%- if files or refused %}
 WITH RECURSIVE {% include "sources/_trajectory_files.sql.j2" %},
 results AS NOT MATERIALIZED (
     -- each step's calls and observation results as narrow values (a result: the call it answers, its characters)
@@ -141,4 +143,9 @@ SELECT
 FROM canonical AS x
 LEFT JOIN walked AS w ON w.run = x.run AND w.trial_name = x.trial_name AND w.segment = x.segment
     AND w.step_index = x.step_index AND w.call_index = x.call_index
+{%- endif %}
+{%- for c in copies %}
+-- a run's rows from its cached copy (rlsql/cache/trajcopies.py; its damaged files are named from the entry's record)
+{% if files or refused or not loop.first %}UNION ALL {% endif %}SELECT * FROM read_parquet({{ c.parquet | lit }})
+{%- endfor %}
 {%- endif %}

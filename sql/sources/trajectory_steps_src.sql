@@ -31,7 +31,8 @@
         {%- endif %}
     END
 {%- endmacro %}
-{%- if not files and not refused %}
+{%- set copies = copies | default([]) %}
+{%- if not files and not refused and not copies %}
 -- no run has a trajectory: the same columns and no rows
 SELECT
     CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS trial_name, CAST(NULL AS INTEGER) AS segment,
@@ -43,6 +44,7 @@ SELECT
     CAST(NULL AS BIGINT) AS cached_tokens, CAST(NULL AS DOUBLE) AS cost_usd, CAST(NULL AS BOOLEAN) AS copied
 WHERE false
 {%- else %}
+{%- if files or refused %}
 WITH {% include "sources/_trajectory_files.sql.j2" %},
 narrow AS NOT MATERIALIZED (
     -- every figure of a step, so that the turn window below keeps only these, never a step's text
@@ -77,4 +79,9 @@ SELECT
     model_name, message_chars, reasoning_chars, tool_calls, prompt_tokens, completion_tokens, cached_tokens, cost_usd,
     copied
 FROM narrow
+{%- endif %}
+{%- for c in copies %}
+-- a run's rows from its cached copy (rlsql/cache/trajcopies.py; its damaged files are named from the entry's record)
+{% if files or refused or not loop.first %}UNION ALL {% endif %}SELECT * FROM read_parquet({{ c.parquet | lit }})
+{%- endfor %}
 {%- endif %}

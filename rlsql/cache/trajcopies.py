@@ -1,0 +1,212 @@
+"""Parquet copies of a run's trajectory rows: trajectory_steps_src and tool_calls_src, built on request,
+handed to the sources while the run's trajectory files are as they were.
+
+A run's trajectories are thousands of files (45,000 trials: 3 GB) whose rows are a small part of their
+bytes, and every query parses them all again: 25-60 s a query at that size, against a fraction of a
+second from the copy (bench/RESULTS.md, "Agent trajectories"). One entry per run and source, under
+the key `<trace_jobs>\\0<source>`. It is fresh while the run's listing hashes to the recorded digest:
+every listed file's path, segment, size, modification and change times and inode (one stat each,
+no file opened) and the problem of each file rlsql does not hand DuckDB. A file added, removed,
+rewritten or touched makes the entry stale.
+
+The copy keeps what an in-place read says: the damaged files (cut off, not JSON, ...) and the token
+counts out of range (bad cells, read as empty) are recorded with the entry, and a query that reads
+the copy names them in the same warnings (rlsql/engine/sources.py hands them to the recorders a read
+in place would have called). `rlsql trial` reads one trial's files in place, never a copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from rlsql.cache import reading, store
+from rlsql.catalog.catalog import load_catalog
+from rlsql.core import settings
+from rlsql.core.errors import BAD_CELL_FUNCTION, DataError, one_line
+from rlsql.core.sqltext import glob_escaped
+from rlsql.runs import trajectories
+from rlsql.runs.folders import Run
+from rlsql.runs.memorydb import memory_connection
+
+#: the sources a copy is kept of (trajectory_texts_src serves `rlsql trial`, one trial's files at a time)
+SOURCES = ("trajectory_steps_src", "tool_calls_src")
+KIND = "trajectories"
+
+
+def entry_of(trace_jobs: Path, source: str, root: Path) -> store.Entry:
+    return store.entry_for(f"{trace_jobs}\0{source}", root)
+
+
+def listing_digest(listing: trajectories.TrajectoryListing) -> tuple[str, int]:
+    """(digest, bytes) of a listing as the sources read it: each file's name, segment, stat and problem."""
+    digest = hashlib.sha256()
+    total = 0
+    for f in listing.files:
+        try:
+            st = os.stat(f.path)
+        except OSError:
+            signature: tuple | None = None
+        else:
+            signature = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            total += st.st_size
+        digest.update(repr((f.trial, f.segment, f.path, f.problem, signature)).encode() + b"\n")
+    return digest.hexdigest(), total
+
+
+def _why_not_fresh(entry: store.Entry, record: dict, digest: str) -> str | None:
+    if not record or record.get("kind") != KIND:
+        return "no cache entry"
+    if record.get("damaged"):
+        return f"its cache entry failed a read ({record['damaged']})"
+    if record.get("digest") != digest:
+        return "the trajectory files changed since its cache entry was built"
+    return store.parquet_looks_whole(entry, record)
+
+
+def cached_rows(source: str, run: Run, trace_jobs: Path, listing: trajectories.TrajectoryListing) -> dict | None:
+    """The fresh copy of `source`'s rows of `run` (built now under `--cache`) for the source templates:
+    {"run", "parquet" (glob-escaped), "damaged" (run, path, problem of each damaged file)}; None: read the
+    files in place."""
+    config = settings.current()
+    if config.cache == "off":
+        return None
+    root = reading.cache_root(for_writing=config.cache == "on")
+    digest, size = listing_digest(listing)
+    if root is None:
+        reading.notice(f"{trace_jobs}: {source} read in place (no cache built yet: rlsql cache build)")
+        reading.read_in_place(trace_jobs, size, reading.TRAJECTORY_SAVING)
+        return None
+    entry = entry_of(trace_jobs, source, root)
+    why = _why_not_fresh(entry, entry.read_meta(), digest)
+    if why is not None and config.cache == "on":
+        try:
+            with store.build_lock(root):
+                built = build_entry(source, run, trace_jobs, root)
+        except (store.CacheUnavailable, DataError) as exc:
+            built, why = None, str(exc)
+        if built is not None:
+            reading.notice(f"{trace_jobs}: {source} cached now ({built.rows:,} rows in {built.seconds:.2f} s)")
+            store.evict(root, config.cache_max_bytes, keep=frozenset({entry.parquet}))
+            why = _why_not_fresh(entry, entry.read_meta(), digest)
+    if why is not None:
+        reading.notice(f"{trace_jobs}: {source} read in place ({why})")
+        reading.read_in_place(trace_jobs, size, reading.TRAJECTORY_SAVING)
+        return None
+    reading.notice(f"{trace_jobs}: {source} read from the cache ({entry.parquet})")
+    reading.handed_out(entry)
+    record = entry.read_meta()
+    return {"run": run.name, "parquet": glob_escaped(entry.parquet),
+            "damaged": [{"run": run.name, "path": p, "problem": why} for p, why in record.get("damaged_files", [])],
+            "bad_cells": [tuple(cell) for cell in record.get("bad_cells", [])]}
+
+
+@dataclass(frozen=True)
+class Built:
+    entry: store.Entry
+    rows: int
+    seconds: float
+
+
+def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | None:
+    """Write `source`'s rows of `run` into its entry (sources/_cache_trajectories.sql.j2), with the damaged
+    files and bad cells the read met. None when the files changed while they were read (nothing recorded).
+    DataError when DuckDB cannot read them; CacheUnavailable when the cache folder cannot take the entry."""
+    store.ensure_root(root)
+    entry = entry_of(trace_jobs, source, root)
+    started = time.perf_counter()
+    listing = trajectories.list_trajectories(trace_jobs)
+    before, _ = listing_digest(listing)
+    catalog = load_catalog()
+    context = trajectories.render_context([run], record=True)  # its own listing: a change since shows below
+    tmp = store.temp_path(entry.parquet)
+    con = memory_connection()
+    trajectories.record_damaged(con)
+    bad_cells: dict[tuple[str, int, str], float] = {}  # as rlsql/engine/badcells.py records them: read as NULL
+
+    def bad_cell(file: str, row: int, column: str, value: float) -> None:
+        bad_cells[(file, row, column)] = value
+
+    con.create_function(BAD_CELL_FUNCTION, bad_cell, ["VARCHAR", "BIGINT", "VARCHAR", "DOUBLE"], "DOUBLE",  # type: ignore[call-overload]
+                        null_handling="special", side_effects=True)
+    try:
+        entry.parquet.parent.mkdir(exist_ok=True)
+        # the source's own file, included with the context it is rendered with (`source` is one of SOURCES)
+        sql = catalog.env.get_template("sources/_cache_trajectories.sql.j2").render(
+            source=source, bad_cells="record", target=str(tmp), key=entry.key, **context)
+        rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
+        damaged = sorted([path, problem] for path, (_, problem) in trajectories.recorded(con).items())
+        if listing_digest(trajectories.list_trajectories(trace_jobs))[0] != before:
+            return None  # a file changed while read (a run still writing): nothing is put in place
+        parquet_bytes = tmp.stat().st_size
+        entry.meta.unlink(missing_ok=True)  # the record first: no reader pairs the old record with the new rows
+        os.replace(tmp, entry.parquet)
+        store.write_json(entry.meta, {
+            "format": store.ENTRY_FORMAT, "version": store.ENTRY_VERSION, "key": entry.key, "kind": KIND,
+            "source": str(trace_jobs), "table": source, "digest": before, "files": len(listing.files),
+            "rows": rows, "damaged_files": damaged,
+            "bad_cells": [[*key, value] for key, value in sorted(bad_cells.items())], "parquet_bytes": parquet_bytes,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
+        })
+    except duckdb.Error as exc:
+        raise DataError(f"{trace_jobs}: cannot build the cached copy of {source}: {one_line(exc)}") from exc
+    except OSError as exc:
+        raise store.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
+    finally:
+        trajectories.forget(con)
+        con.close()
+        tmp.unlink(missing_ok=True)
+    return Built(entry, rows, time.perf_counter() - started)
+
+
+def build_copies(runs: Sequence[Run], root: Path, force: bool, con: duckdb.DuckDBPyConnection,
+                 progress: Callable[[str], None] | None = None) -> tuple[list[tuple], frozenset[Path]]:
+    """`rlsql cache build`'s trajectory part: rows (run, "trajectories", trace_jobs (source), state, rows,
+    parquet bytes) as csvcopies.build_cache gives them (state built, fresh, changing or not cached (why)),
+    and the Parquet files of the entries they cover."""
+    done = []
+    covered = set()
+    for run in runs:
+        trace_jobs = trajectories.trace_jobs_of(run)
+        if trace_jobs is None:
+            continue
+        for source in SOURCES:
+            entry = entry_of(trace_jobs, source, root)
+            label = f"{trace_jobs} ({source})"
+            if not force and entry_state(entry, con)[0] == "fresh":
+                state = "fresh"
+            else:
+                if progress is not None:
+                    progress(f"{run.name}: trajectories ({source})")
+                try:
+                    with store.build_lock(root):
+                        built = build_entry(source, run, trace_jobs, root)
+                except DataError as exc:
+                    done.append((run.name, KIND, label, f"not cached ({exc})", None, None))
+                    continue
+                state = "built" if built is not None else "changing"
+            record = entry.read_meta() if state != "changing" else {}
+            covered.add(entry.parquet)
+            done.append((run.name, KIND, label, state, record.get("rows"), record.get("parquet_bytes")))
+    return done, frozenset(covered)
+
+
+def entry_state(entry: store.Entry, con: duckdb.DuckDBPyConnection | None) -> tuple[str, str]:
+    """(state, why) of a trajectory entry for `cache status`, `clear --stale` and `build`: fresh, stale (the
+    files changed), orphaned (the trace_jobs folder is gone) or damaged; with `con`, its footer is read too."""
+    record = entry.read_meta()
+    trace_jobs = Path(record.get("source", ""))
+    if not trace_jobs.is_dir():
+        return "orphaned", "the trace_jobs folder is gone"
+    why = _why_not_fresh(entry, record, listing_digest(trajectories.list_trajectories(trace_jobs))[0])
+    if why is None and con is not None:
+        why = store.footer_problem(entry, record, con)
+    if why is None:
+        return "fresh", "fresh"
+    return ("stale" if why.startswith("the trajectory files") else "damaged"), why
