@@ -464,3 +464,18 @@ def test_cache_flag_builds_the_copy_before_the_query_reads_it(tmp_path: Path, ca
     code, out, err = _cli(["cache", "status", "-f", "json"], capsys, monkeypatch)
     entries = [(r["file"].rsplit(" ", 1)[1], r["state"]) for r in json.loads(out) if "/trace_jobs (" in r["file"]]
     assert entries == [("(tool_calls_src)", "fresh")]  # (and the trials CSV's copy)
+
+
+def test_trajectories_read_in_place_earn_the_hint(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RLSQL_CACHE_HINT_BYTES", "1")  # the fixture's files are small
+    run = RUNS / "harbor"
+    size = sum(p.stat().st_size for _, _, p in oracle.trajectory_files(run)[0])
+    code, _, err = _cli(["query", "tool_usage", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    hints = [line for line in err.splitlines() if line.startswith("rlsql: hint:")]
+    assert code in (0, None) and len(hints) == 1, err
+    assert f"({run / 'trace_jobs'})" in hints[0] and "later trajectory queries read a copy of their rows" in hints[0]
+    assert f"read {size / 2**20:,.0f} MiB in place" in hints[0]
+    _built_cache(tmp_path, [run], capsys, monkeypatch)
+    _, _, err = _cli(["query", "tool_usage", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert "trace_jobs" not in "".join(line for line in err.splitlines() if line.startswith("rlsql: hint:"))
