@@ -162,10 +162,18 @@ class Output:
             line = "concat('| ', " + ", ' | ', ".join(parts) + ", ' |')"
         else:
             head = to_table(columns, [], None, shape).rstrip("\n")
-            texts = [f"coalesce(replace({c}, chr(10), ' '), '')" if t == "VARCHAR" else f"coalesce({c}, '')"
-                     for c, t in zip(cells, map(str, relation.types), strict=True)]
-            sql = "SELECT " + ", ".join(f"{v} AS v{i}" for i, v in enumerate(texts)) + f" FROM ({sql}) AS cells"
-            line = _table_line_sql([str(t) == "VARCHAR" for t in relation.types], shape.widths, shape.numeric)
+            is_text = [str(t) == "VARCHAR" for t in relation.types]
+            texts = [f"coalesce(replace({c}, chr(10), ' '), '')" if text else f"coalesce({c}, '')"
+                     for c, text in zip(cells, is_text, strict=True)]
+            # a cell is blank when its text is whitespace alone (rtrim, which decodes its set of characters for
+            # every row, only for the texts that are not empty); a cell that is no text only when it is NULL (a
+            # test of the value, not of its text: DuckDB inlines each v in every place the line names it)
+            blanks = [f"(v{i} = '' OR rtrim(v{i}, {literal(WHITESPACE)}) = '')" if text else f"r{i} IS NULL"
+                      for i, text in enumerate(is_text)]
+            values = "".join(f", {identifier(c)} AS r{i}"
+                             for i, (c, text) in enumerate(zip(columns, is_text, strict=True)) if not text)
+            sql = "SELECT " + ", ".join(f"{v} AS v{i}" for i, v in enumerate(texts)) + f"{values} FROM ({sql}) AS cells"
+            line = _table_line_sql(blanks, is_text, shape.widths, shape.numeric)
         # one VARCHAR column, written as it is (no quotes, no escapes), its name the header lines
         return self._copy_select(con, sql, f"{line} AS {identifier(head)}",
                                  f"FORMAT csv, HEADER true, QUOTE '', ESCAPE '', DELIMITER {literal(chr(1))}")
@@ -312,19 +320,28 @@ def _markdown_sql(cell: str) -> str:
     return f"CASE WHEN regexp_matches({cell}, {literal(_MARKDOWN_SPECIAL)}) THEN {text} ELSE coalesce({cell}, '') END"
 
 
-def _table_line_sql(texts: list[bool], widths: list[int], right: list[bool]) -> str:
+def _table_line_sql(blanks: list[str], texts: list[bool], widths: list[int], right: list[bool]) -> str:
     """formats.to_table's line over columns v0, v1, ... (display texts, '' for NULL): each padded as str.rjust
-    or str.ljust does (a longer text whole), joined by two spaces, and as str.rstrip() leaves it. Only the last
-    cell that is not blank is stripped (`texts`: the columns whose text may be whitespace alone), never the
-    whole line: rtrim over every line cost more than the rest of the formatting."""
-    padded = [f"repeat(' ', {w} - length(v{i})) || v{i}" if r else f"v{i} || repeat(' ', {w} - length(v{i}))"
-              for i, (w, r) in enumerate(zip(widths, right, strict=True))]
+    or str.ljust does (a longer text whole), joined by two spaces, and as str.rstrip() leaves it.
+
+    The line ends at its last cell that is not blank (`blanks`: the SQL that tells, per column; `texts`: the
+    columns whose text may end in whitespace), and only that cell is stripped: rtrim decodes a whole line from
+    its start, and over every line it cost more than the rest. The cells before it are one printf, whose %-Ns
+    and %Ns pad by code points as ljust and rjust do and never cut a longer text (one call a line, not a
+    repeat and a length per cell: 1M trials to a table file 7.3 s -> 5.7 s with the blank tests above)."""
     space = literal(WHITESPACE)
+    specs = [f"%{w}s" if r else f"%-{w}s" for w, r in zip(widths, right, strict=True)]
     cases = []
-    for last in reversed(range(len(padded))):
-        blank = f"rtrim(v{last}, {space}) = ''" if texts[last] else f"v{last} = ''"
-        before = "".join(p + ", '  ', " for p in padded[:last])
-        cases.append(f"WHEN NOT {blank} THEN concat({before}rtrim({padded[last]}, {space}))")
+    for last in reversed(range(len(specs))):
+        before = "".join(spec + "  " for spec in specs[:last])
+        if texts[last]:  # its own trailing whitespace goes with its padding
+            cell = f"printf({literal(specs[last])}, v{last})" if right[last] else f"v{last}"
+            tail = f"rtrim({cell}, {space})"
+            line = f"printf({literal(before)}, {', '.join(f'v{i}' for i in range(last))}) || {tail}" if last else tail
+        else:  # no whitespace of its own: right-aligned, padded; left-aligned, as it is
+            spec = specs[last] if right[last] else "%s"
+            line = f"printf({literal(before + spec)}, {', '.join(f'v{i}' for i in range(last + 1))})"
+        cases.append(f"WHEN NOT {blanks[last]} THEN {line}")
     return f"CASE {' '.join(cases)} ELSE '' END"
 
 
