@@ -40,6 +40,8 @@ _SEGMENT = re.compile(r"^trajectory\.cont-([1-9][0-9]*)\.json$")
 DAMAGED_FUNCTION = "rlsql_damaged_trajectory"
 #: damaged files named one warning each, per run; the rest in one more warning
 SHOWN_FILES = 10
+#: how many read_blob calls a run's files are shared between (DuckDB runs each on one thread)
+READERS = max(1, os.cpu_count() or 1)
 #: what `rlsql check` and the docs call a file the sources skip
 SKIPPED = "skipped, not an ATIF trajectory"
 
@@ -162,11 +164,14 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None, 
         refused.extend({"run": run.name, "trial": harbor.sql_name(f.trial), "segment": f.segment,
                         "path": f"{prefix}/{harbor.sql_name(f.trial)}/{AGENT_DIR}/{Path(f.path).name}",
                         "problem": f.problem} for f in chosen if f.problem)
-        if readable:
-            globbed = [f for f in readable if harbor.reader_path(f.trial) != f.trial]
+        # in as many parts as there are cores: DuckDB reads one read_blob's files on one thread, and the
+        # parts of a UNION ALL side by side (10,000 trials: the parse 1.1 s -> 0.6 s on 2 cores)
+        parts = min(READERS, len(readable))
+        for chunk in (readable[i::parts] for i in range(parts)):
+            globbed = [f for f in chunk if harbor.reader_path(f.trial) != f.trial]
             files.append({"run": run.name, "prefix": prefix, "reader_prefix": harbor.reader_path(prefix),
-                          "read": "/".join(harbor.reader_path(f.trial) for f in readable),
-                          "read_files": "/".join(Path(f.path).name for f in readable),
+                          "read": "/".join(harbor.reader_path(f.trial) for f in chunk),
+                          "read_files": "/".join(Path(f.path).name for f in chunk),
                           "guarded": "/".join(harbor.reader_path(f.trial) for f in globbed),
                           "names": "/".join(f.trial for f in globbed),
                           "guarded_files": "/".join(Path(f.path).name for f in globbed)})

@@ -64,29 +64,31 @@ calls AS NOT MATERIALIZED (
     FROM rows
     QUALIFY c IS NOT NULL
 ),
--- read twice below (the nested arguments are walked from it): computed once, and sorted, so that its rows come
--- back in full vectors (a file gives a few rows at a time, and on so few the canonical text below cost 20 times
+-- read three times below (the nested arguments are walked from it): computed once. Its rows sorted first, so that
+-- they come in full vectors (a file gives a few rows at a time, and on so few the canonical text cost 20 times
 -- what it costs on full ones: 45k trials, minutes)
-shaped AS MATERIALIZED (
-    SELECT run, trial_name, segment, step_index, step_id, turn, copied, call_index, tool_call_id, function_name,
-        observation_chars, a, a_type
-    FROM calls
-    ORDER BY run, trial_name, segment, step_id, step_index, call_index
-),
-canonical AS NOT MATERIALIZED (
+canonical AS MATERIALIZED (
     SELECT *,
         -- a scalar, an object of scalars without a repeated key (nearly every call's arguments), or (NULL) one
-        -- to walk below
+        -- to walk below (`flat`: not one to walk)
         CASE
             WHEN a IS NULL THEN NULL
             WHEN a_type NOT IN ('OBJECT', 'ARRAY') THEN {{ atif.scalar("a_type", "a") }}
-            WHEN a_type = 'OBJECT'
+            WHEN flat THEN {{ atif.flat_object(atif.sorted_members("a")) }}
+        END AS simple
+    FROM (
+        SELECT *,
+            a IS NULL OR a_type NOT IN ('OBJECT', 'ARRAY') OR (a_type = 'OBJECT'
                 AND NOT coalesce(list_bool_or(list_transform(json_extract(a, '$.*'),
                     lambda v: json_type(v) IN ('OBJECT', 'ARRAY'))), false)
-                AND len(list_distinct(json_keys(a))) = len(json_keys(a))
-                THEN {{ atif.flat_object(atif.sorted_members("a")) }}
-        END AS simple
-    FROM shaped
+                AND len(list_distinct(json_keys(a))) = len(json_keys(a))) AS flat
+        FROM (
+            SELECT run, trial_name, segment, step_index, step_id, turn, copied, call_index, tool_call_id,
+                function_name, observation_chars, a, a_type
+            FROM calls
+            ORDER BY run, trial_name, segment, step_id, step_index, call_index
+        )
+    )
 ),
 -- arguments that nest objects or arrays: canonical text from their tree (json_tree: one row per node, `id` in
 -- document order, `parent` the container's id). Each node gets a path of sibling ranks from the root (an
@@ -96,7 +98,7 @@ canonical AS NOT MATERIALIZED (
 nodes AS (
     SELECT x.run, x.trial_name, x.segment, x.step_index, x.call_index, j.id, j.parent, j.type, j.key, j.value
     FROM canonical AS x, json_tree(x.a) AS j
-    WHERE x.simple IS NULL AND x.a IS NOT NULL
+    WHERE NOT x.flat
 ),
 ranked AS (
     SELECT c.*, p.type AS parent_type,
