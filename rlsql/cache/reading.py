@@ -39,9 +39,9 @@ T = TypeVar("T")
 #: what a later query saves by reading a cached copy instead of the file (bench/RESULTS.md, "Cache":
 #: 10M trials, a trial query 0.3-0.65 CPU-s from the copy against 1.4-1.7 from the CSV)
 SAVING = "later queries read its Parquet copy in about a third of the time"
-#: the same for a run's trajectories (bench/RESULTS.md, "Agent trajectories": 45,000 trials, a query 25-58 s in
+#: the same for a run's trajectories (bench/RESULTS.md, "Agent trajectories": 45,000 trials, a query 17-23 s in
 #: place, 4.9-6.5 s from the copy)
-TRAJECTORY_SAVING = "later trajectory queries read a copy of their rows instead of every file, 5-10 times faster"
+TRAJECTORY_SAVING = "later trajectory queries read a copy of their rows instead of every file, 3-4 times faster"
 
 
 @dataclass

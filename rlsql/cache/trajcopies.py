@@ -2,8 +2,8 @@
 handed to the sources while the run's trajectory files are as they were.
 
 A run's trajectories are thousands of files (45,000 trials: 3 GB) whose rows are a small part of their
-bytes, and every query parses them all again: 25-60 s a query at that size, against a fraction of a
-second from the copy (bench/RESULTS.md, "Agent trajectories"). One entry per run and source, under
+bytes, and every query parses them all again: 17-23 s a query at that size, against 5-6.5 s from the
+copy, most of it listing the files (bench/RESULTS.md, "Agent trajectories"). One entry per run and source, under
 the key `<trace_jobs>\\0<source>`. It is fresh while the run's listing hashes to the recorded digest:
 every listed file's path, segment, size, modification and change times and inode (one stat each,
 no file opened) and the problem of each file rlsql does not hand DuckDB. A file added, removed,
