@@ -479,3 +479,16 @@ def test_trajectories_read_in_place_earn_the_hint(tmp_path: Path, capsys, monkey
     _built_cache(tmp_path, [run], capsys, monkeypatch)
     _, _, err = _cli(["query", "tool_usage", "-r", str(run), "-f", "json"], capsys, monkeypatch)
     assert "trace_jobs" not in "".join(line for line in err.splitlines() if line.startswith("rlsql: hint:"))
+
+
+def test_a_copy_answers_under_the_name_the_run_has_now(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The copy is keyed by the folder, and a run's name depends on how it is given (NAME=PATH, or a parent
+    folder's name beside another run of the same name): the rows carry the name of this query's run."""
+    runs = [RUNS / "harbor_csv"]
+    _built_cache(tmp_path, runs, capsys, monkeypatch)
+    for name in ("tool_calls", "trajectory_steps"):
+        code, out, err = _cli(["query", name, "-r", f"renamed={runs[0]}", "-f", "json", "-v"], capsys, monkeypatch)
+        assert code in (0, None) and f"{name}_src read from the cache" in err, err
+        want = [{**r, "run": "renamed"} for r in oracle.expected_trajectory_view(name, runs)]
+        want = [{k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in r.items()} for r in want]
+        assert_rows_match(json.loads(out), want, f"{name} from a copy, the run renamed")

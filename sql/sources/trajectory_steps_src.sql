@@ -81,7 +81,9 @@ SELECT
 FROM narrow
 {%- endif %}
 {%- for c in copies %}
--- a run's rows from its cached copy (rlsql/cache/trajcopies.py; its damaged files are named from the entry's record)
-{% if files or refused or not loop.first %}UNION ALL {% endif %}SELECT * FROM read_parquet({{ c.parquet | lit }})
+-- a run's rows from its cached copy (rlsql/cache/trajcopies.py; its damaged files are named from the entry's
+-- record), under the name the run has now (an alias, or a parent folder's name beside another run's)
+{% if files or refused or not loop.first %}UNION ALL {% endif %}SELECT * REPLACE ({{ c.run | lit }} AS run)
+FROM read_parquet({{ c.parquet | lit }})
 {%- endfor %}
 {%- endif %}
