@@ -29,9 +29,9 @@ import duckdb
 from rlsql.cache import reading, store
 from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
-from rlsql.core.errors import BAD_CELL_FUNCTION, DataError, one_line
+from rlsql.core.errors import DataError, one_line
 from rlsql.core.sqltext import glob_escaped
-from rlsql.runs import trajectories
+from rlsql.runs import badcells, trajectories
 from rlsql.runs.folders import Run
 from rlsql.runs.memorydb import memory_connection
 
@@ -47,17 +47,9 @@ def entry_of(trace_jobs: Path, source: str, root: Path) -> store.Entry:
 def listing_digest(listing: trajectories.TrajectoryListing) -> tuple[str, int]:
     """(digest, bytes) of a listing as the sources read it: each file's name, segment, stat and problem."""
     digest = hashlib.sha256()
-    total = 0
     for f in listing.files:
-        try:
-            st = os.stat(f.path)
-        except OSError:
-            signature: tuple | None = None
-        else:
-            signature = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-            total += st.st_size
-        digest.update(repr((f.trial, f.segment, f.path, f.problem, signature)).encode() + b"\n")
-    return digest.hexdigest(), total
+        digest.update(repr((f.trial, f.segment, f.path, f.problem, f.signature)).encode() + b"\n")
+    return digest.hexdigest(), sum(f.signature[0] for f in listing.files if f.signature)
 
 
 def _why_not_fresh(entry: store.Entry, record: dict, digest: str) -> str | None:
@@ -128,13 +120,8 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
     tmp = store.temp_path(entry.parquet)
     con = memory_connection()
     trajectories.record_damaged(con)
-    bad_cells: dict[tuple[str, int, str], float] = {}  # as rlsql/engine/badcells.py records them: read as NULL
-
-    def bad_cell(file: str, row: int, column: str, value: float) -> None:
-        bad_cells[(file, row, column)] = value
-
-    con.create_function(BAD_CELL_FUNCTION, bad_cell, ["VARCHAR", "BIGINT", "VARCHAR", "DOUBLE"], "DOUBLE",  # type: ignore[call-overload]
-                        null_handling="special", side_effects=True)
+    bad = badcells.BadCells()  # recorded as a query's second pass records them, read as NULL
+    badcells.register(con, bad)
     try:
         entry.parquet.parent.mkdir(exist_ok=True)
         # the source's own file, included with the context it is rendered with (`source` is one of SOURCES)
@@ -151,7 +138,7 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
             "format": store.ENTRY_FORMAT, "version": store.ENTRY_VERSION, "key": entry.key, "kind": KIND,
             "source": str(trace_jobs), "table": source, "digest": before, "files": len(listing.files),
             "rows": rows, "damaged_files": damaged,
-            "bad_cells": [[*key, value] for key, value in sorted(bad_cells.items())], "parquet_bytes": parquet_bytes,
+            "bad_cells": [[*key, value] for key, value in sorted(bad.cells.items())], "parquet_bytes": parquet_bytes,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
         })
     except duckdb.Error as exc:

@@ -15,10 +15,10 @@ from rlsql.catalog.params import Param
 from rlsql.core.errors import QueryError, RlsqlError, UsageError
 from rlsql.core.settings import Settings, active
 from rlsql.core.sqltext import identifier
-from rlsql.engine.badcells import BadCells, answering
 from rlsql.engine.failures import data_error, query_failure, warn_rejected_rows
 from rlsql.engine.statements import RunSpec, open_connection, query_connection
 from rlsql.runs.artifacts import check_artifacts
+from rlsql.runs.badcells import BadCells, answering
 from rlsql.runs.folders import Run, resolve_runs
 from rlsql.runs.trajectories import warn_damaged
 
@@ -115,7 +115,7 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any], consume: C
     """Run the named query or view `name` over `runs`: a QueryResult, or what `consume` returns.
 
     The whole answer, `consume` included, is retried where a retry mends it (rlsql/cache/reading.py,
-    rlsql/engine/badcells.py): `consume` must be able to start over."""
+    rlsql/runs/badcells.py): `consume` must be able to start over."""
     catalog = load_catalog()
     qfile = catalog.query(name)
     values = bind_params(name, params)
@@ -139,7 +139,7 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any], consume: C
         return result
 
     # a cached copy that fails to read costs a second answer from the CSVs, never a failed query
-    # a bad whole-number cell costs a second answer that names it (rlsql/engine/badcells.py)
+    # a bad whole-number cell costs a second answer that names it (rlsql/runs/badcells.py)
     return with_cache_fallback(lambda: answering(answer))
 
 

@@ -50,9 +50,8 @@ class CsvFile:
 class SourceContext:
     """What the source templates are rendered with; each piece is computed once, when first needed."""
 
-    #: the trajectory sources call trajectories.DAMAGED_FUNCTION (registered on the connection) per damaged file
-    record_damaged = False
-    #: what that function remembers (trajectories.record_damaged): a source's cached copy adds its damaged files
+    #: set on a connection with trajectories.DAMAGED_FUNCTION (trajectories.record_damaged, which returns it):
+    #: what the function remembers, and a source's cached copy adds its damaged files to
     damaged_seen: dict[str, tuple[str, str]] | None = None
     #: with bad_cells 'record', the recorder of bad cells (BadCells.record): a cached copy adds its own
     bad_cell_sink: Callable[[str, int, str, float], None] | None = None
@@ -65,7 +64,7 @@ class SourceContext:
         self.config_keys = config_keys
         #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
         self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
-        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/engine/badcells.py)
+        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/runs/badcells.py)
         self.bad_cells = bad_cells
 
     @functools.cached_property
@@ -290,11 +289,16 @@ class SourceContext:
             return catalog.render(f, **self.runs_context(f))
         return f.rendered
 
+    @property
+    def record_damaged(self) -> bool:
+        """The trajectory sources call DAMAGED_FUNCTION per damaged file (the connection has it)."""
+        return self.damaged_seen is not None
+
     def _said_by_copies(self, copies: list[dict]) -> None:
         """What the files behind cached copies would have said read in place, handed to the same recorders: the
         damaged files (said after the statement), the bad cells (a first attempt stops, the second names them)."""
         for copy in copies:
-            if self.record_damaged and self.damaged_seen is not None:
+            if self.damaged_seen is not None:
                 for d in copy["damaged"]:
                     self.damaged_seen.setdefault(d["path"], (d["run"], d["problem"]))
             if copy["bad_cells"] and self.bad_cells == "fail":

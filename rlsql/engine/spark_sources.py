@@ -228,15 +228,15 @@ def duckdb_rows(context, catalog, source) -> tuple[list[tuple[str, str]], list[t
     from rlsql.runs.trajectories import forget, record_damaged, warn_damaged
 
     con = memory_connection()
-    saved = context.record_damaged, context.damaged_seen
-    context.record_damaged, context.damaged_seen = True, record_damaged(con)
+    saved = context.damaged_seen
+    context.damaged_seen = record_damaged(con)
     try:
         cursor = con.execute(context.render(catalog, source))
         rows = cursor.fetchall()
     except duckdb.Error as exc:
         raise data_error(exc) or DataError(f"{source.path}: cannot read {source.name}: {one_line(exc)}") from exc
     finally:
-        context.record_damaged, context.damaged_seen = saved
+        context.damaged_seen = saved
     columns = [(d[0], str(d[1])) for d in cursor.description]
     warn_damaged(con)
     forget(con)

@@ -17,11 +17,10 @@ from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.sqltext import identifier, literal, reported_type
-from rlsql.engine import badcells
-from rlsql.engine.badcells import BadCells
 from rlsql.engine.failures import data_error
 from rlsql.engine.sources import SourceContext
-from rlsql.runs import harbor, trajectories
+from rlsql.runs import badcells, harbor, trajectories
+from rlsql.runs.badcells import BadCells
 from rlsql.runs.folders import Run
 from rlsql.runs.memorydb import memory_connection
 
@@ -175,7 +174,6 @@ def create_objects(
         sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys)
         register_config_function(con, sources)
         if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/trajectories.py)
-            sources.record_damaged = True
             sources.damaged_seen = trajectories.record_damaged(con)
     bound = {} if bound is None else bound
     waiting: list[SqlFile] = []
@@ -316,7 +314,7 @@ def query_connection(
     start-up of a deep query such as timing_breakdown). Macros and the loaded sources are created
     first. A view referenced once is inlined as before; DuckDB may compute one referenced by
     several CTEs once. A whole-number cell that reads as empty fails the statement, or with
-    `bad_cells` is recorded there (rlsql/engine/badcells.py). `config_keys`: run_table's `keys` parameter,
+    `bad_cells` is recorded there (rlsql/runs/badcells.py). `config_keys`: run_table's `keys` parameter,
     which picks its columns when the statement is rendered (SqlFile.per_runs).
     """
     catalog = catalog or load_catalog()
@@ -327,7 +325,6 @@ def query_connection(
         badcells.register(con, bad_cells)
         sources.bad_cell_sink = bad_cells.record
     if any(f.artifact == "trajectories" for f in closure):  # damaged files named once (rlsql/trajectories.py)
-        sources.record_damaged = True
         sources.damaged_seen = trajectories.record_damaged(con)
     ctes = []
     for f in closure:

@@ -418,7 +418,7 @@ class Findings:
 def trajectory_findings(runs: Sequence[Run]) -> dict[str, Findings]:
     """run -> Findings, for the runs with trajectories: one read of every file (the trajectory_steps
     statement, damaged files and bad counts recorded as its warnings name them)."""
-    from rlsql.engine.badcells import BadCells
+    from rlsql.runs.badcells import BadCells
     from rlsql.runs.trajectories import forget, list_trajectories, recorded, trace_jobs_of
 
     found = {run.name: Findings() for run in runs if trace_jobs_of(run) is not None}

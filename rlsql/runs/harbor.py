@@ -81,29 +81,35 @@ def _kind(mode: int) -> str | None:
 
 def _problem(folder: str, path: str, backslash_in_prefix: bool) -> str | bool | None:
     """Why `path` cannot be read as a trial, None when it can, False when it does not exist (in flight)."""
+    return file_problem(folder, path, backslash_in_prefix)[0]
+
+
+def file_problem(folder: str, path: str, backslash_in_prefix: bool) -> tuple[str | bool | None, os.stat_result | None]:
+    """_problem's answer, and the file's stat when it got that far (its one stat: the trajectory listing keeps it)."""
     if not folder.isascii():
         try:
             folder.encode("utf-8")
         except UnicodeEncodeError:
-            return "its folder name is not valid UTF-8: DuckDB cannot be given the path"
+            return "its folder name is not valid UTF-8: DuckDB cannot be given the path", None
     if (backslash_in_prefix or "\\" in folder) and glob_cannot_name(path):
         # DuckDB's globbing takes `\` for a path separator: `b\x[1]` would read `b/x1`
-        return "its path holds a backslash and a glob character ([ ] * ?): DuckDB cannot read it as this exact file"
+        return ("its path holds a backslash and a glob character ([ ] * ?): DuckDB cannot read it as this exact "
+                "file"), None
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        return "a dangling symbolic link" if os.path.islink(path) else False
+        return ("a dangling symbolic link" if os.path.islink(path) else False), None
     except OSError as exc:
-        return f"cannot read ({exc.strerror})"
+        return f"cannot read ({exc.strerror})", None
     kind = _kind(info.st_mode)
     if kind is not None:
-        return kind
+        return kind, info
     # a file anyone may read needs no access() call (one syscall less per trial on a slow file system)
     if not info.st_mode & stat.S_IROTH and os.geteuid() != 0 and not os.access(path, os.R_OK):
-        return "cannot read (permission denied)"
+        return "cannot read (permission denied)", info
     if info.st_size == 0:
-        return "empty file (being written?)"
-    return None
+        return "empty file (being written?)", info
+    return None, info
 
 
 def list_trials(trace_jobs: Path) -> Listing:

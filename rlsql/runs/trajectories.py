@@ -62,6 +62,8 @@ class SegmentFile:
     segment: int
     path: str
     problem: str | None = None
+    #: (size, mtime_ns, ctime_ns, inode) from the listing's stat, None where it got no stat (a cached copy's key)
+    signature: tuple[int, int, int, int] | None = None
 
 
 @dataclass
@@ -112,11 +114,13 @@ def list_trajectories(trace_jobs: Path) -> TrajectoryListing:
             continue
         for segment, name in segments:
             path = f"{agent}/{name}"
-            problem = harbor._problem(folder, path, backslash_in_prefix)  # harbor.py's rules, one set
+            problem, info = harbor.file_problem(folder, path, backslash_in_prefix)  # harbor.py's rules, one set
             if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
                 problem = (f"DuckDB cannot look for it: its glob of {harbor.shown(unlistable)} fails on a name "
                            "there starting with a backslash")
-            listing.files.append(SegmentFile(folder, segment, path, problem if isinstance(problem, str) else None))
+            signature = None if info is None else (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+            listing.files.append(SegmentFile(folder, segment, path, problem if isinstance(problem, str) else None,
+                                             signature))
     return listing
 
 
