@@ -157,6 +157,20 @@ def export_clock(monkeypatch: pytest.MonkeyPatch):
     return tick
 
 
+def refused_by_mode() -> list[str]:
+    """A command prefix under which the kernel refuses a file or folder its mode refuses, whoever runs the tests:
+    for root (CI), setpriv (util-linux) drops the two capabilities that let root read and list anything, as a
+    container's dropped capabilities do; for any other user, nothing. Skips, saying why, for root without setpriv."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root, and no setpriv (util-linux) to drop the capabilities that let root read "
+                    "any file: the kernel cannot be made to refuse one")
+    caps = "-dac_override,-dac_read_search"
+    return [setpriv, f"--inh-caps={caps}", f"--bounding-set={caps}"]
+
+
 @pytest.fixture(scope="session")
 def runs_dir() -> Path:
     return RUNS

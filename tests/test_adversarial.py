@@ -7,9 +7,12 @@ Expectations are computed by hand on tiny files, or by tests/oracle.py (plain Py
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from rlsql.inspection.check import check_runs
 from rlsql.runs.folders import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
-from tests.conftest import RUNS
+from tests.conftest import RUNS, refused_by_mode
 from tests.test_cli import run_main
 
 TRIALS = "20260301_000000_trial_results.csv"
@@ -175,18 +178,21 @@ def test_glob_skips_files_with_a_notice(tmp_path: Path) -> None:
     assert [r.name for r in runs] == ["a"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root lists a chmod 000 folder anyway")
 def test_unlistable_sub_folder_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    """A folder the kernel refuses to list to this process (tests/conftest.py refused_by_mode: as root, without
+    the capabilities that list anything), in a process of its own."""
     write(tmp_path / "runs" / "a", TRIALS, trials(1))
     locked = tmp_path / "runs" / "locked"
     locked.mkdir()
     locked.chmod(0)
     try:
-        with pytest.warns(rlsql.RlsqlWarning, match=r"locked: cannot list the folder.*skipped"):
-            runs = resolve_runs([tmp_path / "runs"])
+        done = subprocess.run([*refused_by_mode(), sys.executable, "-m", "rlsql", "runs", "-r", str(tmp_path / "runs"),
+                               "-f", "json"], capture_output=True, text=True, env={**os.environ, "RLSQL_CACHE": "off"})
     finally:
         locked.chmod(0o755)
-    assert [r.name for r in runs] == ["a"]
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"locked: cannot list the folder.*skipped", done.stderr), done.stderr
+    assert [r["run"] for r in json.loads(done.stdout)] == ["a"]
 
 
 def test_unlistable_sub_folder_is_skipped_with_a_warning_as_any_user(tmp_path: Path, monkeypatch) -> None:

@@ -23,7 +23,7 @@ from rlsql.inspection.check import check_runs
 from rlsql.runs.folders import resolve_runs
 from tests import oracle
 from tests.compare import assert_rows_match
-from tests.conftest import RUNS
+from tests.conftest import RUNS, refused_by_mode
 
 sys.path.insert(0, str(RUNS.parent))
 try:
@@ -252,16 +252,20 @@ def test_cli_exits_0_with_one_warning_line_and_never_opens_a_fifo(tmp_path: Path
     assert after == before
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode: cannot make one unreadable")
 def test_an_unreadable_result_file_is_skipped(tmp_path: Path) -> None:
+    """A result.json the kernel refuses this process (tests/conftest.py refused_by_mode: as root, without the
+    capabilities that read anything, which once failed the whole query), in a process of its own."""
     run = tmp_path / "run"
     write_trial(run / "trace_jobs", "ok", small_trial("ok"))
     locked = write_trial(run / "trace_jobs", "locked", small_trial("locked"))
     locked.chmod(0)
-    rows, caught = query_with_warnings("reward_summary", [run])
-    assert rows[0]["trials"] == 1
-    (message,) = caught
-    assert f"{locked} (cannot read" in message
+    done = subprocess.run([*refused_by_mode(), sys.executable, "-m", "rlsql", "query", "reward_summary",
+                           "-r", str(run), "-f", "json"],
+                          capture_output=True, text=True, env={**os.environ, "RLSQL_CACHE": "off"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["trials"] == 1
+    (message,) = [line for line in done.stderr.splitlines() if line.startswith("rlsql: warning:")]
+    assert f"{locked} (cannot read (permission denied))" in message
 
 
 def test_listing_classifies_without_reading(tmp_path: Path) -> None:
@@ -313,14 +317,13 @@ def test_a_name_starting_with_a_backslash_beside_a_globbed_one_costs_only_that_f
 
 
 def test_an_unreadable_result_file_is_skipped_as_another_user_would_see_it(tmp_path: Path, monkeypatch) -> None:
-    """The same case where the test runs as root (who reads any file): the listing is run as a
-    user whom access() refuses the file, which is what the kernel answers such a user."""
+    """The same case in this process: access() refuses the file, as the kernel answers a user (or a root
+    without the capabilities that read anything) whom its mode refuses."""
     run = tmp_path / "run"
     write_trial(run / "trace_jobs", "ok", small_trial("ok"))
     locked = write_trial(run / "trace_jobs", "locked", small_trial("locked"))
     locked.chmod(0o600)  # not readable by others: the listing asks access()
     real_access = os.access
-    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(locked) else real_access(p, mode))
     rows, caught = query_with_warnings("reward_summary", [run])
     assert rows[0]["trials"] == 1

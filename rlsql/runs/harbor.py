@@ -104,8 +104,9 @@ def file_problem(folder: str, path: str, backslash_in_prefix: bool) -> tuple[str
     kind = _kind(info.st_mode)
     if kind is not None:
         return kind, info
-    # a file anyone may read needs no access() call (one syscall less per trial on a slow file system)
-    if not info.st_mode & stat.S_IROTH and os.geteuid() != 0 and not os.access(path, os.R_OK):
+    # a file anyone may read needs no access() call (one syscall less per trial on a slow file system); root is
+    # asked too: without CAP_DAC_OVERRIDE (a container's dropped capabilities) the kernel refuses root as well
+    if not info.st_mode & stat.S_IROTH and not os.access(path, os.R_OK):
         return "cannot read (permission denied)", info
     if info.st_size == 0:
         return "empty file (being written?)", info
