@@ -79,13 +79,9 @@ def _kind(mode: int) -> str | None:
     return "a device, not a regular file: not opened"
 
 
-def _problem(folder: str, path: str, backslash_in_prefix: bool) -> str | bool | None:
-    """Why `path` cannot be read as a trial, None when it can, False when it does not exist (in flight)."""
-    return file_problem(folder, path, backslash_in_prefix)[0]
-
-
 def file_problem(folder: str, path: str, backslash_in_prefix: bool) -> tuple[str | bool | None, os.stat_result | None]:
-    """_problem's answer, and the file's stat when it got that far (its one stat: the trajectory listing keeps it)."""
+    """Why `path` cannot be read as a trial (None when it can, False when it does not exist: in flight), and the
+    file's stat when it got that far (its one stat: the trajectory listing keeps it for the cache's digest)."""
     if not folder.isascii():
         try:
             folder.encode("utf-8")
@@ -133,7 +129,7 @@ def list_trials(trace_jobs: Path) -> Listing:
         unlistable = base  # only for the trial folders whose names hold a glob character
     for folder in folders:
         path = f"{base}/{folder}/{HARBOR_RESULT}"
-        problem = _problem(folder, path, backslash_in_prefix)
+        problem = file_problem(folder, path, backslash_in_prefix)[0]
         if problem is False:
             listing.in_flight += 1
             continue
