@@ -82,7 +82,8 @@ def readers(path: Path, column: str) -> dict[str, str]:
 
 def sizes(folder: Path, out: Path) -> None:
     export(out, [folder], "run_table")
-    path, listed = out / "run_table.parquet", out / "run_table.parquet.sources.json"
+    path = out / "run_table.parquet"
+    listed = out / json.loads(pq.read_schema(path).metadata[b"rlsql.sources"])["list"]
     kv = dict(duckdb.execute("SELECT decode(key), octet_length(value) FROM parquet_kv_metadata(?)",
                              [str(path)]).fetchall())
     print(f"\nrun_table over {folder}: run_table.parquet {path.stat().st_size:,} B, of which rlsql.sources "

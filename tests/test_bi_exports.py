@@ -215,10 +215,13 @@ def test_a_file_summarises_its_sources_and_lists_them_beside_it(tmp_path: Path, 
     assert code == 0, err
     for name in ("run_table", "trials"):
         path = out / f"{name}.parquet"
-        listed = out / f"{name}.parquet.sources.json"
         summary = json.loads(pq.read_schema(path).metadata[b"rlsql.sources"])
+        listed = out / summary["list"]
+        sha = hashlib.sha256(listed.read_bytes()).hexdigest()
         sources = json.loads(listed.read_text())
-        assert summary == {"list": listed.name, "sha256": hashlib.sha256(listed.read_bytes()).hexdigest(),
+        # named by its contents (the first 16 hex digits of its sha256): a list never changes under a file
+        assert listed.name == f"{name}.parquet.sources-{sha[:16]}.json"
+        assert summary == {"list": listed.name, "sha256": sha,
                            "runs": 3, "files": sum(s.get("files", 1) for s in sources),
                            "bytes": sum(s["size"] for s in sources)}
         # every file read, by hand: each run's CSVs and config, harbor_csv's trace_jobs/ (trials reads it)
@@ -235,21 +238,29 @@ def test_a_file_summarises_its_sources_and_lists_them_beside_it(tmp_path: Path, 
     code, _, err = run_main(["export", "turn_stats", "--partition-by", "run", "-o", str(lake), "-r", str(runs[0])],
                             capsys, monkeypatch)
     assert code == 0, err
+    first = json.loads(pq.read_schema(lake / "turn_stats.parquet").metadata[b"rlsql.sources"])["list"]
+    foreign = lake / "turn_stats.parquet.sources-0123456789abcdef.json"  # a name like a list's, someone else's
+    foreign.write_text("mine\n")
     code, _, err = run_main(["export", "turn_stats", "--partition-by", "run", "-o", str(lake), "-r", str(runs[1])],
                             capsys, monkeypatch)
     assert code == 0, err
-    listed = lake / "turn_stats.parquet.sources.json"
+    listed = lake / json.loads(pq.read_schema(lake / "turn_stats.parquet").metadata[b"rlsql.sources"])["list"]
     assert sorted({s["run"] for s in json.loads(listed.read_text())}) == ["calendar", "tiny"]
+    # the list the file named before is gone (rlsql wrote it); the other file stays as it was
+    assert listed.name != first and not (lake / first).exists() and foreign.read_text() == "mine\n"
+    assert sorted(p.name for p in lake.glob("turn_stats.parquet.sources*")) == sorted([listed.name, foreign.name])
     before = (lake / "turn_stats.parquet").read_bytes()
-    listed.write_text(listed.read_text().replace("calendar", "calendar2"))  # not rlsql's any more: not replaced
-    code, _, err = run_main(["export", "turn_stats", "--partition-by", "run", "-o", str(lake), "-r", str(runs[2])],
-                            capsys, monkeypatch)
-    assert code == 2 and "turn_stats.parquet.sources.json: exists and was not written by rlsql" in one_error_line(err)
-    listed.unlink()  # gone: the file's rows of calendar and tiny cannot be traced, so they are not merged
-    code, _, err = run_main(["export", "turn_stats", "--partition-by", "run", "-o", str(lake), "-r", str(runs[2])],
-                            capsys, monkeypatch)
-    assert code == 2
-    line = one_error_line(err)
-    assert "turn_stats.parquet: its provenance names a list of its source files that is missing or changed" in line
-    assert "--replace-all" in line
-    assert (lake / "turn_stats.parquet").read_bytes() == before
+    for damage in ("changed", "gone"):  # the file's rows of calendar and tiny cannot be traced: not merged
+        if damage == "changed":
+            listed.write_text(listed.read_text().replace("calendar", "calendar2"))
+        else:
+            listed.unlink()
+        code, _, err = run_main(["export", "turn_stats", "--partition-by", "run", "-o", str(lake), "-r",
+                                 str(runs[2])], capsys, monkeypatch)
+        assert code == 2, damage
+        line = one_error_line(err)
+        assert "turn_stats.parquet: its provenance names a list of its source files that is missing or changed " \
+               f"({listed.name})" in line
+        assert "--replace-all" in line
+        assert (lake / "turn_stats.parquet").read_bytes() == before
+        assert listed.exists() == (damage == "changed")

@@ -52,6 +52,14 @@ def _visible(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
 
 
+def _list_name(path: Path) -> str:
+    """The list of source files beside a Parquet file, by the rule: named by the first 16 hex digits of the
+    sha256 of its bytes (checked here against the file that lies there)."""
+    name = json.loads(pq.read_schema(path).metadata[b"rlsql.sources"])["list"]
+    assert name == f"{path.name}.sources-{hashlib.sha256((path.parent / name).read_bytes()).hexdigest()[:16]}.json"
+    return name
+
+
 def _table_rows(table: pa.Table) -> list[dict]:
     return table.to_pylist()
 
@@ -76,9 +84,8 @@ def test_parquet_rows_types_and_metadata(tmp_path, capsys, monkeypatch) -> None:
     assert code == 0, err
     assert stdout == ""  # the summary is a notice
     # each file's full list of source files beside it (the file holds a summary)
-    assert _visible(out) == sorted(f"{n}.parquet{s}" for n in (
-        "reward_curve", "trials", "steps", "metric_rows", "metrics_long", "vllm_seconds", "config")
-        for s in ("", ".sources.json"))
+    names = ("reward_curve", "trials", "steps", "metric_rows", "metrics_long", "vllm_seconds", "config")
+    assert _visible(out) == sorted([f"{n}.parquet" for n in names] + [_list_name(out / f"{n}.parquet") for n in names])
 
     # rows, counted from the CSVs by the oracle
     want_rows = {
@@ -126,7 +133,7 @@ def test_parquet_rows_types_and_metadata(tmp_path, capsys, monkeypatch) -> None:
     for name, artifact in [("trials", "trials"), ("reward_curve", "metrics"), ("config", "config")]:
         summary = json.loads(_metadata(out / f"{name}.parquet")["rlsql.sources"])
         listed = (out / summary["list"]).read_bytes()
-        assert summary["list"] == f"{name}.parquet.sources.json"
+        assert summary["list"] == f"{name}.parquet.sources-{hashlib.sha256(listed).hexdigest()[:16]}.json"
         assert summary["sha256"] == hashlib.sha256(listed).hexdigest()
         sources = json.loads(listed)
         assert summary["runs"] == len({s["run"] for s in sources}) == 2
@@ -287,18 +294,19 @@ def test_sigkill_leaves_the_previous_export(tmp_path, capsys, monkeypatch) -> No
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
     # the earlier export is intact; what the killed one left is only a hidden temporary
-    assert _visible(out) == ["trials.parquet", "trials.parquet.sources.json"]
+    listed = _list_name(out / "trials.parquet")
+    assert _visible(out) == ["trials.parquet", listed]
     assert (out / "trials.parquet").read_bytes() == before
     assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "tiny"))
     # (the folder's lock file stays: see writes.folder_lock)
     leftovers = [p.name for p in out.iterdir() if p.name not in (
-        "trials.parquet", "trials.parquet.sources.json", ".rlsql-export.json", ".rlsql-export.lock")]
+        "trials.parquet", listed, ".rlsql-export.json", ".rlsql-export.lock")]
     assert leftovers and all(name.startswith(".trials.parquet.") and name.endswith(".rlsql-tmp") for name in leftovers)
     # the next export into the folder clears what the killed process left
     code, _, err = run_main(["export", "trials", "-r", str(RUNS / "newest"), "-o", str(out)], capsys, monkeypatch)
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == [
-        ".rlsql-export.json", ".rlsql-export.lock", "trials.parquet", "trials.parquet.sources.json"]
+        ".rlsql-export.json", ".rlsql-export.lock", "trials.parquet", _list_name(out / "trials.parquet")]
     assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "newest"))
 
 

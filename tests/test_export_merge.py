@@ -11,6 +11,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,17 +58,21 @@ def _kv(path: Path) -> dict[str, str]:
 
 
 def _sources(path: Path) -> list[dict]:
-    """A Parquet file's source files: the list beside it (`FILE.sources.json`), which its summary names and
-    whose sha256 it holds."""
+    """A Parquet file's source files: the list beside it (`FILE.sources-HASH.json`, HASH the first 16 hex digits
+    of its sha256), which its summary names and whose sha256 it holds."""
     summary = json.loads(_kv(path)["rlsql.sources"])
-    listed = path.with_name(path.name + ".sources.json")
-    assert summary["list"] == listed.name and summary["sha256"] == _sha(listed)
+    listed = path.with_name(summary["list"])
+    assert listed.name == f"{path.name}.sources-{_sha(listed)[:16]}.json" and summary["sha256"] == _sha(listed)
     return json.loads(listed.read_text())
+
+
+def _sources_name(path: Path) -> str:
+    return path.with_name(json.loads(_kv(path)["rlsql.sources"])["list"]).name
 
 
 def _data(folder: Path) -> list[str]:
     """The visible entries of an export folder but the lists of source files beside its Parquet files."""
-    return [n for n in _visible(folder) if not n.endswith(".sources.json")]
+    return [n for n in _visible(folder) if not re.fullmatch(r".*\.parquet\.sources-[0-9a-f]{16}\.json", n)]
 
 
 def _rows_of(path: Path, run: str) -> list[dict]:
@@ -108,7 +113,9 @@ def test_the_grain_picks_merged_or_partitioned(tmp_path, capsys, monkeypatch) ->
     assert _data(out) == sorted([f"{n}.parquet" for n in merged]
                                 + [*(PARTITIONED_QUERIES - TRAJECTORY_QUERIES), *PARTITIONED_VIEWS])
     assert len(_data(out)) == len(items)
-    assert set(_visible(out)) - set(_data(out)) == {f"{n}.parquet.sources.json" for n in merged}
+    assert set(_visible(out)) - set(_data(out)) == {_sources_name(out / f"{n}.parquet") for n in merged}
+    for n in merged:
+        _sources(out / f"{n}.parquet")  # each named by its hash
     # a tree's partition names its own run only; a merged file names exactly the runs it holds
     for name in (PARTITIONED_QUERIES - TRAJECTORY_QUERIES) | PARTITIONED_VIEWS:
         for part in (out / name).glob("run=*/data_0.parquet"):
@@ -328,7 +335,8 @@ def test_an_older_tree_of_a_merged_item(tmp_path, capsys, monkeypatch) -> None:
     assert _visible(out) == ["turn_stats"]
     code, err = _export(out, capsys, monkeypatch, "turn_stats", "-r", str(RUNS / "calendar"), "--replace-all")
     assert code == 0, err
-    assert _visible(out) == ["turn_stats.parquet", "turn_stats.parquet.sources.json"]
+    assert _visible(out) == ["turn_stats.parquet", _sources_name(out / "turn_stats.parquet")]
+    _sources(out / "turn_stats.parquet")
     # a folder of someone else's under that name is never removed, --replace-all or not
     (out / "turn_stats.parquet").unlink()
     (out / "turn_stats").mkdir()
@@ -431,6 +439,36 @@ def test_a_merge_into_an_unpartitioned_file(tmp_path, capsys, monkeypatch, expor
                       "flat then merged")
 
 
+def test_a_merge_stopped_after_its_new_list_keeps_the_old_list_the_old_file_names(tmp_path, capsys,
+                                                                                 monkeypatch) -> None:
+    """The window a kill -9 once hit: the new list of sources written, the new file not yet renamed. The old
+    file must still find its own list (it names it by hash), and the next export removes the list no file
+    names. The stop is a failure of the COPY, which leaves the folder as a kill there would."""
+    import rlsql.outputs.export as export
+
+    out = tmp_path / "out"
+    code, err = _export(out, capsys, monkeypatch, "turn_stats", "-r", str(RUNS / "tiny"))
+    assert code == 0, err
+    old_name, old_bytes = _sources_name(out / "turn_stats.parquet"), (out / "turn_stats.parquet").read_bytes()
+
+    def stopped(*args, **kwargs):
+        raise duckdb.IOException("stopped here, as by a kill")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(export, "_copy", stopped)
+        code, err = _export(out, capsys, patched, "turn_stats", "-r", str(RUNS / "calendar"))
+    assert code != 0
+    assert (out / "turn_stats.parquet").read_bytes() == old_bytes
+    lists = sorted(p.name for p in out.glob("turn_stats.parquet.sources*"))
+    assert len(lists) == 2 and old_name in lists  # the stopped export's list lies beside the old one
+    assert {s["run"] for s in _sources(out / "turn_stats.parquet")} == {"tiny"}
+    code, err = _export(out, capsys, monkeypatch, "turn_stats", "-r", str(RUNS / "calendar"))
+    assert code == 0, err
+    assert sorted(pq.read_table(out / "turn_stats.parquet").column("run").to_pylist()) == ["calendar", "tiny"]
+    assert {s["run"] for s in _sources(out / "turn_stats.parquet")} == {"calendar", "tiny"}
+    assert [p.name for p in out.glob("turn_stats.parquet.sources*")] == [_sources_name(out / "turn_stats.parquet")]
+
+
 @pytest.mark.slow
 def test_kill_9_during_a_merge_leaves_the_old_file_or_the_new(tmp_path, capsys, monkeypatch) -> None:
     """SIGKILL an export of a big run into a folder holding a small run's merged files, at seeded moments
@@ -476,3 +514,5 @@ def test_kill_9_during_a_merge_leaves_the_old_file_or_the_new(tmp_path, capsys, 
     assert code == 0, err
     assert pq.read_table(out / "turn_stats.parquet").column("run").to_pylist() == ["big", "small"]
     assert not [p for p in out.rglob("*") if ".rlsql-tmp" in p.name]
+    # the lists the killed exports wrote and no file names went with the next one: one list, the file's
+    assert [p.name for p in out.glob("turn_stats.parquet.sources*")] == [_sources_name(out / "turn_stats.parquet")]

@@ -17,6 +17,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 import rlsql
@@ -147,7 +148,8 @@ def test_provenance_lists_result_json_only_where_it_was_read(tmp_path: Path, cap
     assert code == 0, err
 
     def sources(name: str) -> list[dict]:
-        return json.loads((out / f"{name}.parquet.sources.json").read_text())
+        summary = json.loads(pq.read_schema(out / f"{name}.parquet").metadata[b"rlsql.sources"])
+        return json.loads((out / summary["list"]).read_text())
 
     assert [s["artifact"] for s in sources("turn_stats")] == ["trials"]
     assert [s["artifact"] for s in sources("trial_phases")] == ["trials"]  # a newest CSV: its own phases

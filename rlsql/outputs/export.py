@@ -19,7 +19,7 @@ from its second check of the targets to its last rename.
 Parquet files carry key-value metadata (METADATA_KEYS): what was exported, its version and
 fingerprint, the parameters, rlsql's and DuckDB's versions, the source files read, the export time and
 each column's description (with PANDAS_ATTRS, where pandas looks). A file's sources are a summary whose
-full list (path, size, modification time, sha256) lies beside it in `FILE.sources.json`; a partition
+full list (path, size, modification time, sha256) lies beside it in `FILE.sources-HASH.json`; a partition
 lists its own run's. CSV and JSON files get the whole record in a sidecar `FILE.meta.json` (in a
 partition, in the partition's hidden mark).
 """
@@ -52,6 +52,7 @@ from rlsql.engine.sources import SourceContext
 from rlsql.engine.statements import open_connection, reads_result_files
 from rlsql.outputs.exportmerge import (
     carried_config_keys,
+    is_sources_sidecar,
     merge,
     merged_by_run,
     sidecar,
@@ -74,6 +75,7 @@ from rlsql.runs.writes import (
     parse_temp_name,
     read_mark,
     remove_dir,
+    remove_file,
     swap_dir,
     sweep,
     temp_name,
@@ -302,7 +304,8 @@ def _check_targets(
                 _check_tree_replaceable(target, item.name, runs, replace_all)
                 continue
             _check_file_replaceable(target)
-            _check_file_replaceable(sidecar(target) if fmt != "parquet" else sources_sidecar(target))
+            if fmt != "parquet":  # a Parquet file's list has a new name whenever it changes (sources_sidecar)
+                _check_file_replaceable(sidecar(target))
             if partitioned:
                 _check_old_tree(out_dir / item.name, item.name, fmt, replace_all)
 
@@ -375,6 +378,7 @@ def _write_items(
                     done = _write_file(con, select, _copy_options(fmt, meta), target, item.name)
                     if fmt != "parquet":
                         write_text(sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
+                    _drop_unnamed_lists(target, meta)
             except duckdb.Error as exc:
                 raise query_failure(exc, item.name, runs, catalog.closure([item.name])) from exc
             written.append(done)
@@ -493,6 +497,7 @@ def _write_merged(
             rows = _copy(con, sql, tmp, _copy_options(fmt, meta), target, tmp)
         if fmt != "parquet":
             write_text(sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
+        _drop_unnamed_lists(target, meta)
         return rows
 
     rows, file_rows = merge(con, select, fmt, target, runs, record, replace_all, copy, _null_row, loose)
@@ -501,14 +506,29 @@ def _write_merged(
 
 def _listed_beside(meta: dict[str, str], target: Path, fmt: str) -> dict[str, str]:
     """A Parquet file's record with its sources summarised (exportmerge.sources_summary) and the full list
-    written beside it first, as `FILE.sources.json`: over 300 runs the list was 180 kB of a 229 kB
-    run_table.parquet. A partition (one run's files) and a CSV or JSON file's sidecar keep the list."""
+    written beside it first, as `FILE.sources-HASH.json` (exportmerge.sources_sidecar): over 300 runs the
+    list was 180 kB of a 229 kB run_table.parquet. A partition (one run's files) and a CSV or JSON file's
+    sidecar keep the list."""
     if fmt != "parquet":
         return meta
     sources = json.loads(meta["rlsql.sources"])
     text = "[\n" + ",\n".join(json.dumps(source) for source in sources) + "\n]\n"  # a file a line
-    write_text(sources_sidecar(target), text, mark=True)
+    listed = sources_sidecar(target, text)
+    _check_file_replaceable(listed)
+    write_text(listed, text, mark=True)
     return {**meta, "rlsql.sources": json.dumps(sources_summary(sources, text, target))}
+
+
+def _drop_unnamed_lists(target: Path, meta: dict[str, str]) -> None:
+    """Once `target` is in place: remove the lists of sources beside it that it does not name (its earlier
+    ones, or a killed export's new one), those rlsql wrote; a file of anyone else's stays."""
+    summary = json.loads(meta["rlsql.sources"])
+    if not isinstance(summary, dict):  # a CSV or JSON file's sidecar lists its sources itself
+        return
+    with failures_named(target.parent):
+        for entry in target.parent.iterdir():
+            if entry.name != summary.get("list") and is_sources_sidecar(target, entry.name):
+                remove_file(target.parent, entry.name)
 
 
 def _write_file(con: duckdb.DuckDBPyConnection, select: str, options: str, target: Path, name: str) -> Written:

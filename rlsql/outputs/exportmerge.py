@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,15 +54,23 @@ def sidecar(target: Path) -> Path:
     return target.with_name(target.name + ".meta.json")
 
 
-def sources_sidecar(target: Path) -> Path:
-    """Where a Parquet file's full list of source files goes: `FILE.sources.json` (the file holds a summary)."""
-    return target.with_name(target.name + ".sources.json")
+def sources_sidecar(target: Path, text: str) -> Path:
+    """Where a Parquet file's full list of source files (`text`) goes: `FILE.sources-HASH.json`, HASH the
+    first 16 hex digits of its sha256 (the file holds a summary naming it). Named by its contents, a list is
+    never replaced under the file that names it: an export killed between writing the new list and renaming
+    the new file leaves the old file with its old list, and the next export removes the unnamed one."""
+    return target.with_name(f"{target.name}.sources-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json")
+
+
+def is_sources_sidecar(target: Path, name: str) -> bool:
+    """Is `name` a list of sources of `target` (this rlsql's name, or `FILE.sources.json` of earlier ones)?"""
+    return re.fullmatch(re.escape(target.name) + r"\.sources(-[0-9a-f]{16})?\.json", name) is not None
 
 
 def sources_summary(sources: Sequence[dict], text: str, target: Path) -> dict[str, Any]:
     """What a Parquet file keeps of its `sources` (written as `text` to its sources_sidecar): how many runs,
     files and bytes, and the sha256 of the sidecar's bytes, so that the list beside it can be checked."""
-    return {"list": sources_sidecar(target).name, "sha256": hashlib.sha256(text.encode()).hexdigest(),
+    return {"list": sources_sidecar(target, text).name, "sha256": hashlib.sha256(text.encode()).hexdigest(),
             "runs": len({s.get("run") for s in sources}), "files": sum(s.get("files", 1) for s in sources),
             "bytes": sum(s.get("size", 0) for s in sources)}
 
@@ -79,6 +88,11 @@ def listed_sources(record: dict[str, str], target: Path) -> list | None:
             return None
         sources = _loads(text)
     return sources if isinstance(sources, list) else None
+
+
+def _listed_name(record: dict[str, str]) -> str:
+    sources = _loads(record.get("rlsql.sources"))
+    return str(sources.get("list")) if isinstance(sources, dict) else "rlsql.sources"
 
 
 def read_provenance(target: Path, fmt: str) -> dict[str, str]:
@@ -115,7 +129,7 @@ def kept_records(old: dict[str, str], new: dict[str, str], replaced: set[str], t
     runs, sources = _loads(old.get("rlsql.runs")), listed_sources(old, target)
     if not isinstance(runs, list) or sources is None:
         what = "lists no runs" if not isinstance(runs, list) else \
-            f"names a list of its source files that is missing or changed ({sources_sidecar(target).name})"
+            f"names a list of its source files that is missing or changed ({_listed_name(old)})"
         raise UsageError(f"{target}: its provenance {what}, so its rows cannot be merged; "
                          "export again with --replace-all, or choose another -o folder")
     # a run's record names its export time when that is not the file's (`rlsql.exported_at`, this export's)

@@ -488,6 +488,17 @@ def owns_file(folder: Path, name: str) -> bool:
     return identity in mark.get("files", {}).get(name, [])
 
 
+def remove_file(folder: Path, name: str) -> bool:
+    """Remove `folder/name` if an export wrote it (owns_file), and its record from the folder's mark."""
+    if not owns_file(folder, name):
+        return False
+    (folder / name).unlink()
+    mark = read_mark(folder) or {"files": {}}
+    mark.get("files", {}).pop(name, None)
+    write_mark(folder, {k: v for k, v in mark.items() if k != "format"})
+    return True
+
+
 def record_file(folder: Path, name: str, staged: Path) -> None:
     """Before `staged` is renamed to `folder/name`: add its identity to the folder's mark.
 
