@@ -163,12 +163,12 @@ def _runs(name: str, awkward: Path) -> list:
 
 # -- comparison ------------------------------------------------------------------------------------
 def _normal(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_normal(v) for v in value]
-    if isinstance(value, list):
-        return [_normal(v) for v in value]
-    if hasattr(value, "asDict"):
+    if hasattr(value, "asDict"):  # a Spark struct (a Row, itself a tuple): its fields by name, as DuckDB's dict
         return {k: _normal(v) for k, v in value.asDict().items()}
+    if isinstance(value, tuple | list):
+        return [_normal(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _normal(v) for k, v in value.items()}
     return value
 
 
@@ -187,6 +187,8 @@ def _sort_key(row: tuple) -> tuple:
 def _same(got: Any, want: Any) -> bool:
     if isinstance(want, list) and isinstance(got, list):
         return len(got) == len(want) and all(_same(g, w) for g, w in zip(got, want, strict=True))
+    if isinstance(want, dict) and isinstance(got, dict):  # a struct, or a MAP (whose order Spark does not keep)
+        return got.keys() == want.keys() and all(_same(got[k], want[k]) for k in want)
     if isinstance(want, bool) or isinstance(got, bool):
         return got == want and type(got) is type(want)
     return same_value(got, want)

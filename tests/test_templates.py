@@ -101,7 +101,12 @@ def test_reported_types_allow_list() -> None:
     assert reported_type("VARCHAR[][]") == "VARCHAR[][]"
     assert stub_select([("d", "DATE"), ("x'y", "DOUBLE")]) == \
         """SELECT CAST(NULL AS DATE) AS "d", CAST(NULL AS DOUBLE) AS "x'y" WHERE false"""
-    for bad in ("STRUCT(a VARCHAR)", "DOUBLE) AS x, (SELECT 1", "VARCHAR []", "[]", "DECIMAL(18,3)"):
+    # a STRUCT of plain field names (their case kept) and allowed types: trajectory_steps_src's calls
+    assert reported_type("STRUCT(call_index BIGINT, function_name varchar)[]") == \
+        "STRUCT(call_index BIGINT, function_name VARCHAR)[]"
+    for bad in ("STRUCT(a DECIMAL(18,3))", 'STRUCT("a b" VARCHAR)', "STRUCT(a VARCHAR) AS x, (SELECT 1)",
+                "STRUCT(a VARCHAR, b)", "DOUBLE) AS x, (SELECT 1", "VARCHAR []", "[]", "DECIMAL(18,3)",
+                "STRUCT(a VARCHAR); DROP TABLE t; --(b VARCHAR)"):
         with pytest.raises(ValueError, match="not a column type"):
             reported_type(bad)
         with pytest.raises(ValueError):

@@ -18,7 +18,7 @@ from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import FIXTURE_RUNS, RUNS
 
-VIEWS = ["trajectory_steps", "tool_calls"]
+VIEWS = ["trajectory_steps", "tool_calls", "tool_call_names"]
 QUERIES = ["tool_usage", "token_usage", "looping_trials"]
 #: the runs whose trace_jobs hold trajectories (one reads its trials from result.json, one from a CSV)
 WITH_TRAJECTORIES = ["harbor", "harbor_csv"]
@@ -410,7 +410,8 @@ def test_a_changed_trajectory_makes_its_copy_stale_until_built_again(tmp_path: P
     path.write_text(path.read_text().replace('"function_name": "bash_command"', '"function_name": "shell"'))
     code, out, err = _cli(["query", "tool_usage", "-r", str(run), "-f", "json", "-v"], capsys, monkeypatch)
     assert code in (0, None), err
-    assert "tool_calls_src read in place (the trajectory files changed since its cache entry was built)" in err
+    # (tool_usage counts the calls from the steps' source: tool_call_names)
+    assert "trajectory_steps_src read in place (the trajectory files changed since its cache entry was built)" in err
     edited = json.loads(out)
     assert any(r["function_name"] == "shell" for r in edited)
     assert_rows_match(edited, oracle.expected("tool_usage", [run]), "tool_usage after an edit")
@@ -443,10 +444,10 @@ def test_a_copy_that_fails_to_read_is_answered_from_the_files(tmp_path: Path, ca
     for i in range(len(data) - 8 - footer, len(data) - 8):  # the footer scrambled; its size and magic kept
         data[i] ^= 0x5A
     entry.parquet.write_bytes(bytes(data))
-    code, out, err = _cli(["query", "tool_usage", "-r", str(runs[0]), "-f", "json"], capsys, monkeypatch)
+    code, out, err = _cli(["query", "looping_trials", "-r", str(runs[0]), "-f", "json"], capsys, monkeypatch)
     assert code in (0, None), err
     assert "its cached copy" in err and "answered from the file, and the entry is marked damaged" in err
-    assert_rows_match(json.loads(out), oracle.expected("tool_usage", runs), "tool_usage past a damaged copy")
+    assert_rows_match(json.loads(out), oracle.expected("looping_trials", runs), "looping_trials past a damaged copy")
     assert store.Entry(entry.parquet, entry.meta).read_meta()["damaged"]
     code, out, err = _cli(["cache", "status", "-f", "json"], capsys, monkeypatch)
     states = {r["file"].rsplit(" ", 1)[1]: r["state"] for r in json.loads(out) if "/trace_jobs (" in r["file"]}

@@ -81,16 +81,23 @@ REPORTED_TYPES = SQL_TYPES | frozenset({"DATE", "TIMESTAMP", "TIMESTAMP WITH TIM
 
 
 def reported_type(name: str) -> str:
-    """`name`, a type DuckDB reported, when it is one of REPORTED_TYPES or a list of one; anything else
-    (a STRUCT, a DECIMAL, text that is no type) is refused rather than pasted into SQL."""
-    text = str(name).strip().upper()
+    """`name`, a type DuckDB reported, when it is one of REPORTED_TYPES, a STRUCT of plain field names and
+    such types (trajectory_steps_src's calls), or a list of one; anything else (a DECIMAL, a quoted field
+    name, text that is no type) is refused rather than pasted into SQL."""
+    text = str(name).strip()
     base = text
     while base.endswith("[]"):
         base = base.removesuffix("[]")
-    if base not in REPORTED_TYPES:
+    struct = re.fullmatch(r"STRUCT\((.*)\)", base, re.IGNORECASE)
+    if struct:  # its fields' names keep their case (DuckDB writes them as declared)
+        fields = [re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*) (.+)", f) for f in struct[1].split(", ")]
+        if all(fields):
+            inner = ", ".join(f"{m[1]} {reported_type(m[2])}" for m in fields if m)
+            return f"STRUCT({inner})" + text[len(base):]
+    if base.upper() not in REPORTED_TYPES:
         raise ValueError(f"{name!r} is not a column type rlsql's sources produce "
-                         f"(one of {', '.join(sorted(REPORTED_TYPES))}, or a list of one)")
-    return text
+                         f"(one of {', '.join(sorted(REPORTED_TYPES))}, a STRUCT of them, or a list of one)")
+    return text.upper()
 
 
 def identifier(name: str) -> str:

@@ -32,7 +32,10 @@ from rlsql.runs.config import config_rows
 from rlsql.runs.memorydb import memory_connection
 
 _SPARK_TYPE = {"VARCHAR": "STRING", "DOUBLE": "DOUBLE", "BIGINT": "BIGINT", "INTEGER": "INT", "BOOLEAN": "BOOLEAN",
-               "TIMESTAMP": "TIMESTAMP"}
+               "TIMESTAMP": "TIMESTAMP",
+               # trajectory_steps_src's calls (the tool_call_names view)
+               "STRUCT(CALL_INDEX BIGINT, FUNCTION_NAME VARCHAR)[]":
+                   "ARRAY<STRUCT<call_index: BIGINT, function_name: STRING>>"}
 _HADOOP_GLOB = re.compile(r"([\\*?\[\]{}])")
 CORRUPT = "_rlsql_corrupt"
 

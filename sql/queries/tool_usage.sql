@@ -5,7 +5,7 @@
 --   segment) are left out. Ordered by run, calls descending, function_name.
 -- grain: run, function_name
 -- column: run: the run: its folder's name
--- column: function_name: the tool called (tool_calls.function_name)
+-- column: function_name: the tool called (tool_call_names.function_name, as in tool_calls)
 -- column: calls: calls of that tool
 -- column: trials: distinct trials with at least one call of it
 -- column: success_trials: those of them whose outcome is Success (reward > 0)
@@ -14,7 +14,7 @@
 WITH per_trial AS (
     -- each trial's calls of each tool first: the join to the trials is then one row per trial and tool
     SELECT run, trial_name, function_name, count(*) AS calls
-    FROM tool_calls
+    FROM tool_call_names
     WHERE NOT copied
     GROUP BY run, trial_name, function_name
 )

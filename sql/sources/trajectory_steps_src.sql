@@ -3,7 +3,8 @@
 -- description: Every trial's agent trajectory (ATIF) read in place: one row per step of every
 --   `trace_jobs/<trial>/agent/trajectory.json` (segment 0) and `trajectory.cont-N.json` (segment N), with the
 --   figures the `trajectory_steps` view gives (turn, source, ts, model_name, characters, tool calls, tokens,
---   cost, copied), its position in the file (step_index) and the timestamp as written; plus one row per
+--   cost, copied), its position in the file (step_index), the timestamp as written and its calls' positions and
+--   functions (calls: the tool_call_names view); plus one row per
 --   damaged file (cut short, not JSON, not an object, no `steps` list, a step without an integer step_id, not
 --   a regular file, ...) with `problem` saying why and every step column NULL: read steps with `WHERE problem
 --   IS NULL` (trajectory_steps does). Token counts that are not whole numbers from 0 to 2**53 read as NULL.
@@ -41,7 +42,8 @@ SELECT
     CAST(NULL AS VARCHAR) AS "timestamp", CAST(NULL AS TIMESTAMP) AS ts, CAST(NULL AS VARCHAR) AS model_name,
     CAST(NULL AS BIGINT) AS message_chars, CAST(NULL AS BIGINT) AS reasoning_chars, CAST(NULL AS BIGINT) AS tool_calls,
     CAST(NULL AS BIGINT) AS prompt_tokens, CAST(NULL AS BIGINT) AS completion_tokens,
-    CAST(NULL AS BIGINT) AS cached_tokens, CAST(NULL AS DOUBLE) AS cost_usd, CAST(NULL AS BOOLEAN) AS copied
+    CAST(NULL AS BIGINT) AS cached_tokens, CAST(NULL AS DOUBLE) AS cost_usd, CAST(NULL AS BOOLEAN) AS copied,
+    CAST(NULL AS STRUCT(call_index BIGINT, function_name VARCHAR)[]) AS calls
 WHERE false
 {%- else %}
 {%- if files or refused %}
@@ -58,6 +60,10 @@ narrow AS NOT MATERIALIZED (
         CASE WHEN problem IS NULL THEN {{ atif.chars("s.message") }} END AS message_chars,
         CASE WHEN problem IS NULL THEN coalesce(length({{ atif.text("s.reasoning_content") }}), 0) END AS reasoning_chars,
         CASE WHEN problem IS NULL THEN coalesce(len(s.tool_calls), 0) END AS tool_calls,
+        -- each call's position and function, as tool_calls_src gives them: the tool_call_names view, for the
+        -- queries that count calls without the cost of their arguments and observations
+        list_transform(s.tool_calls, lambda c, k: {'call_index': k - 1,
+            'function_name': {{ atif.text("c.function_name") }}}) AS calls,
         {{ count("prompt_tokens") }} AS prompt_tokens,
         {{ count("completion_tokens") }} AS completion_tokens,
         {{ count("cached_tokens") }} AS cached_tokens,
@@ -77,7 +83,7 @@ SELECT
             * (CAST(substr(parts.offset, 2, 2) AS INTEGER) * INTERVAL 1 HOUR
                + CAST(substr(parts.offset, 5, 2) AS INTEGER) * INTERVAL 1 MINUTE) END AS ts,
     model_name, message_chars, reasoning_chars, tool_calls, prompt_tokens, completion_tokens, cached_tokens, cost_usd,
-    copied
+    copied, calls
 FROM narrow
 {%- endif %}
 {%- for c in copies %}
