@@ -37,7 +37,9 @@ results AS NOT MATERIALIZED (
         list_transform(list_filter(s.observation.results, lambda r: json_type(r.source_call_id) = 'VARCHAR'),
             lambda r: {'id': r.source_call_id ->> '$', 'n': {{ atif.chars("r.content") }}}) AS answers
     FROM trajectory_step_rows
-    WHERE problem IS NULL
+    -- the steps with a call, and the agent steps without one (each a turn all the same): filtered here, on the
+    -- file's list, not below on the calls with their observations (DuckDB would compute those twice)
+    WHERE problem IS NULL AND (len(s.tool_calls) > 0 OR coalesce(source = 'agent' AND NOT copied, false))
 ),
 steps AS NOT MATERIALIZED (
     -- the characters of the results answering each call (a NULL id matches nothing)
@@ -54,7 +56,6 @@ rows AS NOT MATERIALIZED (
     SELECT run, trial_name, segment, step_index, step_id, agent, copied,
         unnest(CASE WHEN len(calls) > 0 THEN calls ELSE [NULL] END) AS c
     FROM steps
-    WHERE len(calls) > 0 OR agent
 ),
 calls AS NOT MATERIALIZED (
     SELECT run, trial_name, segment, step_index, step_id, copied,
