@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 #: where rlsql writes its rows (never /dev/null: the write path before issue 25 renamed a regular file over it)
@@ -228,7 +229,7 @@ def timed(command: list[str], env: dict | None = None) -> tuple[float, int]:
     return wall, peak
 
 
-def measure(runs: list[Path], repeats: int) -> None:
+def measure(runs: list[Path], repeats: int, queries: Sequence[str] = QUERIES) -> None:
     script = Path("/tmp/trajbench/plain_script.py")
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(PLAIN_SCRIPT)
@@ -240,7 +241,7 @@ def measure(runs: list[Path], repeats: int) -> None:
         files = sum(1 for _ in run.glob("trace_jobs/*/agent/trajectory*.json"))
         size = sum(p.stat().st_size for p in run.glob("trace_jobs/*/agent/trajectory*.json")) / 1e9
         trials = sum(1 for _ in (run / "trace_jobs").iterdir())
-        for query in QUERIES:
+        for query in queries:
             ours, theirs = [], []
             for _ in range(repeats):  # paired and interleaved: the same load on both
                 ours.append(timed([*rlsql, "query", query, "-r", str(run), "-f", "csv", "-o", str(OUT)], env))
@@ -286,6 +287,7 @@ def main(argv: list[str]) -> None:
     meas = sub.add_parser("measure")
     meas.add_argument("runs", type=Path, nargs="+")
     meas.add_argument("--repeats", type=int, default=3)
+    meas.add_argument("--queries", nargs="+", choices=QUERIES, default=list(QUERIES))
     cache = sub.add_parser("cached")
     cache.add_argument("runs", type=Path, nargs="+")
     cache.add_argument("--repeats", type=int, default=3)
@@ -295,7 +297,7 @@ def main(argv: list[str]) -> None:
     elif args.command == "cached":
         after_cache_build(args.runs, args.repeats)
     else:
-        measure(args.runs, args.repeats)
+        measure(args.runs, args.repeats, args.queries)
 
 
 if __name__ == "__main__":
