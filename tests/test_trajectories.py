@@ -432,6 +432,32 @@ def test_a_changed_trajectory_makes_its_copy_stale_until_built_again(tmp_path: P
     assert_rows_match(json.loads(out), oracle.expected_trajectory_view("tool_calls", [run]), "built again")
 
 
+def test_a_copy_built_by_another_rlsql_is_stale_until_built_again(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A copy holds the source's rows, not the files': one whose record names another version of the source's
+    SQL (an older rlsql wrote it, before a column was added or a figure's rule changed) is not read, the files
+    are, and `cache status` calls it stale."""
+    from rlsql.cache import trajcopies
+
+    runs = [RUNS / "harbor_csv"]
+    assert [r["state"] for r in _built_cache(tmp_path, runs, capsys, monkeypatch)] == ["built", "built"]
+    entry = trajcopies.entry_of(runs[0] / "trace_jobs", "trajectory_steps_src", tmp_path / "cache")
+    record = json.loads(entry.meta.read_text())
+    entry.meta.write_text(json.dumps({**record, "sql": "0123456789abcdef"}))  # as another version recorded it
+    code, out, err = _cli(["query", "tool_call_names", "-r", str(runs[0]), "-f", "json", "-v"], capsys, monkeypatch)
+    assert code in (0, None), err
+    assert "trajectory_steps_src read in place (rlsql's SQL for the source changed since its cache entry was " \
+           "built" in err, err
+    assert_rows_match(json.loads(out), oracle.expected_trajectory_view("tool_call_names", runs), "read in place")
+    code, out, err = _cli(["cache", "status", "-f", "json"], capsys, monkeypatch)
+    states = {r["file"].rsplit(" ", 1)[1]: r["state"] for r in json.loads(out) if "/trace_jobs (" in r["file"]}
+    assert states == {"(tool_calls_src)": "fresh", "(trajectory_steps_src)": "stale"}
+    built = {r["file"].rsplit(" ", 1)[1]: r["state"] for r in _built_cache(tmp_path, runs, capsys, monkeypatch)}
+    assert built["(trajectory_steps_src)"] == "built"
+    _, out, err = _cli(["query", "tool_call_names", "-r", str(runs[0]), "-f", "json", "-v"], capsys, monkeypatch)
+    assert "trajectory_steps_src read from the cache" in err, err
+    assert_rows_match(json.loads(out), oracle.expected_trajectory_view("tool_call_names", runs), "from the copy")
+
+
 def test_a_copy_that_fails_to_read_is_answered_from_the_files(tmp_path: Path, capsys, monkeypatch) -> None:
     runs = [RUNS / "harbor"]
     built = {r["file"].rsplit(" ", 1)[1]: r for r in _built_cache(tmp_path, runs, capsys, monkeypatch)}

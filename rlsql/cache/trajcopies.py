@@ -7,7 +7,8 @@ copy, most of it listing the files (bench/RESULTS.md, "Agent trajectories"). One
 the key `<trace_jobs>\\0<source>`. It is fresh while the run's listing hashes to the recorded digest:
 every listed file's path, segment, size, modification and change times and inode (one stat each,
 no file opened) and the problem of each file rlsql does not hand DuckDB. A file added, removed,
-rewritten or touched makes the entry stale.
+rewritten or touched makes the entry stale, and so does a change of the source's SQL (its file or a
+template it may include, as a new rlsql brings): the copy holds the source's rows, not the files'.
 
 The copy keeps what an in-place read says: the damaged files (cut off, not JSON, ...) and the token
 counts out of range (bad cells, read as empty) are recorded with the entry, and a query that reads
@@ -17,6 +18,7 @@ in place would have called). `rlsql trial` reads one trial's files in place, nev
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import time
@@ -27,7 +29,8 @@ from pathlib import Path
 import duckdb
 
 from rlsql.cache import reading, store
-from rlsql.catalog.catalog import load_catalog
+from rlsql.catalog.catalog import load_catalog, sql_root
+from rlsql.catalog.manifest import templates_digest
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.sqltext import glob_escaped
@@ -52,6 +55,18 @@ def listing_digest(listing: trajectories.TrajectoryListing) -> tuple[str, int]:
     return digest.hexdigest(), sum(f.signature[0] for f in listing.files if f.signature)
 
 
+@functools.cache
+def sql_version(source: str) -> str:
+    """What the rows of `source` depend on besides the files: its SQL file and the templates it may include."""
+    root = sql_root()
+    text = (root / "sources" / f"{source}.sql").read_bytes()
+    return hashlib.sha256(text + b"\0" + templates_digest(root).encode()).hexdigest()[:16]
+
+
+#: the reasons an entry is stale (its rows no longer what the source gives), not damaged
+STALE = ("the trajectory files changed", "rlsql's SQL for the source changed")
+
+
 def _why_not_fresh(entry: store.Entry, record: dict, digest: str) -> str | None:
     if not record or record.get("kind") != KIND:
         return "no cache entry"
@@ -59,6 +74,8 @@ def _why_not_fresh(entry: store.Entry, record: dict, digest: str) -> str | None:
         return f"its cache entry failed a read ({record['damaged']})"
     if record.get("digest") != digest:
         return "the trajectory files changed since its cache entry was built"
+    if record.get("table") not in SOURCES or record.get("sql") != sql_version(record["table"]):
+        return "rlsql's SQL for the source changed since its cache entry was built (another rlsql version)"
     return store.parquet_looks_whole(entry, record)
 
 
@@ -136,7 +153,8 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
         os.replace(tmp, entry.parquet)
         store.write_json(entry.meta, {
             "format": store.ENTRY_FORMAT, "version": store.ENTRY_VERSION, "key": entry.key, "kind": KIND,
-            "source": str(trace_jobs), "table": source, "digest": before, "files": len(listing.files),
+            "source": str(trace_jobs), "table": source, "sql": sql_version(source), "digest": before,
+            "files": len(listing.files),
             "rows": rows, "damaged_files": damaged,
             "bad_cells": [[*key, value] for key, value in sorted(bad.cells.items())], "parquet_bytes": parquet_bytes,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
@@ -196,4 +214,4 @@ def entry_state(entry: store.Entry, con: duckdb.DuckDBPyConnection | None) -> tu
         why = store.footer_problem(entry, record, con)
     if why is None:
         return "fresh", "fresh"
-    return ("stale" if why.startswith("the trajectory files") else "damaged"), why
+    return ("stale" if why.startswith(STALE) else "damaged"), why
