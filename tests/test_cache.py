@@ -92,6 +92,36 @@ def test_a_changed_csv_is_read_again(cache_dir: Path, tmp_path: Path, capsys, mo
     assert all(e["state"] == "fresh" for e in json.loads(out))
 
 
+@pytest.mark.parametrize("record", ["another reading", "an older record"])
+def test_a_copy_another_rlsql_built_is_read_again(record, cache_dir: Path, tmp_path: Path, capsys,
+                                                   monkeypatch) -> None:
+    """A copy holds the CSV's rows as a version of rlsql reads them (the types its source declares, the
+    whole-number columns, the templates): one recorded by another version, or by one that recorded none, is
+    not read while the CSV is unchanged, `cache status` calls it stale and `cache build` builds it again."""
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    parquet = built_trials_entry(run, capsys, monkeypatch)
+    meta = parquet.with_name(parquet.name.removesuffix(".parquet") + ".json")
+    assert meta.exists(), sorted(p.name for p in parquet.parent.iterdir())
+    entry = json.loads(meta.read_text())
+    if record == "another reading":
+        entry["reading"] = "0123456789abcdef"
+    else:
+        del entry["reading"], entry["artifact"]
+    meta.write_text(json.dumps(entry))
+    trials = next(run.glob("*_trial_results.csv"))
+    assert "read_parquet" not in source_sql([run], "trials_src")  # not used
+    code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json", "-v"], capsys, monkeypatch)
+    assert code == 0, err
+    assert f"{trials}: read in place (rlsql reads this CSV another way since its cache entry was built" in err, err
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "turn_stats past the old copy")
+    assert cache_states(capsys, monkeypatch)[trials.name] == "stale"
+    code, out, _ = cli_run(["cache", "build", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert {Path(b["file"]).name: b["state"] for b in json.loads(out)}[trials.name] == "built"
+    assert set(cache_states(capsys, monkeypatch).values()) == {"fresh"}
+    assert "read_parquet" in source_sql([run], "trials_src")
+
+
 def test_cache_flag_builds_on_first_use(cache_dir: Path, capsys, monkeypatch) -> None:
     code, out, _ = cli_run(["--cache", "query", "reward_summary", "-r", str(RUNS / "newest"), "-f", "json"],
                            capsys, monkeypatch)

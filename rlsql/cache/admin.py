@@ -107,9 +107,13 @@ def clear(stale_only: bool) -> str:
 
 def _state(entry: store.Entry, con) -> tuple[str, str]:
     """An entry's state in its own words: a log's (grown, ...), trajectory rows' (stale: a file changed), a CSV's."""
-    if entry.read_meta().get("kind") == trajcopies.KIND:
+    record = entry.read_meta()
+    if record.get("kind") == trajcopies.KIND:
         return trajcopies.entry_state(entry, con)
-    return logentries.entry_state(entry, con)
+    state, why = logentries.entry_state(entry, con)
+    if state == "fresh" and record.get("kind") != logentries.LOG_KIND and not csvcopies.read_as_recorded(record):
+        return "stale", csvcopies.READ_ANOTHER_WAY
+    return state, why
 
 
 def describe_policy(config: settings.Settings) -> str:

@@ -10,6 +10,9 @@ rlsql/cache/store.py keeps the files.
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
+import json
 import os
 import time
 import warnings
@@ -20,7 +23,8 @@ from pathlib import Path
 import duckdb
 
 from rlsql.cache import reading, store
-from rlsql.catalog.catalog import load_catalog
+from rlsql.catalog.catalog import load_catalog, sql_root
+from rlsql.catalog.manifest import templates_digest
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
@@ -30,6 +34,36 @@ from rlsql.runs.artifacts import INTEGER_COLUMNS
 from rlsql.runs.folders import CSV_ARTIFACTS, Run, read_header
 from rlsql.runs.memorydb import memory_connection
 from rlsql.runs.rejects import REJECT_EXAMPLES, last_scan, rejected_lines
+
+#: why a copy whose CSV is unchanged is stale all the same
+READ_ANOTHER_WAY = "rlsql reads this CSV another way since its cache entry was built (another rlsql version)"
+
+
+@functools.cache
+def _templates() -> str:
+    return templates_digest(sql_root())
+
+
+def reading_version(source: SqlFile, header: list[str], types: dict[str, str]) -> str:
+    """What a CSV's copy holds besides the CSV's bytes: the templates that read and convert it, and the types
+    and whole-number columns the source gives this header. A copy recorded with another is stale."""
+    integers = sorted(INTEGER_COLUMNS.get(source.artifact or "", ()))
+    return hashlib.sha256(json.dumps([_templates(), header, types, integers]).encode()).hexdigest()[:16]
+
+
+@functools.cache
+def _csv_source(artifact: str) -> SqlFile:
+    return load_catalog().files[f"{artifact}_src"]
+
+
+def read_as_recorded(record: dict) -> bool:
+    """Does this rlsql read the CSV of a copy's `record` as the build that made the copy did (`cache status`)?"""
+    artifact = record.get("artifact")
+    if artifact not in CSV_ARTIFACTS:
+        return False  # a copy an older rlsql built, which recorded neither
+    source = _csv_source(artifact)
+    header = read_header(Path(record.get("source", "")))
+    return record.get("reading") == reading_version(source, header, source.column_types(header))
 
 
 def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> str | None:
@@ -44,6 +78,8 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
         return None
     entry = store.entry_for(path, root)
     state, why = store.quick_state(entry, path)
+    if state == "fresh" and entry.read_meta().get("reading") != reading_version(source, header, types):
+        state, why = "stale", READ_ANOTHER_WAY
     if state != "fresh" and config.cache == "on":
         try:
             with store.build_lock(root):
@@ -137,6 +173,8 @@ def build_cache_entry(
             "version": store.ENTRY_VERSION,
             "key": entry.key,
             "source": str(path),
+            "artifact": source.artifact,
+            "reading": reading_version(source, header, types),
             "size": before.size,
             "mtime_ns": before.mtime_ns,
             "ctime_ns": before.ctime_ns,
@@ -203,11 +241,14 @@ def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[st
                 continue
             entry = store.entry_for(artifact.path, root)
             state = "stale" if force else store.full_state(entry, con)[0]
+            types = source.column_types(header)
+            if state == "fresh" and entry.read_meta().get("reading") != reading_version(source, header, types):
+                state = "stale"
             if state != "fresh":
                 if progress is not None:
                     progress(f"{run.name}: {kind} ({artifact.path.stat().st_size / 2**20:,.0f} MiB)")
                 with store.build_lock(root):
-                    built = build_cache_entry(source, artifact.path, header, source.column_types(header), root, con)
+                    built = build_cache_entry(source, artifact.path, header, types, root, con)
                 state = "built" if built is not None else "changing"
             built_now.add(entry.parquet)
             meta = entry.read_meta() if state != "changing" else {}
