@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import rlsql
+from rlsql.cache import admin
 from rlsql.cache import logentries as logcache
 from rlsql.cache import store as cache
 from rlsql.catalog.catalog import load_catalog
@@ -223,6 +224,30 @@ def test_status_and_clear_show_and_remove_log_entries(tmp_path: Path, cache_dir:
     assert "removed 2 files" in cleared.stderr
     assert log_records(cache_dir) == {}
     assert digest(run) == before
+
+
+def test_an_entry_another_rlsql_built_is_parsed_again_never_extended(tmp_path: Path, auto_cache: Path,
+                                                                     capsys: pytest.CaptureFixture) -> None:
+    """An entry holds the log's lines as a version of rlsql's templates parse them: one recorded with another
+    layout is not read (nor extended when the log grows), `cache status` calls it stale, a build replaces it."""
+    run, log = tiny_run(tmp_path)
+    assert [r[3] for r in build_entries(run)] == ["built"]
+    entry = cache.entry_for(log, auto_cache)
+    record = entry.read_meta()
+    # as the rlsql before this one recorded it: the layout's number alone, its templates' parse unrecorded
+    entry.meta.write_text(json.dumps({**record, "log_format": logcache.LOG_FORMAT}))
+    capsys.readouterr()
+    assert steps(run) == [(1, 0.25), (2, 0.5)]
+    assert f"{log}: read in place" in capsys.readouterr().err
+    assert [(r[0], r[1]) for r in admin.status().rows] == [(str(log), "stale")]
+    with log.open("a") as fh:  # grown: still parsed from its start, not from the old entry's cut
+        fh.write(block(3, "0.7500"))
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    assert f"{log}: read in place" in capsys.readouterr().err
+    assert [r[3] for r in build_entries(run)] == ["built"]
+    assert log_records(auto_cache)[str(log)]["parsed_from"] == 0
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    assert f"{log}: read from the cache" in capsys.readouterr().err
 
 
 def test_no_cache_writes_no_entry(tmp_path: Path, cache_dir: Path, rlsql_exe: str) -> None:

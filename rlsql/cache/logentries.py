@@ -36,6 +36,7 @@ codes removed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -48,7 +49,8 @@ import duckdb
 
 from rlsql.cache import reading
 from rlsql.cache import store as cache
-from rlsql.catalog.catalog import load_catalog
+from rlsql.catalog.catalog import load_catalog, sql_root
+from rlsql.catalog.manifest import templates_digest
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.exactpaths import why_unnameable
@@ -69,6 +71,13 @@ LOG_KIND = "log"
 RECENT_WRITE_SECONDS = 10
 #: the layout of a log entry's parts (sql/sources/_log_cache.sql.j2); an entry of another layout is rebuilt
 LOG_FORMAT = 4
+
+
+@functools.cache
+def log_format() -> str:
+    """What an entry's record names as its layout: LOG_FORMAT and a hash of the templates that parse a log
+    (an entry another rlsql built, whose templates parse lines another way, is rebuilt, never extended)."""
+    return f"{LOG_FORMAT}-{templates_digest(sql_root())[:16]}"
 _ANSI = re.compile(TERMINAL_CODES)
 
 
@@ -173,7 +182,7 @@ def prefix_digest(fh, cut: int) -> str:
 
 def reusable_prefix(record: dict, path: Path, st: os.stat_result, fh) -> int:
     """How many bytes of the log the entry's record still covers: its cut, or 0 (parse from the start)."""
-    if (not record or record.get("kind") != LOG_KIND or record.get("log_format") != LOG_FORMAT
+    if (not record or record.get("kind") != LOG_KIND or record.get("log_format") != log_format()
             or record.get("source") != str(path) or record.get("damaged")):
         return 0
     cut = record.get("cut")
@@ -265,7 +274,7 @@ def _read_in_place(path: Path, run_bytes: int) -> None:
 
 def is_fresh(entry: cache.Entry, record: dict, st: os.stat_result) -> bool:
     """The entry covers the log as it is now (its stat as recorded, the Parquet file whole)."""
-    return bool(record and record.get("kind") == LOG_KIND and record.get("log_format") == LOG_FORMAT
+    return bool(record and record.get("kind") == LOG_KIND and record.get("log_format") == log_format()
                 and not record.get("damaged")
                 and cache.Stat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino).matches(record)
                 and cache.parquet_looks_whole(entry, record) is None)
@@ -277,6 +286,8 @@ def entry_state(entry: cache.Entry, con) -> tuple[str, str]:
     (replaced, truncated or rewritten: parsed again from its start); a CSV entry's state is full_state's."""
     state, why = cache.full_state(entry, con)
     record = entry.read_meta()
+    if record.get("kind") == LOG_KIND and state == "fresh" and record.get("log_format") != log_format():
+        return "stale", "its entry was built by an rlsql that parses logs another way: parsed again on the next read"
     if record.get("kind") != LOG_KIND or state not in ("stale", "orphaned"):
         return state, why
     path = Path(record["source"])
@@ -456,7 +467,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
         # after the read would call such a log fresh and leave those bytes to the line-being-written path
         new = {
             "format": cache.ENTRY_FORMAT, "version": cache.ENTRY_VERSION, "key": entry.key, "kind": LOG_KIND,
-            "log_format": LOG_FORMAT,
+            "log_format": log_format(),
             "source": str(path), "size": before.st_size, "mtime_ns": before.st_mtime_ns,
             "ctime_ns": before.st_ctime_ns, "inode": before.st_ino, "cut": cut,
             "prefix_sha256": prefix, "rows": rows, "parquet_bytes": parquet_bytes,
@@ -514,7 +525,7 @@ def _build_one(path: Path, root: Path, force: bool, con) -> tuple[str, int | Non
         return "not cached (DuckDB cannot name its path)", None, None
     entry = cache.entry_for(path, root)
     record = entry.read_meta()
-    if (not force and record.get("kind") == LOG_KIND and record.get("log_format") == LOG_FORMAT
+    if (not force and record.get("kind") == LOG_KIND and record.get("log_format") == log_format()
             and cache.full_state(entry, con)[0] == "fresh"):
         return "fresh", record.get("rows"), record.get("parquet_bytes")
     try:
