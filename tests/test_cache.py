@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -120,6 +121,29 @@ def test_a_copy_another_rlsql_built_is_read_again(record, cache_dir: Path, tmp_p
     assert {Path(b["file"]).name: b["state"] for b in json.loads(out)}[trials.name] == "built"
     assert set(cache_states(capsys, monkeypatch).values()) == {"fresh"}
     assert "read_parquet" in source_sql([run], "trials_src")
+
+
+def test_cache_status_over_a_csv_another_user_cannot_read_lists_every_entry(cache_dir: Path, tmp_path: Path,
+                                                                             capsys, monkeypatch) -> None:
+    """`cache status` reads a copied CSV's header to tell whether this rlsql reads it as the copy's build did. In
+    a cache shared with the user who built it, a CSV whose mode refuses the user asking fails no status: every
+    entry is listed, exit 0, no traceback."""
+    from tests.conftest import refused_by_mode
+
+    if os.geteuid() != 0:
+        pytest.skip("needs a second user: root builds the copy, then asks without the capability to read it")
+    prefix = refused_by_mode()
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    trials = next(run.glob("*_trial_results.csv"))
+    os.chown(trials, 65534, 65534)
+    trials.chmod(0o600)  # before the build: the copy's record holds this stat, so the entry is fresh
+    built_trials_entry(run, capsys, monkeypatch)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([*prefix, sys.executable, "-m", "rlsql", "cache", "status", "-f", "json"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert {Path(e["file"]).name for e in json.loads(done.stdout)} == {p.name for p in run.glob("*.csv")}
 
 
 def test_cache_flag_builds_on_first_use(cache_dir: Path, capsys, monkeypatch) -> None:

@@ -62,7 +62,10 @@ def read_as_recorded(record: dict) -> bool:
     if artifact not in CSV_ARTIFACTS:
         return False  # a copy an older rlsql built, which recorded neither
     source = _csv_source(artifact)
-    header = read_header(Path(record.get("source", "")))
+    try:
+        header = read_header(Path(record.get("source", "")))
+    except DataError:  # unreadable now: a query says so when it reads the CSV; status keeps the entry's state
+        return True
     return record.get("reading") == reading_version(source, header, source.column_types(header))
 
 
