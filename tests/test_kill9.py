@@ -56,12 +56,19 @@ def test_kill_9_during_report_leaves_the_old_or_the_new_report_whole(tmp_path: P
         return [p for p in out.iterdir() if p.is_dir() and writes.parse_temp_name(p.name) is not None
                 and not writes.parse_temp_name(p.name).old]
 
+    def pngs_in(folder: Path) -> int:
+        """Figures in a staging folder; -1 once it is gone (renamed into place between the listing and now)."""
+        try:
+            return sum(1 for f in os.scandir(folder) if f.name.endswith(".png"))
+        except FileNotFoundError:
+            return -1
+
     killed = 0
     for pngs in (0, 1, figures):  # its staging folder made; one figure written; every figure written
         proc = report(new_run, out / "rep")
         deadline = time.monotonic() + 120
         while proc.poll() is None and time.monotonic() < deadline:
-            if any(sum(1 for f in folder.glob("*.png")) >= pngs for folder in staged()):
+            if any(pngs_in(folder) >= pngs for folder in staged()):
                 break
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
