@@ -6,7 +6,6 @@ harlequin from PyPI (headless: the adapter's connect with the init path, then it
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
@@ -17,9 +16,6 @@ from rlsql.outputs.shellinit import init_script, without_semicolons
 from rlsql.runs.folders import resolve_runs
 from tests import oracle
 from tests.conftest import RUNS
-
-HAS_HARLEQUIN = importlib.util.find_spec("harlequin_duckdb") is not None
-NO_HARLEQUIN = "harlequin is not installed (pip install harlequin; the test extra includes it)"
 
 
 def awkward_run(tmp_path: Path) -> Path:
@@ -90,8 +86,8 @@ def test_without_semicolons(sql, want) -> None:
     assert without_semicolons(sql) == want
 
 
-@pytest.mark.skipif(not HAS_HARLEQUIN, reason=NO_HARLEQUIN)
 def test_harlequin_connects_with_the_init_script(tmp_path: Path) -> None:
+    # the test extra installs harlequin (the README's test command): without it this fails, never skips
     from harlequin_duckdb.adapter import DuckDbAdapter
 
     path = tmp_path / "rlsql.sql"
