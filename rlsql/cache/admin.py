@@ -112,7 +112,7 @@ def _state(entry: store.Entry, con) -> tuple[str, str]:
         return trajcopies.entry_state(entry, con)
     state, why = logentries.entry_state(entry, con)
     if state == "fresh" and record.get("kind") != logentries.LOG_KIND and not csvcopies.read_as_recorded(record):
-        return "stale", csvcopies.READ_ANOTHER_WAY
+        return "stale", store.READ_ANOTHER_WAY
     return state, why
 
 

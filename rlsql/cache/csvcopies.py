@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import json
 import os
 import time
 import warnings
@@ -23,8 +21,7 @@ from pathlib import Path
 import duckdb
 
 from rlsql.cache import reading, store
-from rlsql.catalog.catalog import load_catalog, sql_root
-from rlsql.catalog.manifest import templates_digest
+from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
@@ -35,20 +32,11 @@ from rlsql.runs.folders import CSV_ARTIFACTS, Run, read_header
 from rlsql.runs.memorydb import memory_connection
 from rlsql.runs.rejects import REJECT_EXAMPLES, last_scan, rejected_lines
 
-#: why a copy whose CSV is unchanged is stale all the same
-READ_ANOTHER_WAY = "rlsql reads this CSV another way since its cache entry was built (another rlsql version)"
-
-
-@functools.cache
-def _templates() -> str:
-    return templates_digest(sql_root())
-
 
 def reading_version(source: SqlFile, header: list[str], types: dict[str, str]) -> str:
-    """What a CSV's copy holds besides the CSV's bytes: the templates that read and convert it, and the types
-    and whole-number columns the source gives this header. A copy recorded with another is stale."""
-    integers = sorted(INTEGER_COLUMNS.get(source.artifact or "", ()))
-    return hashlib.sha256(json.dumps([_templates(), header, types, integers]).encode()).hexdigest()[:16]
+    """How this rlsql reads a CSV into its copy (store.sql_version): the templates that read and convert it,
+    and the types and whole-number columns the source gives this header."""
+    return store.sql_version(header, types, sorted(INTEGER_COLUMNS.get(source.artifact or "", ())))
 
 
 @functools.cache
@@ -80,9 +68,7 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
         _read_in_place(path)
         return None
     entry = store.entry_for(path, root)
-    state, why = store.quick_state(entry, path)
-    if state == "fresh" and entry.read_meta().get("reading") != reading_version(source, header, types):
-        state, why = "stale", READ_ANOTHER_WAY
+    state, why = store.quick_state(entry, path, reading_version(source, header, types))
     if state != "fresh" and config.cache == "on":
         try:
             with store.build_lock(root):
@@ -243,10 +229,8 @@ def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[st
                              None, None))
                 continue
             entry = store.entry_for(artifact.path, root)
-            state = "stale" if force else store.full_state(entry, con)[0]
             types = source.column_types(header)
-            if state == "fresh" and entry.read_meta().get("reading") != reading_version(source, header, types):
-                state = "stale"
+            state = "stale" if force else store.full_state(entry, con, reading_version(source, header, types))[0]
             if state != "fresh":
                 if progress is not None:
                     progress(f"{run.name}: {kind} ({artifact.path.stat().st_size / 2**20:,.0f} MiB)")

@@ -36,7 +36,6 @@ codes removed.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
 import re
@@ -49,8 +48,7 @@ import duckdb
 
 from rlsql.cache import reading
 from rlsql.cache import store as cache
-from rlsql.catalog.catalog import load_catalog, sql_root
-from rlsql.catalog.manifest import templates_digest
+from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.exactpaths import why_unnameable
@@ -73,11 +71,10 @@ RECENT_WRITE_SECONDS = 10
 LOG_FORMAT = 4
 
 
-@functools.cache
 def log_format() -> str:
-    """What an entry's record names as its layout: LOG_FORMAT and a hash of the templates that parse a log
-    (an entry another rlsql built, whose templates parse lines another way, is rebuilt, never extended)."""
-    return f"{LOG_FORMAT}-{templates_digest(sql_root())[:16]}"
+    """What an entry's record names as its layout: LOG_FORMAT and the version of the templates that parse a
+    log (store.sql_version: an entry another rlsql built, parsing lines another way, is rebuilt, never extended)."""
+    return f"{LOG_FORMAT}-{cache.sql_version()}"
 _ANSI = re.compile(TERMINAL_CODES)
 
 

@@ -30,6 +30,7 @@ This module keeps the files; rlsql/cache/csvcopies.py and logentries.py fill the
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -40,6 +41,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlsql.catalog.catalog import sql_root
+from rlsql.catalog.manifest import templates_digest
 from rlsql.core.settings import Settings
 from rlsql.core.sqltext import glob_escaped
 from rlsql.runs import writes
@@ -274,10 +277,27 @@ def parquet_looks_whole(entry: Entry, record: dict) -> str | None:
     return None
 
 
-def quick_state(entry: Entry, csv: Path) -> tuple[str, str]:
+@functools.cache
+def _templates() -> str:
+    return templates_digest(sql_root())
+
+
+def sql_version(*parts: object) -> str:
+    """What an entry's rows depend on besides its file, as 16 hex digits: the installed SQL templates (`*.j2`)
+    and `parts` (a source's own SQL, the types it reads a CSV with, ...). An entry recorded with another
+    version was built by an rlsql that reads the file another way: stale."""
+    return hashlib.sha256(json.dumps([_templates(), *parts]).encode()).hexdigest()[:16]
+
+
+#: why a copy whose CSV is unchanged is stale all the same (quick_state's `reading`)
+READ_ANOTHER_WAY = "rlsql reads this CSV another way since its cache entry was built (another rlsql version)"
+
+
+def quick_state(entry: Entry, csv: Path, reading: str | None = None) -> tuple[str, str]:
     """(state, why) from the record, the CSV's stat and the Parquet file's size and magic (no reading).
 
-    state: missing, fresh, stale (the file changed), orphaned (it is gone) or damaged (a raw log's entry:
+    state: missing, fresh, stale (the file changed, or with `reading`, the version of how this rlsql reads
+    it, the record holds another), orphaned (it is gone) or damaged (a raw log's entry:
     rlsql/cache/logentries.py entry_state words these for a log).
     """
     record = entry.read_meta()
@@ -291,6 +311,8 @@ def quick_state(entry: Entry, csv: Path) -> tuple[str, str]:
         return "orphaned", "the CSV is gone"
     if not current.matches(record):
         return "stale", "the CSV changed since its cache entry was built"
+    if reading is not None and record.get("reading") != reading:
+        return "stale", READ_ANOTHER_WAY
     if record.get("damaged"):
         return "damaged", f"its cache entry failed a read ({record['damaged']})"
     problem = parquet_looks_whole(entry, record)
@@ -316,10 +338,10 @@ def footer_problem(entry: Entry, record: dict, con) -> str | None:
     return None
 
 
-def full_state(entry: Entry, con) -> tuple[str, str]:
+def full_state(entry: Entry, con, reading: str | None = None) -> tuple[str, str]:
     """quick_state plus a read of the Parquet footer (for `cache status` and `cache build`)."""
     record = entry.read_meta()
-    state, why = quick_state(entry, Path(record.get("source", "")))
+    state, why = quick_state(entry, Path(record.get("source", "")), reading)
     if state == "fresh":
         problem = footer_problem(entry, record, con)
         if problem:

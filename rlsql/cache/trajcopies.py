@@ -30,7 +30,6 @@ import duckdb
 
 from rlsql.cache import reading, store
 from rlsql.catalog.catalog import load_catalog, sql_root
-from rlsql.catalog.manifest import templates_digest
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.sqltext import glob_escaped
@@ -57,10 +56,10 @@ def listing_digest(listing: trajectories.TrajectoryListing) -> tuple[str, int]:
 
 @functools.cache
 def sql_version(source: str) -> str:
-    """What the rows of `source` depend on besides the files: its SQL file and the templates it may include."""
-    root = sql_root()
-    text = (root / "sources" / f"{source}.sql").read_bytes()
-    return hashlib.sha256(text + b"\0" + templates_digest(root).encode()).hexdigest()[:16]
+    """What the rows of `source` depend on besides the files (store.sql_version): its SQL file and the
+    templates it may include."""
+    text = (sql_root() / "sources" / f"{source}.sql").read_bytes()
+    return store.sql_version(hashlib.sha256(text).hexdigest())
 
 
 #: the reasons an entry is stale (its rows no longer what the source gives), not damaged
