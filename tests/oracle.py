@@ -1501,6 +1501,7 @@ TRAJECTORY_STEP_COLUMNS = ["run", "trial_name", "segment", "step_id", "turn", "s
 TOOL_CALL_COLUMNS = ["run", "trial_name", "segment", "step_id", "turn", "call_index", "tool_call_id",
                      "function_name", "arguments", "observation_chars", "copied"]
 TOOL_CALL_NAME_COLUMNS = ["run", "trial_name", "segment", "step_id", "call_index", "function_name", "copied"]
+TOOL_CALL_ARGUMENT_COLUMNS = [c for c in TOOL_CALL_COLUMNS if c != "observation_chars"]
 
 
 def trajectory_files(run_dir: Path | str) -> tuple[list[tuple[str, int, Path]], int, int]:
@@ -1647,14 +1648,16 @@ def trajectory_rows(run_dir: Path | str) -> tuple[list[Row], list[Row]]:
 
 
 def expected_trajectory_view(name: str, run_dirs: list[Path]) -> list[Row]:
-    """Rows of trajectory_steps, tool_calls or tool_call_names (tool_calls' rows with only the calls' positions
-    and functions) over `run_dirs`, ordered by run name, then the view's order."""
+    """Rows of trajectory_steps, tool_calls, tool_call_names (tool_calls' rows with only the calls' positions
+    and functions) or tool_call_arguments (tool_calls' rows without observation_chars) over `run_dirs`, ordered
+    by run name, then the view's order."""
     out: list[Row] = []
     for run_dir in sorted((Path(d) for d in run_dirs), key=run_name):
         steps, calls = trajectory_rows(run_dir)
         out += steps if name == "trajectory_steps" else calls
-    if name == "tool_call_names":
-        return [{k: r[k] for k in TOOL_CALL_NAME_COLUMNS} for r in out]
+    if name in ("tool_call_names", "tool_call_arguments"):
+        columns = TOOL_CALL_NAME_COLUMNS if name == "tool_call_names" else TOOL_CALL_ARGUMENT_COLUMNS
+        return [{k: r[k] for k in columns} for r in out]
     return out
 
 

@@ -18,7 +18,7 @@ from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import FIXTURE_RUNS, RUNS
 
-VIEWS = ["trajectory_steps", "tool_calls", "tool_call_names"]
+VIEWS = ["trajectory_steps", "tool_calls", "tool_call_names", "tool_call_arguments"]
 QUERIES = ["tool_usage", "token_usage", "looping_trials"]
 #: the runs whose trace_jobs hold trajectories (one reads its trials from result.json, one from a CSV)
 WITH_TRAJECTORIES = ["harbor", "harbor_csv"]

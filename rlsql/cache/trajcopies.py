@@ -39,6 +39,8 @@ from rlsql.runs.memorydb import memory_connection
 
 #: the sources a copy is kept of (trajectory_texts_src serves `rlsql trial`, one trial's files at a time)
 SOURCES = ("trajectory_steps_src", "tool_calls_src")
+#: the sources that read another's copy (their rows are its columns but some)
+COPIED_FROM = {"tool_call_arguments_src": "tool_calls_src"}
 KIND = "trajectories"
 
 

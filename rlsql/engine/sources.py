@@ -320,8 +320,9 @@ class SourceContext:
         elif source.artifact == "trajectories":  # rlsql/trajectories.py lists the files
             from rlsql.runs.trajectories import render_context
 
-            cached = source.name in trajcopies.SOURCES
-            copies = functools.partial(trajcopies.cached_rows, source.name) if cached else None
+            # tool_call_arguments_src is tool_calls_src without a column: it reads that source's copy
+            copied = trajcopies.COPIED_FROM.get(source.name, source.name)
+            copies = functools.partial(trajcopies.cached_rows, copied) if copied in trajcopies.SOURCES else None
             context.update(render_context(self.runs, self.record_damaged, copies=copies), bad_cells=self.bad_cells)
             self._said_by_copies(context["copies"])
         elif source.artifact:

@@ -18,7 +18,7 @@
 -- column: last_turn: the turn of the last of them
 WITH calls AS (
     SELECT run, trial_name, function_name, arguments, turn
-    FROM tool_calls
+    FROM tool_call_arguments
     WHERE turn IS NOT NULL  -- agent steps that are not copied context
 ),
 repeated AS (

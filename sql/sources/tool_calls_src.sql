@@ -10,8 +10,11 @@
 -- artifact: trajectories
 {%- import "sources/_atif.sql.j2" as atif %}
 {#- the step fields read (sources/_trajectory_files.sql.j2) -#}
-{%- set step_fields = '"tool_calls": [{"tool_call_id": "JSON", "function_name": "JSON", "arguments": "JSON"}], '
-    ~ '"observation": {"results": [{"source_call_id": "JSON", "content": "JSON"}]}' %}
+{#- `observations`: false in tool_call_arguments_src, which reads neither the observations nor their content
+    (parsing that content is ~30 % of this source's cost) and gives no observation_chars -#}
+{%- set observations = observations | default(true) %}
+{%- set step_fields = '"tool_calls": [{"tool_call_id": "JSON", "function_name": "JSON", "arguments": "JSON"}]'
+    ~ (', "observation": {"results": [{"source_call_id": "JSON", "content": "JSON"}]}' if observations else '') %}
 {%- set copies = copies | default([]) %}
 {%- if not files and not refused and not copies %}
 -- no run has a trajectory: the same columns and no rows
@@ -20,7 +23,7 @@ SELECT
     CAST(NULL AS BIGINT) AS step_index, CAST(NULL AS BIGINT) AS step_id,
     CAST(NULL AS BIGINT) AS turn, CAST(NULL AS BIGINT) AS call_index, CAST(NULL AS VARCHAR) AS tool_call_id,
     CAST(NULL AS VARCHAR) AS function_name, CAST(NULL AS VARCHAR) AS arguments,
-    CAST(NULL AS BIGINT) AS observation_chars, CAST(NULL AS BOOLEAN) AS copied
+    {%- if observations %} CAST(NULL AS BIGINT) AS observation_chars,{% endif %} CAST(NULL AS BOOLEAN) AS copied
 WHERE false
 {%- else %}
 {%- if files or refused %}
@@ -33,21 +36,27 @@ results AS NOT MATERIALIZED (
             'call_index': k - 1,
             'tool_call_id': {{ atif.text("c.tool_call_id") }},
             'function_name': {{ atif.text("c.function_name") }},
-            'a': c.arguments}) AS calls,
+            'a': c.arguments}) AS calls
+        {%- if observations %},
         list_transform(list_filter(s.observation.results, lambda r: json_type(r.source_call_id) = 'VARCHAR'),
             lambda r: {'id': r.source_call_id ->> '$', 'n': {{ atif.chars("r.content") }}}) AS answers
+        {%- endif %}
     FROM trajectory_step_rows
     -- the steps with a call, and the agent steps without one (each a turn all the same): filtered here, on the
     -- file's list, not below on the calls with their observations (DuckDB would compute those twice)
     WHERE problem IS NULL AND (len(s.tool_calls) > 0 OR coalesce(source = 'agent' AND NOT copied, false))
 ),
 steps AS NOT MATERIALIZED (
+    {%- if observations %}
     -- the characters of the results answering each call (a NULL id matches nothing)
     SELECT * EXCLUDE (calls, answers),
         CASE WHEN len(answers) = 0 THEN list_transform(calls, lambda c: struct_insert(c, observation_chars := 0))
         ELSE list_transform(calls, lambda c: struct_insert(c, observation_chars := coalesce(CAST(list_sum(
             list_transform(list_filter(answers, lambda r: r.id = c.tool_call_id), lambda r: r.n)) AS BIGINT), 0)))
         END AS calls
+    {%- else %}
+    SELECT *
+    {%- endif %}
     FROM results
 ),
 rows AS NOT MATERIALIZED (
@@ -61,7 +70,8 @@ calls AS NOT MATERIALIZED (
     SELECT run, trial_name, segment, step_index, step_id, copied,
         CASE WHEN agent THEN dense_rank() OVER (PARTITION BY run, trial_name, agent
             ORDER BY segment, step_id, step_index) END AS turn,
-        c.call_index, c.tool_call_id, c.function_name, c.a, c.observation_chars, json_type(c.a) AS a_type
+        c.call_index, c.tool_call_id, c.function_name, c.a,{% if observations %} c.observation_chars,{% endif %}
+        json_type(c.a) AS a_type
     FROM rows
     QUALIFY c IS NOT NULL
 ),
@@ -85,7 +95,7 @@ canonical AS MATERIALIZED (
                 AND len(list_distinct(json_keys(a))) = len(json_keys(a))) AS flat
         FROM (
             SELECT run, trial_name, segment, step_index, step_id, turn, copied, call_index, tool_call_id,
-                function_name, observation_chars, a, a_type
+                function_name,{% if observations %} observation_chars,{% endif %} a, a_type
             FROM calls
             ORDER BY run, trial_name, segment, step_id, step_index, call_index
         )
@@ -142,7 +152,8 @@ walked AS (
 )
 SELECT
     x.run, x.trial_name, x.segment, x.step_index, x.step_id, x.turn, x.call_index, x.tool_call_id,
-    x.function_name, coalesce(x.simple, w.text) AS arguments, x.observation_chars, x.copied
+    x.function_name, coalesce(x.simple, w.text) AS arguments,{% if observations %} x.observation_chars,{% endif %}
+    x.copied
 FROM canonical AS x
 LEFT JOIN walked AS w ON w.run = x.run AND w.trial_name = x.trial_name AND w.segment = x.segment
     AND w.step_index = x.step_index AND w.call_index = x.call_index
@@ -150,7 +161,7 @@ LEFT JOIN walked AS w ON w.run = x.run AND w.trial_name = x.trial_name AND w.seg
 {%- for c in copies %}
 -- a run's rows from its cached copy (rlsql/cache/trajcopies.py; its damaged files are named from the entry's
 -- record), under the name the run has now (an alias, or a parent folder's name beside another run's)
-{% if files or refused or not loop.first %}UNION ALL {% endif %}SELECT * REPLACE ({{ c.run | lit }} AS run)
+{% if files or refused or not loop.first %}UNION ALL {% endif %}SELECT * {%- if not observations %} EXCLUDE (observation_chars){% endif %} REPLACE ({{ c.run | lit }} AS run)
 FROM read_parquet({{ c.parquet | lit }})
 {%- endfor %}
 {%- endif %}
