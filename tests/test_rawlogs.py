@@ -35,7 +35,7 @@ FROM_LOGS_ENV = "RLSQL_FROM_LOGS"
 #: the named queries a run of raw logs answers (the trajectory queries read agents' trajectories, which the
 #: raw-log fixture has none of: tests/test_trajectories.py has them)
 QUERIES = [q.name for q in load_catalog().queries()
-           if not {"trajectory_steps_src", "tool_calls_src"} & {f.name for f in load_catalog().closure([q.name])}]
+           if not any(f.artifact == "trajectories" for f in load_catalog().closure([q.name]))]
 #: the run has 9 steps: the default save_every (20) would leave best_checkpoint without a candidate
 PARAMS = {"best_checkpoint": {"save_every": 2}}
 #: the twin's parse-time prefix (20260603_040000): the raw logs' last write, for the vLLM year
