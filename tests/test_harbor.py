@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 import shutil
 import sys
@@ -162,16 +163,49 @@ def test_a_run_without_any_trials_says_where_it_looked(tmp_path: Path) -> None:
         rlsql.query("turn_stats", [tmp_path / "cfg"])
 
 
+#: a Python (>= 3.12) with Harbor 0.25 installed, for the fixture check below when this one has no Harbor:
+#: .ci/run makes one and sets it, and then the check must run
+HARBOR_PYTHON_ENV = "RLSQL_HARBOR_PYTHON"
+_HARBOR_CHECK = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import tempfile
+from pathlib import Path
+from harbor_runs import check_with_harbor, write_harbor_runs
+from trajectory_runs import check_with_harbor as check_trajectories
+runs = Path(sys.argv[1]) / "runs"
+with tempfile.TemporaryDirectory() as scratch:  # written again, to learn which files are meant to be damaged
+    write_harbor_runs(Path(scratch))
+print(json.dumps({"results": check_with_harbor(runs / "harbor"),
+                  "trajectories": {r: check_trajectories(runs / r) for r in ("harbor", "harbor_csv")}}))
+"""
+
+
 def test_fixture_files_are_what_harbor_writes() -> None:
-    """With Harbor installed (it needs Python >= 3.12), every fixture file round-trips through its
-    TrialResult model byte for byte."""
-    pytest.importorskip("harbor.models.trial.result")
-    sys.path.insert(0, str(RUNS.parent))
-    try:
-        from harbor_runs import check_with_harbor
-    finally:
-        sys.path.remove(str(RUNS.parent))
-    assert check_with_harbor(HARBOR) == 59
+    """Every fixture result.json round-trips through Harbor's TrialResult model byte for byte, and every
+    trajectory through its Trajectory model (the ones meant to be damaged are refused by it): here when
+    Harbor imports (it needs Python >= 3.12), else in the Python RLSQL_HARBOR_PYTHON names (.ci/run's)."""
+    import importlib.util
+    import subprocess
+
+    fixtures = RUNS.parent
+    harbor_python = os.environ.get(HARBOR_PYTHON_ENV)
+    if importlib.util.find_spec("harbor") is not None:
+        command = [sys.executable, "-c", _HARBOR_CHECK, str(fixtures)]
+    elif harbor_python:
+        command = [harbor_python, "-c", _HARBOR_CHECK, str(fixtures)]
+    else:
+        pytest.skip(f"Harbor needs Python >= 3.12 and is not installed here: set {HARBOR_PYTHON_ENV} to a Python "
+                    "with `pip install 'harbor==0.25.*'` (.ci/run does)")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    checked = json.loads(done.stdout)
+    # every file of each kind, counted here by glob (continuations numbered cont-0... are no segment)
+    assert checked["results"] == len(list(HARBOR.glob("trace_jobs/*/result.json"))) == 59
+    for run, n in checked["trajectories"].items():
+        files = [p for p in (RUNS / run).glob("trace_jobs/*/agent/trajectory*.json")
+                 if not re.search(r"cont-0\d*\.json$", p.name)]
+        assert n == len(files) > 15, run
 
 
 def test_a_result_json_cut_off_mid_write_is_skipped_naming_the_file(tmp_path: Path, capsys, monkeypatch) -> None:
