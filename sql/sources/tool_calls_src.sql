@@ -11,7 +11,7 @@
 {%- import "sources/_atif.sql.j2" as atif %}
 {#- the step fields read (sources/_trajectory_files.sql.j2) -#}
 {#- `observations`: false in tool_call_arguments_src, which reads neither the observations nor their content
-    (parsing that content is ~30 % of this source's cost) and gives no observation_chars -#}
+    (reading them is about a fifth of this source's CPU) and gives no observation_chars -#}
 {%- set observations = observations | default(true) %}
 {%- set step_fields = '"tool_calls": [{"tool_call_id": "JSON", "function_name": "JSON", "arguments": "JSON"}]'
     ~ (', "observation": {"results": [{"source_call_id": "JSON", "content": "JSON"}]}' if observations else '') %}
@@ -161,7 +161,8 @@ LEFT JOIN walked AS w ON w.run = x.run AND w.trial_name = x.trial_name AND w.seg
 {%- for c in copies %}
 -- a run's rows from its cached copy (rlsql/cache/trajcopies.py; its damaged files are named from the entry's
 -- record), under the name the run has now (an alias, or a parent folder's name beside another run's)
-{% if files or refused or not loop.first %}UNION ALL {% endif %}SELECT * {%- if not observations %} EXCLUDE (observation_chars){% endif %} REPLACE ({{ c.run | lit }} AS run)
+{% if files or refused or not loop.first %}UNION ALL {% endif %}SELECT *
+    {%- if not observations %} EXCLUDE (observation_chars){% endif %} REPLACE ({{ c.run | lit }} AS run)
 FROM read_parquet({{ c.parquet | lit }})
 {%- endfor %}
 {%- endif %}
