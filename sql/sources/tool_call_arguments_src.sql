@@ -6,4 +6,4 @@
 --   tool_calls_src's cached copy. For the queries that compare calls without their answers (looping_trials).
 -- artifact: trajectories
 {%- set observations = false %}
-{%- include "sources/tool_calls_src.sql" %}
+{%- include "sources/_tool_calls.sql.j2" %}
