@@ -311,39 +311,50 @@ def read_harbor_trials(trace_jobs: Path) -> list[Row]:
         text = _harbor_text(trace_jobs / name / "result.json")
         if text is None:
             continue
-        try:
-            data = json.loads(text)
-        except ValueError:
-            continue
-        if not isinstance(data, dict):
-            continue
-        agent = data.get("agent_result") or {}
-        agent = agent if isinstance(agent, dict) else {}
-        metadata = agent.get("metadata") or {}
-        metadata = metadata if isinstance(metadata, dict) else {}
-        verifier = data.get("verifier_result") or {}
-        rewards = (verifier.get("rewards") or {}) if isinstance(verifier, dict) else {}
-        reward = _json_number(rewards.get("reward") if isinstance(rewards, dict) else None, whole=False)
-        trial: Row = {
-            "task_name": data.get("task_name") or None,
-            "trial_name": data.get("trial_name") or None,
-            "n_episodes": _json_number(metadata.get("n_episodes"), whole=True),
-            "n_input_tokens": _json_number(agent.get("n_input_tokens"), whole=True),
-            "n_output_tokens": _json_number(agent.get("n_output_tokens"), whole=True),
-            "exception_type": _trimmed((data.get("exception_info") or {}).get("exception_type")) or NO_EXCEPTION,
-            "reward": float(reward) if reward is not None else None,
-            "agent_duration_sec": None,  # the current parser writes agent_execution_duration instead
-            "trial_duration": _seconds(data),
-        }
-        for phase in ("environment_setup", "agent_setup", "agent_execution", "verifier"):
-            trial[f"{phase}_duration"] = _seconds(data.get(phase))
-        info = data.get("exception_info")
-        message = info.get("exception_message") if isinstance(info, dict) else None
-        trial["exception_message"] = message if isinstance(message, str) else None
-        trial["started_at"] = _stamp(data.get("started_at"))
-        trial["finished_at"] = _stamp(data.get("finished_at"))
-        trials.append(trial)
+        trial = _harbor_trial(text)
+        if trial is not None:
+            trials.append(dict(trial))
     return trials
+
+
+@functools.lru_cache(maxsize=8192)
+def _harbor_trial(text: str) -> Row | None:
+    """The trial row of a result.json's text, or None for a file that is no trial (json.loads fails, or a
+    top-level value that is not an object). Parsed once per content: the oracle reads the same fixture
+    folders for many tests (~1,000 folder reads in test_trajectories, test_serve, test_rawlogs,
+    test_many_runs and test_queries); read_harbor_trials hands each caller a copy."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    agent = data.get("agent_result") or {}
+    agent = agent if isinstance(agent, dict) else {}
+    metadata = agent.get("metadata") or {}
+    metadata = metadata if isinstance(metadata, dict) else {}
+    verifier = data.get("verifier_result") or {}
+    rewards = (verifier.get("rewards") or {}) if isinstance(verifier, dict) else {}
+    reward = _json_number(rewards.get("reward") if isinstance(rewards, dict) else None, whole=False)
+    trial: Row = {
+        "task_name": data.get("task_name") or None,
+        "trial_name": data.get("trial_name") or None,
+        "n_episodes": _json_number(metadata.get("n_episodes"), whole=True),
+        "n_input_tokens": _json_number(agent.get("n_input_tokens"), whole=True),
+        "n_output_tokens": _json_number(agent.get("n_output_tokens"), whole=True),
+        "exception_type": _trimmed((data.get("exception_info") or {}).get("exception_type")) or NO_EXCEPTION,
+        "reward": float(reward) if reward is not None else None,
+        "agent_duration_sec": None,  # the current parser writes agent_execution_duration instead
+        "trial_duration": _seconds(data),
+    }
+    for phase in ("environment_setup", "agent_setup", "agent_execution", "verifier"):
+        trial[f"{phase}_duration"] = _seconds(data.get(phase))
+    info = data.get("exception_info")
+    message = info.get("exception_message") if isinstance(info, dict) else None
+    trial["exception_message"] = message if isinstance(message, str) else None
+    trial["started_at"] = _stamp(data.get("started_at"))
+    trial["finished_at"] = _stamp(data.get("finished_at"))
+    return trial
 
 
 def _stamp(value: Any) -> datetime | None:
