@@ -7,6 +7,7 @@ below, and the output formats are one Enum (rlsql/outputs/formats.py).
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -635,12 +636,20 @@ def main_options(
     ctx.with_resource(settings.active(chosen))
 
 
+@functools.cache
+def command() -> Callable[[], object]:
+    """The click command typer makes of `app` (click's, or the copy of it newer typers carry), made once per
+    process: typer makes it anew on every call of `app()`, ~17 ms of reading every command's signature that
+    each in-process call of main() paid (a test's, a notebook's)."""
+    return typer.main.get_command(app)
+
+
 def main() -> None:
     """Console entry point: expected errors become one stderr line and a documented exit code.
 
     Typer (click) handles its own usage errors (exit 2) in standalone mode; ours arrive here.
     """
-    run_main(app)
+    run_main(command())
 
 
 if __name__ == "__main__":
