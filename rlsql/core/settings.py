@@ -95,6 +95,10 @@ class Settings:
         "RLSQL_SERVE_TIME_LIMIT", "", "Seconds one `rlsql serve` request's DuckDB work may take before it is stopped."))
     serve_row_limit: int = field(default=100_000, metadata=_doc(
         "RLSQL_SERVE_ROW_LIMIT", "", "The most rows one `rlsql serve` answer holds; more are cut, and it says so."))
+    serve_concurrency: int = field(default=4, metadata=_doc(
+        "RLSQL_SERVE_CONCURRENCY", "",
+        "Requests `rlsql serve` works on at once (the others wait their turn); one answer holds at most the "
+        "memory budget divided by this many bytes."))
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:

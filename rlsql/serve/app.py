@@ -10,18 +10,27 @@ import asyncio
 import contextlib
 import json
 import secrets
+import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -29,7 +38,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from rlsql.serve import pages
 from rlsql.serve import rlsql_core as core
 from rlsql.serve.memory import Answer
-from rlsql.serve.state import NotFound, Refused, Served, TimeLimit
+from rlsql.serve.state import Gone, NotFound, Refused, Served, Stopping, TimeLimit
+from rlsql.serve.work import Slots
 
 HERE = Path(__file__).resolve().parent
 TOKEN_COOKIE = "rlsql_token"
@@ -49,9 +59,19 @@ def _templates() -> jinja2.Environment:
     env.filters["cut"] = core.transcripts.cut
     env.filters["step_title"] = core.transcripts.step_title
     env.filters["segment_name"] = core.transcripts.segment_name
-    env.filters["spec"] = lambda chart: json.dumps(chart.spec(), allow_nan=False).replace("</", "<\\/")
+    env.filters["spec"] = lambda chart: embedded_json(chart.spec())
     env.globals["url"] = _url
     return env
+
+
+#: what would end or open markup inside a <script> (`</script>`, `<!--`) or an attribute, written as JSON's
+#: own escapes, which every JSON reader turns back into the characters
+_EMBEDDED = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def embedded_json(value: Any) -> str:
+    """`value` as JSON that is safe inside a page's <script> element: no `<`, `>` or `&` in it."""
+    return json.dumps(value, allow_nan=False).translate(_EMBEDDED)
 
 
 def _url(path: str, **query: Any) -> str:
@@ -92,6 +112,35 @@ class TokenGate:
         await self.app(scope, receive, send_with_cookie)
 
 
+def cross_site(scope: Scope) -> str | None:
+    """Why a request comes from another site's page (the browser says so in Sec-Fetch-Site, or its Origin is not
+    this server's), or None: a page elsewhere must not make a browser run SQL here."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+    site = headers.get("sec-fetch-site", "").lower()
+    if site in ("cross-site", "same-site"):  # same-site: another origin (another port) of this site
+        return f"a {site} request"
+    origin = headers.get("origin")
+    if origin is not None and urlsplit(origin).netloc.lower() != headers.get("host", "").lower():
+        return f"a request from another origin ({origin})"
+    return None
+
+
+class SameOrigin:
+    """Refuses (403) a request another site's page made, on every route but the static files (which hold
+    nothing of the runs)."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket") and not scope.get("path", "").startswith("/static/"):
+            why = cross_site(scope)
+            if why is not None:
+                await PlainTextResponse(f"refused: {why}", 403)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def _error_status(exc: Exception) -> int:
     if isinstance(exc, NotFound) or (isinstance(exc, core.UsageError) and "no named query or view" in str(exc)):
         return 404
@@ -99,6 +148,8 @@ def _error_status(exc: Exception) -> int:
         return 403
     if isinstance(exc, TimeLimit):
         return 504
+    if isinstance(exc, (Gone, Stopping)):
+        return 503
     if isinstance(exc, core.UsageError):
         return 400
     if isinstance(exc, core.DataError):
@@ -110,6 +161,7 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
     """The application over `served`; `stopping()` tells the event streams to end (the server is going)."""
     env = _templates()
     settings = served.settings
+    slots = Slots(settings.serve_concurrency)
 
     def page(template: str, request: Request, status: int = 200, **context: Any) -> HTMLResponse:
         body = env.get_template(template).render(
@@ -120,13 +172,21 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
     def failed(request: Request, exc: Exception) -> HTMLResponse:
         return page("error.html.j2", request, _error_status(exc), error=str(exc))
 
-    def guarded(render: Callable[[Request], Response]) -> Callable[[Request], Response]:
+    def worked(answer: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
+        """`answer` in a worker thread when one of the slots is free (rlsql/serve/work.py); given up when the
+        client goes away."""
+        async def endpoint(request: Request) -> Response:
+            response = await slots.run(request.receive, lambda: answer(request))
+            return response if response is not None else PlainTextResponse("the client went away", 503)
+        return endpoint
+
+    def guarded(render: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
         def endpoint(request: Request) -> Response:
             try:
                 return render(request)
             except core.RlsqlError as exc:
                 return failed(request, exc)
-        return endpoint
+        return worked(endpoint)
 
     # -- pages ----------------------------------------------------------------------------------
     def fleet(request: Request) -> Response:
@@ -228,21 +288,22 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
             return api_error(exc)
 
     def parquet(name: str, runs: list[core.Run], params: dict[str, str]) -> Response:
-        """The named query's rows as Parquet (DuckDB's types kept): asked afresh, not from memory."""
+        """The named query's rows as Parquet (DuckDB's types kept): asked afresh, not from memory, written by
+        DuckDB into a temporary file that is sent from disk and removed once sent."""
         core.item(name)
-        with tempfile.TemporaryDirectory(prefix="rlsql-serve-") as tmp:
-            target = Path(tmp) / f"{name}.parquet"
-            deadline = served.deadline()
-            try:
-                with deadline.running():
-                    core.write_parquet(core.run_named(name, runs, params), target)
-            except core.RlsqlError as exc:
-                if deadline.expired:
-                    raise TimeLimit(f"{name}: stopped after the time limit of {settings.serve_time_limit:g} s") from exc
-                raise
-            body = target.read_bytes()
-        return Response(body, media_type=DOWNLOADS["parquet"],
-                        headers={"content-disposition": f'attachment; filename="{name}.parquet"'})
+        tmp = Path(tempfile.mkdtemp(prefix="rlsql-serve-"))
+        target = tmp / f"{name}.parquet"
+        deadline = served.deadline()
+        try:
+            with deadline.running():
+                core.write_parquet(name, runs, params, target)
+        except BaseException as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if deadline.expired and isinstance(exc, core.RlsqlError):
+                raise served.stopped(deadline, name) from exc
+            raise
+        return FileResponse(target, media_type=DOWNLOADS["parquet"], filename=f"{name}.parquet",
+                            background=BackgroundTask(shutil.rmtree, tmp, ignore_errors=True))
 
     def api_sql(request: Request) -> Response:
         fmt = request.path_params.get("fmt", "json-api")
@@ -311,13 +372,13 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
         Route("/query/{name}", guarded(query)),
         Route("/sql", guarded(sql)),
         Route("/api/runs", api_runs),
-        Route("/api/query/{name}", api_query),
-        Route("/api/sql", api_sql),
-        Route("/api/sql.{fmt}", api_sql),
+        Route("/api/query/{name}", worked(api_query)),
+        Route("/api/sql", worked(api_sql)),
+        Route("/api/sql.{fmt}", worked(api_sql)),
         Route("/api/events", events),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    middleware = [Middleware(TokenGate, token=served.token)]
+    middleware = [Middleware(SameOrigin), Middleware(TokenGate, token=served.token)]
     if served.local:
         # bound to the loopback: a page elsewhere that rebinds its DNS name to 127.0.0.1 is refused
         middleware.insert(0, Middleware(TrustedHostMiddleware,

@@ -26,13 +26,47 @@ class Answer:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
 
-def estimate_bytes(rows: Sequence[tuple]) -> int:
-    """About what the rows take in memory: the first 200 measured, the rest assumed alike."""
-    if not rows:
-        return 64
-    sample = rows[:200]
-    measured = sum(sys.getsizeof(r) + sum(sys.getsizeof(v) for v in r) for r in sample)
-    return measured * len(rows) // len(sample) + 64
+def value_bytes(value: Any) -> int:
+    """What one cell takes in memory, its lists, structs and maps included (DuckDB gives them as lists
+    and dicts)."""
+    size = sys.getsizeof(value)
+    if isinstance(value, (list, tuple)):
+        size += sum(value_bytes(v) for v in value)
+    elif isinstance(value, dict):
+        size += sum(value_bytes(k) + value_bytes(v) for k, v in value.items())
+    return size
+
+
+def rows_bytes(rows: Sequence[tuple]) -> int:
+    """What `rows` take in memory: every row measured."""
+    return sum(value_bytes(r) for r in rows) + 64
+
+
+#: rows fetched in the first batch, before their size says how many the next may hold
+FIRST_BATCH = 16
+#: the most rows in one batch
+MOST_BATCH = 4096
+
+
+def fetch_bounded(cursor: Any, row_limit: int, byte_limit: int) -> tuple[list[tuple], bool, int]:
+    """The rows of `cursor`'s result, fetched in batches sized by what the rows so far took, until the
+    result ends, `row_limit` rows, or `byte_limit` bytes: (rows, whether rows were left out, their bytes).
+    Nothing past either limit is fetched but the one row that tells the answer is cut."""
+    rows: list[tuple] = []
+    used = 64
+    batch = FIRST_BATCH
+    while True:
+        got = cursor.fetchmany(min(batch, row_limit + 1 - len(rows)))
+        for row in got:
+            size = value_bytes(row)
+            if len(rows) == row_limit or used + size > byte_limit:
+                return rows, True, used
+            rows.append(row)
+            used += size
+        if not got:
+            return rows, False, used
+        per_row = max(1, (used - 64) // len(rows)) if rows else byte_limit
+        batch = max(1, min(MOST_BATCH, (byte_limit - used) // per_row + 1))
 
 
 class Memory:
@@ -58,7 +92,7 @@ class Memory:
             return answer
 
     def put(self, key: Hashable, answer: Answer) -> None:
-        answer.nbytes = answer.nbytes or estimate_bytes(answer.rows)
+        answer.nbytes = answer.nbytes or rows_bytes(answer.rows)
         with self._lock:
             old = self._answers.pop(key, None)
             if old is not None:

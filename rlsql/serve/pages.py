@@ -8,6 +8,7 @@ computes no statistic. It picks, orders, filters and groups rows, and turns them
 
 from __future__ import annotations
 
+import contextvars
 import math
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -205,7 +206,7 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
         sizes[name] = sizes.get(name, 0) + 1
     # the table is paged (a page of 1,000 runs' rows costs a browser seconds to lay out); the figure has every run
     pages = max(1, -(-len(ordered) // FLEET_PAGE))
-    page = int(state["page"]) if str(state.get("page") or "").isdigit() else 1
+    page = int(state["page"]) if whole_number(str(state.get("page") or "")) else 1
     if not 1 <= page <= pages:
         raise core.UsageError(f"page: {state.get('page')!r} is not a page of 1 to {pages}")
     groups: list[tuple[str | None, list[tuple]]] = []
@@ -272,9 +273,11 @@ def run_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str, A
 def answer_all(served: Served, items: Sequence[str], runs: Sequence[core.Run],
                given: Mapping[str, str]) -> dict[str, Answer | str]:
     """Each item's answer: those not kept in memory asked two at a time (the machine's cores; DuckDB lets
-    go of the GIL), in threads that end before this returns."""
+    go of the GIL), in threads that end before this returns, each in this request's context (its client
+    going away stops them: rlsql/serve/work.py)."""
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rlsql-page") as pool:
-        futures = {item: pool.submit(_maybe, served, item, runs, given) for item in items}
+        futures = {item: pool.submit(contextvars.copy_context().run, _maybe, served, item, runs, given)
+                   for item in items}
         return {item: future.result() for item, future in futures.items()}
 
 
@@ -398,13 +401,18 @@ def compare_page(served: Served, names: Sequence[str], given: Mapping[str, str])
 
 
 # -- trials ---------------------------------------------------------------------------------------
+def whole_number(text: str) -> bool:
+    """`text` is written in ASCII digits (str.isdigit() also takes `²` and `①`, which int() refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 def trial_filters(given: Mapping[str, str]) -> dict[str, Any]:
     """The trials page's filters as bound values (None: not filtered); UsageError for a bad number."""
     values: dict[str, Any] = {}
     for name in TRIAL_FILTERS:
         raw = (given.get(name) or "").strip()
         if name.startswith("turns_") and raw:
-            if not raw.isdigit():
+            if not whole_number(raw):
                 raise core.UsageError(f"{name}: {raw!r} is not a whole number of turns")
             values[name] = int(raw)
         else:
@@ -426,7 +434,7 @@ def trials_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str
     desc = given.get("desc") in ("1", "true", "on")
     pages = max(1, -(-count // TRIALS_PAGE))
     page = given.get("page") or "1"
-    if not page.isdigit() or not 1 <= int(page) <= pages:
+    if not whole_number(page) or not 1 <= int(page) <= pages:
         raise core.UsageError(f"page: {page!r} is not a page of 1 to {pages}")
     order = f"{core.identifier(sort)} {'DESC' if desc else 'ASC'} NULLS LAST, row_no"
     rows = served.select(

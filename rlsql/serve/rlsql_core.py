@@ -113,17 +113,17 @@ def rescan(run: Run) -> Run:
     return chosen_sources(fresh)
 
 
-def run_named(name: str, runs: Sequence[Run], params: dict[str, str]) -> QueryResult:
-    """`rlsql query NAME -p ...` over `runs`: the CLI's path."""
-    return run_query(name, runs, params)
+def run_named(name: str, runs: Sequence[Run], params: dict[str, str],
+              consume: Callable[[duckdb.DuckDBPyConnection, str], Any]) -> Any:
+    """`rlsql query NAME -p ...` over `runs`: the CLI's path; `consume(connection, sql)` fetches what it needs
+    of the answer (so no row past the server's limits is fetched) and its value is returned."""
+    return run_query(name, runs, params, consume)
 
 
-def write_parquet(result: QueryResult, path: Path) -> None:
-    """A named query's rows as a Parquet file, with DuckDB's own types (read again on its connection)."""
-    try:
-        result._relation().write_parquet(str(path))
-    except duckdb.Error as exc:
-        raise QueryError(f"{result.name}: {sql_failure(exc)}") from exc
+def write_parquet(name: str, runs: Sequence[Run], params: dict[str, str], path: Path) -> None:
+    """A named query's rows as a Parquet file, with DuckDB's own types, written by DuckDB (no row passes
+    through Python)."""
+    run_query(name, runs, params, lambda con, sql: con.sql(sql).write_parquet(str(path)))
 
 
 def sandboxed(runs: Sequence[Run], memory_limit: str) -> LazyConnection:
@@ -132,8 +132,12 @@ def sandboxed(runs: Sequence[Run], memory_limit: str) -> LazyConnection:
     into a run folder would be allowed by these settings alone)."""
     con = LazyConnection(OnDemand(memorydb.memory_connection(), list(runs), load_catalog()))
     folders = sorted({str(r.path).rstrip("/") + "/" for r in runs})
+    # exactly the files the runs' listings found: one that links out of its run folder (a trials CSV kept
+    # elsewhere) is read as the CLI reads it, and nothing else outside the folders is
+    files = sorted({str(a.path) for r in runs for a in r.artifacts.values()})
     con.execute("SET memory_limit = ?", [memory_limit])
     con.execute("SET allowed_directories = ?", [folders])
+    con.execute("SET allowed_paths = ?", [files])
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con
@@ -146,6 +150,8 @@ def check_select(con: LazyConnection, sql: str) -> None:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
         raise QueryError(f"SQL: {sql_failure(exc)}") from exc
+    if not statements:
+        raise UsageError("SQL: no statement given (only comments or blanks)")
     if len(statements) != 1:
         raise PermissionError(f"one statement at a time, please ({len(statements)} given)")
     kind = statements[0].type
@@ -159,16 +165,22 @@ def one_line(exc: duckdb.Error) -> str:
 
 
 class Deadline:
-    """Interrupts every DuckDB connection handed to it once `seconds` have passed (rlsql.runs.memorydb's hook
-    hands it each connection a request opens); `expired` says whether it fired."""
+    """Interrupts every DuckDB connection handed to it once `seconds` have passed, or when fire() is called
+    sooner (rlsql.runs.memorydb's hook hands it each connection a request opens, and sets its memory limit);
+    `why` says what stopped it: "time", or the reason fire() was given."""
 
-    def __init__(self, seconds: float, active: set[Deadline] | None = None):
-        self.expired = False
+    def __init__(self, seconds: float, active: set[Deadline] | None = None, memory_limit: str | None = None):
+        self.why: str | None = None
         self._active = active if active is not None else set()
+        self._memory_limit = memory_limit
         self._cons: list[duckdb.DuckDBPyConnection] = []
         self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self.fire)
+        self._timer = threading.Timer(seconds, self.fire, ["time"])
         self._timer.daemon = True
+
+    @property
+    def expired(self) -> bool:
+        return self.why is not None
 
     def watch(self, con: duckdb.DuckDBPyConnection) -> None:
         with self._lock:
@@ -176,9 +188,14 @@ class Deadline:
             if self.expired:
                 con.interrupt()
 
-    def fire(self) -> None:
+    def _opened(self, con: duckdb.DuckDBPyConnection) -> None:
+        if self._memory_limit is not None:
+            con.execute("SET memory_limit = ?", [self._memory_limit])
+        self.watch(con)
+
+    def fire(self, why: str = "time") -> None:
         with self._lock:
-            self.expired = True
+            self.why = self.why or why
             for con in self._cons:
                 with contextlib.suppress(duckdb.Error):
                     con.interrupt()
@@ -186,7 +203,7 @@ class Deadline:
     @contextlib.contextmanager
     def running(self) -> Iterator[Deadline]:
         """While the block runs: its connections are watched and the timer is on; both end with it."""
-        token = memorydb.opened.set(self.watch)
+        token = memorydb.opened.set(self._opened)
         self._active.add(self)
         self._timer.start()
         try:

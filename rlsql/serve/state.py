@@ -2,7 +2,7 @@
 answers kept in memory, and the sandboxed connections its SQL runs on. Every answer a page or the API
 gives comes from `named` (a named query or view, the CLI's own path), `select` (SQL checked read-only,
 on a sandboxed connection) or `transcript` (`rlsql trial`'s), each within the time limit, the first two
-within the row limit.
+within the row limit and the answer size, each computed once however many requests ask for it at once.
 """
 
 from __future__ import annotations
@@ -10,13 +10,15 @@ from __future__ import annotations
 import difflib
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import duckdb
 
 from rlsql.serve import rlsql_core as core
-from rlsql.serve.memory import Answer, Memory
+from rlsql.serve import work
+from rlsql.serve.memory import Answer, Memory, fetch_bounded
 from rlsql.serve.watch import Watcher
 
 #: sandboxed connections kept open (one per set of runs a page asked about), least recently used out
@@ -36,6 +38,14 @@ class Refused(core.RlsqlError):
 
 class NotFound(core.UsageError):
     """No such run, query or trial."""
+
+
+class Gone(core.RlsqlError):
+    """The request's client went away: its work was given up."""
+
+
+class Stopping(core.RlsqlError):
+    """The server is shutting down: the work under way was interrupted."""
 
 
 class Served:
@@ -60,16 +70,45 @@ class Served:
         self._lock = threading.Lock()
         #: the deadlines of the DuckDB work under way (stop() fires them: the server is going)
         self._active: set[core.Deadline] = set()
+        self.stopping = False
+        #: answers being computed, by key: a second request for one waits for the first's
+        self._inflight: dict[Hashable, Future[Answer]] = {}
+
+    @property
+    def memory_limit(self) -> str:
+        """Every DuckDB connection's memory_limit: the budget."""
+        return f"{max(self.settings.serve_memory // 2**20, 64)}MiB"
+
+    @property
+    def answer_bytes(self) -> int:
+        """The most bytes one answer's rows take: the budget shared by the requests worked on at once."""
+        return max(self.settings.serve_memory // max(1, self.settings.serve_concurrency), 2**20)
 
     def deadline(self) -> core.Deadline:
-        """A time limit for one request's DuckDB work, fired early by stop()."""
-        deadline = core.Deadline(self.settings.serve_time_limit, self._active)
+        """A time limit for one request's DuckDB work (each of its connections given the memory budget), fired
+        early when its client goes away or by stop()."""
+        deadline = core.Deadline(self.settings.serve_time_limit, self._active, self.memory_limit)
+        if self.stopping:
+            deadline.fire("stopping")
+        request = work.current.get()
+        if request is not None:
+            request.add(deadline)
         return deadline
 
+    def stopped(self, deadline: core.Deadline, what: str) -> core.RlsqlError:
+        """Why `deadline`'s work ended early, as the error the request answers with."""
+        if deadline.why == "gone":
+            return Gone(f"{what}: given up, its client went away")
+        if deadline.why == "stopping":
+            return Stopping(f"{what}: interrupted, the server is stopping")
+        return TimeLimit(f"{what}: stopped after the time limit of {self.limit:g} s")
+
     def stop(self) -> None:
-        """Interrupt every DuckDB statement still running (the server is shutting down)."""
+        """Interrupt every DuckDB statement still running, and any started later (the server is shutting
+        down)."""
+        self.stopping = True
         for deadline in list(self._active):
-            deadline.fire()
+            deadline.fire("stopping")
 
     @property
     def limit(self) -> float:
@@ -128,51 +167,89 @@ class Served:
         """`rlsql query NAME -p ...` over `runs`, from memory when its files have not changed since."""
         params = {k: str(v) for k, v in (params or {}).items() if v is not None and str(v) != ""}
         key = ("named", name, self._stamp(runs), tuple(sorted(params.items())))
-        kept = self.memory.get(key)
-        if kept is not None:
-            return kept
-        core.item(name)  # an unknown name is a UsageError with a did-you-mean, before any file is read
-        deadline = self.deadline()
-        try:
-            with deadline.running():
-                result = core.run_named(name, runs, params)
-        except (core.RlsqlError, duckdb.Error) as exc:
-            if deadline.expired:
-                raise TimeLimit(f"{name}: stopped after the time limit of {self.limit:g} s") from exc
-            raise
-        answer = self._answer(result.columns, result.rows, runs)
-        self.memory.put(key, answer)
-        return answer
+
+        def compute() -> Answer:
+            core.item(name)  # an unknown name is a UsageError with a did-you-mean, before any file is read
+            deadline = self.deadline()
+            try:
+                with deadline.running():
+                    if deadline.expired:
+                        raise self.stopped(deadline, name)
+                    return core.run_named(name, runs, params, lambda con, sql: self._fetch(con.execute(sql), runs))
+            except (core.RlsqlError, duckdb.Error) as exc:
+                if deadline.expired:
+                    raise self.stopped(deadline, name) from exc
+                raise
+        return self._once(key, compute)
 
     def select(self, sql: str, runs: Sequence[core.Run], params: Mapping[str, Any] | None = None) -> Answer:
         """SQL over every view of `runs`: one SELECT (checked), on a connection that cannot read other files,
         write any, load extensions or change settings; bound `params` ($name in the SQL)."""
         key = ("select", sql, self._stamp(runs), tuple(sorted((params or {}).items())))
-        kept = self.memory.get(key)
-        if kept is not None:
-            return kept
-        cursor = self._connection(runs).cursor()
+
+        def compute() -> Answer:
+            cursor = self._connection(runs).cursor()
+            try:
+                try:
+                    core.check_select(cursor, sql)
+                except PermissionError as exc:
+                    raise Refused(str(exc)) from exc
+                deadline = self.deadline()
+                try:
+                    with deadline.running():
+                        deadline.watch(cursor)
+                        if deadline.expired:
+                            raise self.stopped(deadline, "SQL")
+                        return self._fetch(cursor.execute(sql, dict(params)) if params else cursor.execute(sql), runs)
+                except duckdb.Error as exc:
+                    if deadline.expired:
+                        raise self.stopped(deadline, "SQL") from exc
+                    raise core.QueryError(f"SQL: {core.one_line(exc)}") from exc
+            finally:
+                cursor.close()
+        return self._once(key, compute)
+
+    def _once(self, key: Hashable, compute: Callable[[], Answer]) -> Answer:
+        """The answer kept under `key`, else computed once and kept: requests asking for it meanwhile wait for
+        that one computation and share its answer (or its error)."""
+        while True:
+            kept = self.memory.get(key)
+            if kept is not None:
+                return kept
+            with self._lock:
+                future = self._inflight.get(key)
+                mine = future is None
+                if future is None:
+                    future = self._inflight[key] = Future()
+            if mine:
+                break
+            try:
+                return future.result()
+            except Gone:
+                if (request := work.current.get()) is not None and request.cancelled:
+                    raise
+                # the first asker's client went away: ask again (this request may be the one to compute)
         try:
-            try:
-                core.check_select(cursor, sql)
-            except PermissionError as exc:
-                raise Refused(str(exc)) from exc
-            deadline = self.deadline()
-            try:
-                with deadline.running():
-                    deadline.watch(cursor)
-                    result = cursor.execute(sql, dict(params)) if params else cursor.execute(sql)
-                    columns = [d[0] for d in result.description] if result.description else []
-                    rows = result.fetchmany(self.settings.serve_row_limit + 1) if result.description else []
-            except duckdb.Error as exc:
-                if deadline.expired:
-                    raise TimeLimit(f"SQL: stopped after the time limit of {self.limit:g} s") from exc
-                raise core.QueryError(f"SQL: {core.one_line(exc)}") from exc
+            answer = compute()
+            self.memory.put(key, answer)
+            future.set_result(answer)
+            return answer
+        except BaseException as exc:
+            future.set_exception(exc)
+            raise
         finally:
-            cursor.close()
-        answer = self._answer(columns, rows, runs)
-        self.memory.put(key, answer)
-        return answer
+            with self._lock:
+                del self._inflight[key]
+
+    def _fetch(self, result: duckdb.DuckDBPyConnection, runs: Sequence[core.Run]) -> Answer:
+        """A statement's rows within the row limit and the answer size (rows past either are not fetched)."""
+        if not result.description:
+            return Answer([], [], False, frozenset(r.name for r in runs))
+        columns = [d[0] for d in result.description]
+        rows, cut, nbytes = fetch_bounded(result, self.settings.serve_row_limit, self.answer_bytes)
+        if cut:  # the rest of the statement is not wanted: stop it rather than let it run on
+            result.interrupt()
+        return Answer(columns, rows, cut, frozenset(r.name for r in runs), nbytes)
 
     def transcript(self, run: core.Run, trial: str) -> core.transcripts.Transcript:
         """`rlsql trial TRIAL --run RUN`'s steps (the trial page has its trials row already), within the time
@@ -183,12 +260,8 @@ class Served:
                 return core.transcripts.transcript([run], trial, facts=False)
         except (core.RlsqlError, duckdb.Error) as exc:
             if deadline.expired:
-                raise TimeLimit(f"{trial}: its transcript stopped after the time limit of {self.limit:g} s") from exc
+                raise self.stopped(deadline, f"{trial}'s transcript") from exc
             raise
-
-    def _answer(self, columns: list[str], rows: list[tuple], runs: Sequence[core.Run]) -> Answer:
-        limit = self.settings.serve_row_limit
-        return Answer(columns, rows[:limit], len(rows) > limit, frozenset(r.name for r in runs))
 
     def _connection(self, runs: Sequence[core.Run]) -> Any:
         key = self._stamp(runs)
@@ -197,8 +270,7 @@ class Served:
             if con is not None:
                 self._connections.move_to_end(key)
                 return con
-        memory_limit = f"{max(self.settings.serve_memory // 2**20, 64)}MiB"
-        con = core.sandboxed(runs, memory_limit)
+        con = core.sandboxed(runs, self.memory_limit)
         with self._lock:
             self._connections[key] = con
             while len(self._connections) > CONNECTIONS_KEPT:
