@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -26,6 +27,34 @@ def require_serve() -> None:
         raise UsageError(f"rlsql serve needs Starlette and uvicorn, which are not installed: {INSTALL_HINT}") from exc
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port and listening (port 0: one the system picks); UsageError in one line when
+    it cannot be (the port in use, an address not of this machine)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise UsageError(f"--host {host!r}: {getattr(exc, 'strerror', None) or exc}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from exc
+    return sock
+
+
+def bind_host(host: str) -> str:
+    """--host as the address to bind: `[::1]` as ::1; an empty one refused."""
+    host = host.strip()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not host:
+        raise UsageError("--host '': give an address (127.0.0.1, ::1, or 0.0.0.0 for every interface)")
+    return host
+
+
 def serve(runs: Sequence[str] | None, host: str | None = None, port: int | None = None, memory: str | None = None,
           say=None) -> None:
     """Serve `runs` (what `--run` takes) on host:port until Ctrl-C."""
@@ -38,14 +67,24 @@ def serve(runs: Sequence[str] | None, host: str | None = None, port: int | None 
 
     say = say or (lambda line: print(f"rlsql: {line}", file=sys.stderr))
     settings = core.settings.current().replace(
-        serve_host=host, serve_port=port, serve_memory=core.settings.parse_size(memory, "--memory") if memory else None)
+        serve_host=None if host is None else bind_host(host), serve_port=port,
+        serve_memory=core.settings.parse_size(memory, "--memory") if memory else None)
     token = None if settings.serve_host in LOOPBACK else secrets.token_urlsafe(18)
     served = Served(core.resolve(runs), settings, token)
-    host, port = settings.serve_host, settings.serve_port
+    host = settings.serve_host
+    sock = listening_socket(host, settings.serve_port)
+    port = sock.getsockname()[1]
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            # Ctrl-C: the statements under way are interrupted now, not after the grace period
+            served.stop()
+            super().handle_exit(sig, frame)
+
     server: uvicorn.Server | None = None
     app = make_app(served, stopping=lambda: server is not None and server.should_exit)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                                           lifespan="on", timeout_graceful_shutdown=3))
+    server = Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                                   lifespan="on", timeout_graceful_shutdown=3))
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
     if token:
@@ -53,6 +92,6 @@ def serve(runs: Sequence[str] | None, host: str | None = None, port: int | None 
             "can read these runs")
     say(f"serving {len(served.runs)} run(s) at {url} (memory budget {settings.serve_memory / 2**20:,.0f} MiB; "
         "Ctrl-C stops)")
-    with contextlib.suppress(KeyboardInterrupt):  # uvicorn stops cleanly on Ctrl-C, then raises it again
-        server.run()
+    with sock, contextlib.suppress(KeyboardInterrupt):  # uvicorn stops cleanly on Ctrl-C, then raises it again
+        server.run(sockets=[sock])
     say("stopped")

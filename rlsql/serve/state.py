@@ -82,7 +82,7 @@ class Served:
     @property
     def answer_bytes(self) -> int:
         """The most bytes one answer's rows take: the budget shared by the requests worked on at once."""
-        return max(self.settings.serve_memory // max(1, self.settings.serve_concurrency), 2**20)
+        return self.settings.serve_memory // max(1, self.settings.serve_concurrency)
 
     def deadline(self) -> core.Deadline:
         """A time limit for one request's DuckDB work (each of its connections given the memory budget), fired

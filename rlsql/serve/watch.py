@@ -1,9 +1,7 @@
 """Noticing that a run's files grew or appeared: one look per poll at each run folder's files (and its
-logs/ folder), and at Harbor's trace_jobs/ folder and the trial folders still waiting for their
-result.json. Only stat calls: nothing is read until a page asks again, and then only the runs that changed.
-
-A trial folder whose result.json exists is not looked at again (Harbor writes it once, at the end of the
-trial); a new trial folder shows as a change of trace_jobs/ itself.
+logs/ folder), and at Harbor's trace_jobs/ folder: each trial folder's files and its agent/ folder's
+(result.json, the trajectories). Only directory listings and stat calls: nothing is read until a page asks
+again, and then only the runs that changed.
 """
 
 from __future__ import annotations
@@ -14,7 +12,8 @@ from pathlib import Path
 
 from rlsql.serve.rlsql_core import HARBOR_DIR
 
-RESULT = "result.json"
+#: a trial folder's sub-folder holding its trajectories
+AGENT = "agent"
 #: sub-folders of a run whose files count (raw training logs may lie in logs/)
 WATCHED_FOLDERS = ("logs",)
 
@@ -39,28 +38,27 @@ def _files(folder: Path) -> frozenset[Stamp]:
 
 @dataclass
 class _Harbor:
-    """A run's trace_jobs/: its own mtime, the trial folders it held, and those without a result.json yet."""
+    """A run's trace_jobs/: its own mtime, the trial folders it held, and the files of each (the trial folder's
+    own, result.json among them, and its agent/ folder's trajectories)."""
 
     mtime_ns: int = -1
     trials: set[str] = field(default_factory=set)
-    pending: set[str] = field(default_factory=set)
+    stamps: dict[str, tuple[frozenset[Stamp], frozenset[Stamp]]] = field(default_factory=dict)
 
     def changed(self, trace_jobs: Path) -> bool:
         try:
             mtime = trace_jobs.stat().st_mtime_ns
         except OSError:
             mtime = -1
-        moved = False
         if mtime != self.mtime_ns:
             self.mtime_ns = mtime
-            listed = _subfolders(trace_jobs)
-            new = listed - self.trials
-            moved = bool(new) or bool(self.trials - listed)
-            self.trials = listed
-            self.pending = (self.pending & listed) | {t for t in new if not (trace_jobs / t / RESULT).exists()}
-        done = {t for t in self.pending if (trace_jobs / t / RESULT).exists()}
-        self.pending -= done
-        return moved or bool(done)
+            self.trials = _subfolders(trace_jobs)
+        # every trial's files, finished or not: a trajectory rewritten after its result.json (a retry, a
+        # late copy) makes the answers that read it stale as well
+        stamps = {t: (_files(trace_jobs / t), _files(trace_jobs / t / AGENT)) for t in self.trials}
+        moved = stamps != self.stamps
+        self.stamps = stamps
+        return moved
 
 
 def _subfolders(folder: Path) -> set[str]:

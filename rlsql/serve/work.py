@@ -78,9 +78,11 @@ class Slots:
                     job = asyncio.ensure_future(asyncio.to_thread(call))
                 finally:
                     current.reset(token)
-                await asyncio.wait({job, gone}, return_when=asyncio.FIRST_COMPLETED)
-                if not job.done():
-                    work.cancel()
+                try:
+                    await asyncio.wait({job, gone}, return_when=asyncio.FIRST_COMPLETED)
+                finally:  # the client went away, or the server gave up waiting for this request
+                    if not job.done():
+                        work.cancel()
                 return await job
             finally:
                 self._slots.release()
