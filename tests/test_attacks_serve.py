@@ -85,7 +85,7 @@ def test_a_named_answer_is_cut_in_bytes_and_fetches_nothing_past_it(tiny, monkey
     answer = s.named("trials", list(s.runs.values()))
     want = [t["trial_name"] for t in oracle.read_trials(tiny)]
     names = [dict(zip(answer.columns, r, strict=True))["trial_name"] for r in answer.rows]
-    assert answer.truncated and 0 < len(names) < len(want) and names == want[:len(names)]
+    assert answer.truncated and 0 < len(names) < len(want) and names == want[: len(names)]
     assert sum(value_bytes(r) for r in answer.rows) <= 5_000
 
 
@@ -109,6 +109,7 @@ def test_every_connection_a_request_opens_has_the_memory_budget(tiny, monkeypatc
         def consume_and_look(con, sql):
             seen.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
             return consume(con, sql)
+
         return real(name, runs, params, consume_and_look)
 
     monkeypatch.setattr(core, "run_named", recording)
@@ -143,8 +144,14 @@ def test_requests_beyond_the_concurrency_wait_their_turn(tiny, monkeypatch) -> N
     s = served([str(tiny)], serve_concurrency=2)
     codes: list[int] = []
     with TestClient(make_app(s), base_url=BASE) as c:
-        threads = [threading.Thread(target=lambda n=n: codes.append(
-            c.get("/api/query/reward_curve", params={"span": str(n + 2)}).status_code)) for n in range(6)]
+        threads = [
+            threading.Thread(
+                target=lambda n=n: codes.append(
+                    c.get("/api/query/reward_curve", params={"span": str(n + 2)}).status_code
+                )
+            )
+            for n in range(6)
+        ]
         for t in threads:
             t.start()
         wait_for(lambda: gate.now == 2, what="two requests working")
@@ -174,18 +181,27 @@ def test_concurrent_requests_for_one_answer_compute_it_once(tiny, monkeypatch) -
 
 
 # -- 12: cross-site requests ----------------------------------------------------------------------
-@pytest.mark.parametrize("headers", [
-    {"sec-fetch-site": "cross-site"},
-    {"sec-fetch-site": "same-site"},  # another port of localhost
-    {"origin": "http://evil.example"},
-    {"origin": "http://127.0.0.1:9999"},
-    {"origin": "null"},
-])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"sec-fetch-site": "cross-site"},
+        {"sec-fetch-site": "same-site"},  # another port of localhost
+        {"origin": "http://evil.example"},
+        {"origin": "http://127.0.0.1:9999"},
+        {"origin": "null"},
+    ],
+)
 def test_cross_site_requests_are_refused_on_every_route_but_static_files(tiny, headers) -> None:
     s = served([str(tiny)])
     with TestClient(make_app(s), base_url=BASE) as c:
-        for path in ("/api/sql?q=SELECT+1", "/api/query/turn_stats", "/api/runs", "/", "/sql?q=SELECT+1",
-                     "/api/events"):
+        for path in (
+            "/api/sql?q=SELECT+1",
+            "/api/query/turn_stats",
+            "/api/runs",
+            "/",
+            "/sql?q=SELECT+1",
+            "/api/events",
+        ):
             got = c.get(path, headers=headers)
             assert got.status_code == 403 and got.text.startswith("refused: "), path
         assert c.get("/static/rlsql.js", headers=headers).status_code == 200
@@ -194,8 +210,11 @@ def test_cross_site_requests_are_refused_on_every_route_but_static_files(tiny, h
 def test_same_origin_requests_and_typed_urls_are_answered(tiny) -> None:
     s = served([str(tiny)])
     with TestClient(make_app(s), base_url=BASE) as c:
-        for headers in ({"sec-fetch-site": "same-origin", "origin": "http://127.0.0.1"}, {"sec-fetch-site": "none"},
-                        {}):
+        for headers in (
+            {"sec-fetch-site": "same-origin", "origin": "http://127.0.0.1"},
+            {"sec-fetch-site": "none"},
+            {},
+        ):
             assert c.get("/api/sql", params={"q": "SELECT 1 AS one"}, headers=headers).json()["rows"] == [{"one": 1}]
 
 
@@ -220,10 +239,20 @@ def test_a_request_whose_client_went_away_is_interrupted(tiny) -> None:
         async def send(message: dict) -> None:
             sent.append(message)
 
-        scope = {"type": "http", "method": "GET", "path": "/api/sql", "raw_path": b"/api/sql",
-                 "query_string": f"q={SLOW}".encode(), "headers": [(b"host", b"127.0.0.1")],
-                 "scheme": "http", "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5), "root_path": "",
-                 "http_version": "1.1", "asgi": {"version": "3.0"}}
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "path": "/api/sql",
+            "raw_path": b"/api/sql",
+            "query_string": f"q={SLOW}".encode(),
+            "headers": [(b"host", b"127.0.0.1")],
+            "scheme": "http",
+            "server": ("127.0.0.1", 80),
+            "client": ("127.0.0.1", 5),
+            "root_path": "",
+            "http_version": "1.1",
+            "asgi": {"version": "3.0"},
+        }
         request = asyncio.ensure_future(app(scope, receive, send))
         while not s._active:  # the statement is running under its deadline
             await asyncio.sleep(0.02)
@@ -250,16 +279,24 @@ def test_embedded_json_escapes_what_would_end_its_script(tmp_path) -> None:
     with TestClient(make_app(s), base_url=BASE) as c:
         page = c.get("/compare", params=[("run", hostile), ("run", other)])
     assert page.status_code == 200
-    bodies = [chunk[chunk.index(">") + 1:chunk.index("</script>")]
-              for chunk in page.text.split('<script type="application/json" class="chart-spec"')[1:]]
+    bodies = [
+        chunk[chunk.index(">") + 1 : chunk.index("</script>")]
+        for chunk in page.text.split('<script type="application/json" class="chart-spec"')[1:]
+    ]
     assert bodies and not any(ch in body for body in bodies for ch in "<>&")
     labels = {series["label"] for spec in chart_specs(page.text).values() for series in spec["series"]}
     assert {hostile, other} <= labels
 
 
-@pytest.mark.parametrize("query", [
-    {"run": "tiny", "page": "²"}, {"run": "tiny", "page": "①"}, {"run": "tiny", "turns_min": "²"},
-    {"run": "tiny", "turns_max": "٣"}])
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"run": "tiny", "page": "²"},
+        {"run": "tiny", "page": "①"},
+        {"run": "tiny", "turns_min": "²"},
+        {"run": "tiny", "turns_max": "٣"},
+    ],
+)
 def test_unicode_digits_are_a_400_in_one_line(query) -> None:
     s = served([str(RUNS / "tiny")])
     with TestClient(make_app(s), base_url=BASE) as c:
@@ -328,8 +365,12 @@ def test_a_trials_csv_linked_from_outside_the_run_is_read_and_nothing_else_there
 # -- 16 and the start-up lines: the real server --------------------------------------------------------
 def start_server(args: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen, int]:
     """`rlsql serve ARGS --port 0` in its own process, and the port its start-up line names."""
-    proc = subprocess.Popen([sys.executable, "-m", "rlsql", "serve", *args, "--port", "0"], stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlsql", "serve", *args, "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     assert proc.stderr is not None
     line = proc.stderr.readline()  # blocks until the line is written (or the process ends: "")
     assert line.startswith("rlsql: serving 1 run(s) at http://127.0.0.1:"), line
@@ -368,7 +409,8 @@ def test_ctrl_c_interrupts_the_statement_under_way_and_exits_cleanly(tiny) -> No
             proc.wait()
     assert proc.returncode == 0, err
     assert err.strip().splitlines() == ["rlsql: stopped"]  # no traceback
-    assert answer["status"] == 503 and json.loads(answer["body"]) == {"error": "SQL: interrupted, the server is stopping"}
+    assert answer["status"] == 503
+    assert json.loads(answer["body"]) == {"error": "SQL: interrupted, the server is stopping"}
 
 
 def test_a_port_in_use_is_one_line_and_a_non_zero_exit(monkeypatch, capsys) -> None:
@@ -385,4 +427,5 @@ def test_the_host_as_given_is_the_address_bound(monkeypatch, capsys) -> None:
     assert bind_host("[::1]") == "::1" and bind_host(" 127.0.0.1 ") == "127.0.0.1"
     code, _, err = run_main(["serve", "-r", str(RUNS / "tiny"), "--host", ""], capsys, monkeypatch)
     assert code == 2 and err.strip().splitlines() == [
-        "rlsql: error: --host '': give an address (127.0.0.1, ::1, or 0.0.0.0 for every interface)"]
+        "rlsql: error: --host '': give an address (127.0.0.1, ::1, or 0.0.0.0 for every interface)"
+    ]
