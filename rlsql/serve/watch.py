@@ -1,6 +1,6 @@
 """Noticing that a run's files grew or appeared: one look per poll at each run folder's files (and its
-logs/ folder), and at Harbor's trace_jobs/ folder: each trial folder's files and its agent/ folder's
-(result.json, the trajectories). Only directory listings and stat calls: nothing is read until a page asks
+logs/ folder), and at Harbor's trace_jobs/ folder: each trial folder's result.json and its agent/
+folder's files (the trajectories). Only directory listings and stat calls: nothing is read until a page asks
 again, and then only the runs that changed.
 """
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rlsql.serve.rlsql_core import HARBOR_DIR
 
+RESULT = "result.json"
 #: a trial folder's sub-folder holding its trajectories
 AGENT = "agent"
 #: sub-folders of a run whose files count (raw training logs may lie in logs/)
@@ -36,14 +37,41 @@ def _files(folder: Path) -> frozenset[Stamp]:
         return frozenset()
 
 
+def _stamp(path: str) -> tuple[int, int] | None:
+    """A file's (size, mtime_ns), None when it is not there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+@dataclass
+class _Trial:
+    """A trial folder: its agent/ folder's files, listed again only when that folder's mtime moves (a file
+    added, renamed or removed); each looked at with one stat call (paths as strings: a thousand trials are
+    looked at every second)."""
+
+    agent: tuple[int, int] | None = None
+    files: tuple[str, ...] = ()
+
+    def look(self, folder: str) -> tuple:
+        agent_folder = os.path.join(folder, AGENT)
+        agent = _stamp(agent_folder)
+        if agent != self.agent:
+            self.agent = agent
+            self.files = tuple(sorted(os.path.join(agent_folder, n) for n, _, _ in _files(Path(agent_folder))))
+        return _stamp(os.path.join(folder, RESULT)), agent, tuple(_stamp(f) for f in self.files)
+
+
 @dataclass
 class _Harbor:
-    """A run's trace_jobs/: its own mtime, the trial folders it held, and the files of each (the trial folder's
-    own, result.json among them, and its agent/ folder's trajectories)."""
+    """A run's trace_jobs/: its own mtime, its trial folders, and what each held at the last look (its
+    result.json and its agent/ folder's trajectories)."""
 
     mtime_ns: int = -1
-    trials: set[str] = field(default_factory=set)
-    stamps: dict[str, tuple[frozenset[Stamp], frozenset[Stamp]]] = field(default_factory=dict)
+    trials: dict[str, _Trial] = field(default_factory=dict)
+    stamps: dict[str, tuple] = field(default_factory=dict)
 
     def changed(self, trace_jobs: Path) -> bool:
         try:
@@ -52,10 +80,12 @@ class _Harbor:
             mtime = -1
         if mtime != self.mtime_ns:
             self.mtime_ns = mtime
-            self.trials = _subfolders(trace_jobs)
-        # every trial's files, finished or not: a trajectory rewritten after its result.json (a retry, a
-        # late copy) makes the answers that read it stale as well
-        stamps = {t: (_files(trace_jobs / t), _files(trace_jobs / t / AGENT)) for t in self.trials}
+            listed = _subfolders(trace_jobs)
+            self.trials = {os.path.join(trace_jobs, t): self.trials.get(os.path.join(trace_jobs, t)) or _Trial()
+                           for t in sorted(listed)}
+        # every trial, finished or not: a trajectory rewritten after its result.json (a retry, a late copy)
+        # makes the answers that read it stale as well
+        stamps = {folder: trial.look(folder) for folder, trial in self.trials.items()}
         moved = stamps != self.stamps
         self.stamps = stamps
         return moved
