@@ -9,28 +9,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import secrets
-import shutil
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import jinja2
 from starlette.applications import Starlette
-from starlette.background import BackgroundTask
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import (
-    FileResponse,
-    HTMLResponse,
-    JSONResponse,
-    PlainTextResponse,
-    Response,
-    StreamingResponse,
-)
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -289,21 +281,28 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
 
     def parquet(name: str, runs: list[core.Run], params: dict[str, str]) -> Response:
         """The named query's rows as Parquet (DuckDB's types kept): asked afresh, not from memory, written by
-        DuckDB into a temporary file that is sent from disk and removed once sent."""
+        DuckDB into a temporary file, which is sent from disk (its name removed at once: nothing is left behind
+        when the client goes away mid-download)."""
         core.item(name)
-        tmp = Path(tempfile.mkdtemp(prefix="rlsql-serve-"))
-        target = tmp / f"{name}.parquet"
-        deadline = served.deadline()
-        try:
-            with deadline.running():
-                core.write_parquet(name, runs, params, target)
-        except BaseException as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if deadline.expired and isinstance(exc, core.RlsqlError):
-                raise served.stopped(deadline, name) from exc
-            raise
-        return FileResponse(target, media_type=DOWNLOADS["parquet"], filename=f"{name}.parquet",
-                            background=BackgroundTask(shutil.rmtree, tmp, ignore_errors=True))
+        with tempfile.TemporaryDirectory(prefix="rlsql-serve-") as tmp:
+            target = Path(tmp) / f"{name}.parquet"
+            deadline = served.deadline()
+            try:
+                with deadline.running():
+                    core.write_parquet(name, runs, params, target)
+            except core.RlsqlError as exc:
+                if deadline.expired:
+                    raise served.stopped(deadline, name) from exc
+                raise
+            handle = target.open("rb")
+            size = os.fstat(handle.fileno()).st_size
+
+        def blocks() -> Iterator[bytes]:
+            with handle:
+                while block := handle.read(2**20):
+                    yield block
+        return StreamingResponse(blocks(), media_type=DOWNLOADS["parquet"], headers={
+            "content-disposition": f'attachment; filename="{name}.parquet"', "content-length": str(size)})
 
     def api_sql(request: Request) -> Response:
         fmt = request.path_params.get("fmt", "json-api")
