@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from starlette.testclient import TestClient
 
@@ -33,7 +34,7 @@ from rlsql.core.settings import Settings
 from rlsql.serve import bind_host
 from rlsql.serve import rlsql_core as core
 from rlsql.serve.app import make_app
-from rlsql.serve.memory import Answer, Memory, rows_bytes, value_bytes
+from rlsql.serve.memory import Answer, Memory, fetch_bounded, rows_bytes, value_bytes
 from rlsql.serve.state import Served
 from rlsql.serve.watch import Watcher
 from tests import oracle
@@ -87,6 +88,29 @@ def test_a_named_answer_is_cut_in_bytes_and_fetches_nothing_past_it(tiny, monkey
     names = [dict(zip(answer.columns, r, strict=True))["trial_name"] for r in answer.rows]
     assert answer.truncated and 0 < len(names) < len(want) and names == want[: len(names)]
     assert sum(value_bytes(r) for r in answer.rows) <= 5_000
+
+
+class Counting:
+    """A DuckDB result whose fetched rows are counted."""
+
+    def __init__(self, result: Any) -> None:
+        self.result, self.fetched = result, 0
+
+    def fetchmany(self, n: int) -> list[tuple]:
+        got = self.result.fetchmany(n)
+        self.fetched += len(got)
+        return got
+
+
+def test_rows_past_the_row_or_byte_limit_are_not_fetched() -> None:
+    con = duckdb.connect()
+    many = Counting(con.execute("SELECT range AS i FROM range(1000000000)"))
+    rows, cut, _ = fetch_bounded(many, 1000, 10**9)
+    assert cut and [r[0] for r in rows] == list(range(1000)) and many.fetched == 1001
+    wide = Counting(con.execute("SELECT repeat('x', 1000) AS s FROM range(1000000)"))
+    rows, cut, nbytes = fetch_bounded(wide, 10**6, 100_000)
+    assert cut and 0 < len(rows) < 100 and nbytes <= 100_000 and nbytes == sum(value_bytes(r) for r in rows) + 64
+    assert wide.fetched <= len(rows) + 2  # the batches shrink as the limit nears
 
 
 def test_the_memory_budget_measures_every_row_of_an_answer() -> None:
