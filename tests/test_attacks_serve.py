@@ -250,7 +250,7 @@ def test_a_request_whose_client_went_away_is_interrupted(tiny) -> None:
     app = make_app(s)
     sent: list[dict] = []
 
-    async def main() -> float:
+    async def main() -> None:
         gone = asyncio.Event()
 
         async def receive() -> dict:
@@ -282,7 +282,6 @@ def test_a_request_whose_client_went_away_is_interrupted(tiny) -> None:
             await asyncio.sleep(0.02)
         gone.set()
         await asyncio.wait_for(request, 30)
-        return 0.0
 
     asyncio.run(main())
     start = next(m for m in sent if m["type"] == "http.response.start")
