@@ -278,7 +278,9 @@ def test_a_request_whose_client_went_away_is_interrupted(tiny) -> None:
             "asgi": {"version": "3.0"},
         }
         request = asyncio.ensure_future(app(scope, receive, send))
+        waited = time.monotonic() + 30
         while not s._active:  # the statement is running under its deadline
+            assert time.monotonic() < waited and not request.done(), "the statement never started"
             await asyncio.sleep(0.02)
         gone.set()
         await asyncio.wait_for(request, 30)
