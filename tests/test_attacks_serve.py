@@ -398,9 +398,11 @@ def start_server(args: list[str], env: dict[str, str] | None = None) -> tuple[su
     )
     assert proc.stderr is not None
     line = proc.stderr.readline()  # blocks until the line is written (or the process ends: "")
-    assert line.startswith("rlsql: serving 1 run(s) at http://127.0.0.1:"), line
-    port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
-    assert port != 0
+    port = int(line.split("http://127.0.0.1:")[1].split("/")[0]) if "http://127.0.0.1:" in line else 0
+    if not line.startswith("rlsql: serving 1 run(s) at http://127.0.0.1:") or port == 0:
+        proc.kill()  # no server outlives its test, even one that printed the wrong line
+        proc.wait()
+        pytest.fail(f"the start-up line does not name the port listened on: {line!r}")
     return proc, port
 
 
