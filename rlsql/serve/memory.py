@@ -21,6 +21,8 @@ class Answer:
     truncated: bool = False
     runs: frozenset[str] = field(default_factory=frozenset)
     nbytes: int = 0
+    #: how many rows the answer had before the cut (len(rows) when nothing was cut)
+    total: int = 0
 
     def dicts(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]

@@ -23,6 +23,8 @@ from rlsql.serve.watch import Watcher
 CONNECTIONS_KEPT = 4
 #: changes remembered for the pages' event streams (a page further behind reloads whole)
 CHANGES_KEPT = 10_000
+#: rows fetched at a time while counting those past the row limit
+COUNTED_ROWS = 65_536
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -164,31 +166,37 @@ class Served:
                     result = cursor.execute(sql, dict(params)) if params else cursor.execute(sql)
                     columns = [d[0] for d in result.description] if result.description else []
                     rows = result.fetchmany(self.settings.serve_row_limit + 1) if result.description else []
+                    total = len(rows)
+                    if total > self.settings.serve_row_limit:  # counted, not kept: the cut answer says how many
+                        while chunk := result.fetchmany(COUNTED_ROWS):
+                            total += len(chunk)
             except duckdb.Error as exc:
                 if deadline.expired:
                     raise TimeLimit(f"SQL: stopped after the time limit of {self.limit:g} s") from exc
                 raise core.QueryError(f"SQL: {core.one_line(exc)}") from exc
         finally:
             cursor.close()
-        answer = self._answer(columns, rows, runs)
+        answer = self._answer(columns, rows, runs, total)
         self.memory.put(key, answer)
         return answer
 
-    def transcript(self, run: core.Run, trial: str) -> core.transcripts.Transcript:
-        """`rlsql trial TRIAL --run RUN`'s steps (the trial page has its trials row already), within the time
-        limit. Not kept: it reads that one trial's files, and a trial in flight grows."""
+    def transcript(self, runs: Sequence[core.Run], trial: str, facts: bool = False) -> core.transcripts.Transcript:
+        """`rlsql trial TRIAL`'s steps over `runs` (with its trials row if `facts`: the trial page has it
+        already), within the time limit. Not kept: it reads that one trial's files, and a trial in flight grows."""
         deadline = self.deadline()
         try:
             with deadline.running():
-                return core.transcripts.transcript([run], trial, facts=False)
+                return core.transcripts.transcript(runs, trial, facts=facts)
         except (core.RlsqlError, duckdb.Error) as exc:
             if deadline.expired:
                 raise TimeLimit(f"{trial}: its transcript stopped after the time limit of {self.limit:g} s") from exc
             raise
 
-    def _answer(self, columns: list[str], rows: list[tuple], runs: Sequence[core.Run]) -> Answer:
+    def _answer(self, columns: list[str], rows: list[tuple], runs: Sequence[core.Run], total: int | None = None) \
+            -> Answer:
         limit = self.settings.serve_row_limit
-        return Answer(columns, rows[:limit], len(rows) > limit, frozenset(r.name for r in runs))
+        return Answer(columns, rows[:limit], len(rows) > limit, frozenset(r.name for r in runs),
+                      total=len(rows) if total is None else total)
 
     def _connection(self, runs: Sequence[core.Run]) -> Any:
         key = self._stamp(runs)
