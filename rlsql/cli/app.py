@@ -594,11 +594,9 @@ def mcp_command(
     max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="The most rows one answer holds; "
                                           "more are cut, saying how many there were.")] = 1000,
 ) -> None:
-    """Serve the runs to a coding agent over the Model Context Protocol: named queries, read-only SQL,
-    transcripts, findings.
+    """Serve the runs to a coding agent over MCP: named queries, read-only SQL, transcripts, findings.
 
-    Over stdin/stdout (an MCP client starts it) until the input closes. Needs the mcp extra; docs/mcp.md
-    has the client configuration.
+    Over stdin/stdout until the input closes (a client starts it). Needs the mcp extra; docs/mcp.md: setup.
     """
     from rlsql.serve import mcp
 
