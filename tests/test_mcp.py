@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -247,6 +248,52 @@ def test_large_answers_are_cut_saying_how_many_rows_there_were() -> None:
         assert f"{len(all_sql):,} rows; only the first 7" in got["note"]
 
     session(work, "--max-rows", "7")
+
+
+def test_a_run_still_training_is_read_again(tmp_path: Path) -> None:
+    """A trial appended to a served run's trials CSV: the next call sees it, and `runs` counts the change."""
+    run = tmp_path / "live"
+    shutil.copytree(RUNS / "tiny", run)
+    trials_csv = next(run.glob("*_trial_results.csv"))
+    before = cli_json("query", "trials", "--run", str(run))
+
+    async def work(client: Client) -> None:
+        got = structured(await client.call_tool("query", {"name": "trials"}))
+        assert got["rows"] == before
+        with trials_csv.open("a") as f:
+            f.write("calendar-0004,calendar-0004__n3w7r1a,3.0,9000.0,700.0,,1.0,20.0\n")
+        after = structured(await client.call_tool("query", {"name": "trials"}))["rows"]
+        assert len(after) == len(before) + 1
+        assert after == cli_json("query", "trials", "--run", str(run))
+        assert [r["changes"] for r in structured(await client.call_tool("runs", {}))["runs"]] == [1]
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "rlsql", "mcp", "--run", str(run)], cwd=str(ROOT)
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            await work(client)
+
+    anyio.run(main)
+
+
+def test_the_documented_client_configuration_starts_the_server(rlsql_exe: str) -> None:
+    """docs/mcp.md's `mcpServers` snippet, its run path pointed at a fixture run, with the installed console script."""
+    text = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    snippet = text.split('```text\n{\n  "mcpServers"', 1)[1].split("```", 1)[0]
+    config = json.loads('{\n  "mcpServers"' + snippet)["mcpServers"]["rlsql"]
+    assert config["command"] == "rlsql"
+    args = [str(RUNS / "tiny") if a == "/abs/path/to/runs" else a for a in config["args"]]
+    assert args != config["args"]  # the placeholder was there to replace
+
+    async def main() -> None:
+        async with Client(StdioServerParameters(command=rlsql_exe, args=args)) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            runs = structured(await client.call_tool("runs", {}))["runs"]
+            assert [r["path"] for r in runs] == [str(RUNS / "tiny")]
+
+    anyio.run(main)
 
 
 def test_the_server_ends_when_its_input_closes() -> None:

@@ -53,9 +53,11 @@ ParamsArg = Annotated[
 
 
 def _result(data: dict[str, Any]) -> CallToolResult:
-    """`data` as structured content, and as the same JSON in a text block for clients that read only text."""
-    text = json.dumps(data, ensure_ascii=False, allow_nan=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+    """`data` as structured content, and as the same JSON in a text block for clients that read only text.
+    A value JSON has no type for becomes its text, as `rlsql trial -f json` writes it; NaN is refused (strict
+    JSON: the rows' cells are null already, as `rlsql query -f json` writes them)."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
 
 
 def _failed(message: str) -> CallToolResult:
