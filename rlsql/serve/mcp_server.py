@@ -141,7 +141,7 @@ class Tools:
     ) -> CallToolResult:
         """Run a named query (or a view) over the served runs: its rows exactly as `rlsql query NAME -f json`
         prints them (NULL and NaN as null, dates ISO 8601), with `columns` in order and `row_count`. A bad name
-        or parameter is an error naming the right ones."""
+        or parameter is an error saying what there is."""
 
         def work() -> dict[str, Any]:
             given = {k: str(v) for k, v in (params or {}).items()}
@@ -245,7 +245,7 @@ def make_server(served: Served) -> MCPServer:
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
     for fn in (tools.list_queries, tools.describe, tools.query, tools.sql, tools.trial, tools.runs, tools.findings):
-        server.add_tool(fn, annotations=read_only)
+        server.add_tool(fn, description=" ".join((fn.__doc__ or "").split()), annotations=read_only)
     return server
 
 
