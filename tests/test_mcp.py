@@ -117,6 +117,16 @@ def test_stdio_session_every_tool_answers_as_the_cli() -> None:
         timeout=300,
         check=True,
     ).stdout
+    lacking = subprocess.run(
+        [sys.executable, "-m", "rlsql", "query", "reward_curve", *cli_runs(), "-f", "json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=True,
+    )
+    expected_warnings = [line.removeprefix("rlsql: warning: ") for line in lacking.stderr.splitlines()]
+    assert len(expected_warnings) == 1 and "'harbor' has no trainer metrics" in expected_warnings[0]
     has_findings = any(q["name"] == "findings" for q in expected_list)
     expected_findings = cli_json("query", "findings", *cli_runs()) if has_findings else None
 
@@ -158,6 +168,12 @@ def test_stdio_session_every_tool_answers_as_the_cli() -> None:
         )
 
         assert structured(await client.call_tool("sql", {"sql": sql}))["rows"] == expected_sql
+
+        # rlsql's warnings reach the agent in the answer, as the CLI says them on stderr; again from memory
+        for _ in range(2):
+            got = structured(await client.call_tool("query", {"name": "reward_curve"}))
+            assert got["warnings"] == expected_warnings
+            assert got["rows"] == json.loads(lacking.stdout)
 
         got = structured(await client.call_tool("trial", {"trial": trial_name, "run": "harbor"}))
         markdown = got.pop("markdown")

@@ -11,8 +11,10 @@ checks until Ctrl-C. Nothing is written anywhere.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import secrets
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
@@ -52,6 +54,30 @@ ParamsArg = Annotated[
 ]
 
 
+#: rlsql's warnings heard during the tool call under way in this context (None: outside a call)
+_heard: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("rlsql_mcp_heard", default=None)
+
+
+@contextlib.contextmanager
+def hearing_warnings():
+    """While the server runs, rlsql's warnings raised in a tool call go into that call's answer (the agent reads
+    them there); any other warning goes where it went."""
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        heard = _heard.get()
+        if heard is None or not issubclass(category, core.RlsqlWarning):
+            previous(message, category, filename, lineno, file, line)
+        elif str(message) not in heard:
+            heard.append(str(message))
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
 def _result(data: dict[str, Any]) -> CallToolResult:
     """`data` as structured content, and as the same JSON in a text block for clients that read only text.
     A value JSON has no type for becomes its text, as `rlsql trial -f json` writes it; NaN is refused (strict
@@ -67,12 +93,15 @@ def _failed(message: str) -> CallToolResult:
 
 def _rows(answer: Answer, limit: int, narrow: str) -> dict[str, Any]:
     """An answer's rows as `rlsql query -f json` prints them, with how many there were and, when cut, a note."""
+    answer.warnings = answer.warnings or list(_heard.get() or [])  # said again when answered from memory
     body: dict[str, Any] = {
         "columns": answer.columns,
         "rows": [{c: core.json_cell(v) for c, v in zip(answer.columns, row, strict=True)} for row in answer.rows],
         "row_count": answer.total,
         "truncated": answer.truncated,
     }
+    if answer.warnings:
+        body["warnings"] = answer.warnings
     if answer.truncated:
         body["note"] = f"{answer.total:,} rows; only the first {limit:,} are here. Narrow the question: {narrow}"
     return body
@@ -89,14 +118,21 @@ class Tools:
     def call(self, work: Callable[[], dict[str, Any]]) -> CallToolResult:
         """`work()` under the server's settings, after a look at the runs' files; rlsql's and DuckDB's errors
         as tool errors."""
+        heard: list[str] = []
+        token = _heard.set(heard)
         try:
             with core.settings.active(self.served.settings):
                 self.served.refresh()  # a run still training: its grown files are read again, as serve does
-                return _result(work())
+                data = work()
+            kept = data.pop("warnings", [])
+            said = [*kept, *(w for w in heard if w not in kept)]
+            return _result({**data, "warnings": said} if said else data)
         except core.RlsqlError as exc:
             return _failed(str(exc))
         except duckdb.Error as exc:
             return _failed(core.one_line(exc))
+        finally:
+            _heard.reset(token)
 
     def list_queries(self) -> CallToolResult:
         """Every named query and view rlsql has: name, kind (query or view), description and parameters (name,
@@ -263,16 +299,17 @@ def run(
     token = None if not http or settings.serve_host in LOOPBACK else secrets.token_urlsafe(18)
     served = Served(core.resolve(runs), settings, token)
     server = make_server(served)
-    try:
-        if not http:
-            # stdout is the protocol's: every notice goes to stderr
-            say(f"serving {len(served.runs)} run(s) over MCP on stdin/stdout (ends when the input closes)")
-            with contextlib.suppress(KeyboardInterrupt):
-                anyio.run(server.run_stdio_async)
-            return
-        _serve_http(server, served, say)
-    finally:
-        served.stop()
+    with hearing_warnings():
+        try:
+            if not http:
+                # stdout is the protocol's: every notice goes to stderr
+                say(f"serving {len(served.runs)} run(s) over MCP on stdin/stdout (ends when the input closes)")
+                with contextlib.suppress(KeyboardInterrupt):
+                    anyio.run(server.run_stdio_async)
+                return
+            _serve_http(server, served, say)
+        finally:
+            served.stop()
 
 
 def _serve_http(server: MCPServer, served: Served, say: Callable[[str], None]) -> None:

@@ -23,6 +23,9 @@ class Answer:
     nbytes: int = 0
     #: how many rows the answer had before the cut (len(rows) when nothing was cut)
     total: int = 0
+    #: rlsql's warnings while it was computed (a run lacking what a query reads, a damaged file): `rlsql mcp`
+    #: hears them and keeps them here, so an answer from memory says them again
+    warnings: list[str] = field(default_factory=list)
 
     def dicts(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]

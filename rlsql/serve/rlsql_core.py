@@ -32,7 +32,7 @@ import duckdb
 
 from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
-from rlsql.core.errors import DataError, QueryError, RlsqlError, UsageError
+from rlsql.core.errors import DataError, QueryError, RlsqlError, RlsqlWarning, UsageError
 from rlsql.core.sqltext import identifier
 from rlsql.core.version import __version__
 from rlsql.engine.connection import LazyConnection, OnDemand
@@ -52,6 +52,7 @@ __all__ = [
     "QueryError",
     "QueryResult",
     "RlsqlError",
+    "RlsqlWarning",
     "Run",
     "Settings",
     "UsageError",
