@@ -54,9 +54,17 @@ def cli_runs() -> list[str]:
     return [a for r in SERVED for a in ("--run", str(RUNS / r))]
 
 
-def session(work: Callable[[Client], Awaitable[None]], *extra: str) -> None:
+def server_env(**more: str) -> dict[str, str]:
+    """What the SDK's client adds to its small default environment: the tests' own cache folder (conftest.py),
+    so no server reads a developer's ~/.cache."""
+    return {"RLSQL_CACHE_DIR": os.environ["RLSQL_CACHE_DIR"], **more}
+
+
+def session(work: Callable[[Client], Awaitable[None]], *extra: str, env: dict[str, str] | None = None) -> None:
     """`work` in one client session with `rlsql mcp` started over stdio by the SDK's client."""
-    params = StdioServerParameters(command=sys.executable, args=served_args(*extra), cwd=str(ROOT))
+    params = StdioServerParameters(
+        command=sys.executable, args=served_args(*extra), cwd=str(ROOT), env=env or server_env()
+    )
 
     async def main() -> None:
         async with Client(params) as client:
@@ -247,6 +255,16 @@ def test_stdio_errors_are_tool_errors_and_the_server_goes_on(tmp_path: Path) -> 
     assert sorted(p.relative_to(RUNS) for p in RUNS.rglob("*")) == before  # nothing written into the runs
 
 
+def test_sql_past_the_time_limit_is_stopped_and_the_server_goes_on() -> None:
+    async def work(client: Client) -> None:
+        slow = "SELECT count(*) FROM range(100000000000) a, range(100000) b"
+        text = error_text(await client.call_tool("sql", {"sql": slow}))
+        assert text == "SQL: stopped after the time limit of 0.5 s"
+        assert structured(await client.call_tool("sql", {"sql": "SELECT 42 AS x"}))["rows"] == [{"x": 42}]
+
+    session(work, env=server_env(RLSQL_SERVE_TIME_LIMIT="0.5"))
+
+
 def test_large_answers_are_cut_saying_how_many_rows_there_were() -> None:
     all_trials = cli_json("query", "trials", *cli_runs())
     sql = "SELECT run, trial_name, reward FROM trials ORDER BY run, row_no"
@@ -284,7 +302,7 @@ def test_a_run_still_training_is_read_again(tmp_path: Path) -> None:
         assert [r["changes"] for r in structured(await client.call_tool("runs", {}))["runs"]] == [1]
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "rlsql", "mcp", "--run", str(run)], cwd=str(ROOT)
+        command=sys.executable, args=["-m", "rlsql", "mcp", "--run", str(run)], cwd=str(ROOT), env=server_env()
     )
 
     async def main() -> None:
@@ -304,7 +322,7 @@ def test_the_documented_client_configuration_starts_the_server(rlsql_exe: str) -
     assert args != config["args"]  # the placeholder was there to replace
 
     async def main() -> None:
-        async with Client(StdioServerParameters(command=rlsql_exe, args=args)) as client:
+        async with Client(StdioServerParameters(command=rlsql_exe, args=args, env=server_env())) as client:
             assert {t.name for t in (await client.list_tools()).tools} == TOOLS
             runs = structured(await client.call_tool("runs", {}))["runs"]
             assert [r["path"] for r in runs] == [str(RUNS / "tiny")]
