@@ -103,7 +103,8 @@ def _rows(answer: Answer, limit: int, narrow: str) -> dict[str, Any]:
     if answer.warnings:
         body["warnings"] = answer.warnings
     if answer.truncated:
-        body["note"] = f"{answer.total:,} rows; only the first {limit:,} are here. Narrow the question: {narrow}"
+        there = f"{answer.total:,} rows" if answer.total is not None else f"more than {limit:,} rows (not counted)"
+        body["note"] = f"{there}; only the first {limit:,} are here. Narrow the question: {narrow}"
     return body
 
 

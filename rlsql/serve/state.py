@@ -23,8 +23,6 @@ from rlsql.serve.watch import Watcher
 CONNECTIONS_KEPT = 4
 #: changes remembered for the pages' event streams (a page further behind reloads whole)
 CHANGES_KEPT = 10_000
-#: rows fetched at a time while counting those past the row limit
-COUNTED_ROWS = 65_536
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -142,7 +140,7 @@ class Served:
             if deadline.expired:
                 raise TimeLimit(f"{name}: stopped after the time limit of {self.limit:g} s") from exc
             raise
-        answer = self._answer(result.columns, result.rows, runs)
+        answer = self._answer(result.columns, result.rows, runs, len(result.rows))
         self.memory.put(key, answer)
         return answer
 
@@ -166,10 +164,9 @@ class Served:
                     result = cursor.execute(sql, dict(params)) if params else cursor.execute(sql)
                     columns = [d[0] for d in result.description] if result.description else []
                     rows = result.fetchmany(self.settings.serve_row_limit + 1) if result.description else []
-                    total = len(rows)
-                    if total > self.settings.serve_row_limit:  # counted, not kept: the cut answer says how many
-                        while chunk := result.fetchmany(COUNTED_ROWS):
-                            total += len(chunk)
+                    total: int | None = len(rows)
+                    if len(rows) > self.settings.serve_row_limit:  # the cut answer says how many there were
+                        total = self._count(cursor, sql, params)
             except duckdb.Error as exc:
                 if deadline.expired:
                     raise TimeLimit(f"SQL: stopped after the time limit of {self.limit:g} s") from exc
@@ -179,6 +176,18 @@ class Served:
         answer = self._answer(columns, rows, runs, total)
         self.memory.put(key, answer)
         return answer
+
+    @staticmethod
+    def _count(cursor: Any, sql: str, params: Mapping[str, Any] | None) -> int | None:
+        """The rows of `sql` counted by DuckDB (the statement run again under count(*), within the same time
+        limit: no row reaches Python); None when it cannot say (the time limit, or a text that does not
+        read as a subquery, such as one ending in a comment after its semicolon)."""
+        counting = f"SELECT count(*) FROM (\n{sql.strip().rstrip(';')}\n)"
+        try:
+            found = cursor.execute(counting, dict(params)) if params else cursor.execute(counting)
+            return int(found.fetchone()[0])
+        except duckdb.Error:
+            return None
 
     def transcript(self, runs: Sequence[core.Run], trial: str, facts: bool = False) -> core.transcripts.Transcript:
         """`rlsql trial TRIAL`'s steps over `runs` (with its trials row if `facts`: the trial page has it
@@ -192,11 +201,10 @@ class Served:
                 raise TimeLimit(f"{trial}: its transcript stopped after the time limit of {self.limit:g} s") from exc
             raise
 
-    def _answer(self, columns: list[str], rows: list[tuple], runs: Sequence[core.Run], total: int | None = None) \
-            -> Answer:
+    def _answer(self, columns: list[str], rows: list[tuple], runs: Sequence[core.Run], total: int | None) -> Answer:
+        """`rows` cut at the row limit; `total` the rows there were (None: more than the limit, not counted)."""
         limit = self.settings.serve_row_limit
-        return Answer(columns, rows[:limit], len(rows) > limit, frozenset(r.name for r in runs),
-                      total=len(rows) if total is None else total)
+        return Answer(columns, rows[:limit], len(rows) > limit, frozenset(r.name for r in runs), total=total)
 
     def _connection(self, runs: Sequence[core.Run]) -> Any:
         key = self._stamp(runs)
