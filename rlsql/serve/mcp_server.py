@@ -263,7 +263,8 @@ class Tools:
     def findings(self, runs: RunsArg = None) -> CallToolResult:
         """What is unusual in the runs and where (slow steps, idle engines, reward drops, looping agents, ...):
         the rows of the `findings` named query, each with a severity, a message and the command that shows its
-        evidence. Start here when asked why a run went wrong."""
+        evidence. Start here when asked why a run went wrong; its thresholds are parameters (`query` with name
+        findings and `params`)."""
         if FINDINGS not in {i.name for i in core.items()}:
             return _failed(
                 f"this rlsql has no `{FINDINGS}` named query (`list_queries` shows what it has): "
