@@ -126,7 +126,11 @@ def core_packages() -> set[str]:
 EXTRAS = {
     "matplotlib": {"rlsql.outputs.report.figures"},
     "starlette": {"rlsql.serve", "rlsql.serve.app"},
-    "uvicorn": {"rlsql.serve", "rlsql.serve.app"},
+    "uvicorn": {"rlsql.serve", "rlsql.serve.app", "rlsql.serve.mcp_server"},
+    # the MCP SDK and what it brings (anyio runs it, pydantic describes the tools' arguments): `rlsql mcp`
+    "mcp": {"rlsql.serve", "rlsql.serve.mcp_server"},
+    "anyio": {"rlsql.serve.mcp_server"},
+    "pydantic": {"rlsql.serve.mcp_server"},
     "pyspark": {"rlsql.engine.spark", "rlsql.engine.spark_sources"},
 }
 

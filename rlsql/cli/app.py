@@ -583,6 +583,26 @@ def serve_command(
     serve(run, host=host, port=port, memory=memory, say=say)
 
 
+@app.command("mcp")
+def mcp_command(
+    run: RunOption = None,
+    http: Annotated[bool, typer.Option("--http", help="Serve the MCP streamable HTTP transport at "
+                                       "http://HOST:PORT/mcp instead of stdin/stdout.")] = False,
+    host: Annotated[str, typer.Option("--host", help="With --http: the address to bind; beyond 127.0.0.1 a token "
+                                      "is required in the URL (printed).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="With --http: the port to listen on.")] = 8765,
+    max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="The most rows one answer holds; "
+                                          "more are cut, saying how many there were.")] = 1000,
+) -> None:
+    """Serve the runs to a coding agent over MCP: named queries, read-only SQL, transcripts, findings.
+
+    Over stdin/stdout until the input closes (a client starts it). Needs the mcp extra; docs/mcp.md: setup.
+    """
+    from rlsql.serve import mcp
+
+    mcp(run, http=http, host=host, port=port, max_rows=max_rows, say=say)
+
+
 def _version(value: bool) -> None:
     if value:
         import duckdb

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from rlsql.serve.rlsql_core import UsageError
 
 INSTALL_HINT = "pip install 'rlsql[serve]'"
+MCP_INSTALL_HINT = "pip install 'rlsql[mcp]'"
 
 
 def require_serve() -> None:
@@ -95,3 +96,17 @@ def serve(runs: Sequence[str] | None, host: str | None = None, port: int | None 
     with sock, contextlib.suppress(KeyboardInterrupt):  # uvicorn stops cleanly on Ctrl-C, then raises it again
         server.run(sockets=[sock])
     say("stopped")
+
+
+def mcp(runs: Sequence[str] | None, http: bool = False, host: str | None = None, port: int | None = None,
+        max_rows: int | None = None, say=None) -> None:
+    """`rlsql mcp`: serve `runs` to an MCP client over stdio until its input closes, or with `http` over the SDK's
+    streamable HTTP until Ctrl-C (rlsql/serve/mcp_server.py)."""
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(f"rlsql mcp needs the MCP Python SDK, which is not installed: {MCP_INSTALL_HINT}") from exc
+    from rlsql.serve import mcp_server
+
+    say = say or (lambda line: print(f"rlsql: {line}", file=sys.stderr))
+    mcp_server.run(runs, http, host, port, max_rows, say)

@@ -377,9 +377,23 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
         Route("/api/events", events),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
+    return Starlette(routes=routes, middleware=guards(served), lifespan=lifespan)
+
+
+def guards(served: Served) -> list[Middleware]:
+    """The checks every request passes before any route (the pages, the API, `rlsql mcp --http`): no
+    cross-site request (SameOrigin); bound to the loopback, its Host must be a loopback name; bound beyond
+    it, the token (TokenGate)."""
     middleware = [Middleware(SameOrigin), Middleware(TokenGate, token=served.token)]
     if served.local:
         # bound to the loopback: a page elsewhere that rebinds its DNS name to 127.0.0.1 is refused
         middleware.insert(0, Middleware(TrustedHostMiddleware,
                                         allowed_hosts=["127.0.0.1", "localhost", "[::1]"]))
-    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    return middleware
+
+
+def behind_guards(app: ASGIApp, served: Served) -> ASGIApp:
+    """`app` (another ASGI application: the MCP SDK's) behind the same checks, outermost first."""
+    for cls, args, kwargs in reversed(guards(served)):
+        app = cls(app, *args, **kwargs)
+    return app

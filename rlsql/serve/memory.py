@@ -21,6 +21,12 @@ class Answer:
     truncated: bool = False
     runs: frozenset[str] = field(default_factory=frozenset)
     nbytes: int = 0
+    #: how many rows the answer had before the cut (len(rows) when nothing was cut; None: more than the row
+    #: limit, not counted to the end)
+    total: int | None = 0
+    #: rlsql's warnings while it was computed (a run lacking what a query reads, a damaged file): `rlsql mcp`
+    #: hears them and keeps them here, so an answer from memory says them again
+    warnings: list[str] = field(default_factory=list)
 
     def dicts(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]

@@ -457,7 +457,7 @@ def trial_page(served: Served, name: str, trial: str, full: bool) -> dict[str, A
     facts = dict(zip(row.columns, row.rows[0], strict=True))
     found: core.transcripts.Transcript | str
     try:
-        found = served.transcript(runs[0], trial)
+        found = served.transcript(runs[:1], trial)
     except (core.DataError, core.UsageError) as exc:
         found = str(exc)  # no trajectories in the run, or none for this trial: the CLI's line, saying where it looked
     return {"run": runs[0], "trial": trial, "row": row, "full": full, "cut_at": core.transcripts.CUT,

@@ -15,7 +15,8 @@ What is used, and why the public API does not do it:
 - rlsql.outputs.formats' JSON cell conversion and CSV rendering, so the API's rows are `rlsql query -f json`'s;
 - rlsql.engine.query.sql_failure: a DuckDB error as the CLI's one line with DuckDB's hint;
 - rlsql.outputs.transcript: `rlsql trial`'s transcript of one trial and its shaping (cut texts, folded copied
-  context, step titles), so the trial page shows what the CLI prints.
+  context, step titles), so the trial page shows what the CLI prints;
+- rlsql.inspection.describe and the version: `rlsql mcp`'s `describe` tool and the name it gives its client.
 """
 
 from __future__ import annotations
@@ -31,10 +32,13 @@ import duckdb
 
 from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
-from rlsql.core.errors import DataError, QueryError, RlsqlError, UsageError
+from rlsql.core.errors import DataError, QueryError, RlsqlError, RlsqlWarning, UsageError
 from rlsql.core.sqltext import identifier
+from rlsql.core.version import __version__
 from rlsql.engine.connection import LazyConnection, OnDemand
 from rlsql.engine.query import QueryResult, declared_params, run_query, sql_failure
+from rlsql.inspection.describe import Description
+from rlsql.inspection.describe import describe as _describe
 from rlsql.outputs import transcript as transcripts
 from rlsql.outputs.formats import _jsonable, display, to_csv, to_json
 from rlsql.runs import memorydb
@@ -48,6 +52,7 @@ __all__ = [
     "QueryError",
     "QueryResult",
     "RlsqlError",
+    "RlsqlWarning",
     "Run",
     "Settings",
     "UsageError",
@@ -58,6 +63,15 @@ __all__ = [
     "to_json",
     "transcripts",
 ]
+
+def version() -> str:
+    return __version__
+
+
+def describe(name: str, runs: Sequence[Run]) -> Description:
+    """`rlsql describe NAME --run ...`: the columns with DuckDB's types over `runs`, the header's facts."""
+    return _describe(name, runs)
+
 
 #: a JSON-ready cell exactly as `rlsql query -f json` writes it (NaN and inf as null, dates ISO 8601)
 json_cell: Callable[[Any], Any] = _jsonable

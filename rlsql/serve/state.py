@@ -175,7 +175,8 @@ class Served:
                 with deadline.running():
                     if deadline.expired:
                         raise self.stopped(deadline, name)
-                    return core.run_named(name, runs, params, lambda con, sql: self._fetch(con.execute(sql), runs))
+                    return core.run_named(name, runs, params, lambda con, sql: self._fetch(
+                        con.execute(sql), runs, lambda: self._count(con, sql, None)))
             except (core.RlsqlError, duckdb.Error) as exc:
                 if deadline.expired:
                     raise self.stopped(deadline, name) from exc
@@ -200,7 +201,8 @@ class Served:
                         deadline.watch(cursor)
                         if deadline.expired:
                             raise self.stopped(deadline, "SQL")
-                        return self._fetch(cursor.execute(sql, dict(params)) if params else cursor.execute(sql), runs)
+                        result = cursor.execute(sql, dict(params)) if params else cursor.execute(sql)
+                        return self._fetch(result, runs, lambda: self._count(cursor, sql, params))
                 except duckdb.Error as exc:
                     if deadline.expired:
                         raise self.stopped(deadline, "SQL") from exc
@@ -241,23 +243,39 @@ class Served:
             with self._lock:
                 del self._inflight[key]
 
-    def _fetch(self, result: duckdb.DuckDBPyConnection, runs: Sequence[core.Run]) -> Answer:
-        """A statement's rows within the row limit and the answer size (rows past either are not fetched)."""
+    def _fetch(self, result: duckdb.DuckDBPyConnection, runs: Sequence[core.Run],
+               count: Callable[[], int | None]) -> Answer:
+        """A statement's rows within the row limit and the answer size (rows past either are not fetched); a
+        cut answer's `total` counted by `count` (DuckDB runs the statement again under count(*))."""
         if not result.description:
             return Answer([], [], False, frozenset(r.name for r in runs))
         columns = [d[0] for d in result.description]
         rows, cut, nbytes = fetch_bounded(result, self.settings.serve_row_limit, self.answer_bytes)
+        total: int | None = len(rows)
         if cut:  # the rest of the statement is not wanted: stop it rather than let it run on
             result.interrupt()
-        return Answer(columns, rows, cut, frozenset(r.name for r in runs), nbytes)
+            total = count()
+        return Answer(columns, rows, cut, frozenset(r.name for r in runs), nbytes, total=total)
 
-    def transcript(self, run: core.Run, trial: str) -> core.transcripts.Transcript:
-        """`rlsql trial TRIAL --run RUN`'s steps (the trial page has its trials row already), within the time
-        limit. Not kept: it reads that one trial's files, and a trial in flight grows."""
+    @staticmethod
+    def _count(cursor: Any, sql: str, params: Mapping[str, Any] | None) -> int | None:
+        """The rows of `sql` counted by DuckDB (the statement run again under count(*), within the same time
+        limit: no row reaches Python); None when it cannot say (the time limit, or a text that does not
+        read as a subquery, such as one ending in a comment after its semicolon)."""
+        counting = f"SELECT count(*) FROM (\n{sql.strip().rstrip(';')}\n)"
+        try:
+            found = cursor.execute(counting, dict(params)) if params else cursor.execute(counting)
+            return int(found.fetchone()[0])
+        except duckdb.Error:
+            return None
+
+    def transcript(self, runs: Sequence[core.Run], trial: str, facts: bool = False) -> core.transcripts.Transcript:
+        """`rlsql trial TRIAL`'s steps over `runs` (with its trials row if `facts`: the trial page has it
+        already), within the time limit. Not kept: it reads that one trial's files, and a trial in flight grows."""
         deadline = self.deadline()
         try:
             with deadline.running():
-                return core.transcripts.transcript([run], trial, facts=False)
+                return core.transcripts.transcript(runs, trial, facts=facts)
         except (core.RlsqlError, duckdb.Error) as exc:
             if deadline.expired:
                 raise self.stopped(deadline, f"{trial}'s transcript") from exc
