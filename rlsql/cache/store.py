@@ -50,6 +50,8 @@ from rlsql.runs.folders import run_folder_at_or_above
 from rlsql.runs.memorydb import memory_connection, scalar
 
 CACHE_ENV = "RLSQL_CACHE_DIR"
+#: the folder of the runs fetched from URLs (rlsql/cache/mirrors.py keeps it)
+REMOTE_DIR = "remote"
 MARKER = "rlsql-cache.json"
 MARKER_FORMAT = "rlsql-parquet-cache"
 ENTRY_FORMAT = "rlsql-parquet-cache-entry"
@@ -426,8 +428,8 @@ def list_root(root: Path) -> Listing:
     except OSError:
         return listing
     for folder in top:
-        if folder.name == MARKER:
-            continue
+        if folder.name in (MARKER, REMOTE_DIR):
+            continue  # the mirrors of runs given as URLs: rlsql/cache/mirrors.py lists them
         if _marker_temp(folder.name) and _file_or_pipe(folder):
             listing.leftovers.append(folder)
             continue

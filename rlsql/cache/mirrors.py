@@ -1,0 +1,524 @@
+"""Runs where they live (`s3://`, `gs://`, `hf://`): fetched once into the cache folder, then read in place.
+
+A `--run` value that is a URL becomes a local folder before anything else looks at it: one recursive
+listing of the URL decides which files rlsql reads (the names a local run folder is scanned for,
+`wanted`: never the weights, optimizer state or anything else), and only the files that are new or
+changed since the last fetch (size and ETag, the Hub's blob id; on the Hub, nothing at all while the
+repository's commit is the one fetched) are copied, each under a temporary name and renamed. Every
+command then reads an ordinary run folder, the mirror: `<cache>/remote/<key>/<bucket or ORG/REPO>/<prefix>`,
+beside its record `<key>.json` (the URL, the revision, each file's size and ETag, when it was fetched).
+
+This is the one place a reading command writes: only here, only into rlsql's cache folder (docs/caching.md).
+A backend is imported only when a URL of its kind is given; credentials come from where the backend
+looks (the AWS chain, Google's application default credentials, HF_TOKEN or the stored Hub login), and
+nothing here prints them. When the store cannot be reached, the last fetched copy answers with one
+warning saying how old it is; with no copy, one line names the URL and why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from rlsql.cache import store
+from rlsql.core import settings
+from rlsql.core.errors import DataError, RlsqlWarning, UsageError
+from rlsql.runs import writes
+from rlsql.runs.folders import (
+    CONFIG_NAMES,
+    HARBOR_DIR,
+    HARBOR_RESULT,
+    Run,
+    artifact_name,
+    split_alias,
+)
+from rlsql.runs.folders import (
+    resolve_runs as resolve_local,
+)
+from rlsql.runs.logfiles import LOG_SUFFIXES, LOGS_DIR
+from rlsql.runs.trajectories import AGENT_DIR, segments_of
+
+REMOTE_DIR = store.REMOTE_DIR
+RECORD_FORMAT = "rlsql-remote-mirror"
+#: scheme -> (the module it needs, the extra that installs it)
+BACKENDS = {"s3": ("s3fs", "s3"), "gs": ("gcsfs", "gcs"), "hf": ("huggingface_hub", "hf")}
+_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
+#: a Hub revision that is a commit: what it names never changes
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_KEY = re.compile(r"^[0-9a-f]{16}$")
+
+
+def is_url(spec: str | Path) -> bool:
+    return isinstance(spec, str) and _URL.match(spec) is not None
+
+
+@dataclass(frozen=True)
+class Location:
+    """What a run URL names: a store (`s3`, `gs`, `hf`), its bucket or repository, a path under it."""
+
+    given: str
+    scheme: str
+    root: str
+    prefix: str = ""
+    repo_type: str = "model"
+    revision: str | None = None
+
+    @property
+    def key(self) -> str:
+        canonical = json.dumps([self.scheme, self.repo_type, self.root, self.prefix, self.revision])
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The mirror's path under its key: the last part names the run, as a local folder's name does."""
+        return tuple(p for p in f"{self.root}/{self.prefix}".split("/") if p)
+
+    def url(self, sub: str = "") -> str:
+        """The URL of the location, or of a file or folder `sub` below it (revision included)."""
+        path = "/".join(p for p in (self.prefix, sub) if p)
+        if self.scheme == "hf":
+            kind = "datasets/" if self.repo_type == "dataset" else ""
+            revision = f"@{self.revision}" if self.revision else ""
+            return f"hf://{kind}{self.root}{revision}" + (f"/{path}" if path else "")
+        return f"{self.scheme}://{self.root}" + (f"/{path}" if path else "")
+
+
+def parse(url: str) -> Location:
+    """The Location a run URL names, or a UsageError saying what rlsql reads."""
+    match = _URL.match(url)
+    if match is None:
+        raise UsageError(f"{url}: not a URL")
+    scheme, rest = match["scheme"].lower(), match["rest"]
+    scheme = "gs" if scheme == "gcs" else scheme
+    if scheme not in BACKENDS:
+        raise UsageError(f"{url}: rlsql reads runs from s3://, gs:// and hf:// URLs, not {scheme}://; "
+                         "copy the run folder here and give its path")
+    parts = [p for p in rest.split("/") if p]
+    if any(p in (".", "..") for p in parts):
+        raise UsageError(f"{url}: a run URL cannot hold . or .. segments")
+    if scheme != "hf":
+        if not parts:
+            raise UsageError(f"{url}: name a bucket ({scheme}://BUCKET/PREFIX)")
+        return Location(url, scheme, parts[0], "/".join(parts[1:]))
+    repo_type = "model"
+    if parts and parts[0] in ("datasets", "models"):
+        repo_type = "dataset" if parts[0] == "datasets" else "model"
+        parts = parts[1:]
+    if len(parts) < 2:
+        raise UsageError(f"{url}: name a Hub repository (hf://ORG/REPO[@REVISION], hf://datasets/ORG/REPO)")
+    name, at, revision = parts[1].partition("@")
+    if not name or (at and not revision):
+        raise UsageError(f"{url}: an empty repository name or revision")
+    return Location(url, "hf", f"{parts[0]}/{name}", "/".join(parts[2:]), repo_type, revision or None)
+
+
+# --- which files a run folder's scan reads -----------------------------------------------------
+
+
+def run_file(parts: Sequence[str]) -> bool:
+    """Whether a file at `parts` below a run folder is one rlsql reads (rlsql/runs/folders.py scan_folder,
+    logfiles.find_logs, harbor.list_trials, trajectories.list_trajectories look for the same names)."""
+    name = parts[-1]
+    if len(parts) == 1:
+        return name in CONFIG_NAMES or artifact_name(name) or name.endswith(LOG_SUFFIXES)
+    if len(parts) == 2:
+        return parts[0] == LOGS_DIR and name.endswith(LOG_SUFFIXES)
+    if parts[0] != HARBOR_DIR:
+        return False
+    if len(parts) == 3:
+        return name == HARBOR_RESULT
+    return len(parts) == 4 and parts[2] == AGENT_DIR and bool(segments_of([name]))
+
+
+def wanted(rel: str) -> bool:
+    """Whether the listed file `rel` (relative to the URL) is read: the URL is a run folder, or a folder of runs."""
+    parts = rel.split("/")
+    return run_file(parts) or (len(parts) > 1 and run_file(parts[1:]))
+
+
+def trial_folders(rels: Iterable[str]) -> set[str]:
+    """The trial folders (`trace_jobs/<trial>`) the listing holds, made in the mirror even when rlsql reads
+    none of their files: a trial Harbor has not finished is counted as a local one is."""
+    found = set()
+    for rel in rels:
+        parts = rel.split("/")
+        for start in (0, 1):
+            if len(parts) > start + 2 and parts[start] == HARBOR_DIR:
+                found.add("/".join(parts[:start + 2]))
+    return found
+
+
+# --- the stores --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A file of the listing: its path relative to the URL, size and version (ETag, generation, blob id)."""
+
+    rel: str
+    size: int
+    version: str
+
+
+def _backend(loc: Location) -> Any:
+    module, extra = BACKENDS[loc.scheme]
+    try:
+        return __import__(module)
+    except ImportError:
+        raise UsageError(f"{loc.given}: reading {loc.scheme}:// runs needs {module}: "
+                         f"pip install 'rlsql[{extra}]'") from None
+
+
+class _Bucket:
+    """An S3 or GCS bucket through its fsspec filesystem (no listing cache: each refresh lists once)."""
+
+    def __init__(self, loc: Location):
+        self.loc = loc
+        backend = _backend(loc)
+        if loc.scheme == "s3":
+            self.fs = backend.S3FileSystem(skip_instance_cache=True, use_listings_cache=False)
+        else:
+            self.fs = backend.GCSFileSystem(skip_instance_cache=True, use_listings_cache=False)
+        self.base = f"{loc.root}/{loc.prefix}".rstrip("/")
+
+    def revision(self) -> str | None:
+        return None
+
+    def files(self, revision: str | None) -> list[Listed]:
+        found = self.fs.find(self.base, detail=True)
+        out = []
+        for path, info in found.items():
+            if info.get("type", "file") != "file" or not path.startswith(self.base + "/"):
+                continue
+            version = info.get("ETag") or info.get("etag") or info.get("generation") or info.get("md5Hash") or ""
+            out.append(Listed(path[len(self.base) + 1:], int(info.get("size") or 0), str(version).strip('"')))
+        if not out and not self.fs.exists(self.loc.root):
+            raise FileNotFoundError(self.loc.root)
+        return out
+
+    def fetch(self, file: Listed, revision: str | None, target: Path) -> None:
+        self.fs.get_file(f"{self.base}/{file.rel}", str(target))
+
+
+class _HubRepo:
+    """A Hugging Face Hub repository through huggingface_hub's API (HF_ENDPOINT, HF_TOKEN or the stored login)."""
+
+    def __init__(self, loc: Location):
+        self.loc = loc
+        backend = _backend(loc)
+        self.api = backend.HfApi()
+
+    def revision(self) -> str | None:
+        info = self.api.repo_info(self.loc.root, repo_type=self.loc.repo_type, revision=self.loc.revision)
+        return str(info.sha)
+
+    def files(self, revision: str | None) -> list[Listed]:
+        from huggingface_hub.hf_api import RepoFile
+
+        tree = self.api.list_repo_tree(self.loc.root, path_in_repo=self.loc.prefix or None, recursive=True,
+                                       revision=revision, repo_type=self.loc.repo_type)
+        skip = len(self.loc.prefix) + 1 if self.loc.prefix else 0
+        return [Listed(f.path[skip:], f.size, f.blob_id) for f in tree if isinstance(f, RepoFile)]
+
+    def fetch(self, file: Listed, revision: str | None, target: Path) -> None:
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+        path = "/".join(p for p in (self.loc.prefix, file.rel) if p)
+        url = hf_hub_url(self.loc.root, path, repo_type=self.loc.repo_type, revision=revision,
+                         endpoint=self.api.endpoint)
+        with get_session().stream("GET", url, headers=build_hf_headers(), follow_redirects=True) as response:
+            hf_raise_for_status(response)
+            with target.open("xb") as fh:
+                for chunk in response.iter_bytes(1 << 20):
+                    fh.write(chunk)
+
+
+#: exception class names (anywhere in the chain) -> (why, the store could not be reached at all)
+_WHY = [
+    (("NoCredentialsError", "PartialCredentialsError", "DefaultCredentialsError", "RefreshError"),
+     "no credentials (rlsql uses the store's usual ones: the AWS chain, Google's application default "
+     "credentials, HF_TOKEN or the stored Hub login)", False),
+    (("RevisionNotFoundError",), "no such revision", False),
+    (("GatedRepoError",), "no permission (a gated repository: accept its terms and set HF_TOKEN)", False),
+    (("RepositoryNotFoundError",), "no such repository (or no permission to see it: set HF_TOKEN)", False),
+    (("PermissionError",), "no permission (check the credentials)", False),
+    (("FileNotFoundError", "NoSuchBucket"), "no such bucket or prefix", False),
+    (("OfflineModeIsEnabled",), "HF_HUB_OFFLINE is set", True),
+    (("EndpointConnectionError", "ClientConnectorError", "ConnectError", "ConnectTimeout", "ConnectionError",
+      "ServerDisconnectedError", "ReadTimeout", "TimeoutError", "TransportError", "ConnectionRefusedError",
+      "ClientOSError"), "the store cannot be reached", True),
+]
+
+
+def why(exc: BaseException) -> tuple[str, bool]:
+    """(why a listing failed, in words that name no secret; whether the store was unreachable)."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    names = {cls.__name__ for e in chain for cls in type(e).__mro__}
+    for classes, reason, unreachable in _WHY:
+        if names.intersection(classes):
+            return reason, unreachable
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if status in (401, 403):
+        return "no permission (check the credentials)", False
+    first = (str(exc).splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}{': ' + first if first else ''}", False
+
+
+# --- the mirror --------------------------------------------------------------------------------
+
+
+def _root() -> Path:
+    root = settings.current().cache_dir
+    if root is None:
+        raise UsageError("run URLs are fetched into the cache folder, and there is none: HOME is not set; "
+                         f"set {store.CACHE_ENV}")
+    try:
+        return store.ensure_root(root)
+    except store.CacheUnavailable as exc:
+        raise UsageError(f"run URLs are fetched into the cache folder: {exc}") from exc
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) and record.get("format") == RECORD_FORMAT else {}
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{int(seconds)} seconds"
+
+
+class _Progress:
+    """One line on stderr, rewritten as files arrive; only on a terminal."""
+
+    def __init__(self, url: str, total: int, size: int):
+        self.on = total > 0 and sys.stderr.isatty()
+        self.url, self.total, self.size, self.done, self.bytes = url, total, size, 0, 0
+
+    def step(self, size: int) -> None:
+        self.done, self.bytes = self.done + 1, self.bytes + size
+        if self.on:
+            sys.stderr.write(f"\rfetching {self.url}: {self.done}/{self.total} files, "
+                             f"{self.bytes / 2**20:.1f} of {self.size / 2**20:.1f} MiB")
+            sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.on:
+            sys.stderr.write("\n")
+
+
+def mirror(url: str) -> Path:
+    """The local folder holding what rlsql reads of `url`, fetched or refreshed now."""
+    loc = parse(url)
+    root = _root()
+    base = root / REMOTE_DIR
+    record_path, folder = base / f"{loc.key}.json", base / loc.key
+    target = folder.joinpath(*loc.parts)
+    record = read_record(record_path)
+    if record and target.is_dir() and loc.revision and _COMMIT.match(loc.revision) \
+            and record.get("revision") == loc.revision:
+        store.touch(store.Entry(record_path, record_path))
+        return target  # a commit never changes: its complete copy answers without a request
+    source: _Bucket | _HubRepo = _HubRepo(loc) if loc.scheme == "hf" else _Bucket(loc)
+    try:
+        revision = source.revision()
+        if revision is not None and record.get("revision") == revision and target.is_dir():
+            store.touch(store.Entry(record_path, record_path))
+            return target
+        listing = source.files(revision)
+    except Exception as exc:
+        reason, _ = why(exc)
+        if record and target.is_dir():
+            age = _age(max(0.0, time.time() - float(record.get("fetched_epoch", 0))))
+            warnings.warn(f"{url}: {reason}; answering from the copy fetched {age} ago "
+                          f"({record.get('fetched_at')})", RlsqlWarning, stacklevel=3)
+            return target
+        raise DataError(f"{url}: {reason}") from None
+    with store.build_lock(root):
+        _refresh(loc, source, revision, listing, record, record_path, target)
+    return target
+
+
+def _refresh(loc: Location, source: _Bucket | _HubRepo, revision: str | None, listing: list[Listed],
+             record: dict[str, Any], record_path: Path, target: Path) -> None:
+    """Copy the wanted files that changed, remove those gone, and record what the mirror now holds."""
+    files = {f.rel: f for f in listing if wanted(f.rel) and _safe(f.rel)}
+    if not files:
+        raise DataError(f"{loc.given}: no run files there (looked for what a run folder holds: metrics, trials and "
+                        f"vLLM CSVs, rl_config.yaml, {HARBOR_DIR}/*/{HARBOR_RESULT}, *.out/*.log logs)")
+    held: dict[str, Any] = record.get("files", {}) if record.get("url") == loc.url() else {}
+    changed = [f for rel, f in sorted(files.items())
+               if held.get(rel) != {"size": f.size, "version": f.version} or not (target / rel).is_file()]
+    progress = _Progress(loc.given, len(changed), sum(f.size for f in changed))
+    try:
+        for file in changed:
+            path = target / file.rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = writes.temp_name(path)
+            try:
+                source.fetch(file, revision, tmp)
+                os.replace(tmp, path)
+            except Exception as exc:
+                reason, _ = why(exc)
+                raise DataError(f"{loc.url(file.rel)}: cannot fetch ({reason})") from None
+            finally:
+                tmp.unlink(missing_ok=True)
+            progress.step(file.size)
+    finally:
+        progress.end()
+    for rel in sorted(set(held) - set(files)):
+        with contextlib.suppress(OSError):
+            (target / rel).unlink()
+    for rel in sorted(trial_folders(f.rel for f in listing if _safe(f.rel))):
+        (target / rel).mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    store.write_json(record_path, {
+        "format": RECORD_FORMAT, "url": loc.url(), "revision": revision,
+        "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)), "fetched_epoch": now,
+        "files": {rel: {"size": f.size, "version": f.version} for rel, f in sorted(files.items())},
+    })
+
+
+def _safe(rel: str) -> bool:
+    """A listed name that stays inside the mirror (no empty, `.` or `..` parts)."""
+    return all(p not in ("", ".", "..") for p in rel.split("/"))
+
+
+# --- runs given as URLs ------------------------------------------------------------------------
+
+
+def local_specs(specs: Iterable[str | Path]) -> list[str | Path]:
+    """`--run` values with each URL (or NAME=URL) replaced by its mirror, fetched or refreshed."""
+    out: list[str | Path] = []
+    for spec in specs:
+        alias, target = split_alias(spec)
+        if isinstance(target, str) and is_url(target):
+            path = mirror(target)
+            out.append(f"{alias}={path}" if alias else path)
+        else:
+            out.append(spec)
+    return out
+
+
+def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
+    """rlsql/runs/folders.py resolve_runs, where a value may also be a URL (a run or a folder of runs)."""
+    if isinstance(specs, (str, Path)):
+        specs = [specs]
+    return resolve_local(None if specs is None else local_specs(specs))
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a mirrored run came from: its URL, the revision (Hub) and each file's version (ETag, blob id)."""
+
+    url: str
+    revision: str | None
+    fetched_at: str | None
+    versions: dict[str, str]
+
+
+def origin(path: Path) -> Origin | None:
+    """The Origin of a run folder that is a mirror (`<cache>/remote/<key>/...`), else None."""
+    root = settings.current().cache_dir
+    if root is None:
+        return None
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(root)) / REMOTE_DIR)
+    except ValueError:
+        return None
+    if len(rel.parts) < 2 or not _KEY.match(rel.parts[0]):
+        return None
+    record = read_record(root / REMOTE_DIR / f"{rel.parts[0]}.json")
+    if not record:
+        return None
+    # the run's place below the URL: the mirror's path past the URL's own parts
+    loc_parts = len(parse(record["url"]).parts)
+    below = PurePosixPath(*rel.parts[1 + loc_parts:]).as_posix() if len(rel.parts) > 1 + loc_parts else ""
+    url = str(record["url"]).rstrip("/") + (f"/{below}" if below else "")
+    prefix = f"{below}/" if below else ""
+    versions = {rel_name[len(prefix):]: str(v.get("version")) for rel_name, v in record.get("files", {}).items()
+                if rel_name.startswith(prefix)}
+    return Origin(url, record.get("revision"), record.get("fetched_at"), versions)
+
+
+# --- the cache's commands ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """One mirror in the cache folder: its record, folder, size and when it was last used."""
+
+    record: Path
+    folder: Path
+    url: str
+    size: int
+    files: int
+    used: float
+
+
+def list_mirrors(root: Path) -> list[Mirror]:
+    """The mirrors rlsql wrote under `root` (a record of its format beside its folder); nothing else."""
+    base = root / REMOTE_DIR
+    try:
+        records = sorted(p for p in base.iterdir() if p.suffix == ".json" and _KEY.match(p.stem))
+    except OSError:
+        return []
+    found = []
+    for path in records:
+        record = read_record(path)
+        if not record:
+            continue
+        folder = base / path.stem
+        size = count = 0
+        for f in folder.rglob("*"):
+            with contextlib.suppress(OSError):
+                if f.is_file() and not f.is_symlink():
+                    size, count = size + f.stat().st_size, count + 1
+        with contextlib.suppress(OSError):
+            found.append(Mirror(path, folder, str(record.get("url")), size, count, path.stat().st_mtime))
+    return found
+
+
+def delete_mirror(mirror: Mirror) -> int:
+    """Remove a mirror (its folder first, then its record); returns the bytes freed."""
+    if mirror.folder.is_dir() and not mirror.folder.is_symlink():
+        gone = writes.temp_name(mirror.folder)
+        with contextlib.suppress(OSError):
+            os.rename(mirror.folder, gone)
+            shutil.rmtree(gone, ignore_errors=True)
+    mirror.record.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        mirror.record.parent.rmdir()  # only when empty
+    return mirror.size
+
+
+def sweep(root: Path) -> int:
+    """Remove what killed fetches left in the mirrors (rlsql's temporary names of gone processes)."""
+    base = root / REMOTE_DIR
+    swept = len(writes.sweep(base)) if base.is_dir() else 0
+    for mirror in list_mirrors(root):
+        for folder in [mirror.folder, *(p for p in mirror.folder.rglob("*") if p.is_dir())]:
+            swept += len(writes.sweep(folder))
+    return swept
