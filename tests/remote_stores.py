@@ -159,10 +159,12 @@ class HubStore:
 
     def answer(self, h: BaseHTTPRequestHandler, method: str) -> None:
         path = unquote(urlsplit(h.path).path)
-        api = re.match(r"^/api/(models|datasets)/([^/]+/[^/]+)/(revision|tree|paths-info)/([^/]+)(?:/(.*))?$", path)
+        api = re.match(r"^/api/(models|datasets)/([^/]+/[^/]+)(?:/(revision|tree|paths-info)/([^/]+)(?:/(.*))?)?$",
+                       path)
         resolve = re.match(r"^/(?:(datasets)/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)$", path)
         if api:
             kind, repo_id, route, revision, sub = api.groups()
+            route, revision = route or "revision", revision or "main"  # the repository's info: its main branch
         elif resolve:
             kind, repo_id, revision, sub = resolve.groups()
             kind, route = kind or "", "resolve"

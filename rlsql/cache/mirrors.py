@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import sys
 import time
 import warnings
@@ -50,13 +49,11 @@ from rlsql.runs.logfiles import LOG_SUFFIXES, LOGS_DIR
 from rlsql.runs.trajectories import AGENT_DIR, segments_of
 
 REMOTE_DIR = store.REMOTE_DIR
-RECORD_FORMAT = "rlsql-remote-mirror"
 #: scheme -> (the module it needs, the extra that installs it)
 BACKENDS = {"s3": ("s3fs", "s3"), "gs": ("gcsfs", "gcs"), "hf": ("huggingface_hub", "hf")}
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
 #: a Hub revision that is a commit: what it names never changes
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_KEY = re.compile(r"^[0-9a-f]{16}$")
 
 
 def is_url(spec: str | Path) -> bool:
@@ -294,14 +291,6 @@ def _root() -> Path:
         raise UsageError(f"run URLs are fetched into the cache folder: {exc}") from exc
 
 
-def read_record(path: Path) -> dict[str, Any]:
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) and record.get("format") == RECORD_FORMAT else {}
-
-
 def _age(seconds: float) -> str:
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= size:
@@ -336,7 +325,7 @@ def mirror(url: str) -> Path:
     base = root / REMOTE_DIR
     record_path, folder = base / f"{loc.key}.json", base / loc.key
     target = folder.joinpath(*loc.parts)
-    record = read_record(record_path)
+    record = store.read_mirror_record(record_path)
     if record and target.is_dir() and loc.revision and _COMMIT.match(loc.revision) \
             and record.get("revision") == loc.revision:
         store.touch(store.Entry(record_path, record_path))
@@ -395,7 +384,7 @@ def _refresh(loc: Location, source: _Bucket | _HubRepo, revision: str | None, li
         (target / rel).mkdir(parents=True, exist_ok=True)
     now = time.time()
     store.write_json(record_path, {
-        "format": RECORD_FORMAT, "url": loc.url(), "revision": revision,
+        "format": store.MIRROR_FORMAT, "url": loc.url(), "revision": revision,
         "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)), "fetched_epoch": now,
         "files": {rel: {"size": f.size, "version": f.version} for rel, f in sorted(files.items())},
     })
@@ -412,14 +401,26 @@ def _safe(rel: str) -> bool:
 def local_specs(specs: Iterable[str | Path]) -> list[str | Path]:
     """`--run` values with each URL (or NAME=URL) replaced by its mirror, fetched or refreshed."""
     out: list[str | Path] = []
+    fetched: set[Path] = set()
     for spec in specs:
         alias, target = split_alias(spec)
         if isinstance(target, str) and is_url(target):
             path = mirror(target)
             out.append(f"{alias}={path}" if alias else path)
+            fetched.add(_mirror_folder(path))
         else:
             out.append(spec)
+    if fetched:  # the size limit counts the mirrors: the least recently used go, never one this command reads
+        root = _root()
+        store.evict(root, settings.current().cache_max_bytes, keep=frozenset(fetched))
     return out
+
+
+def _mirror_folder(path: Path) -> Path:
+    """The mirror folder (`<cache>/remote/<key>`) a path inside one lies in."""
+    while not store.MIRROR_KEY.match(path.name) or path.parent.name != REMOTE_DIR:
+        path = path.parent
+    return path
 
 
 def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
@@ -431,16 +432,21 @@ def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
 
 @dataclass(frozen=True)
 class Origin:
-    """Where a mirrored run came from: its URL, the revision (Hub) and each file's version (ETag, blob id)."""
+    """Where a mirrored run came from: its URL, the Hub's commit, and each file's version (ETag, blob id)."""
 
     url: str
     revision: str | None
     fetched_at: str | None
     versions: dict[str, str]
 
+    def shown(self) -> str:
+        """The URL, with the Hub commit the copy holds when the URL does not pin it."""
+        pinned = self.revision is None or f"@{self.revision}" in self.url
+        return self.url if pinned else f"{self.url} (commit {self.revision})"
 
-def origin(path: Path) -> Origin | None:
-    """The Origin of a run folder that is a mirror (`<cache>/remote/<key>/...`), else None."""
+
+def _located(path: Path) -> tuple[dict[str, Any], str] | None:
+    """(the mirror's record, `path` relative to the record's URL) for a path inside a mirror, else None."""
     root = settings.current().cache_dir
     if root is None:
         return None
@@ -448,77 +454,43 @@ def origin(path: Path) -> Origin | None:
         rel = Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(root)) / REMOTE_DIR)
     except ValueError:
         return None
-    if len(rel.parts) < 2 or not _KEY.match(rel.parts[0]):
+    if len(rel.parts) < 2 or not store.MIRROR_KEY.match(rel.parts[0]):
         return None
-    record = read_record(root / REMOTE_DIR / f"{rel.parts[0]}.json")
-    if not record:
+    record = store.read_mirror_record(root / REMOTE_DIR / f"{rel.parts[0]}.json")
+    try:
+        skip = 1 + len(parse(str(record["url"])).parts)
+    except (KeyError, UsageError):
         return None
-    # the run's place below the URL: the mirror's path past the URL's own parts
-    loc_parts = len(parse(record["url"]).parts)
-    below = PurePosixPath(*rel.parts[1 + loc_parts:]).as_posix() if len(rel.parts) > 1 + loc_parts else ""
-    url = str(record["url"]).rstrip("/") + (f"/{below}" if below else "")
+    return record, PurePosixPath(*rel.parts[skip:]).as_posix() if len(rel.parts) > skip else ""
+
+
+def origin(path: Path) -> Origin | None:
+    """The Origin of a run folder that is a mirror (`<cache>/remote/<key>/...`), else None."""
+    found = _located(path)
+    if found is None:
+        return None
+    record, below = found
     prefix = f"{below}/" if below else ""
-    versions = {rel_name[len(prefix):]: str(v.get("version")) for rel_name, v in record.get("files", {}).items()
-                if rel_name.startswith(prefix)}
+    versions = {rel[len(prefix):]: str(v.get("version")) for rel, v in record.get("files", {}).items()
+                if rel.startswith(prefix)}
+    url = str(record["url"]).rstrip("/") + (f"/{below}" if below else "")
     return Origin(url, record.get("revision"), record.get("fetched_at"), versions)
 
 
-# --- the cache's commands ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Mirror:
-    """One mirror in the cache folder: its record, folder, size and when it was last used."""
-
-    record: Path
-    folder: Path
-    url: str
-    size: int
-    files: int
-    used: float
-
-
-def list_mirrors(root: Path) -> list[Mirror]:
-    """The mirrors rlsql wrote under `root` (a record of its format beside its folder); nothing else."""
-    base = root / REMOTE_DIR
-    try:
-        records = sorted(p for p in base.iterdir() if p.suffix == ".json" and _KEY.match(p.stem))
-    except OSError:
-        return []
-    found = []
-    for path in records:
-        record = read_record(path)
-        if not record:
-            continue
-        folder = base / path.stem
-        size = count = 0
-        for f in folder.rglob("*"):
-            with contextlib.suppress(OSError):
-                if f.is_file() and not f.is_symlink():
-                    size, count = size + f.stat().st_size, count + 1
-        with contextlib.suppress(OSError):
-            found.append(Mirror(path, folder, str(record.get("url")), size, count, path.stat().st_mtime))
-    return found
-
-
-def delete_mirror(mirror: Mirror) -> int:
-    """Remove a mirror (its folder first, then its record); returns the bytes freed."""
-    if mirror.folder.is_dir() and not mirror.folder.is_symlink():
-        gone = writes.temp_name(mirror.folder)
-        with contextlib.suppress(OSError):
-            os.rename(mirror.folder, gone)
-            shutil.rmtree(gone, ignore_errors=True)
-    mirror.record.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        mirror.record.parent.rmdir()  # only when empty
-    return mirror.size
-
-
-def sweep(root: Path) -> int:
-    """Remove what killed fetches left in the mirrors (rlsql's temporary names of gone processes)."""
-    base = root / REMOTE_DIR
-    swept = len(writes.sweep(base)) if base.is_dir() else 0
-    for mirror in list_mirrors(root):
-        for folder in [mirror.folder, *(p for p in mirror.folder.rglob("*") if p.is_dir())]:
-            swept += len(writes.sweep(folder))
-    return swept
+def file_origin(path: Path) -> dict[str, Any]:
+    """For a file (or folder) of a mirror: its URL, version (ETag, blob id), the Hub commit and when it was
+    fetched; else {}."""
+    found = _located(path)
+    if found is None:
+        return {}
+    record, rel = found
+    files = record.get("files", {})
+    held = files.get(rel)
+    if held is None and not any(name.startswith(f"{rel}/") for name in files):
+        return {}
+    out = {"url": str(record["url"]).rstrip("/") + (f"/{rel}" if rel else ""), "fetched_at": record.get("fetched_at")}
+    if held is not None:  # a folder (trace_jobs) has no version of its own: its files' are in the listing's record
+        out["version"] = held.get("version")
+    if record.get("revision"):
+        out["revision"] = record["revision"]
+    return out
