@@ -11,7 +11,6 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -99,6 +98,11 @@ class S3Store:
         self.stop()
 
 
+#: what huggingface_hub asks the Hub for on its own, whatever the call (its registry of AI agent harnesses,
+#: at most once a day): answered 404 and not counted as rlsql's requests
+LIBRARY_OWN = {"/api/agent-harnesses"}
+
+
 class HubStore:
     """A stand-in for the Hub's HTTP API: repositories (model or dataset) with commits of files, and the routes
     huggingface_hub calls for them: revision info, the recursive tree listing, paths-info, and resolve (with
@@ -127,7 +131,9 @@ class HubStore:
                 pass
 
             def do_GET(self) -> None:
-                store.requests.append(("GET", unquote(urlsplit(self.path).path)))
+                path = unquote(urlsplit(self.path).path)
+                if path not in LIBRARY_OWN:
+                    store.requests.append(("GET", path))
                 store.answer(self, "GET")
 
             def do_HEAD(self) -> None:
@@ -176,7 +182,8 @@ class HubStore:
             return self._send(h, 404, message, {"X-Error-Code": found, "Content-Type": "application/json"})
         sha, files = found
         if route == "revision":
-            body = {"id": repo_id, "sha": sha, "siblings": [{"rfilename": p} for p in sorted(files)]}
+            body = {"id": repo_id, "sha": sha, "lastModified": "2026-06-02T17:42:31.000Z",
+                    "siblings": [{"rfilename": p} for p in sorted(files)]}
             return self._json(h, body)
         if route == "tree":
             prefix = f"{sub}/" if sub else ""
@@ -231,8 +238,3 @@ class HubStore:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def requests_by_kind(requests: list[tuple[str, str]]) -> Iterator[str]:
-    for _, path in requests:
-        yield "resolve" if "/resolve/" in path else path.split("/")[4] if path.startswith("/api/") else "other"

@@ -166,6 +166,19 @@ class Listed:
     rel: str
     size: int
     version: str
+    #: when the store last wrote it (its copy keeps that modification time: the vLLM year is read against a
+    #: raw log's, docs/semantics.md), None when the store does not say
+    mtime: float | None = None
+
+
+def _epoch(value: Any) -> float | None:
+    """A listing's time (a datetime, or an ISO 8601 string) as seconds since the epoch."""
+    import datetime as dt
+
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return value.timestamp() if isinstance(value, dt.datetime) else None
 
 
 def _backend(loc: Location) -> Any:
@@ -199,7 +212,8 @@ class _Bucket:
             if info.get("type", "file") != "file" or not path.startswith(self.base + "/"):
                 continue
             version = info.get("ETag") or info.get("etag") or info.get("generation") or info.get("md5Hash") or ""
-            out.append(Listed(path[len(self.base) + 1:], int(info.get("size") or 0), str(version).strip('"')))
+            out.append(Listed(path[len(self.base) + 1:], int(info.get("size") or 0), str(version).strip('"'),
+                              _epoch(info.get("LastModified") or info.get("updated"))))
         if not out and not self.fs.exists(self.loc.root):
             raise FileNotFoundError(self.loc.root)
         return out
@@ -215,9 +229,11 @@ class _HubRepo:
         self.loc = loc
         backend = _backend(loc)
         self.api = backend.HfApi()
+        self.modified: float | None = None
 
     def revision(self) -> str | None:
         info = self.api.repo_info(self.loc.root, repo_type=self.loc.repo_type, revision=self.loc.revision)
+        self.modified = _epoch(getattr(info, "last_modified", None))  # the listing has no times of its own
         return str(info.sha)
 
     def files(self, revision: str | None) -> list[Listed]:
@@ -226,15 +242,17 @@ class _HubRepo:
         tree = self.api.list_repo_tree(self.loc.root, path_in_repo=self.loc.prefix or None, recursive=True,
                                        revision=revision, repo_type=self.loc.repo_type)
         skip = len(self.loc.prefix) + 1 if self.loc.prefix else 0
-        return [Listed(f.path[skip:], f.size, f.blob_id) for f in tree if isinstance(f, RepoFile)]
+        return [Listed(f.path[skip:], f.size, f.blob_id, self.modified) for f in tree if isinstance(f, RepoFile)]
 
     def fetch(self, file: Listed, revision: str | None, target: Path) -> None:
-        from huggingface_hub import hf_hub_url
+        from urllib.parse import quote
+
         from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
         path = "/".join(p for p in (self.loc.prefix, file.rel) if p)
-        url = hf_hub_url(self.loc.root, path, repo_type=self.loc.repo_type, revision=revision,
-                         endpoint=self.api.endpoint)
+        # the resolve route of the API's own endpoint (hf_hub_url keeps the endpoint read at its import)
+        kind = "datasets/" if self.loc.repo_type == "dataset" else ""
+        url = f"{self.api.endpoint}/{kind}{self.loc.root}/resolve/{quote(revision or 'main', safe='')}/{quote(path)}"
         with get_session().stream("GET", url, headers=build_hf_headers(), follow_redirects=True) as response:
             hf_raise_for_status(response)
             with target.open("xb") as fh:
@@ -368,6 +386,8 @@ def _refresh(loc: Location, source: _Bucket | _HubRepo, revision: str | None, li
             tmp = writes.temp_name(path)
             try:
                 source.fetch(file, revision, tmp)
+                if file.mtime is not None:
+                    os.utime(tmp, (file.mtime, file.mtime))
                 os.replace(tmp, path)
             except Exception as exc:
                 reason, _ = why(exc)
