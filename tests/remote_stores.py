@@ -7,10 +7,12 @@ command cost and which files were fetched. Each is a context manager: started on
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,11 @@ from urllib.parse import unquote, urlsplit
 
 def folder_files(folder: Path, under: str = "") -> dict[str, bytes]:
     """Every file below `folder` by its relative path (prefixed with `under/`), as the store holds it."""
-    return {f"{under}/{p.relative_to(folder).as_posix()}".lstrip("/"): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        f"{under}/{p.relative_to(folder).as_posix()}".lstrip("/"): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 class S3Store:
@@ -28,6 +33,8 @@ class S3Store:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, str]] = []
+        #: seconds added to every answer (bench/remote.py: a store far away)
+        self.delay = 0.0
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
@@ -42,8 +49,11 @@ class S3Store:
         app = DomainDispatcherApplication(create_backend_app)
 
         def counting(environ: dict, start_response: Any) -> Any:
-            self.requests.append((environ["REQUEST_METHOD"], unquote(environ.get("PATH_INFO", "")),
-                                  environ.get("QUERY_STRING", "")))
+            self.requests.append(
+                (environ["REQUEST_METHOD"], unquote(environ.get("PATH_INFO", "")), environ.get("QUERY_STRING", ""))
+            )
+            if self.delay:
+                time.sleep(self.delay)
             return app(environ, start_response)
 
         self._server = make_server("127.0.0.1", 0, counting, threaded=True, request_handler=Quiet)
@@ -56,22 +66,31 @@ class S3Store:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def env(self) -> dict[str, str]:
-        """What a process needs to reach this store through the AWS chain (fake keys: moto takes any)."""
-        return {"AWS_ENDPOINT_URL_S3": self.endpoint, "AWS_ACCESS_KEY_ID": "testing",
-                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+        """What a process needs to reach this store through the AWS chain (fake keys: moto takes any); one
+        attempt per call, so a stopped store fails at once instead of after botocore's backoff."""
+        return {
+            "AWS_ENDPOINT_URL_S3": self.endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_MAX_ATTEMPTS": "1",
+        }
 
     def client(self) -> Any:
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="testing",
-                            aws_secret_access_key="testing", region_name="us-east-1")
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
 
     def put(self, bucket: str, files: dict[str, bytes]) -> None:
         client = self.client()
-        try:
+        with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
             client.create_bucket(Bucket=bucket)
-        except client.exceptions.BucketAlreadyOwnedByYou:
-            pass
         for key, body in files.items():
             client.put_object(Bucket=bucket, Key=key, Body=body)
 
@@ -80,8 +99,11 @@ class S3Store:
 
     def gets(self) -> list[str]:
         """The object paths fetched (GET of a key, not a listing)."""
-        return [path for method, path, query in self.requests
-                if method == "GET" and path.count("/") >= 2 and "list-type" not in query]
+        return [
+            path
+            for method, path, query in self.requests
+            if method == "GET" and path.count("/") >= 2 and "list-type" not in query
+        ]
 
     def listings(self) -> int:
         return sum(1 for method, _, query in self.requests if method == "GET" and "list-type" in query)
@@ -112,6 +134,8 @@ class HubStore:
         #: (repo type, repo id) -> {"refs": {branch: sha}, "commits": {sha: {path: bytes}}}
         self.repos: dict[tuple[str, str], dict[str, Any]] = {}
         self.requests: list[tuple[str, str]] = []
+        #: seconds added to every answer (bench/remote.py: a store far away)
+        self.delay = 0.0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -164,9 +188,12 @@ class HubStore:
         return sha, repo["commits"][sha]
 
     def answer(self, h: BaseHTTPRequestHandler, method: str) -> None:
+        if self.delay:
+            time.sleep(self.delay)
         path = unquote(urlsplit(h.path).path)
-        api = re.match(r"^/api/(models|datasets)/([^/]+/[^/]+)(?:/(revision|tree|paths-info)/([^/]+)(?:/(.*))?)?$",
-                       path)
+        api = re.match(
+            r"^/api/(models|datasets)/([^/]+/[^/]+)(?:/(revision|tree|paths-info)/([^/]+)(?:/(.*))?)?$", path
+        )
         resolve = re.match(r"^/(?:(datasets)/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)$", path)
         if api:
             kind, repo_id, route, revision, sub = api.groups()
@@ -182,19 +209,34 @@ class HubStore:
             return self._send(h, 404, message, {"X-Error-Code": found, "Content-Type": "application/json"})
         sha, files = found
         if route == "revision":
-            body = {"id": repo_id, "sha": sha, "lastModified": "2026-06-02T17:42:31.000Z",
-                    "siblings": [{"rfilename": p} for p in sorted(files)]}
+            body = {
+                "id": repo_id,
+                "sha": sha,
+                "lastModified": "2026-06-02T17:42:31.000Z",
+                "siblings": [{"rfilename": p} for p in sorted(files)],
+            }
             return self._json(h, body)
         if route == "tree":
             prefix = f"{sub}/" if sub else ""
-            entries = [{"type": "file", "path": p, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
-                       for p, b in sorted(files.items()) if p.startswith(prefix)]
+            entries = [
+                {"type": "file", "path": p, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
+                for p, b in sorted(files.items())
+                if p.startswith(prefix)
+            ]
             return self._json(h, entries)
         if route == "paths-info":
             length = int(h.headers.get("Content-Length") or 0)
             wanted = re.findall(r"paths=([^&]+)", h.rfile.read(length).decode()) if length else []
-            entries = [{"type": "file", "path": unquote(p), "size": len(files[unquote(p)]),
-                        "oid": hashlib.sha1(files[unquote(p)]).hexdigest()} for p in wanted if unquote(p) in files]
+            entries = [
+                {
+                    "type": "file",
+                    "path": unquote(p),
+                    "size": len(files[unquote(p)]),
+                    "oid": hashlib.sha1(files[unquote(p)]).hexdigest(),
+                }
+                for p in wanted
+                if unquote(p) in files
+            ]
             return self._json(h, entries)
         if sub not in files:
             return self._send(h, 404, b"{}", {"X-Error-Code": "EntryNotFound"})
@@ -205,7 +247,7 @@ class HubStore:
             start = int(ranged[1])
             end = int(ranged[2]) if ranged[2] else len(body) - 1
             headers["Content-Range"] = f"bytes {start}-{end}/{len(body)}"
-            return self._send(h, 206, body[start:end + 1], headers, head=method == "HEAD")
+            return self._send(h, 206, body[start : end + 1], headers, head=method == "HEAD")
         return self._send(h, 200, body, headers, head=method == "HEAD")
 
     def _json(self, h: BaseHTTPRequestHandler, body: Any) -> None:
@@ -223,7 +265,8 @@ class HubStore:
 
     def resolves(self) -> list[str]:
         """The file paths fetched (resolve GETs)."""
-        return [p.split("/resolve/", 1)[1].split("/", 1)[1] for m, p in self.requests if m == "GET" and "/resolve/" in p]
+        resolved = [p.split("/resolve/", 1)[1] for m, p in self.requests if m == "GET" and "/resolve/" in p]
+        return [p.split("/", 1)[1] for p in resolved]
 
     def clear(self) -> None:
         self.requests.clear()

@@ -25,7 +25,7 @@ pytest.importorskip("moto.server", reason="moto[server] (the test extra) runs th
 pytest.importorskip("s3fs", reason="s3fs (rlsql[s3]) is what rlsql reads s3:// runs with")
 pytest.importorskip("huggingface_hub", reason="huggingface_hub (rlsql[hf]) is what rlsql reads hf:// runs with")
 
-from tests.remote_stores import HubStore, S3Store, folder_files  # noqa: E402
+from tests.remote_stores import HubStore, S3Store, folder_files
 
 QUERIES = [q.name for q in load_catalog().queries()]
 S3_RUNS = [*FIXTURE_RUNS, "rawlogs"]
@@ -86,7 +86,8 @@ def test_one_run_url_is_named_by_its_last_segment_or_its_alias(s3: S3Store) -> N
 
 
 def test_a_fetch_lists_once_gets_each_read_file_once_and_a_repeat_gets_nothing(
-        s3: S3Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s3: S3Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
     s3.clear()
     _rows("turn_stats", [f"s3://{BUCKET}/runs/calendar"])
@@ -94,16 +95,24 @@ def test_a_fetch_lists_once_gets_each_read_file_once_and_a_repeat_gets_nothing(
     gets = s3.gets()
     # calendar's files a run folder's scan reads, by hand: its three newest CSVs, the older metrics table
     # (listed as ignored by `rlsql runs`) and its config; never the weights, the optimizer, the report or plot
-    assert sorted(gets) == sorted(f"/{BUCKET}/runs/calendar/{n}" for n in [
-        "20260601_090000_metrics_table.csv", "20260602_174231_metrics_table.csv",
-        "20260602_174231_trial_results.csv", "20260602_174231_vllm_metrics_table.csv", "rl_config.yaml"])
+    assert sorted(gets) == sorted(
+        f"/{BUCKET}/runs/calendar/{n}"
+        for n in [
+            "20260601_090000_metrics_table.csv",
+            "20260602_174231_metrics_table.csv",
+            "20260602_174231_trial_results.csv",
+            "20260602_174231_vllm_metrics_table.csv",
+            "rl_config.yaml",
+        ]
+    )
     s3.clear()
     _rows("turn_stats", [f"s3://{BUCKET}/runs/calendar"])
     assert (s3.listings(), s3.gets()) == (1, [])
 
 
 def test_an_object_replaced_in_the_bucket_is_seen_by_the_next_query(
-        s3: S3Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s3: S3Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
     url = f"s3://{BUCKET}/runs/tiny"
     before = _rows("turn_stats", [url])
@@ -143,7 +152,8 @@ def test_provenance_names_the_url_and_the_etag(s3: S3Store, tmp_path: Path, monk
 
 
 def test_cache_status_and_clear_cover_the_copies_and_the_size_limit_counts_them(
-        s3: S3Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s3: S3Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from rlsql.cache import admin, store
 
     cache = tmp_path / "cache"
@@ -171,58 +181,83 @@ def test_without_its_backend_a_url_names_the_extra_to_install(monkeypatch: pytes
 def test_other_schemes_and_bad_urls_are_one_usage_line() -> None:
     from rlsql.cache.mirrors import parse
 
-    for url, words in [("https://example.org/run", "not https://"), ("s3://", "name a bucket"),
-                       ("hf://gpt2", "name a Hub repository"), ("hf://org/repo@", "empty"),
-                       ("s3://b/../etc", ". or ..")]:
+    for url, words in [
+        ("https://example.org/run", "not https://"),
+        ("s3://", "name a bucket"),
+        ("hf://gpt2", "name a Hub repository"),
+        ("hf://org/repo@", "empty"),
+        ("s3://b/../etc", ". or .."),
+    ]:
         with pytest.raises(rlsql.UsageError, match=words):
             parse(url)
     loc = parse("hf://datasets/org/repo@v1/sub/run")
     assert (loc.scheme, loc.root, loc.prefix, loc.repo_type, loc.revision, loc.parts[-1]) == (
-        "hf", "org/repo", "sub/run", "dataset", "v1", "run")
+        "hf",
+        "org/repo",
+        "sub/run",
+        "dataset",
+        "v1",
+        "run",
+    )
 
 
 def test_a_plain_query_imports_no_store_library() -> None:
-    code = ("import sys, rlsql; rlsql.query('turn_stats', [sys.argv[1]]); "
-            "print(sorted(m for m in ('s3fs', 'gcsfs', 'huggingface_hub', 'botocore', 'fsspec') if m in sys.modules))")
+    code = (
+        "import sys, rlsql; rlsql.query('turn_stats', [sys.argv[1]]); "
+        "print(sorted(m for m in ('s3fs', 'gcsfs', 'huggingface_hub', 'botocore', 'fsspec') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code, str(RUNS / "tiny")], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlsql", *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rlsql", *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=120
+    )
 
 
 def test_with_the_store_stopped_the_copy_answers_with_one_warning(tmp_path: Path) -> None:
     with S3Store() as store:
         store.put("gone", folder_files(RUNS / "tiny", "tiny"))
-        env = {**_s3_env(store, tmp_path / "cache"), "AWS_MAX_ATTEMPTS": "1"}
+        env = _s3_env(store, tmp_path / "cache")
         first = _cli(["query", "turn_stats", "-r", "s3://gone/tiny", "-f", "csv"], env)
         assert first.returncode == 0, first.stderr
     offline = _cli(["query", "turn_stats", "-r", "s3://gone/tiny", "-f", "csv"], env)
     assert (offline.returncode, offline.stdout) == (0, first.stdout)
     lines = offline.stderr.strip().splitlines()
-    assert len(lines) == 1 and "s3://gone/tiny: the store cannot be reached; answering from the copy fetched" in lines[0]
-    assert " ago (" in lines[0]
+    assert len(lines) == 1 and " ago (" in lines[0]
+    assert "s3://gone/tiny: the store cannot be reached; answering from the copy fetched" in lines[0]
     # a URL never fetched, the store stopped: one line naming it, exit 3
     never = _cli(["query", "turn_stats", "-r", "s3://gone/other", "-f", "csv"], env)
-    assert never.returncode == 3 and never.stderr.strip() == "rlsql: error: s3://gone/other: the store cannot be reached"
+    assert never.returncode == 3
+    assert never.stderr.strip() == "rlsql: error: s3://gone/other: the store cannot be reached"
 
 
 def test_a_bad_bucket_or_missing_credentials_is_one_line(s3: S3Store, tmp_path: Path) -> None:
     env = _s3_env(s3, tmp_path / "cache")
     bad = _cli(["query", "turn_stats", "-r", "s3://no-such-bucket/runs/", "-f", "csv"], env)
-    assert bad.returncode == 3 and bad.stderr.strip() == "rlsql: error: s3://no-such-bucket/runs/: no such bucket or prefix"
+    assert bad.returncode == 3
+    assert bad.stderr.strip() == "rlsql: error: s3://no-such-bucket/runs/: no such bucket or prefix"
     empty = _cli(["query", "turn_stats", "-r", f"s3://{BUCKET}/nothing-here", "-f", "csv"], env)
     assert empty.returncode == 3 and empty.stderr.count("\n") == 1 and "no run files there" in empty.stderr
     bare = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     nocreds = subprocess.run(
-        [sys.executable, "-m", "rlsql", "query", "turn_stats", "-r", f"s3://{BUCKET}/runs/tiny"], capture_output=True,
-        text=True, timeout=120, env={**bare, "AWS_ENDPOINT_URL_S3": s3.endpoint, "AWS_DEFAULT_REGION": "us-east-1",
-                                     "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
-                                     "AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_EC2_METADATA_DISABLED": "true",
-                                     "RLSQL_CACHE_DIR": str(tmp_path / "cache2")})
-    assert nocreds.returncode == 3 and nocreds.stderr.startswith(f"rlsql: error: s3://{BUCKET}/runs/tiny: no credentials")
+        [sys.executable, "-m", "rlsql", "query", "turn_stats", "-r", f"s3://{BUCKET}/runs/tiny"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **bare,
+            "AWS_ENDPOINT_URL_S3": s3.endpoint,
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+            "AWS_CONFIG_FILE": str(tmp_path / "none"),
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "RLSQL_CACHE_DIR": str(tmp_path / "cache2"),
+        },
+    )
+    assert nocreds.returncode == 3
+    assert nocreds.stderr.startswith(f"rlsql: error: s3://{BUCKET}/runs/tiny: no credentials")
     assert nocreds.stderr.count("\n") == 1 and "Traceback" not in nocreds.stderr
 
 
@@ -242,29 +277,40 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubStore]:
         mp.setattr(huggingface_hub.constants, "ENDPOINT", store.endpoint)
         mp.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
         # the library caches what it fetches on its own (remote_stores.LIBRARY_OWN) under HF_HOME: not the user's
-        mp.setattr(huggingface_hub.constants, "AGENT_HARNESSES_PATH",
-                   str(tmp_path_factory.mktemp("hfhome") / ".agent_harnesses.json"))
+        mp.setattr(
+            huggingface_hub.constants,
+            "AGENT_HARNESSES_PATH",
+            str(tmp_path_factory.mktemp("hfhome") / ".agent_harnesses.json"),
+        )
         mp.setenv("RLSQL_CACHE_DIR", str(tmp_path_factory.mktemp("hubcache")))
         yield store
 
 
 @pytest.mark.parametrize("name", QUERIES)
 def test_every_query_over_hub_repos_answers_as_the_local_folders(hub: HubStore, name: str) -> None:
-    assert_same(_rows(name, ["hf://org/calendar", "hf://datasets/org/harbor"]), _rows(name, _local(["calendar", "harbor"])),
-                name)
+    got = _rows(name, ["hf://org/calendar", "hf://datasets/org/harbor"])
+    assert_same(got, _rows(name, _local(["calendar", "harbor"])), name)
 
 
 def test_the_hub_costs_one_request_while_the_commit_is_the_same_and_none_when_pinned(
-        hub: HubStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hub: HubStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
     hub.clear()
     _rows("turn_stats", ["hf://org/calendar"])
-    api = sorted(p.split("/tree/")[0] + "/tree" if "/tree/" in p else p
-                 for _, p in hub.requests if p.startswith("/api/"))
+    api = sorted(
+        p.split("/tree/")[0] + "/tree" if "/tree/" in p else p for _, p in hub.requests if p.startswith("/api/")
+    )
     assert api == ["/api/models/org/calendar", "/api/models/org/calendar/tree"]  # the commit, then one listing
-    assert sorted(hub.resolves()) == sorted([
-        "20260601_090000_metrics_table.csv", "20260602_174231_metrics_table.csv",
-        "20260602_174231_trial_results.csv", "20260602_174231_vllm_metrics_table.csv", "rl_config.yaml"])
+    assert sorted(hub.resolves()) == sorted(
+        [
+            "20260601_090000_metrics_table.csv",
+            "20260602_174231_metrics_table.csv",
+            "20260602_174231_trial_results.csv",
+            "20260602_174231_vllm_metrics_table.csv",
+            "rl_config.yaml",
+        ]
+    )
     hub.clear()
     _rows("turn_stats", ["hf://org/calendar"])
     assert [p for _, p in hub.requests] == ["/api/models/org/calendar"]
@@ -275,8 +321,9 @@ def test_the_hub_costs_one_request_while_the_commit_is_the_same_and_none_when_pi
     assert hub.requests == []
 
 
-def test_a_new_commit_fetches_only_the_changed_file(hub: HubStore, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_commit_fetches_only_the_changed_file(
+    hub: HubStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
     files = folder_files(RUNS / "tiny")
     hub.commit("org/tiny", files)
@@ -296,8 +343,12 @@ def test_a_new_commit_fetches_only_the_changed_file(hub: HubStore, tmp_path: Pat
 def test_a_bad_repo_or_revision_is_one_line_and_a_stopped_hub_leaves_the_copy(tmp_path: Path) -> None:
     with HubStore() as store:
         store.commit("org/tiny", folder_files(RUNS / "tiny"))
-        env = {"HF_ENDPOINT": store.endpoint, "RLSQL_CACHE_DIR": str(tmp_path / "cache"), "HF_HOME": str(tmp_path / "hf"),
-               "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_ETAG_TIMEOUT": "2"}
+        env = {
+            "HF_ENDPOINT": store.endpoint,
+            "RLSQL_CACHE_DIR": str(tmp_path / "cache"),
+            "HF_HOME": str(tmp_path / "hf"),
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+        }
         for url, why in [("hf://org/nope", "no such repository"), ("hf://org/tiny@no-branch", "no such revision")]:
             out = _cli(["query", "turn_stats", "-r", url], env)
             assert out.returncode == 3 and out.stderr.startswith(f"rlsql: error: {url}: {why}"), out.stderr
@@ -306,5 +357,7 @@ def test_a_bad_repo_or_revision_is_one_line_and_a_stopped_hub_leaves_the_copy(tm
         assert first.returncode == 0, first.stderr
     offline = _cli(["query", "turn_stats", "-r", "hf://org/tiny", "-f", "csv"], env)
     assert (offline.returncode, offline.stdout) == (0, first.stdout)
-    assert offline.stderr.count("\n") == 1 and "hf://org/tiny: the store cannot be reached; answering from the copy" \
-        in offline.stderr
+    assert (
+        offline.stderr.count("\n") == 1
+        and "hf://org/tiny: the store cannot be reached; answering from the copy" in offline.stderr
+    )

@@ -99,8 +99,10 @@ def parse(url: str) -> Location:
     scheme, rest = match["scheme"].lower(), match["rest"]
     scheme = "gs" if scheme == "gcs" else scheme
     if scheme not in BACKENDS:
-        raise UsageError(f"{url}: rlsql reads runs from s3://, gs:// and hf:// URLs, not {scheme}://; "
-                         "copy the run folder here and give its path")
+        raise UsageError(
+            f"{url}: rlsql reads runs from s3://, gs:// and hf:// URLs, not {scheme}://; "
+            "copy the run folder here and give its path"
+        )
     parts = [p for p in rest.split("/") if p]
     if any(p in (".", "..") for p in parts):
         raise UsageError(f"{url}: a run URL cannot hold . or .. segments")
@@ -152,7 +154,7 @@ def trial_folders(rels: Iterable[str]) -> set[str]:
         parts = rel.split("/")
         for start in (0, 1):
             if len(parts) > start + 2 and parts[start] == HARBOR_DIR:
-                found.add("/".join(parts[:start + 2]))
+                found.add("/".join(parts[: start + 2]))
     return found
 
 
@@ -186,8 +188,9 @@ def _backend(loc: Location) -> Any:
     try:
         return __import__(module)
     except ImportError:
-        raise UsageError(f"{loc.given}: reading {loc.scheme}:// runs needs {module}: "
-                         f"pip install 'rlsql[{extra}]'") from None
+        raise UsageError(
+            f"{loc.given}: reading {loc.scheme}:// runs needs {module}: pip install 'rlsql[{extra}]'"
+        ) from None
 
 
 class _Bucket:
@@ -198,6 +201,9 @@ class _Bucket:
         backend = _backend(loc)
         if loc.scheme == "s3":
             self.fs = backend.S3FileSystem(skip_instance_cache=True, use_listings_cache=False)
+            # s3fs retries a failed call 5 times over botocore's own attempts (AWS_MAX_ATTEMPTS): a store that
+            # cannot be reached cost ~11 s before the copy answered; twice is enough for a dropped connection
+            self.fs.retries = 2
         else:
             self.fs = backend.GCSFileSystem(skip_instance_cache=True, use_listings_cache=False)
         self.base = f"{loc.root}/{loc.prefix}".rstrip("/")
@@ -212,8 +218,14 @@ class _Bucket:
             if info.get("type", "file") != "file" or not path.startswith(self.base + "/"):
                 continue
             version = info.get("ETag") or info.get("etag") or info.get("generation") or info.get("md5Hash") or ""
-            out.append(Listed(path[len(self.base) + 1:], int(info.get("size") or 0), str(version).strip('"'),
-                              _epoch(info.get("LastModified") or info.get("updated"))))
+            out.append(
+                Listed(
+                    path[len(self.base) + 1 :],
+                    int(info.get("size") or 0),
+                    str(version).strip('"'),
+                    _epoch(info.get("LastModified") or info.get("updated")),
+                )
+            )
         if not out and not self.fs.exists(self.loc.root):
             raise FileNotFoundError(self.loc.root)
         return out
@@ -239,8 +251,13 @@ class _HubRepo:
     def files(self, revision: str | None) -> list[Listed]:
         from huggingface_hub.hf_api import RepoFile
 
-        tree = self.api.list_repo_tree(self.loc.root, path_in_repo=self.loc.prefix or None, recursive=True,
-                                       revision=revision, repo_type=self.loc.repo_type)
+        tree = self.api.list_repo_tree(
+            self.loc.root,
+            path_in_repo=self.loc.prefix or None,
+            recursive=True,
+            revision=revision,
+            repo_type=self.loc.repo_type,
+        )
         skip = len(self.loc.prefix) + 1 if self.loc.prefix else 0
         return [Listed(f.path[skip:], f.size, f.blob_id, self.modified) for f in tree if isinstance(f, RepoFile)]
 
@@ -262,18 +279,35 @@ class _HubRepo:
 
 #: exception class names (anywhere in the chain) -> (why, the store could not be reached at all)
 _WHY = [
-    (("NoCredentialsError", "PartialCredentialsError", "DefaultCredentialsError", "RefreshError"),
-     "no credentials (rlsql uses the store's usual ones: the AWS chain, Google's application default "
-     "credentials, HF_TOKEN or the stored Hub login)", False),
+    (
+        ("NoCredentialsError", "PartialCredentialsError", "DefaultCredentialsError", "RefreshError"),
+        "no credentials (rlsql uses the store's usual ones: the AWS chain, Google's application default "
+        "credentials, HF_TOKEN or the stored Hub login)",
+        False,
+    ),
     (("RevisionNotFoundError",), "no such revision", False),
     (("GatedRepoError",), "no permission (a gated repository: accept its terms and set HF_TOKEN)", False),
     (("RepositoryNotFoundError",), "no such repository (or no permission to see it: set HF_TOKEN)", False),
     (("PermissionError",), "no permission (check the credentials)", False),
     (("FileNotFoundError", "NoSuchBucket"), "no such bucket or prefix", False),
     (("OfflineModeIsEnabled",), "HF_HUB_OFFLINE is set", True),
-    (("EndpointConnectionError", "ClientConnectorError", "ConnectError", "ConnectTimeout", "ConnectionError",
-      "ServerDisconnectedError", "ReadTimeout", "TimeoutError", "TransportError", "ConnectionRefusedError",
-      "ClientOSError"), "the store cannot be reached", True),
+    (
+        (
+            "EndpointConnectionError",
+            "ClientConnectorError",
+            "ConnectError",
+            "ConnectTimeout",
+            "ConnectionError",
+            "ServerDisconnectedError",
+            "ReadTimeout",
+            "TimeoutError",
+            "TransportError",
+            "ConnectionRefusedError",
+            "ClientOSError",
+        ),
+        "the store cannot be reached",
+        True,
+    ),
 ]
 
 
@@ -301,8 +335,9 @@ def why(exc: BaseException) -> tuple[str, bool]:
 def _root() -> Path:
     root = settings.current().cache_dir
     if root is None:
-        raise UsageError("run URLs are fetched into the cache folder, and there is none: HOME is not set; "
-                         f"set {store.CACHE_ENV}")
+        raise UsageError(
+            f"run URLs are fetched into the cache folder, and there is none: HOME is not set; set {store.CACHE_ENV}"
+        )
     try:
         return store.ensure_root(root)
     except store.CacheUnavailable as exc:
@@ -327,8 +362,10 @@ class _Progress:
     def step(self, size: int) -> None:
         self.done, self.bytes = self.done + 1, self.bytes + size
         if self.on:
-            sys.stderr.write(f"\rfetching {self.url}: {self.done}/{self.total} files, "
-                             f"{self.bytes / 2**20:.1f} of {self.size / 2**20:.1f} MiB")
+            sys.stderr.write(
+                f"\rfetching {self.url}: {self.done}/{self.total} files, "
+                f"{self.bytes / 2**20:.1f} of {self.size / 2**20:.1f} MiB"
+            )
             sys.stderr.flush()
 
     def end(self) -> None:
@@ -344,8 +381,13 @@ def mirror(url: str) -> Path:
     record_path, folder = base / f"{loc.key}.json", base / loc.key
     target = folder.joinpath(*loc.parts)
     record = store.read_mirror_record(record_path)
-    if record and target.is_dir() and loc.revision and _COMMIT.match(loc.revision) \
-            and record.get("revision") == loc.revision:
+    if (
+        record
+        and target.is_dir()
+        and loc.revision
+        and _COMMIT.match(loc.revision)
+        and record.get("revision") == loc.revision
+    ):
         store.touch(store.Entry(record_path, record_path))
         return target  # a commit never changes: its complete copy answers without a request
     source: _Bucket | _HubRepo = _HubRepo(loc) if loc.scheme == "hf" else _Bucket(loc)
@@ -359,8 +401,11 @@ def mirror(url: str) -> Path:
         reason, _ = why(exc)
         if record and target.is_dir():
             age = _age(max(0.0, time.time() - float(record.get("fetched_epoch", 0))))
-            warnings.warn(f"{url}: {reason}; answering from the copy fetched {age} ago "
-                          f"({record.get('fetched_at')})", RlsqlWarning, stacklevel=3)
+            warnings.warn(
+                f"{url}: {reason}; answering from the copy fetched {age} ago ({record.get('fetched_at')})",
+                RlsqlWarning,
+                stacklevel=3,
+            )
             return target
         raise DataError(f"{url}: {reason}") from None
     with store.build_lock(root):
@@ -368,16 +413,28 @@ def mirror(url: str) -> Path:
     return target
 
 
-def _refresh(loc: Location, source: _Bucket | _HubRepo, revision: str | None, listing: list[Listed],
-             record: dict[str, Any], record_path: Path, target: Path) -> None:
+def _refresh(
+    loc: Location,
+    source: _Bucket | _HubRepo,
+    revision: str | None,
+    listing: list[Listed],
+    record: dict[str, Any],
+    record_path: Path,
+    target: Path,
+) -> None:
     """Copy the wanted files that changed, remove those gone, and record what the mirror now holds."""
     files = {f.rel: f for f in listing if wanted(f.rel) and _safe(f.rel)}
     if not files:
-        raise DataError(f"{loc.given}: no run files there (looked for what a run folder holds: metrics, trials and "
-                        f"vLLM CSVs, rl_config.yaml, {HARBOR_DIR}/*/{HARBOR_RESULT}, *.out/*.log logs)")
+        raise DataError(
+            f"{loc.given}: no run files there (looked for what a run folder holds: metrics, trials and "
+            f"vLLM CSVs, rl_config.yaml, {HARBOR_DIR}/*/{HARBOR_RESULT}, *.out/*.log logs)"
+        )
     held: dict[str, Any] = record.get("files", {}) if record.get("url") == loc.url() else {}
-    changed = [f for rel, f in sorted(files.items())
-               if held.get(rel) != {"size": f.size, "version": f.version} or not (target / rel).is_file()]
+    changed = [
+        f
+        for rel, f in sorted(files.items())
+        if held.get(rel) != {"size": f.size, "version": f.version} or not (target / rel).is_file()
+    ]
     progress = _Progress(loc.given, len(changed), sum(f.size for f in changed))
     try:
         for file in changed:
@@ -403,11 +460,17 @@ def _refresh(loc: Location, source: _Bucket | _HubRepo, revision: str | None, li
     for rel in sorted(trial_folders(f.rel for f in listing if _safe(f.rel))):
         (target / rel).mkdir(parents=True, exist_ok=True)
     now = time.time()
-    store.write_json(record_path, {
-        "format": store.MIRROR_FORMAT, "url": loc.url(), "revision": revision,
-        "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)), "fetched_epoch": now,
-        "files": {rel: {"size": f.size, "version": f.version} for rel, f in sorted(files.items())},
-    })
+    store.write_json(
+        record_path,
+        {
+            "format": store.MIRROR_FORMAT,
+            "url": loc.url(),
+            "revision": revision,
+            "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
+            "fetched_epoch": now,
+            "files": {rel: {"size": f.size, "version": f.version} for rel, f in sorted(files.items())},
+        },
+    )
 
 
 def _safe(rel: str) -> bool:
@@ -491,8 +554,11 @@ def origin(path: Path) -> Origin | None:
         return None
     record, below = found
     prefix = f"{below}/" if below else ""
-    versions = {rel[len(prefix):]: str(v.get("version")) for rel, v in record.get("files", {}).items()
-                if rel.startswith(prefix)}
+    versions = {
+        rel[len(prefix) :]: str(v.get("version"))
+        for rel, v in record.get("files", {}).items()
+        if rel.startswith(prefix)
+    }
     url = str(record["url"]).rstrip("/") + (f"/{below}" if below else "")
     return Origin(url, record.get("revision"), record.get("fetched_at"), versions)
 
