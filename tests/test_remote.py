@@ -361,3 +361,40 @@ def test_a_bad_repo_or_revision_is_one_line_and_a_stopped_hub_leaves_the_copy(tm
         offline.stderr.count("\n") == 1
         and "hf://org/tiny: the store cannot be reached; answering from the copy" in offline.stderr
     )
+
+
+def test_which_listed_files_are_fetched() -> None:
+    from rlsql.cache.mirrors import trial_folders, wanted
+
+    read = [
+        "20260105_120000_trial_results.csv",
+        "metrics.csv",
+        "vllm_metrics.csv",
+        "rl_config.yaml",
+        "train.out",
+        "logs/job_1.log",
+        "trace_jobs/t1/result.json",
+        "trace_jobs/t1/agent/trajectory.json",
+        "trace_jobs/t1/agent/trajectory.cont-2.json",
+        "run_a/rl_config.yaml",
+        "run_a/trace_jobs/t2/result.json",
+    ]
+    never = [
+        "model.safetensors",
+        "optimizer.pt",
+        "reward.png",
+        "20260602_174231_metrics_report.md",
+        "checkpoints/global_step_10/model.safetensors",
+        "trace_jobs/t1/agent/trajectory.cont-01.json",
+        "trace_jobs/t1/agent/trajectory.summarization-1-summary.json",
+        "trace_jobs/t1/verifier/stdout.log",
+        "a/b/rl_config.yaml",
+        "logs/deeper/job.out",
+        "run_a/logs/x/y.log",
+    ]
+    assert [r for r in read if not wanted(r)] == [] and [n for n in never if wanted(n)] == []
+    assert trial_folders([*read, *never, "trace_jobs/t3/verifier/out.txt"]) == {
+        "trace_jobs/t1",
+        "trace_jobs/t3",
+        "run_a/trace_jobs/t2",
+    }

@@ -183,14 +183,26 @@ def _epoch(value: Any) -> float | None:
     return value.timestamp() if isinstance(value, dt.datetime) else None
 
 
+#: the loggers of the backends and what they call: a failure they log (gcsfs logs each retry, with its
+#: traceback) would reach stderr through logging's last-resort handler beside rlsql's one line
+_BACKEND_LOGGERS = ("s3fs", "gcsfs", "fsspec", "huggingface_hub", "aiobotocore", "botocore", "google")
+
+
 def _backend(loc: Location) -> Any:
+    import logging
+
     module, extra = BACKENDS[loc.scheme]
     try:
-        return __import__(module)
+        imported = __import__(module)
     except ImportError:
         raise UsageError(
             f"{loc.given}: reading {loc.scheme}:// runs needs {module}: pip install 'rlsql[{extra}]'"
         ) from None
+    for name in _BACKEND_LOGGERS:
+        logger = logging.getLogger(name)
+        if not logger.handlers:  # a program that configured its own logging keeps it
+            logger.addHandler(logging.NullHandler())
+    return imported
 
 
 class _Bucket:
