@@ -26,6 +26,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -53,6 +54,8 @@ REMOTE_DIR = store.REMOTE_DIR
 BACKENDS = {"s3": ("s3fs", "s3"), "gs": ("gcsfs", "gcs"), "hf": ("huggingface_hub", "hf")}
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
 #: a Hub revision that is a commit: what it names never changes
+#: files fetched at once (threads, ended with the refresh)
+FETCHES_AT_ONCE = 8
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -448,24 +451,13 @@ def _refresh(
         if held.get(rel) != {"size": f.size, "version": f.version} or not (target / rel).is_file()
     ]
     progress = _Progress(loc.given, len(changed), sum(f.size for f in changed))
-    try:
-        for file in changed:
-            path = target / file.rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = writes.temp_name(path)
-            try:
-                source.fetch(file, revision, tmp)
-                if file.mtime is not None:
-                    os.utime(tmp, (file.mtime, file.mtime))
-                os.replace(tmp, path)
-            except Exception as exc:
-                reason, _ = why(exc)
-                raise DataError(f"{loc.url(file.rel)}: cannot fetch ({reason})") from None
-            finally:
-                tmp.unlink(missing_ok=True)
-            progress.step(file.size)
-    finally:
-        progress.end()
+    # a few files at once: each GET waits on the store's latency far more than on this machine
+    with ThreadPoolExecutor(max_workers=FETCHES_AT_ONCE) as pool:
+        try:
+            for size in pool.map(lambda f: _fetch_one(loc, source, revision, f, target), changed):
+                progress.step(size)
+        finally:
+            progress.end()
     for rel in sorted(set(held) - set(files)):
         with contextlib.suppress(OSError):
             (target / rel).unlink()
@@ -483,6 +475,24 @@ def _refresh(
             "files": {rel: {"size": f.size, "version": f.version} for rel, f in sorted(files.items())},
         },
     )
+
+
+def _fetch_one(loc: Location, source: _Bucket | _HubRepo, revision: str | None, file: Listed, target: Path) -> int:
+    """One file fetched under a temporary name, given the store's modification time, renamed into the mirror."""
+    path = target / file.rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = writes.temp_name(path)
+    try:
+        source.fetch(file, revision, tmp)
+        if file.mtime is not None:
+            os.utime(tmp, (file.mtime, file.mtime))
+        os.replace(tmp, path)
+    except Exception as exc:
+        reason, _ = why(exc)
+        raise DataError(f"{loc.url(file.rel)}: cannot fetch ({reason})") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return file.size
 
 
 def _safe(rel: str) -> bool:
