@@ -128,6 +128,8 @@ EXTRAS = {
     "starlette": {"rlsql.serve", "rlsql.serve.app"},
     "uvicorn": {"rlsql.serve", "rlsql.serve.app"},
     "pyspark": {"rlsql.engine.spark", "rlsql.engine.spark_sources"},
+    # s3fs and gcsfs are imported by name (mirrors._backend), only for a URL of their kind
+    "huggingface_hub": {"rlsql.cache.mirrors"},
 }
 
 
