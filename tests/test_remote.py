@@ -398,3 +398,42 @@ def test_which_listed_files_are_fetched() -> None:
         "trace_jobs/t3",
         "run_a/trace_jobs/t2",
     }
+
+
+class _Terminal:
+    """stderr as a terminal: what rlsql writes to it, kept."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_fetch_on_a_terminal_shows_one_progress_line_and_none_when_piped(
+    s3: S3Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlsql.cache.mirrors import mirror
+
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    mirror(f"s3://{BUCKET}/runs/tiny")
+    tiny = sorted(f.stat().st_size for f in (RUNS / "tiny").iterdir())
+    # one line, rewritten per file (\r), ending with every file and byte of tiny's four files
+    assert terminal.text.count("\n") == 1 and terminal.text.endswith(
+        f"\rfetching s3://{BUCKET}/runs/tiny: 4/4 files, {sum(tiny) / 2**20:.1f} of {sum(tiny) / 2**20:.1f} MiB\n"
+    )
+    assert terminal.text.count("\r") == 4
+    piped = _Terminal()
+    monkeypatch.setattr(piped, "isatty", lambda: False)
+    monkeypatch.setattr(sys, "stderr", piped)
+    mirror(f"s3://{BUCKET}/runs/calendar")  # stderr a pipe: no progress line
+    assert piped.text == ""
