@@ -162,10 +162,14 @@ def test_cache_status_and_clear_cover_the_copies_and_the_size_limit_counts_them(
     tiny_bytes = sum(f.stat().st_size for f in (RUNS / "tiny").iterdir())
     (row,) = [r for r in admin.status().rows if r[0] == f"s3://{BUCKET}/runs/tiny"]
     assert (row[1], row[4]) == ("fetched", tiny_bytes)
-    # a limit smaller than both copies: fetching calendar's removes tiny's (least recently used), never its own
+    # a later command (in this process, tiny's copy is read: never evicted from under it), with a limit
+    # smaller than both copies: fetching calendar's removes tiny's (least recently used), never its own
+    monkeypatch.setattr(store, "MIRRORS_IN_USE", set())
     monkeypatch.setenv("RLSQL_CACHE_MAX_BYTES", str(tiny_bytes + 1))
     _rows("turn_stats", [f"s3://{BUCKET}/runs/calendar"])
     assert [m.url for m in store.list_mirrors(cache)] == [f"s3://{BUCKET}/runs/calendar"]
+    _rows("turn_stats", [f"s3://{BUCKET}/runs/tiny"])  # tiny again: calendar's copy is read by this process
+    assert sorted(m.url for m in store.list_mirrors(cache)) == [f"s3://{BUCKET}/runs/{r}" for r in ("calendar", "tiny")]
     monkeypatch.delenv("RLSQL_CACHE_MAX_BYTES")
     assert admin.clear(stale_only=True).startswith("cache: removed 0 files")
     admin.clear(stale_only=False)

@@ -513,6 +513,7 @@ def local_specs(specs: Iterable[str | Path]) -> list[str | Path]:
             path = mirror(target)
             out.append(f"{alias}={path}" if alias else path)
             fetched.add(_mirror_folder(path))
+            store.MIRRORS_IN_USE.add(_mirror_folder(path))
         else:
             out.append(spec)
     if fetched:  # the size limit counts the mirrors: the least recently used go, never one this command reads

@@ -56,6 +56,9 @@ CACHE_ENV = "RLSQL_CACHE_DIR"
 REMOTE_DIR = "remote"
 MIRROR_FORMAT = "rlsql-remote-mirror"
 MIRROR_KEY = re.compile(r"^[0-9a-f]{16}$")
+#: the mirror folders this process reads (rlsql/cache/mirrors.py adds them): an eviction by a build
+#: later in the same command (`--cache`) never removes a run from under its query
+MIRRORS_IN_USE: set[Path] = set()
 MARKER = "rlsql-cache.json"
 MARKER_FORMAT = "rlsql-parquet-cache"
 ENTRY_FORMAT = "rlsql-parquet-cache-entry"
@@ -378,7 +381,7 @@ def evict(root: Path, limit: int, keep: frozenset[Path] = frozenset()) -> tuple[
     for _, size, item in sorted(sized, key=lambda t: t[0]):
         if total <= limit:
             break
-        if (item.parquet if isinstance(item, Entry) else item.folder) in keep:
+        if (item.parquet if isinstance(item, Entry) else item.folder) in keep | MIRRORS_IN_USE:
             continue
         if isinstance(item, Entry):
             gone.append(item)
