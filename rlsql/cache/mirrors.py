@@ -586,6 +586,14 @@ def origin(path: Path) -> Origin | None:
     return Origin(url, record.get("revision"), record.get("fetched_at"), versions)
 
 
+def run_record(name: str, path: Path) -> dict[str, Any]:
+    """A run as an output's provenance names it: its name and folder, and for a copy of a URL the URL and
+    the Hub commit it holds."""
+    found = origin(path)
+    extra = {"url": found.url, **({"revision": found.revision} if found.revision else {})} if found else {}
+    return {"name": name, "path": str(path), **extra}
+
+
 def file_origin(path: Path) -> dict[str, Any]:
     """For a file (or folder) of a mirror: its URL, version (ETag, blob id), the Hub commit and when it was
     fetched; else {}."""
