@@ -361,6 +361,13 @@ def test_a_bad_repo_or_revision_is_one_line_and_a_stopped_hub_leaves_the_copy(tm
             assert out.stderr.count("\n") == 1
         first = _cli(["query", "turn_stats", "-r", "hf://org/tiny", "-f", "csv"], env)
         assert first.returncode == 0, first.stderr
+        store.clear()  # HF_HUB_OFFLINE: the copy answers, saying why, and the Hub is not asked
+        offline_mode = _cli(["query", "turn_stats", "-r", "hf://org/tiny", "-f", "csv"], {**env, "HF_HUB_OFFLINE": "1"})
+        assert (offline_mode.returncode, offline_mode.stdout, store.requests) == (0, first.stdout, [])
+        assert (
+            offline_mode.stderr.count("\n") == 1
+            and "hf://org/tiny: HF_HUB_OFFLINE is set; answering from the copy" in offline_mode.stderr
+        )
     offline = _cli(["query", "turn_stats", "-r", "hf://org/tiny", "-f", "csv"], env)
     assert (offline.returncode, offline.stdout) == (0, first.stdout)
     assert (
