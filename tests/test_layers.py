@@ -132,6 +132,8 @@ EXTRAS = {
     "anyio": {"rlsql.serve.mcp_server"},
     "pydantic": {"rlsql.serve.mcp_server"},
     "pyspark": {"rlsql.engine.spark", "rlsql.engine.spark_sources"},
+    # s3fs and gcsfs are imported by name (mirrors._backend), only for a URL of their kind
+    "huggingface_hub": {"rlsql.cache.mirrors"},
 }
 
 

@@ -79,19 +79,25 @@ def status() -> Done:
         shown = f"{meta.get('source')} ({meta['table']})" if meta.get("kind") == trajcopies.KIND else meta.get("source")
         rows.append((shown, state, None if state == "fresh" else why, meta.get("rows"),
                      meta.get("parquet_bytes"), meta.get("built_at"), _mtime(entry.meta), str(entry.parquet)))
+    mirrors = store.list_mirrors(root) if root.exists() else []
+    for m in mirrors:  # runs given as URLs: their copies, in the same folder and under the same limit
+        rows.append((m.url, "fetched", f"copy of a run URL: {m.files} files", None, m.size, m.fetched_at,
+                     _mtime(m.record), str(m.folder)))
     size = sum(r[4] or 0 for r in rows)
     extra = ""
     if listing.foreign:
         extra += f"; {listing.foreign} file(s) rlsql did not write (left alone)"
     if listing.leftovers:
         extra += f"; {len(listing.leftovers)} temporary file(s) of a build under way or interrupted"
-    return Done(rows, f"cache folder: {root}: {len(rows)} entries, {size:,} of at most {config.cache_max_bytes:,} "
-                      f"bytes (RLSQL_CACHE_MAX_BYTES){extra}; {describe_policy(config)}")
+    copies = f" (and {len(mirrors)} copies of run URLs)" if mirrors else ""
+    return Done(rows, f"cache folder: {root}: {len(rows) - len(mirrors)} entries{copies}, {size:,} of at most "
+                      f"{config.cache_max_bytes:,} bytes (RLSQL_CACHE_MAX_BYTES){extra}; {describe_policy(config)}")
 
 
 def clear(stale_only: bool) -> str:
-    """Delete the entries rlsql wrote (with `stale_only`, those whose file changed, is gone or failed a
-    read; a grown log's entry stays: the next read extends it). Files rlsql did not write stay."""
+    """Delete the entries rlsql wrote and the copies of run URLs (with `stale_only`, the entries whose file
+    changed, is gone or failed a read; a grown log's entry stays: the next read extends it, and so do the
+    copies: the next read refreshes them). Files rlsql did not write stay."""
     root = _root()
     if not root.exists() or not store.has_marker(root):
         return f"cache: nothing to clear (no cache entries in {root})"
@@ -100,7 +106,11 @@ def clear(stale_only: bool) -> str:
     entries = [e for e in listing.entries
                if not stale_only or _state(e, con)[0] not in ("fresh", "grown")]
     removed, freed = store.delete_entries(root, entries)
-    removed += store.sweep_leftovers(root)
+    removed += store.sweep_leftovers(root) + store.sweep_mirrors(root)
+    if not stale_only:  # a run URL's copy is never stale: the next read refreshes it
+        for mirror in store.list_mirrors(root):
+            freed += store.delete_mirror(mirror)
+            removed += mirror.files + 1
     kept = f"; left {listing.foreign} file(s) rlsql did not write" if listing.foreign else ""
     return f"cache: removed {removed} files, {freed:,} bytes{kept}"
 

@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 import time
 from collections.abc import Iterator
@@ -50,6 +51,14 @@ from rlsql.runs.folders import run_folder_at_or_above
 from rlsql.runs.memorydb import memory_connection, scalar
 
 CACHE_ENV = "RLSQL_CACHE_DIR"
+#: the folder of the runs fetched from URLs (rlsql/cache/mirrors.py fills it): `<key>/` (the mirror) and
+#: `<key>.json` (its record), counted against the size limit and cleared with the entries
+REMOTE_DIR = "remote"
+MIRROR_FORMAT = "rlsql-remote-mirror"
+MIRROR_KEY = re.compile(r"^[0-9a-f]{16}$")
+#: the mirror folders this process reads (rlsql/cache/mirrors.py adds them): an eviction by a build
+#: later in the same command (`--cache`) never removes a run from under its query
+MIRRORS_IN_USE: set[Path] = set()
 MARKER = "rlsql-cache.json"
 MARKER_FORMAT = "rlsql-parquet-cache"
 ENTRY_FORMAT = "rlsql-parquet-cache-entry"
@@ -356,29 +365,33 @@ def touch(entry: Entry) -> None:
 
 
 def evict(root: Path, limit: int, keep: frozenset[Path] = frozenset()) -> tuple[int, int]:
-    """Remove the least recently used entries until the Parquet files total at most `limit` bytes (the
-    entries in `keep`, just built, stay); returns (entries removed, bytes freed)."""
-    sized = []
+    """Remove the least recently used entries and mirrors until their files total at most `limit` bytes
+    (those in `keep`, an entry's Parquet file or a mirror's folder just made, stay); returns (entries and
+    mirrors removed, bytes freed)."""
+    sized: list[tuple[int, int, Entry | Mirror]] = []
     for entry in list_root(root).entries:
         try:
-            used_ns = entry.meta.stat().st_mtime_ns
-            size = entry.parquet.stat().st_size
+            sized.append((entry.meta.stat().st_mtime_ns, entry.parquet.stat().st_size, entry))
         except OSError:
             continue
-        sized.append((used_ns, size, entry))
+    sized.extend((m.used_ns, m.size, m) for m in list_mirrors(root))
     total = sum(size for _, size, _ in sized)
     gone: list[Entry] = []
-    for _, size, entry in sorted(sized, key=lambda t: t[0]):
+    freed = removed = 0
+    for _, size, item in sorted(sized, key=lambda t: t[0]):
         if total <= limit:
             break
-        if entry.parquet in keep:
+        if (item.parquet if isinstance(item, Entry) else item.folder) in keep | MIRRORS_IN_USE:
             continue
-        gone.append(entry)
+        if isinstance(item, Entry):
+            gone.append(item)
+        else:
+            freed += delete_mirror(item)
+        removed += 1
         total -= size
-    if not gone:
-        return 0, 0
-    _, freed = delete_entries(root, gone)
-    return len(gone), freed
+    if gone:
+        freed += delete_entries(root, gone)[1]
+    return removed, freed
 
 
 def mark_damaged(entry: Entry, reason: str) -> None:
@@ -426,8 +439,8 @@ def list_root(root: Path) -> Listing:
     except OSError:
         return listing
     for folder in top:
-        if folder.name == MARKER:
-            continue
+        if folder.name in (MARKER, REMOTE_DIR):
+            continue  # the mirrors of runs given as URLs: rlsql/cache/mirrors.py lists them
         if _marker_temp(folder.name) and _file_or_pipe(folder):
             listing.leftovers.append(folder)
             continue
@@ -506,3 +519,80 @@ def delete_entries(root: Path, entries: list[Entry]) -> tuple[int, int]:
         with contextlib.suppress(OSError):
             folder.rmdir()  # only when empty: a foreign file keeps its folder
     return removed, freed
+
+
+# --- mirrors of runs given as URLs -----------------------------------------------------------
+
+
+def read_mirror_record(path: Path) -> dict:
+    """A mirror's record (rlsql/cache/mirrors.py writes it) when it is one, else {}."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) and record.get("format") == MIRROR_FORMAT else {}
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """One mirror in the cache folder: its record, folder, URL, size, file count and last use (the record's mtime)."""
+
+    record: Path
+    folder: Path
+    url: str
+    fetched_at: str | None
+    size: int
+    files: int
+    used_ns: int
+
+
+def list_mirrors(root: Path) -> list[Mirror]:
+    """The mirrors rlsql wrote under a marked `root` (a record of its format beside its folder); nothing else."""
+    base = root / REMOTE_DIR
+    if not has_marker(root):
+        return []
+    try:
+        records = sorted(p for p in base.iterdir() if p.suffix == ".json" and MIRROR_KEY.match(p.stem))
+    except OSError:
+        return []
+    found = []
+    for path in records:
+        record = read_mirror_record(path)
+        if not record:
+            continue
+        folder = base / path.stem
+        size = count = 0
+        for f in folder.rglob("*"):
+            with contextlib.suppress(OSError):
+                if f.is_file() and not f.is_symlink():
+                    size, count = size + f.stat().st_size, count + 1
+        with contextlib.suppress(OSError):
+            found.append(Mirror(path, folder, str(record.get("url")), record.get("fetched_at"), size, count,
+                                path.stat().st_mtime_ns))
+    return found
+
+
+def delete_mirror(mirror: Mirror) -> int:
+    """Remove a mirror: its folder renamed away (so it vanishes whole) and deleted, then its record; returns
+    the bytes freed."""
+    if mirror.folder.is_dir() and not mirror.folder.is_symlink():
+        gone = writes.temp_name(mirror.folder)
+        with contextlib.suppress(OSError):
+            os.rename(mirror.folder, gone)
+            shutil.rmtree(gone, ignore_errors=True)
+    mirror.record.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        mirror.record.parent.rmdir()  # only when empty
+    return mirror.size
+
+
+def sweep_mirrors(root: Path) -> int:
+    """Remove what killed fetches left among the mirrors (rlsql's temporary names, of processes now gone)."""
+    base = root / REMOTE_DIR
+    if not base.is_dir():
+        return 0
+    swept = len(writes.sweep(base))
+    for mirror in list_mirrors(root):
+        for folder in [mirror.folder, *(p for p in mirror.folder.rglob("*") if p.is_dir())]:
+            swept += len(writes.sweep(folder))
+    return swept

@@ -84,7 +84,8 @@ RunOption = Annotated[
     typer.Option(
         "--run",
         "-r",
-        help="A run folder, a folder of run folders, a glob, or NAME=PATH to name one run (repeatable). "
+        help="A run folder, a folder of run folders, a glob, a URL (s3://, gs://, hf://) or NAME=PATH to name one "
+             "run (repeatable). "
              "Default: the bundled sample run.",
         show_default=False,
     ),

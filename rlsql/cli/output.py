@@ -30,8 +30,8 @@ def _parse_format(value: str | OutputFormat | None) -> OutputFormat | None:
 def _suggest_run(spec: str) -> None:
     """A run path that does not exist: fail with the closest sibling folder names, if any."""
     path = Path(spec).expanduser()
-    if any(ch in spec for ch in "*?[") or path.exists():
-        return  # a glob, or there: rlsql.runs.folders takes it from here
+    if any(ch in spec for ch in "*?[") or "://" in spec or path.exists():
+        return  # a glob, a URL, or there: rlsql.runs.folders (rlsql.cache.mirrors) takes it from here
     import difflib
     parent = path.parent
     try:
@@ -51,7 +51,7 @@ def _announce_sample() -> None:
 
 
 def _resolve(run: list[str] | None, announce: bool = True):
-    from rlsql.runs.folders import resolve_runs
+    from rlsql.cache.mirrors import resolve_runs
 
     if not run and announce:
         _announce_sample()

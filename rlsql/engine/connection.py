@@ -28,6 +28,7 @@ from typing import Any
 
 import duckdb
 
+from rlsql.cache.mirrors import resolve_runs
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.core import settings
 from rlsql.core.settings import Settings, active
@@ -41,7 +42,7 @@ from rlsql.engine.statements import (
     create_objects,
     register_config_function,
 )
-from rlsql.runs.folders import Run, resolve_runs
+from rlsql.runs.folders import Run
 from rlsql.runs.memorydb import memory_connection
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import duckdb
 
+from rlsql.cache.mirrors import resolve_runs
 from rlsql.cache.reading import answering as with_cache_fallback
 from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.params import Param
@@ -19,7 +20,7 @@ from rlsql.engine.failures import data_error, query_failure, warn_rejected_rows
 from rlsql.engine.statements import RunSpec, open_connection, query_connection
 from rlsql.runs.artifacts import check_artifacts
 from rlsql.runs.badcells import BadCells, answering
-from rlsql.runs.folders import Run, resolve_runs
+from rlsql.runs.folders import Run
 from rlsql.runs.trajectories import warn_damaged
 
 T = TypeVar("T")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlsql.cache.mirrors import resolve_runs
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
@@ -27,7 +28,7 @@ from rlsql.engine.spark_sources import SparkSources
 from rlsql.engine.spark_sql import compile_file
 from rlsql.engine.statements import RunSpec
 from rlsql.runs.artifacts import check_artifacts
-from rlsql.runs.folders import Run, resolve_runs
+from rlsql.runs.folders import Run
 
 REMOTE_ENV = "SPARK_REMOTE"
 #: session settings the compiled SQL relies on: wall-clock timestamps (DuckDB's TIMESTAMP), UTC

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
+from rlsql.cache.mirrors import origin
 from rlsql.core.errors import DataError
 from rlsql.engine.rawlogs import metrics_origin, vllm_origin
 from rlsql.engine.statements import open_connection
@@ -13,6 +15,12 @@ COLUMNS = [
     "run", "parser_format", "metrics_file", "metric_rows", "logs", "steps", "trials_file", "trials", "trajectories",
     "vllm_file", "vllm_seconds", "config_file", "ignored_files", "path",
 ]
+
+
+def shown_path(path: Path) -> str:
+    """The run's folder, or for a run given as a URL the URL (and the Hub commit) its copy came from."""
+    found = origin(path)
+    return found.shown() if found else str(path)
 
 
 def parser_format(run: Run) -> str:
@@ -68,6 +76,6 @@ def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
             name("trials"), trials.get(run.name, (0,))[0] if name("trials") else None,
             agents[run.name][1] if run.name in agents else None,
             vllm_file, vllm.get(run.name, (0,))[0] if vllm_file else None,
-            name("config"), len(run.ignored), str(run.path),
+            name("config"), len(run.ignored), shown_path(run.path),
         ))
     return COLUMNS, rows

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import duckdb
 
+from rlsql.cache.mirrors import run_record
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
@@ -140,7 +141,7 @@ def _write_metadata(
         ("storage_version", storage_version),
         ("built_at", dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()),
         ("materialized", "true" if materialize else "false"),
-        ("runs", json.dumps([{"name": r.name, "path": str(r.path)} for r in runs])),
+        ("runs", json.dumps([run_record(r.name, r.path) for r in runs])),
         ("sources", json.dumps(SourceFingerprints().for_files(runs, catalog.order))),
         ("queries", json.dumps({q.name: {"version": q.version, "fingerprint": q.fingerprint}
                                 for q in catalog.queries()})),

@@ -40,6 +40,7 @@ from typing import Any
 
 import duckdb
 
+from rlsql.cache.mirrors import run_record
 from rlsql.cache.reading import answering as with_cache_fallback
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
@@ -413,7 +414,7 @@ def _metadata(
     return dict(zip(METADATA_KEYS, (
         item.name, item.kind, item.version, item.fingerprint, json.dumps(params),
         __version__, duckdb.__version__,
-        json.dumps([{"name": r.name, "path": str(r.path)} for r in runs]),
+        json.dumps([run_record(r.name, r.path) for r in runs]),
         json.dumps(fingerprints.for_files(runs, needed, fills)),
         exported_at,
         # column -> its `-- column:` description (Parquet has no per-column comment of its own)

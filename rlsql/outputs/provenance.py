@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rlsql.cache.mirrors import file_origin
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.engine.rawlogs import LOG_SOURCES, reads_logs
 from rlsql.runs import harbor
@@ -42,6 +43,7 @@ class SourceFingerprints:
                 "size": stat.st_size,
                 "mtime": dt.datetime.fromtimestamp(stat.st_mtime, tz=dt.UTC).isoformat(),
                 "sha256": digest.hexdigest(),
+                **file_origin(path),  # a run given as a URL: the file's URL, ETag or blob id, Hub commit
             }
         return self._seen[path]
 
@@ -87,5 +89,6 @@ class SourceFingerprints:
                 "mtime": dt.datetime.fromtimestamp(mtime, tz=dt.UTC).isoformat(),
                 "sha256": digest.hexdigest(),
                 "files": count,
+                **file_origin(trace_jobs),
             }
         return self._seen[trace_jobs]

@@ -84,6 +84,13 @@ class Run:
         return dt.datetime.fromtimestamp(vllm.path.stat().st_mtime, tz=dt.UTC).date()
 
 
+def artifact_name(name: str) -> bool:
+    """Whether a file named `name` in a run folder is one of its CSV artifacts (prefixed or not)."""
+    match = _PREFIX.match(name)
+    return any(match["rest"] == suffix if match else name == unprefixed
+               for suffix, unprefixed in CSV_ARTIFACTS.values())
+
+
 def scan_folder(path: Path) -> Run | None:
     """The run in `path`, or None when the folder holds no artifact at all."""
     prefixed: dict[str, list[tuple[str, Path]]] = {kind: [] for kind in CSV_ARTIFACTS}

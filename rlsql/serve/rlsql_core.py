@@ -30,6 +30,7 @@ from typing import Any
 
 import duckdb
 
+from rlsql.cache.mirrors import resolve_runs
 from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
 from rlsql.core.errors import DataError, QueryError, RlsqlError, RlsqlWarning, UsageError
@@ -42,7 +43,7 @@ from rlsql.inspection.describe import describe as _describe
 from rlsql.outputs import transcript as transcripts
 from rlsql.outputs.formats import _jsonable, display, to_csv, to_json
 from rlsql.runs import memorydb
-from rlsql.runs.folders import HARBOR_DIR, Run, chosen_sources, resolve_runs, scan_folder
+from rlsql.runs.folders import HARBOR_DIR, Run, chosen_sources, scan_folder
 
 Settings = settings.Settings
 
