@@ -37,7 +37,7 @@ from rlsql.cache import reading
 from rlsql.core.sqltext import identifier, literal
 from rlsql.outputs.formats import Layout, OutputFormat, layout, render, to_markdown, to_records, to_table
 from rlsql.runs import writes
-from rlsql.runs.memorydb import scalar, spill_folder
+from rlsql.runs.memorydb import scalar
 
 #: rows fetched from DuckDB at a time for the people formats
 BATCH = 10_000
@@ -73,8 +73,8 @@ class Output:
                  grain: Sequence[str] = ()):
         self.fmt = fmt or OutputFormat.for_output(None if target == writes.STDOUT else target)
         self.kind = "stdout" if target is None else writes.output_kind(target)
-        if target is not None and self.kind == "file" and target.is_symlink():
-            target = target.resolve()  # written through the link, as `>` writes: the link stays
+        if target is not None and self.kind == "file":
+            target = writes.through_link(target)
         self.target = target
         #: the columns one row of the answer is per (a named query's grain), which a terminal never cuts
         self.grain = tuple(grain)
@@ -92,7 +92,7 @@ class Output:
             #: what a failure to write the staged file is said about (the file asked for, not its temporary)
             self.named: Path = target
         else:
-            self.staged = writes.temp_name(spill_folder().parent / "rows")
+            self.staged = writes.private_temp("rows")
             self.named = self.staged.parent
             with writes.failures_named(self.named):
                 self.staged.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -246,14 +246,13 @@ class Output:
             writes.commit(self.staged, self.target)
             return
         try:
-            with self.staged.open("rb") as src:
-                if self.kind == "stdout":
-                    sys.stdout.flush()
+            if self.kind == "stdout":
+                sys.stdout.flush()
+                with self.staged.open("rb") as src:
                     _copy_into(src, _binary(sys.stdout))  # a reader gone (| head) is BrokenPipeError: not ours
-                else:
-                    assert self.target is not None
-                    with writes.failures_named(self.target), self.target.open("wb") as dst:
-                        _copy_into(src, dst)
+            else:
+                assert self.target is not None
+                writes.pour(self.staged, self.target)
         finally:
             self.discard()
 
