@@ -128,6 +128,27 @@ def test_damaged_files_are_each_named_once_and_the_rest_read() -> None:
             assert "skipped, not an ATIF trajectory" in named[0]
 
 
+def test_a_continuation_numbered_past_the_largest_segment_is_one_warning(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Issue 42, item 8: `trajectory.cont-3000000000.json` stopped every trajectory query of the run and `rlsql
+    trial` (its number does not fit the INTEGER segment); it is a damaged file: one warning, the rest read."""
+    import shutil
+
+    run = tmp_path / "harbor"
+    shutil.copytree(RUNS / "harbor", run)
+    trial = "calendar-0001__G7Xfn9r"
+    far = run / "trace_jobs" / trial / "agent" / "trajectory.cont-3000000000.json"
+    shutil.copyfile(run / "trace_jobs" / trial / "agent" / "trajectory.json", far)
+    for name in VIEWS + QUERIES:
+        rows, messages = rows_of(name, [run])
+        assert_rows_match(rows, expected(name, [run]), name)
+        assert len([m for m in messages if str(far) in m and "continuation number" in m]) == 1, (name, messages)
+    code, out, err = _trial([trial, "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code in (0, None), err
+    got = json.loads(out)
+    assert [d["file"] for d in got["damaged_files"]] == [str(far)]
+    assert {s["segment"] for s in got["steps"]} == {0}
+
+
 def test_bad_token_counts_are_named_in_a_warning() -> None:
     _, messages = rows_of("token_usage", [RUNS / "harbor_csv"])
     named = [m for m in messages if "calendar-0003__8d5Frkd/agent/trajectory.json" in m]

@@ -36,6 +36,9 @@ if TYPE_CHECKING:  # duckdb and harbor.py's listing rules are imported when file
 AGENT_DIR = "agent"
 FIRST_SEGMENT = "trajectory.json"
 _SEGMENT = re.compile(r"^trajectory\.cont-([1-9][0-9]*)\.json$")
+#: the largest continuation number: `segment` is an INTEGER in every trajectory view; a file numbered past it
+#: is a damaged file (one warning), never a failed query
+MAX_SEGMENT = 2**31 - 1
 #: the SQL function the trajectory sources call for a damaged file (rlsql's query connections only)
 DAMAGED_FUNCTION = "rlsql_damaged_trajectory"
 #: damaged files named one warning each, per run; the rest in one more warning
@@ -118,6 +121,8 @@ def list_trajectories(trace_jobs: Path) -> TrajectoryListing:
             if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
                 problem = (f"DuckDB cannot look for it: its glob of {harbor.shown(unlistable)} fails on a name "
                            "there starting with a backslash")
+            if problem is None and segment > MAX_SEGMENT:
+                problem = f"its continuation number is past {MAX_SEGMENT:,}, the largest segment"
             signature = None if info is None else (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
             listing.files.append(SegmentFile(folder, segment, path, problem if isinstance(problem, str) else None,
                                              signature))
@@ -165,7 +170,8 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None, 
         chosen = [f for f in listing.files if trial is None or f.trial == trial]
         prefix = str(trace_jobs)
         readable = [f for f in chosen if f.problem is None]
-        refused.extend({"run": run.name, "trial": harbor.sql_name(f.trial), "segment": f.segment,
+        refused.extend({"run": run.name, "trial": harbor.sql_name(f.trial),
+                        "segment": f.segment if f.segment <= MAX_SEGMENT else None,
                         "path": f"{prefix}/{harbor.sql_name(f.trial)}/{AGENT_DIR}/{Path(f.path).name}",
                         "problem": f.problem} for f in chosen if f.problem)
         # in as many parts as there are cores: DuckDB reads one read_blob's files on one thread, and the
