@@ -149,6 +149,43 @@ def test_a_continuation_numbered_past_the_largest_segment_is_one_warning(tmp_pat
     assert {s["segment"] for s in got["steps"]} == {0}
 
 
+def test_a_trial_folder_removed_while_the_query_reads_is_skipped_with_a_warning(tmp_path: Path, monkeypatch) -> None:
+    """Issue 42, item 7: a trial folder removed (a clean-up, a retry) after DuckDB listed the files and before it
+    opened them failed the whole query (`Cannot open file`). Made deterministic: the first damaged file the
+    statement meets (DAMAGED_FUNCTION, called as the file streams past) removes the last trial's agent/ folder,
+    which one reader (READERS = 1) opens after it. The answer is the oracle's without that trial."""
+    import shutil
+
+    from rlsql.runs import trajectories
+
+    run = tmp_path / "harbor"
+    shutil.copytree(RUNS / "harbor", run)
+    last = sorted(t for t, _, _ in oracle.trajectory_files(run)[0])[-1]
+    doomed = run / "trace_jobs" / last / "agent"
+    monkeypatch.setattr(trajectories, "READERS", 1)
+
+    def record_damaged(con):  # trajectories.record_damaged, and the clean-up racing the read
+        seen: dict = {}
+        trajectories._RECORDERS[con] = seen
+
+        def damaged(run_name: str, path: str, problem: str) -> str:
+            shutil.rmtree(doomed, ignore_errors=True)
+            seen.setdefault(path, (run_name, problem))
+            return problem
+
+        con.create_function(trajectories.DAMAGED_FUNCTION, damaged, ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR",
+                            side_effects=True)
+        return seen
+
+    monkeypatch.setattr(trajectories, "record_damaged", record_damaged)
+    monkeypatch.setenv("RLSQL_CACHE", "off")
+    rows, messages = rows_of("tool_usage", [run])
+    assert not doomed.exists()  # the clean-up ran, during the read
+    assert_rows_match(rows, oracle.expected("tool_usage", [run]), "tool_usage without the removed trial")
+    removed = [m for m in messages if "removed while rlsql read it" in m]
+    assert len(removed) == 1 and f"trial {last!r} skipped" in removed[0], messages
+
+
 def test_bad_token_counts_are_named_in_a_warning() -> None:
     _, messages = rows_of("token_usage", [RUNS / "harbor_csv"])
     named = [m for m in messages if "calendar-0003__8d5Frkd/agent/trajectory.json" in m]

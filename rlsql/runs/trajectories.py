@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlsql.core.errors import RlsqlWarning
+from rlsql.core.errors import RlsqlError, RlsqlWarning
 from rlsql.runs.folders import Run
 
 if TYPE_CHECKING:  # duckdb and harbor.py's listing rules are imported when files are listed, not to find a run
@@ -231,6 +231,29 @@ def warn_damaged(con: duckdb.DuckDBPyConnection) -> None:
         if len(items) > SHOWN_FILES:
             warnings.warn(f"run {shown(run)!r}: {len(items) - SHOWN_FILES} more damaged trajectory files "
                           "skipped (`rlsql check` names them all)", TrajectoryFilesWarning, stacklevel=3)
+
+
+#: DuckDB's message for a file its glob found and it then could not open
+_CANNOT_OPEN = re.compile(r'Cannot open file "(?P<path>[^"]+/agent/trajectory[^"/]*\.json)"')
+
+
+def removed_while_read(exc: BaseException) -> str | None:
+    """The trajectory file a DuckDB error (`exc` or its cause) says it could not open because it is gone
+    (a trial folder removed by a clean-up or a retry between DuckDB's listing and its read), else None."""
+    cause = exc.__cause__ if isinstance(exc, RlsqlError) else exc
+    found = _CANNOT_OPEN.search(str(cause)) if cause is not None else None
+    if found is None or os.path.lexists(found["path"]):
+        return None
+    return found["path"]
+
+
+def warn_removed(path: str) -> None:
+    """One warning for a trajectory file removed while a statement read it: its trial is answered without it."""
+    from rlsql.runs.harbor import shown
+
+    trial = path.rsplit("/", 3)[-3]
+    warnings.warn(f"{shown(path)}: removed while rlsql read it; trial {shown(trial)!r} skipped (answered again "
+                  "from the files there now)", TrajectoryFilesWarning, stacklevel=3)
 
 
 def forget(con: duckdb.DuckDBPyConnection) -> None:
