@@ -351,6 +351,78 @@ def test_trial_names_its_damaged_file_and_reads_the_rest(capsys, monkeypatch) ->
     assert got["steps"] and {s["segment"] for s in got["steps"]} == {0}
 
 
+# -- hostile text: issue 42, items 18 and 19 --------------------------------------------------------------------
+
+#: what an agent can write into its trajectory: a fence that closes report.md's, a heading and HTML that would
+#: land outside any block, escape sequences that retitle the window and clear the screen, a lone CR
+HOSTILE = "ok ```\n# heading\n<img src=x onerror=alert(1)>\n\x1b]0;pwned\x07\x1b[2J\x9b31m end\rover"
+
+
+def _hostile_run(tmp_path: Path) -> tuple[Path, str]:
+    """A copy of the harbor run whose longest looping trial (which the report shows) says HOSTILE everywhere."""
+    import shutil
+
+    run = tmp_path / "harbor"
+    shutil.copytree(RUNS / "harbor", run)
+    trial = oracle.expected("looping_trials", [RUNS / "harbor"])[0]["trial_name"]
+    path = run / "trace_jobs" / trial / "agent" / "trajectory.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    for step in doc["steps"]:
+        step["message"] = HOSTILE
+        if step.get("observation"):
+            for result in step["observation"]["results"]:
+                result["content"] = "````" + HOSTILE
+    doc["steps"][0]["reasoning_content"] = HOSTILE
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return run, trial
+
+
+def _rendered(markdown: str) -> str:
+    """The HTML a CommonMark renderer (markdown-it, which rich brings) makes of `markdown`, raw HTML allowed."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True}).render(markdown)
+
+
+def _agent_text_contained(html: str) -> None:
+    assert "<img" not in html and "<h1>heading" not in html, html
+    assert "\x1b" not in html and "\x9b" not in html and "\x07" not in html
+    assert "\\x1b]0;pwned\\x07" in html  # shown, not dropped
+
+
+def test_trial_markdown_keeps_agent_text_inside_its_blocks(tmp_path: Path, capsys, monkeypatch) -> None:
+    run, trial = _hostile_run(tmp_path)
+    code, out, err = _trial([trial, "-r", str(run), "-f", "md"], capsys, monkeypatch)
+    assert code in (0, None), err
+    html = _rendered(out)
+    _agent_text_contained(html)
+    assert html.count('<code class="language-text">ok ```\n# heading\n&lt;img src=x onerror=alert(1)&gt;') >= 3
+
+
+def test_trial_on_a_terminal_shows_escape_sequences_escaped(tmp_path: Path, capsys, monkeypatch) -> None:
+    run, trial = _hostile_run(tmp_path)
+    code, out, err = _trial([trial, "-r", str(run), "--full"], capsys, monkeypatch)
+    assert code in (0, None), err
+    assert not any(ord(ch) < 32 and ch != "\n" or 0x7F <= ord(ch) < 0xA0 for ch in out), repr(out[:400])
+    assert "\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m end\\rover" in out
+
+
+def test_report_keeps_agent_text_inside_its_blocks(tmp_path: Path) -> None:
+    from rlsql.outputs.report import build_report
+    from rlsql.runs.folders import resolve_runs
+
+    run, trial = _hostile_run(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RlsqlWarning)
+        build_report(resolve_runs([str(run)]), tmp_path / "r", "md", notify=lambda _: None)
+    text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    start = text.index(f"### {trial}")
+    section = text[start:text.index("\n## ", start)]  # the transcripts, up to the report's next section
+    html = _rendered(section)
+    _agent_text_contained(html)
+    assert html.count("<h3>") == 3 and "<h1>" not in html and "<h2>" not in html  # the transcripts' headings only
+
+
 # -- the report's "What the agent did" -----------------------------------------------------------------------
 
 

@@ -208,35 +208,39 @@ def segment_name(segment: int) -> str:
 
 
 def as_markdown(t: Transcript, full: bool) -> str:
-    out = [f"# Trial {t.trial} (run {t.run})", ""]
-    out += [f"- {line}" for line in _header(t)] + [""]
+    """The transcript as markdown. Everything the agent or the files wrote stays inside its block: texts in
+    fences no line of theirs can close, names and short values escaped as a table's cells are, calls as code
+    spans (rlsql/outputs/formats.py)."""
+    from rlsql.outputs.formats import code_span, fenced, markdown_cell
+
+    out = [f"# Trial {markdown_cell(t.trial)} (run {markdown_cell(t.run)})", ""]
+    out += [f"- {markdown_cell(line)}" for line in _header(t)] + [""]
     for path, problem in t.damaged:
-        out.append(f"> damaged file skipped: `{path}`: {problem}")
+        out.append(f"> damaged file skipped: {code_span(path)}: {markdown_cell(problem)}")
     for segment, steps, folded in segments(t, full):
         out += [f"## Segment {segment}: {segment_name(segment)}", ""]
         if folded:
             out += [f"*{_copied(folded)} (folded; `--full` shows them)*", ""]
         for s in steps:
-            out += [f"### {step_title(s)}", ""]
+            out += [f"### {markdown_cell(step_title(s))}", ""]
             if s.get("message"):
-                out += [_quote(cut(s["message"], full)), ""]
+                out += [fenced(cut(s["message"], full), "text"), ""]
             if s.get("reasoning"):
-                out += ["*reasoning:*", "", _quote(cut(s["reasoning"], full)), ""]
+                out += ["*reasoning:*", "", fenced(cut(s["reasoning"], full), "text"), ""]
             for c in s.get("calls") or []:
-                out.append(f"- call `{c['function_name']}` `{cut(c['arguments'], full)}` ({c['tool_call_id']})")
+                out.append(f"- call {code_span(c['function_name'] or '')} {code_span(cut(c['arguments'], full))}"
+                           f" ({code_span(c['tool_call_id'] or '')})")
             for o in s.get("observations") or []:
-                answer = f" (answers {o['source_call_id']})" if o["source_call_id"] else ""
-                out += ["", f"observation{answer}:", "", "```", cut(o["content"] or "", full), "```"]
+                answer = f" (answers {code_span(o['source_call_id'])})" if o["source_call_id"] else ""
+                out += ["", f"observation{answer}:", "", fenced(cut(o["content"] or "", full), "text")]
             out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
-def _quote(text: str) -> str:
-    return "\n".join("> " + line for line in text.splitlines()) or ">"
-
-
 def print_terminal(t: Transcript, full: bool, stream: Any = None) -> None:
     """The transcript on a terminal: rich (typer's dependency) at the terminal's width; plain text elsewhere."""
+    from rlsql.outputs.formats import shown  # an agent's escape sequences written out, never acted on
+
     stream = stream or sys.stdout
     try:
         from rich.console import Console
@@ -248,24 +252,24 @@ def print_terminal(t: Transcript, full: bool, stream: Any = None) -> None:
         stream.write(as_markdown(t, full))
         return
     console = Console(file=stream, highlight=False, soft_wrap=False)
-    console.print(Panel("\n".join(escape(line) for line in _header(t)),
-                        title=f"[bold]{escape(t.trial)}[/] (run {escape(t.run)})", expand=True))
+    console.print(Panel("\n".join(escape(shown(line)) for line in _header(t)),
+                        title=f"[bold]{escape(shown(t.trial))}[/] (run {escape(shown(t.run))})", expand=True))
     for path, problem in t.damaged:
-        console.print(Text(f"damaged file skipped: {path}: {problem}", style="bold red"))
+        console.print(Text(shown(f"damaged file skipped: {path}: {problem}"), style="bold red"))
     for segment, steps, folded in segments(t, full):
         console.print(Rule(f"segment {segment}: {segment_name(segment)}"))
         if folded:
             console.print(Text(f"{_copied(folded)} (folded; --full shows them)", style="dim italic"))
         for s in steps:
-            console.print(Text(step_title(s), style="bold cyan" if s["source"] == "agent" else "bold"))
+            console.print(Text(shown(step_title(s)), style="bold cyan" if s["source"] == "agent" else "bold"))
             if s.get("message"):
-                console.print(Text(cut(s["message"], full)))
+                console.print(Text(shown(cut(s["message"], full))))
             if s.get("reasoning"):
-                console.print(Text("reasoning: " + cut(s["reasoning"], full), style="italic"))
+                console.print(Text(shown("reasoning: " + cut(s["reasoning"], full)), style="italic"))
             for c in s.get("calls") or []:
-                console.print(Text(f"→ {c['function_name']} {cut(c['arguments'], full)}", style="green"))
+                console.print(Text(shown(f"→ {c['function_name']} {cut(c['arguments'], full)}"), style="green"))
             for o in s.get("observations") or []:
-                console.print(Text("← " + (cut(o["content"] or "", full)), style="yellow"))
+                console.print(Text(shown("← " + (cut(o["content"] or "", full))), style="yellow"))
             console.print()
 
 
