@@ -223,6 +223,64 @@ def test_check_counts_trials_without_a_trajectory_and_names_damaged_files() -> N
     assert len([i for i in reports["harbor"].issues if "not an ATIF trajectory" in i.problem]) == 8
 
 
+def test_check_names_each_trajectory_defect_in_one_line(tmp_path: Path) -> None:
+    """From the analyst's trial (issue 42): an unparsable timestamp, a source_call_id naming no call, a continuation
+    gap, a trial in flight and a trial folder without agent/ each get one line of `rlsql check`; the expectations
+    are worked out here from the files with plain json (the oracle's timestamp rule)."""
+    import shutil
+
+    from rlsql.inspection.check import check_runs
+    from rlsql.runs.folders import resolve_runs
+
+    run = tmp_path / "harbor"
+    shutil.copytree(RUNS / "harbor", run)
+    files = oracle.trajectory_files(run)[0]
+    readable = [(t, seg, p) for t, seg, p in files if oracle.read_trajectory(p) is not None]
+    # plant an observation answering no call in the first readable file's first step with an observation
+    trial, _, planted = next(f for f in readable if any(s.get("observation") for s in oracle.read_trajectory(f[2])["steps"]))
+    doc = json.loads(planted.read_text(encoding="utf-8"))
+    step = next(s for s in doc["steps"] if s.get("observation"))
+    step["observation"]["results"].append({"source_call_id": "call_nobody", "content": "x"})
+    planted.write_text(json.dumps(doc), encoding="utf-8")
+    trace_jobs = run / "trace_jobs"
+
+    orphans, stamps, gaps = {}, {}, {}
+    for t, _, path in readable:
+        doc = oracle.read_trajectory(path)
+        assert doc is not None
+        for s in doc["steps"]:
+            ids = {c.get("tool_call_id") for c in s.get("tool_calls") or [] if isinstance(c, dict)}
+            results = (s.get("observation") or {}).get("results") or []
+            found = [r["source_call_id"] for r in results if isinstance(r.get("source_call_id"), str)
+                     and r["source_call_id"] not in ids]
+            orphans.setdefault(str(path), []).extend(found)
+            if isinstance(s.get("timestamp"), str) and oracle._utc(s["timestamp"]) is None:
+                stamps.setdefault(str(path), []).append(s["timestamp"])
+    for t in sorted({t for t, _, _ in files}):
+        numbers = [seg for tt, seg, _ in files if tt == t]
+        if set(range(max(numbers))) - set(numbers):
+            gaps[t] = sorted(set(range(max(numbers))) - set(numbers))
+    in_flight = sorted(t for t in {t for t, _, _ in files} if not (trace_jobs / t / "result.json").exists())
+    no_agent = sorted(t.name for t in trace_jobs.iterdir() if t.is_dir() and not (t / "agent").is_dir())
+
+    (report,) = check_runs(resolve_runs([str(run)]))
+    lines = [(i.severity, i.file, i.problem) for i in report.issues]
+    got_orphans = [(f, p) for _, f, p in lines if "source_call_id names no tool call" in p]
+    assert got_orphans == [(f, f"{len(ids)} observation result(s) whose source_call_id names no tool call of their "
+                            f"step (e.g. {ids[0]!r}): counted for no call") for f, ids in sorted(orphans.items()) if ids]
+    assert str(planted) in dict(got_orphans)
+    got_stamps = [(f, p) for _, f, p in lines if "timestamp is not ISO 8601" in p]
+    assert got_stamps == [(f, f"{len(v)} step(s) whose timestamp is not ISO 8601 (e.g. {v[0]!r}): ts is empty")
+                          for f, v in sorted(stamps.items()) if v] and got_stamps
+    got_gaps = [f for _, f, p in lines if p.startswith("continuation gap")]
+    assert got_gaps == [str(trace_jobs / t / "agent") for t in gaps] and got_gaps
+    got_flight = [f for _, f, p in lines if "a trial in flight): its steps are read" in p]
+    assert got_flight == [str(trace_jobs / t) for t in in_flight] and got_flight
+    got_no_agent = [f for _, f, p in lines if p == "no agent/ folder: the trial has no trajectory"]
+    assert got_no_agent == [str(trace_jobs / t) for t in no_agent[:10]]
+    assert any(p == f"{len(no_agent) - 10} more trial folders have no agent/ folder" for _, _, p in lines)
+
+
 def test_runs_says_how_many_trials_have_a_trajectory() -> None:
     from rlsql.inspection.inventory import inventory
     from rlsql.runs.folders import resolve_runs

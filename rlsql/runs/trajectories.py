@@ -77,6 +77,8 @@ class TrajectoryListing:
     files: list[SegmentFile] = field(default_factory=list)
     trials: int = 0
     without: int = 0
+    #: the trial folders without an agent/ folder (one of the `without`), by name
+    no_agent: list[str] = field(default_factory=list)
 
 
 def segments_of(names: Sequence[str]) -> list[tuple[int, str]]:
@@ -110,6 +112,7 @@ def list_trajectories(trace_jobs: Path) -> TrajectoryListing:
             names = [n for n in os.listdir(agent) if n.startswith("trajectory")]
         except OSError:
             listing.without += 1
+            listing.no_agent.append(folder)
             continue
         segments = segments_of(names)
         if not segments or segments[0][0] != 0:
