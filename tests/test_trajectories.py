@@ -402,6 +402,23 @@ def test_a_wrong_trial_name_gets_a_did_you_mean(capsys, monkeypatch) -> None:
     assert code != 0 and "no agent trajectories" in err
 
 
+def test_a_trial_without_a_trajectory_shows_its_trials_row_and_why(capsys, monkeypatch) -> None:
+    """From the analyst's trial (issue 42): a trial folder without agent/ got "no trial ... did you mean" naming
+    other trials; it is the trial's trials row and one line saying there is no agent/ folder."""
+    trace_jobs = RUNS / "harbor" / "trace_jobs"
+    trial = sorted(t.name for t in trace_jobs.iterdir() if t.is_dir() and not (t / "agent").exists()
+                   and (t / "result.json").is_file())[0]
+    facts = {t["trial_name"]: t for t in oracle.read_trials(RUNS / "harbor")}[trial]
+    code, out, err = _trial([trial, "-r", str(RUNS / "harbor"), "-f", "json"], capsys, monkeypatch)
+    assert code in (0, None) and "did you mean" not in err, err
+    got = json.loads(out)
+    assert got["steps"] == [] and got["no_trajectory"] == f"{trace_jobs / trial}: no agent/ folder, so no trajectory to show"
+    assert got["trial"]["n_episodes"] == facts["n_episodes"] and got["trial"]["exception_type"] == facts["exception_type"]
+    code, out, err = _trial([trial, "-r", str(RUNS / "harbor")], capsys, monkeypatch)
+    words = " ".join(out.split())  # rich wraps at the terminal's width
+    assert code in (0, None) and "no agent/ folder, so no trajectory" in words and f"turns {facts['n_episodes']}" in words
+
+
 def test_trial_names_its_damaged_file_and_reads_the_rest(capsys, monkeypatch) -> None:
     _, out, _ = _trial(["calendar-0004__sdoyP4h", "-r", str(RUNS / "harbor"), "-f", "json"], capsys, monkeypatch)
     got = json.loads(out)
