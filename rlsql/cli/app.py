@@ -213,6 +213,16 @@ def list_command(
 
     catalog = load_catalog()
     files = catalog.views() if views else catalog.queries()
+    if fmt is None:  # for a person: fitted to the terminal, one entry per object (-f table: the table)
+        import shutil
+
+        from rlsql.outputs.formats import LISTING_WIDTH, to_entries
+
+        entries = [(f"{f.name}  version {f.version}  fingerprint {f.fingerprint}",
+                    [f.description, *(f"param {p.describe()}" for p in declared_params(f.name))]) for f in files]
+        width = shutil.get_terminal_size((LISTING_WIDTH, 24)).columns
+        sys.stdout.write(to_entries(entries, width))
+        return
     rows = [
         (f.name, f.version, f.fingerprint, f.description, "; ".join(p.describe() for p in declared_params(f.name)))
         for f in files

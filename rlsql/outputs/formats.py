@@ -13,6 +13,7 @@ import io
 import json
 import math
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -294,6 +295,24 @@ def to_records(columns: Sequence[str], rows: Sequence[Sequence[Any]], first: int
         out.append(f"-[ RECORD {number} ]".ljust(label + 3, "-"))
         out.extend(f"{shown(c).ljust(label)} | {_cell(v)}".replace("\n", " ").rstrip()
                    for c, v in zip(columns, row, strict=True))
+    return "\n".join(out) + "\n" if out else ""
+
+
+#: the width a listing is wrapped to when stdout is no terminal and COLUMNS is not set
+LISTING_WIDTH = 100
+
+
+def to_entries(entries: Sequence[tuple[str, Sequence[str]]], width: int) -> str:
+    """Entries a person reads in a terminal `width` columns wide (`rlsql list`): each its title line, then
+    its texts wrapped under it, indented; nothing cut (a long name or word runs past, never lost)."""
+    out = []
+    width = max(width, 20)
+    for title, texts in entries:
+        out.extend(textwrap.wrap(shown(title), width, subsequent_indent="    ", break_long_words=False,
+                                 break_on_hyphens=False))
+        for text in texts:
+            out.extend(textwrap.wrap(shown(text), width, initial_indent="    ", subsequent_indent="    ",
+                                     break_long_words=False, break_on_hyphens=False))
     return "\n".join(out) + "\n" if out else ""
 
 
