@@ -281,6 +281,65 @@ def test_check_names_each_trajectory_defect_in_one_line(tmp_path: Path) -> None:
     assert any(p == f"{len(no_agent) - 10} more trial folders have no agent/ folder" for _, _, p in lines)
 
 
+def _first_repeat(pairs_text: str) -> tuple[str, str] | None:
+    """(object, key) of the first object of the levels rlsql reads that writes a key twice, found with json's
+    object_pairs_hook (which sees every pair before json.loads keeps the last)."""
+    def pairs(items):
+        return {"__pairs__": items, **dict(items)}
+
+    doc = json.loads(pairs_text, object_pairs_hook=pairs)
+
+    def repeated(obj) -> str | None:
+        if not isinstance(obj, dict):
+            return None
+        keys = [k for k, _ in obj["__pairs__"]]
+        return next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+
+    steps = doc.get("steps") if isinstance(doc.get("steps"), list) else []
+    levels = [("the document", [doc]), ("agent", [doc.get("agent")])]
+    levels += [(f"steps[{i}]", [s]) for i, s in enumerate(steps)]
+    levels += [("a step's metrics", [s.get("metrics") for s in steps if isinstance(s, dict)])]
+    levels += [("a tool call", [c for s in steps if isinstance(s, dict) for c in s.get("tool_calls") or []])]
+    for where, objects in levels:
+        for obj in objects:
+            if (key := repeated(obj)) is not None:
+                return where, key
+    return None
+
+
+def test_check_names_a_key_written_twice_which_json_reads_last(tmp_path: Path) -> None:
+    """Issue 42, item 4: DuckDB reads a repeated key's first value, Python's json and Harbor the last. rlsql check
+    names each such file, the object and the key (found here with json's own object_pairs_hook)."""
+    import shutil
+
+    from rlsql.inspection.check import check_runs
+    from rlsql.runs.folders import resolve_runs
+
+    run = tmp_path / "harbor"
+    shutil.copytree(RUNS / "harbor", run)
+    readable = [p for _, seg, p in oracle.trajectory_files(run)[0] if seg == 0 and oracle.read_trajectory(p)]
+    edits = [('"step_id": 2,', '"step_id": 2, "step_id": 7,'), ('"function_name":', '"function_name": "rm", "function_name":'),
+             ('"prompt_tokens":', '"prompt_tokens": 1, "prompt_tokens":')]
+    for path, (old, new) in zip(readable, edits, strict=False):
+        text = path.read_text(encoding="utf-8")
+        assert old in text
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    want = sorted((str(p), *found) for p in readable if (found := _first_repeat(p.read_text(encoding="utf-8"))))
+    assert len(want) == 3
+    (report,) = check_runs(resolve_runs([str(run)]))
+    got = sorted(i.file for i in report.issues if "twice: rlsql reads the first value" in i.problem)
+    assert got == [w[0] for w in want]
+    for path, where, key in want:
+        assert any(i.file == path and i.problem.startswith(f"{where} writes key {key!r} twice") for i in report.issues)
+    # what the warning says: the view holds the first value, json.loads the last
+    doc = json.loads(readable[0].read_text(encoding="utf-8"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RlsqlWarning)  # the fixture's damaged files, named elsewhere
+        rows = rlsql.query("trajectory_steps", [run]).to_dicts()
+    steps = [r for r in rows if r["trial_name"] == readable[0].parts[-3]]
+    assert doc["steps"][1]["step_id"] == 7 and [r["step_id"] for r in steps if r["segment"] == 0][1] == 2
+
+
 def test_runs_says_how_many_trials_have_a_trajectory() -> None:
     from rlsql.inspection.inventory import inventory
     from rlsql.runs.folders import resolve_runs

@@ -421,6 +421,8 @@ class Findings:
     orphans: list[tuple[str, int, str]] = field(default_factory=list)
     #: per trial: (trial folder, the continuation numbers missing before its last)
     gaps: list[tuple[str, list[int]]] = field(default_factory=list)
+    #: per file: (path, the object, the first key written twice there): DuckDB reads the first, json the last
+    repeated: list[tuple[str, str, str]] = field(default_factory=list)
     #: trial folders with a trajectory and no result.json (in flight), and those without agent/
     in_flight: list[str] = field(default_factory=list)
     no_agent: list[str] = field(default_factory=list)
@@ -474,6 +476,9 @@ def trajectory_findings(runs: Sequence[Run]) -> dict[str, Findings]:
             found[holder].orphans.append((path, int(count), example))
     forget(con)
     con.close()
+    for path, where, key in _repeated_keys(with_files):
+        if (holder := owner(path)) is not None:
+            found[holder].repeated.append((path, where, key))
     for (path, _, column), value in sorted(bad.cells.items()):
         if (holder := owner(path)) is not None:
             found[holder].bad_counts.append((path, column, value))
@@ -498,6 +503,23 @@ def trajectory_findings(runs: Sequence[Run]) -> dict[str, Findings]:
         findings.bad_stamps.sort()
         findings.orphans.sort()
     return found
+
+
+def _repeated_keys(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
+    """(file, object, key) of each trajectory file with an object that writes a key rlsql may read twice
+    (sql/sources/_repeated_keys.sql.j2): one more parse of every file, for `rlsql check` alone."""
+    from rlsql.runs.memorydb import memory_connection
+    from rlsql.runs.trajectories import render_context
+
+    context = render_context(runs, record=False)
+    if not context["files"]:
+        return []
+    sql = load_catalog().env.get_template("sources/_repeated_keys.sql.j2").render(**context)
+    con = memory_connection()
+    try:
+        return [(str(path), where, key) for path, where, key in con.execute(sql).fetchall()]
+    finally:
+        con.close()
 
 
 def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
@@ -533,6 +555,9 @@ def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
         report.add("warning", path, f"{column}: {shown} is not a whole number from 0 to 2**53: read as empty")
     for path, count, example in mine.bad_stamps:
         report.add("warning", path, f"{count} step(s) whose timestamp is not ISO 8601 (e.g. {example!r}): ts is empty")
+    for path, where, key in mine.repeated:
+        report.add("warning", path, f"{where} writes key {key!r} twice: rlsql reads the first value, Python's json "
+                   "and Harbor the last (the file is read; its value may differ from theirs)")
     for path, count, example in mine.orphans:
         report.add("warning", path, f"{count} observation result(s) whose source_call_id names no tool call of "
                    f"their step (e.g. {example!r}): counted for no call")
