@@ -434,6 +434,12 @@ def export_command(
         typer.Option("--replace-all", help="With --partition-by: replace each tree or file whole, dropping the "
                      "runs not exported (default: replace only the exported runs' partitions and rows)."),
     ] = False,
+    relative_to: Annotated[
+        Path | None,
+        typer.Option("--paths-relative-to", metavar="FOLDER", show_default=False,
+                     help="Name the run folders and source files in the provenance relative to FOLDER "
+                     "(default: absolute paths)."),
+    ] = None,
 ) -> None:
     """Write named queries and views to files for BI tools (Parquet carries provenance metadata)."""
     from rlsql.outputs.export import check_params, export, select_items, summary
@@ -445,7 +451,7 @@ def export_command(
     skippable = {item.name for item in items if item.name not in explicit}
     runs = _resolve(run)
     written = export(runs, items, output, export_format.value, partition_by.value if partition_by else None,
-                     params, skippable, progress=say, replace_all=replace_all)
+                     params, skippable, progress=say, replace_all=replace_all, relative_to=relative_to)
     say(summary(written, output))
 
 
