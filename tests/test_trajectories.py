@@ -237,7 +237,7 @@ def test_check_names_each_trajectory_defect_in_one_line(tmp_path: Path) -> None:
     files = oracle.trajectory_files(run)[0]
     readable = [(t, seg, p) for t, seg, p in files if oracle.read_trajectory(p) is not None]
     # plant an observation answering no call in the first readable file's first step with an observation
-    trial, _, planted = next(f for f in readable if any(s.get("observation") for s in oracle.read_trajectory(f[2])["steps"]))
+    planted = next(p for _, _, p in readable if any(s.get("observation") for s in oracle.read_trajectory(p)["steps"]))
     doc = json.loads(planted.read_text(encoding="utf-8"))
     step = next(s for s in doc["steps"] if s.get("observation"))
     step["observation"]["results"].append({"source_call_id": "call_nobody", "content": "x"})
@@ -245,7 +245,7 @@ def test_check_names_each_trajectory_defect_in_one_line(tmp_path: Path) -> None:
     trace_jobs = run / "trace_jobs"
 
     orphans, stamps, gaps = {}, {}, {}
-    for t, _, path in readable:
+    for _, _, path in readable:
         doc = oracle.read_trajectory(path)
         assert doc is not None
         for s in doc["steps"]:
@@ -267,7 +267,8 @@ def test_check_names_each_trajectory_defect_in_one_line(tmp_path: Path) -> None:
     lines = [(i.severity, i.file, i.problem) for i in report.issues]
     got_orphans = [(f, p) for _, f, p in lines if "source_call_id names no tool call" in p]
     assert got_orphans == [(f, f"{len(ids)} observation result(s) whose source_call_id names no tool call of their "
-                            f"step (e.g. {ids[0]!r}): counted for no call") for f, ids in sorted(orphans.items()) if ids]
+                            f"step (e.g. {ids[0]!r}): counted for no call")
+                           for f, ids in sorted(orphans.items()) if ids]
     assert str(planted) in dict(got_orphans)
     got_stamps = [(f, p) for _, f, p in lines if "timestamp is not ISO 8601" in p]
     assert got_stamps == [(f, f"{len(v)} step(s) whose timestamp is not ISO 8601 (e.g. {v[0]!r}): ts is empty")
@@ -318,7 +319,8 @@ def test_check_names_a_key_written_twice_which_json_reads_last(tmp_path: Path) -
     run = tmp_path / "harbor"
     shutil.copytree(RUNS / "harbor", run)
     readable = [p for _, seg, p in oracle.trajectory_files(run)[0] if seg == 0 and oracle.read_trajectory(p)]
-    edits = [('"step_id": 2,', '"step_id": 2, "step_id": 7,'), ('"function_name":', '"function_name": "rm", "function_name":'),
+    edits = [('"step_id": 2,', '"step_id": 2, "step_id": 7,'),
+             ('"function_name":', '"function_name": "rm", "function_name":'),
              ('"prompt_tokens":', '"prompt_tokens": 1, "prompt_tokens":')]
     for path, (old, new) in zip(readable, edits, strict=False):
         text = path.read_text(encoding="utf-8")
@@ -471,11 +473,14 @@ def test_a_trial_without_a_trajectory_shows_its_trials_row_and_why(capsys, monke
     code, out, err = _trial([trial, "-r", str(RUNS / "harbor"), "-f", "json"], capsys, monkeypatch)
     assert code in (0, None) and "did you mean" not in err, err
     got = json.loads(out)
-    assert got["steps"] == [] and got["no_trajectory"] == f"{trace_jobs / trial}: no agent/ folder, so no trajectory to show"
-    assert got["trial"]["n_episodes"] == facts["n_episodes"] and got["trial"]["exception_type"] == facts["exception_type"]
+    assert got["steps"] == []
+    assert got["no_trajectory"] == f"{trace_jobs / trial}: no agent/ folder, so no trajectory to show"
+    assert got["trial"]["n_episodes"] == facts["n_episodes"]
+    assert got["trial"]["exception_type"] == facts["exception_type"]
     code, out, err = _trial([trial, "-r", str(RUNS / "harbor")], capsys, monkeypatch)
     words = " ".join(out.split())  # rich wraps at the terminal's width
-    assert code in (0, None) and "no agent/ folder, so no trajectory" in words and f"turns {facts['n_episodes']}" in words
+    assert code in (0, None) and "no agent/ folder, so no trajectory" in words, err
+    assert f"turns {facts['n_episodes']}" in words
 
 
 def test_trial_names_its_damaged_file_and_reads_the_rest(capsys, monkeypatch) -> None:
@@ -537,7 +542,7 @@ def test_trial_on_a_terminal_shows_escape_sequences_escaped(tmp_path: Path, caps
     run, trial = _hostile_run(tmp_path)
     code, out, err = _trial([trial, "-r", str(run), "--full"], capsys, monkeypatch)
     assert code in (0, None), err
-    assert not any(ord(ch) < 32 and ch != "\n" or 0x7F <= ord(ch) < 0xA0 for ch in out), repr(out[:400])
+    assert not any((ord(ch) < 32 and ch != "\n") or 0x7F <= ord(ch) < 0xA0 for ch in out), repr(out[:400])
     assert "\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m end\\rover" in out
 
 

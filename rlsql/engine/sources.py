@@ -12,7 +12,7 @@ import functools
 import hashlib
 import json
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rlsql.cache import trajcopies

@@ -438,7 +438,8 @@ _STAMPS = ("SELECT source_file, count(*) FILTER (WHERE bad), arg_min(\"timestamp
 #: their step (ATIF: the id of the call the result answers)
 _ORPHANS = ("SELECT source_file, sum(len(orphans)), arg_min(orphans[1], step_index) FILTER (WHERE len(orphans) > 0) "
             "FROM (SELECT source_file, step_index, list_filter("
-            "list_transform(from_json(observations, '[{{\"source_call_id\": \"VARCHAR\"}}]'), lambda o: o.source_call_id), "
+            "list_transform(from_json(observations, '[{{\"source_call_id\": \"VARCHAR\"}}]'), "
+            "lambda o: o.source_call_id), "
             "lambda i: i IS NOT NULL AND NOT list_contains(coalesce(list_transform("
             "from_json(calls, '[{{\"tool_call_id\": \"VARCHAR\"}}]'), lambda c: c.tool_call_id), []), i)) AS orphans "
             "FROM ({sql}) WHERE problem IS NULL) GROUP BY source_file HAVING sum(len(orphans)) > 0")
