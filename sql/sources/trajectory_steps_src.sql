@@ -97,7 +97,7 @@ FROM narrow
     {{- ", CASE" if loop.first }} WHEN source_file = {{ path | lit }} AND step_index = {{ index | lit }} THEN
         {%- if bad_cells == "record" %} CAST({{ BAD_CELL_FUNCTION | ident }}({{ path | lit }}, {{ index | lit }}, {{ column | lit }}, {{ value | lit }}) AS BIGINT)
         {%- else %} CAST(error({{ BAD_CELL_MARK | lit }}) AS BIGINT){% endif %}
-    {{- " ELSE " ~ field ~ " END AS " ~ field if loop.last }}
+    {%- if loop.last %} ELSE {{ field | ident }} END AS {{ field | ident }}{% endif %}
 {%- endfor %}
 {%- endfor %})
 FROM read_parquet({{ c.parquet | lit }})
