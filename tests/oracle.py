@@ -1540,7 +1540,11 @@ def trajectory_files(run_dir: Path | str) -> tuple[list[tuple[str, int, Path]], 
 
 def read_trajectory(path: Path) -> dict | None:
     """A trajectory file's document, or None when it is skipped ("does not parse ... not an object, no steps
-    list, or a step without an integer step_id")."""
+    list, or a step without an integer step_id"; "a continuation numbered past 2**31-1", past the INTEGER
+    segment)."""
+    numbered = _SEGMENT_NAME.match(path.name)
+    if numbered and int(numbered.group(1)) > 2**31 - 1:
+        return None
     text = _harbor_text(path)  # the same rule as result.json files: a regular, readable, UTF-8 file
     if text is None:
         return None

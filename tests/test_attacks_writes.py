@@ -165,6 +165,68 @@ def test_o_through_a_symlink_replaces_the_file_it_points_to(tmp_path: Path, caps
     assert link.is_symlink() and real.read_text().startswith("run,")  # as `>` writes through the link
 
 
+# -- issue 42, item 5: db build (every write target) never renames over a FIFO, a device or a link ------
+
+def tables_in(database: bytes, tmp_path: Path) -> set[str]:
+    """The tables and views of a DuckDB database given as its bytes (opened read-only from a copy)."""
+    import duckdb
+
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(database)
+    con = duckdb.connect(str(copy), read_only=True)
+    try:
+        return {name for (name,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    finally:
+        con.close()
+
+
+def test_db_build_into_a_fifo_writes_the_database_into_it(tmp_path: Path, capsys, monkeypatch) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader, got = reading(fifo)
+    code, _, err = run_main(["db", "build", str(fifo), "-r", str(RUNS / "tiny")], capsys, monkeypatch)
+    reader.join(timeout=60)
+    assert code == 0, err
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO: nothing renamed over it
+    assert {"rlsql_metadata", "trials", "turn_stats"} <= tables_in(got[0], tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.duckdb", "pipe"]  # no temporary beside it
+
+
+@needs_root
+def test_db_build_onto_a_character_device_writes_into_it(tmp_path: Path, capsys, monkeypatch) -> None:
+    """`rlsql db build /dev/null` as root replaced the system's /dev/null with a database file: a device
+    node made in the test's folder stays a device."""
+    device = tmp_path / "null"
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    code, _, err = run_main(["db", "build", str(device), "-r", str(RUNS / "tiny")], capsys, monkeypatch)
+    assert code == 0, err
+    assert stat.S_ISCHR(device.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
+
+
+def test_db_build_through_a_symlink_replaces_the_file_it_points_to(tmp_path: Path, capsys, monkeypatch) -> None:
+    real = tmp_path / "real.duckdb"
+    real.write_text("old\n")
+    link = tmp_path / "link.duckdb"
+    link.symlink_to(real)
+    code, _, err = run_main(["db", "build", str(link), "-r", str(RUNS / "tiny")], capsys, monkeypatch)
+    assert code == 0, err
+    assert link.is_symlink() and link.readlink() == real  # the link stays, as `>` leaves it
+    assert {"rlsql_metadata", "trials"} <= tables_in(real.read_bytes(), tmp_path)
+
+
+def test_db_build_onto_a_socket_is_refused_in_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
+    sock_path = tmp_path / "s.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sock_path))
+    try:
+        code, out, err = run_main(["db", "build", str(sock_path), "-r", str(RUNS / "tiny")], capsys, monkeypatch)
+        assert code == 2 and out == "" and "is a socket" in one_line(err), err
+    finally:
+        server.close()
+    assert stat.S_ISSOCK(sock_path.lstat().st_mode)
+
+
 # -- every format's rows whole, as the oracle computes them ---------------------------------------------
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "jsonl", "table", "markdown"])

@@ -253,10 +253,10 @@ def test_limit_says_how_many_more(capsys, monkeypatch) -> None:
 
 
 def test_table_fits_a_terminal_and_never_a_pipe(capsys, monkeypatch) -> None:
-    code, piped, _ = run_main(["list"], capsys, monkeypatch)
+    code, piped, _ = run_main(["list", "-f", "table"], capsys, monkeypatch)
     assert code == 0
     assert "\u2026" not in piped and max(len(line) for line in piped.splitlines()) > 300
-    code, out, _ = run_main(["list"], capsys, monkeypatch, tty_width=100)
+    code, out, _ = run_main(["list", "-f", "table"], capsys, monkeypatch, tty_width=100)
     assert code == 0
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 100

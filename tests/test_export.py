@@ -112,7 +112,8 @@ def test_parquet_rows_types_and_metadata(tmp_path, capsys, monkeypatch) -> None:
     assert trials.field("reward").type == pa.float64()
     assert curve.schema.field("step").type == pa.int64()
     assert curve.schema.field("ema").type == pa.float64()
-    assert pq.read_schema(out / "vllm_seconds.parquet").field("ts").type == pa.timestamp("us")
+    # a UTC instant (issue 42): tools read the same moment whatever their time zone
+    assert pq.read_schema(out / "vllm_seconds.parquet").field("ts").type == pa.timestamp("us", tz="UTC")
     assert pq.ParquetFile(out / "trials.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
 
     # every metadata key, checked against the files themselves
@@ -146,6 +147,24 @@ def test_parquet_rows_types_and_metadata(tmp_path, capsys, monkeypatch) -> None:
             assert source["size"] == path.stat().st_size
             assert source["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
             assert dt.datetime.fromisoformat(source["mtime"]).timestamp() == pytest.approx(path.stat().st_mtime)
+
+
+def test_timestamps_are_utc_instants_and_paths_relative_to_a_root(tmp_path, capsys, monkeypatch) -> None:
+    """From the analyst's trial (issue 42): an exported timestamp is the UTC instant (Parquet isAdjustedToUTC) the
+    oracle reads from the trajectory's ISO 8601 text, and `--paths-relative-to` names the runs and source files
+    from that folder."""
+    out = tmp_path / "bi"
+    run = RUNS / "harbor"
+    code, _, err = run_main(["export", "trajectory_steps", "-r", str(run), "-o", str(out), "--paths-relative-to",
+                             str(RUNS.parent)], capsys, monkeypatch)
+    assert code == 0, err
+    got = pq.read_table(out / "trajectory_steps.parquet").column("ts").to_pylist()
+    want = [r["ts"] for r in oracle.expected_trajectory_view("trajectory_steps", [run])]
+    assert got == [w.replace(tzinfo=dt.UTC) if w is not None else None for w in want] and any(got)
+    meta = _metadata(out / "trajectory_steps.parquet")
+    assert json.loads(meta["rlsql.runs"]) == [{"name": "harbor", "path": os.path.join("runs", "harbor")}]
+    listed = json.loads((out / json.loads(meta["rlsql.sources"])["list"]).read_text())
+    assert listed and all(not f["path"].startswith("/") and (RUNS.parent / f["path"]).exists() for f in listed)
 
 
 def test_types_do_not_depend_on_the_data(tmp_path, capsys, monkeypatch) -> None:

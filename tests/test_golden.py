@@ -121,9 +121,26 @@ def test_every_golden_help_file_is_a_command() -> None:
 
 
 @pytest.mark.parametrize("args", [["list"], ["list", "--views"]], ids=" ".join)
-def test_listing(args: list[str], update_golden: bool) -> None:
+def test_listing(args: list[str], plain_terminal: None, update_golden: bool) -> None:
     text = invoke(args)
     check_golden("-".join(("rlsql", *args)).replace("--", "") + ".txt", normalise(text), update_golden)
+
+
+@pytest.mark.parametrize("width", [50, 80])
+def test_listing_fits_the_terminal_and_keeps_every_word(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rlsql list` printed a table thousands of columns wide; it fits the terminal's width (COLUMNS), wrapping
+    (never cutting) each description: only a single word longer than the width may run past it."""
+    from rlsql.catalog.catalog import load_catalog
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    text = invoke(["list", "--views"])
+    for line in text.splitlines():
+        assert len(line) <= width or len(line.split()) == 1, line
+    words = text.split()
+    for f in load_catalog().views():
+        title = [f.name, "version", str(f.version), "fingerprint", f.fingerprint]
+        at = next(i for i in range(len(words)) if words[i:i + 5] == title)
+        assert words[at + 5: at + 5 + len(f.description.split())] == f.description.split(), f.name
 
 
 _CREATED = re.compile(r"^CREATE OR REPLACE (?P<kind>VIEW|TABLE|MACRO)\s+\"?(?P<name>[a-z_0-9]+)\"?", re.M)

@@ -25,7 +25,7 @@ COLUMNS = "s1 VARCHAR, i BIGINT, h HUGEINT, d DOUBLE, f FLOAT, b BOOLEAN, day DA
 EDGE_FLOATS = [0.0, -0.0, math.nan, math.inf, -math.inf, 1e300, -2.5331407049791268e303, 1e15, 1e15 + 0.5,
                -(2.0**53) - 2, 999999999999999.9, 1.03125, 2.5, 0.00005, 0.001, -0.001, 0.00099995, 5e-324,
                1.234e-05, 123.45675, 1.7976931348623157e308]
-PIECES = [*"ab |`<>&\\\"',;\t\x0b\x0c\x1c\x85\xa0\u2003\u3000é👍\x01\n\r", "\r\n"]
+PIECES = [*"ab |`<>&\\\"',;\t\x0b\x0c\x1c\x85\xa0\u2003\u3000é👍\x01\n\r\x1b\x7f\x9b\x00", "\r\n", "\\|"]
 TEXT = st.lists(st.sampled_from(PIECES), max_size=12).map("".join)
 
 
@@ -82,6 +82,21 @@ def test_floats_read_as_pythons_format_writes_them(tmp_path: Path, monkeypatch) 
     cells = [line.split(" | ")[1].rstrip(" |") for line in text.splitlines()[2:]]
     assert cells == [format(1e300, ".0f"), "1000000000000000.5", "1.0312", "2.5", "0",
                      "0.0001234", "nan", "-inf"]
+
+
+def test_control_characters_are_shown_not_sent_to_the_terminal(tmp_path: Path, monkeypatch) -> None:
+    """Issue 42, item 18: a cell holding an escape sequence (a trajectory's text, a CSV cell) reached the terminal
+    raw, able to retitle the window or clear the screen. Worked out by hand, both paths."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (k INTEGER, s VARCHAR)")
+    con.execute("INSERT INTO t VALUES (1, ?)", ["a\x1b]0;pwned\x07b\x1b[2J\tc\rd\x9be"])
+    want = "a\\x1b]0;pwned\\x07b\\x1b[2J\\tc\\rd\\x9be"
+    for in_python in (True, False):
+        table = written(con, OutputFormat.TABLE, tmp_path / "t.txt", monkeypatch, in_python).decode()
+        assert table.splitlines()[2].split(None, 1)[1] == want, in_python
+        md = written(con, OutputFormat.MARKDOWN, tmp_path / "t.md", monkeypatch, in_python).decode()
+        assert md.splitlines()[2] == f"| 1 | {want.replace(chr(92) + 'r', ' ')} |", in_python  # a CR breaks a line
+        assert not any(ord(ch) < 32 and ch != "\n" for ch in table + md)
 
 
 def test_the_whitespace_a_table_line_loses_is_pythons() -> None:

@@ -134,10 +134,11 @@ MARKER = re.compile(r"^<!-- source: (?P<source>\w+)(?P<filters>(?: \w+=\S+)*) --
 
 
 def split_row(line: str) -> list[str]:
-    """A markdown table row's cells as a reader shows them: `\\|` and `\\`` unescaped, entities decoded."""
+    """A markdown table row's cells as a reader shows them: `\\\\`, `\\|` and `\\`` unescaped (left to right, as
+    CommonMark reads backslash escapes), entities decoded."""
     assert line.startswith("|") and line.endswith("|"), line
     cells = re.split(r"(?<!\\)\|", line[1:-1])
-    return [html.unescape(c.strip().replace("\\|", "|").replace("\\`", "`")) for c in cells]
+    return [html.unescape(re.sub(r"\\([\\|`])", r"\1", c.strip())) for c in cells]
 
 
 def parse_tables(text: str) -> list[dict]:

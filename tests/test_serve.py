@@ -497,6 +497,16 @@ HARBOR_TRIALS = sorted({name for name, _, _ in oracle.trajectory_files(RUNS / "h
                        & {t["trial_name"] for t in oracle.read_trials(RUNS / "harbor")})
 
 
+def test_trial_page_of_a_trial_without_a_trajectory_says_what_it_lacks(harbor) -> None:
+    """Issue 42: as `rlsql trial`, a trial folder without agent/ is its row and one line, not a "did you mean"."""
+    trace_jobs = RUNS / "harbor" / "trace_jobs"
+    trial = sorted(t.name for t in trace_jobs.iterdir() if t.is_dir() and not (t / "agent").exists()
+                   and (t / "result.json").is_file())[0]
+    page = harbor.get("/trial", params={"run": "harbor", "trial": trial})
+    reason = page.text.split('id="no-transcript">', 1)[1].split("</p>", 1)[0]
+    assert page.status_code == 200 and reason == f"{trace_jobs / trial}: no agent/ folder, so no trajectory to show"
+
+
 @pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("trial", HARBOR_TRIALS)
 def test_trial_page_shows_every_step_of_the_transcript_in_order(harbor, trial: str, full: bool) -> None:

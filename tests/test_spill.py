@@ -12,7 +12,7 @@ import pytest
 import rlsql
 from rlsql.engine.statements import open_connection
 from rlsql.runs.folders import resolve_runs
-from rlsql.runs.memorydb import spill_root
+from rlsql.runs.writes import private_root
 from tests.conftest import RUNS
 
 PACKAGE = Path(rlsql.__file__).parent
@@ -43,7 +43,7 @@ def test_a_spilling_query_writes_nothing_into_the_current_run_folder(opener, tmp
     seen, temp_directory = _spill_inside(con, run)
     con.close()
     assert seen == before, "DuckDB spilled into the run folder"
-    assert Path(temp_directory).parent == spill_root() or Path(temp_directory).parent.name.startswith("rlsql-spill-")
+    assert Path(temp_directory).parent == private_root() or Path(temp_directory).parent.name.startswith("rlsql-spill-")
     assert sorted(os.listdir(run)) == before
 
 

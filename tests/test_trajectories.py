@@ -128,6 +128,64 @@ def test_damaged_files_are_each_named_once_and_the_rest_read() -> None:
             assert "skipped, not an ATIF trajectory" in named[0]
 
 
+def test_a_continuation_numbered_past_the_largest_segment_is_one_warning(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Issue 42, item 8: `trajectory.cont-3000000000.json` stopped every trajectory query of the run and `rlsql
+    trial` (its number does not fit the INTEGER segment); it is a damaged file: one warning, the rest read."""
+    import shutil
+
+    run = tmp_path / "harbor"
+    shutil.copytree(RUNS / "harbor", run)
+    trial = "calendar-0001__G7Xfn9r"
+    far = run / "trace_jobs" / trial / "agent" / "trajectory.cont-3000000000.json"
+    shutil.copyfile(run / "trace_jobs" / trial / "agent" / "trajectory.json", far)
+    for name in VIEWS + QUERIES:
+        rows, messages = rows_of(name, [run])
+        assert_rows_match(rows, expected(name, [run]), name)
+        assert len([m for m in messages if str(far) in m and "continuation number" in m]) == 1, (name, messages)
+    code, out, err = _trial([trial, "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code in (0, None), err
+    got = json.loads(out)
+    assert [d["file"] for d in got["damaged_files"]] == [str(far)]
+    assert {s["segment"] for s in got["steps"]} == {0}
+
+
+def test_a_trial_folder_removed_while_the_query_reads_is_skipped_with_a_warning(tmp_path: Path, monkeypatch) -> None:
+    """Issue 42, item 7: a trial folder removed (a clean-up, a retry) after DuckDB listed the files and before it
+    opened them failed the whole query (`Cannot open file`). Made deterministic: the first damaged file the
+    statement meets (DAMAGED_FUNCTION, called as the file streams past) removes the last trial's agent/ folder,
+    which one reader (READERS = 1) opens after it. The answer is the oracle's without that trial."""
+    import shutil
+
+    from rlsql.runs import trajectories
+
+    run = tmp_path / "harbor"
+    shutil.copytree(RUNS / "harbor", run)
+    last = sorted(t for t, _, _ in oracle.trajectory_files(run)[0])[-1]
+    doomed = run / "trace_jobs" / last / "agent"
+    monkeypatch.setattr(trajectories, "READERS", 1)
+
+    def record_damaged(con):  # trajectories.record_damaged, and the clean-up racing the read
+        seen: dict = {}
+        trajectories._RECORDERS[con] = seen
+
+        def damaged(run_name: str, path: str, problem: str) -> str:
+            shutil.rmtree(doomed, ignore_errors=True)
+            seen.setdefault(path, (run_name, problem))
+            return problem
+
+        con.create_function(trajectories.DAMAGED_FUNCTION, damaged, ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR",
+                            side_effects=True)
+        return seen
+
+    monkeypatch.setattr(trajectories, "record_damaged", record_damaged)
+    monkeypatch.setenv("RLSQL_CACHE", "off")
+    rows, messages = rows_of("tool_usage", [run])
+    assert not doomed.exists()  # the clean-up ran, during the read
+    assert_rows_match(rows, oracle.expected("tool_usage", [run]), "tool_usage without the removed trial")
+    removed = [m for m in messages if "removed while rlsql read it" in m]
+    assert len(removed) == 1 and f"trial {last!r} skipped" in removed[0], messages
+
+
 def test_bad_token_counts_are_named_in_a_warning() -> None:
     _, messages = rows_of("token_usage", [RUNS / "harbor_csv"])
     named = [m for m in messages if "calendar-0003__8d5Frkd/agent/trajectory.json" in m]
@@ -163,6 +221,125 @@ def test_check_counts_trials_without_a_trajectory_and_names_damaged_files() -> N
                        "steps[1].metrics.prompt_tokens: 9007199254740994 is not a whole number from 0 to 2**53: "
                        "read as empty"]
     assert len([i for i in reports["harbor"].issues if "not an ATIF trajectory" in i.problem]) == 8
+
+
+def test_check_names_each_trajectory_defect_in_one_line(tmp_path: Path) -> None:
+    """From the analyst's trial (issue 42): an unparsable timestamp, a source_call_id naming no call, a continuation
+    gap, a trial in flight and a trial folder without agent/ each get one line of `rlsql check`; the expectations
+    are worked out here from the files with plain json (the oracle's timestamp rule)."""
+    import shutil
+
+    from rlsql.inspection.check import check_runs
+    from rlsql.runs.folders import resolve_runs
+
+    run = tmp_path / "harbor"
+    shutil.copytree(RUNS / "harbor", run)
+    files = oracle.trajectory_files(run)[0]
+    readable = [(t, seg, p) for t, seg, p in files if oracle.read_trajectory(p) is not None]
+    # plant an observation answering no call in the first readable file's first step with an observation
+    planted = next(p for _, _, p in readable if any(s.get("observation") for s in oracle.read_trajectory(p)["steps"]))
+    doc = json.loads(planted.read_text(encoding="utf-8"))
+    step = next(s for s in doc["steps"] if s.get("observation"))
+    step["observation"]["results"].append({"source_call_id": "call_nobody", "content": "x"})
+    planted.write_text(json.dumps(doc), encoding="utf-8")
+    trace_jobs = run / "trace_jobs"
+
+    orphans, stamps, gaps = {}, {}, {}
+    for _, _, path in readable:
+        doc = oracle.read_trajectory(path)
+        assert doc is not None
+        for s in doc["steps"]:
+            ids = {c.get("tool_call_id") for c in s.get("tool_calls") or [] if isinstance(c, dict)}
+            results = (s.get("observation") or {}).get("results") or []
+            found = [r["source_call_id"] for r in results if isinstance(r.get("source_call_id"), str)
+                     and r["source_call_id"] not in ids]
+            orphans.setdefault(str(path), []).extend(found)
+            if isinstance(s.get("timestamp"), str) and oracle._utc(s["timestamp"]) is None:
+                stamps.setdefault(str(path), []).append(s["timestamp"])
+    for t in sorted({t for t, _, _ in files}):
+        numbers = [seg for tt, seg, _ in files if tt == t]
+        if set(range(max(numbers))) - set(numbers):
+            gaps[t] = sorted(set(range(max(numbers))) - set(numbers))
+    in_flight = sorted(t for t in {t for t, _, _ in files} if not (trace_jobs / t / "result.json").exists())
+    no_agent = sorted(t.name for t in trace_jobs.iterdir() if t.is_dir() and not (t / "agent").is_dir())
+
+    (report,) = check_runs(resolve_runs([str(run)]))
+    lines = [(i.severity, i.file, i.problem) for i in report.issues]
+    got_orphans = [(f, p) for _, f, p in lines if "source_call_id names no tool call" in p]
+    assert got_orphans == [(f, f"{len(ids)} observation result(s) whose source_call_id names no tool call of their "
+                            f"step (e.g. {ids[0]!r}): counted for no call")
+                           for f, ids in sorted(orphans.items()) if ids]
+    assert str(planted) in dict(got_orphans)
+    got_stamps = [(f, p) for _, f, p in lines if "timestamp is not ISO 8601" in p]
+    assert got_stamps == [(f, f"{len(v)} step(s) whose timestamp is not ISO 8601 (e.g. {v[0]!r}): ts is empty")
+                          for f, v in sorted(stamps.items()) if v] and got_stamps
+    got_gaps = [f for _, f, p in lines if p.startswith("continuation gap")]
+    assert got_gaps == [str(trace_jobs / t / "agent") for t in gaps] and got_gaps
+    got_flight = [f for _, f, p in lines if "a trial in flight): its steps are read" in p]
+    assert got_flight == [str(trace_jobs / t) for t in in_flight] and got_flight
+    got_no_agent = [f for _, f, p in lines if p == "no agent/ folder: the trial has no trajectory"]
+    assert got_no_agent == [str(trace_jobs / t) for t in no_agent[:10]]
+    assert any(p == f"{len(no_agent) - 10} more trial folders have no agent/ folder" for _, _, p in lines)
+
+
+def _first_repeat(pairs_text: str) -> tuple[str, str] | None:
+    """(object, key) of the first object of the levels rlsql reads that writes a key twice, found with json's
+    object_pairs_hook (which sees every pair before json.loads keeps the last)."""
+    def pairs(items):
+        return {"__pairs__": items, **dict(items)}
+
+    doc = json.loads(pairs_text, object_pairs_hook=pairs)
+
+    def repeated(obj) -> str | None:
+        if not isinstance(obj, dict):
+            return None
+        keys = [k for k, _ in obj["__pairs__"]]
+        return next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+
+    steps = doc.get("steps") if isinstance(doc.get("steps"), list) else []
+    levels = [("the document", [doc]), ("agent", [doc.get("agent")])]
+    levels += [(f"steps[{i}]", [s]) for i, s in enumerate(steps)]
+    levels += [("a step's metrics", [s.get("metrics") for s in steps if isinstance(s, dict)])]
+    levels += [("a tool call", [c for s in steps if isinstance(s, dict) for c in s.get("tool_calls") or []])]
+    for where, objects in levels:
+        for obj in objects:
+            if (key := repeated(obj)) is not None:
+                return where, key
+    return None
+
+
+def test_check_names_a_key_written_twice_which_json_reads_last(tmp_path: Path) -> None:
+    """Issue 42, item 4: DuckDB reads a repeated key's first value, Python's json and Harbor the last. rlsql check
+    names each such file, the object and the key (found here with json's own object_pairs_hook)."""
+    import shutil
+
+    from rlsql.inspection.check import check_runs
+    from rlsql.runs.folders import resolve_runs
+
+    run = tmp_path / "harbor"
+    shutil.copytree(RUNS / "harbor", run)
+    readable = [p for _, seg, p in oracle.trajectory_files(run)[0] if seg == 0 and oracle.read_trajectory(p)]
+    edits = [('"step_id": 2,', '"step_id": 2, "step_id": 7,'),
+             ('"function_name":', '"function_name": "rm", "function_name":'),
+             ('"prompt_tokens":', '"prompt_tokens": 1, "prompt_tokens":')]
+    for path, (old, new) in zip(readable, edits, strict=False):
+        text = path.read_text(encoding="utf-8")
+        assert old in text
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    want = sorted((str(p), *found) for p in readable if (found := _first_repeat(p.read_text(encoding="utf-8"))))
+    assert len(want) == 3
+    (report,) = check_runs(resolve_runs([str(run)]))
+    got = sorted(i.file for i in report.issues if "twice: rlsql reads the first value" in i.problem)
+    assert got == [w[0] for w in want]
+    for path, where, key in want:
+        assert any(i.file == path and i.problem.startswith(f"{where} writes key {key!r} twice") for i in report.issues)
+    # what the warning says: the view holds the first value, json.loads the last
+    doc = json.loads(readable[0].read_text(encoding="utf-8"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RlsqlWarning)  # the fixture's damaged files, named elsewhere
+        rows = rlsql.query("trajectory_steps", [run]).to_dicts()
+    steps = [r for r in rows if r["trial_name"] == readable[0].parts[-3]]
+    assert doc["steps"][1]["step_id"] == 7 and [r["step_id"] for r in steps if r["segment"] == 0][1] == 2
 
 
 def test_runs_says_how_many_trials_have_a_trajectory() -> None:
@@ -286,11 +463,103 @@ def test_a_wrong_trial_name_gets_a_did_you_mean(capsys, monkeypatch) -> None:
     assert code != 0 and "no agent trajectories" in err
 
 
+def test_a_trial_without_a_trajectory_shows_its_trials_row_and_why(capsys, monkeypatch) -> None:
+    """From the analyst's trial (issue 42): a trial folder without agent/ got "no trial ... did you mean" naming
+    other trials; it is the trial's trials row and one line saying there is no agent/ folder."""
+    trace_jobs = RUNS / "harbor" / "trace_jobs"
+    trial = sorted(t.name for t in trace_jobs.iterdir() if t.is_dir() and not (t / "agent").exists()
+                   and (t / "result.json").is_file())[0]
+    facts = {t["trial_name"]: t for t in oracle.read_trials(RUNS / "harbor")}[trial]
+    code, out, err = _trial([trial, "-r", str(RUNS / "harbor"), "-f", "json"], capsys, monkeypatch)
+    assert code in (0, None) and "did you mean" not in err, err
+    got = json.loads(out)
+    assert got["steps"] == []
+    assert got["no_trajectory"] == f"{trace_jobs / trial}: no agent/ folder, so no trajectory to show"
+    assert got["trial"]["n_episodes"] == facts["n_episodes"]
+    assert got["trial"]["exception_type"] == facts["exception_type"]
+    code, out, err = _trial([trial, "-r", str(RUNS / "harbor")], capsys, monkeypatch)
+    words = " ".join(out.split())  # rich wraps at the terminal's width
+    assert code in (0, None) and "no agent/ folder, so no trajectory" in words, err
+    assert f"turns {facts['n_episodes']}" in words
+
+
 def test_trial_names_its_damaged_file_and_reads_the_rest(capsys, monkeypatch) -> None:
     _, out, _ = _trial(["calendar-0004__sdoyP4h", "-r", str(RUNS / "harbor"), "-f", "json"], capsys, monkeypatch)
     got = json.loads(out)
     assert [d["file"].rsplit("/", 1)[1] for d in got["damaged_files"]] == ["trajectory.cont-1.json"]
     assert got["steps"] and {s["segment"] for s in got["steps"]} == {0}
+
+
+# -- hostile text: issue 42, items 18 and 19 --------------------------------------------------------------------
+
+#: what an agent can write into its trajectory: a fence that closes report.md's, a heading and HTML that would
+#: land outside any block, escape sequences that retitle the window and clear the screen, a lone CR
+HOSTILE = "ok ```\n# heading\n<img src=x onerror=alert(1)>\n\x1b]0;pwned\x07\x1b[2J\x9b31m end\rover"
+
+
+def _hostile_run(tmp_path: Path) -> tuple[Path, str]:
+    """A copy of the harbor run whose longest looping trial (which the report shows) says HOSTILE everywhere."""
+    import shutil
+
+    run = tmp_path / "harbor"
+    shutil.copytree(RUNS / "harbor", run)
+    trial = oracle.expected("looping_trials", [RUNS / "harbor"])[0]["trial_name"]
+    path = run / "trace_jobs" / trial / "agent" / "trajectory.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    for step in doc["steps"]:
+        step["message"] = HOSTILE
+        if step.get("observation"):
+            for result in step["observation"]["results"]:
+                result["content"] = "````" + HOSTILE
+    doc["steps"][0]["reasoning_content"] = HOSTILE
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return run, trial
+
+
+def _rendered(markdown: str) -> str:
+    """The HTML a CommonMark renderer (markdown-it, which rich brings) makes of `markdown`, raw HTML allowed."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True}).render(markdown)
+
+
+def _agent_text_contained(html: str) -> None:
+    assert "<img" not in html and "<h1>heading" not in html, html
+    assert "\x1b" not in html and "\x9b" not in html and "\x07" not in html
+    assert "\\x1b]0;pwned\\x07" in html  # shown, not dropped
+
+
+def test_trial_markdown_keeps_agent_text_inside_its_blocks(tmp_path: Path, capsys, monkeypatch) -> None:
+    run, trial = _hostile_run(tmp_path)
+    code, out, err = _trial([trial, "-r", str(run), "-f", "md"], capsys, monkeypatch)
+    assert code in (0, None), err
+    html = _rendered(out)
+    _agent_text_contained(html)
+    assert html.count('<code class="language-text">ok ```\n# heading\n&lt;img src=x onerror=alert(1)&gt;') >= 3
+
+
+def test_trial_on_a_terminal_shows_escape_sequences_escaped(tmp_path: Path, capsys, monkeypatch) -> None:
+    run, trial = _hostile_run(tmp_path)
+    code, out, err = _trial([trial, "-r", str(run), "--full"], capsys, monkeypatch)
+    assert code in (0, None), err
+    assert not any((ord(ch) < 32 and ch != "\n") or 0x7F <= ord(ch) < 0xA0 for ch in out), repr(out[:400])
+    assert "\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m end\\rover" in out
+
+
+def test_report_keeps_agent_text_inside_its_blocks(tmp_path: Path) -> None:
+    from rlsql.outputs.report import build_report
+    from rlsql.runs.folders import resolve_runs
+
+    run, trial = _hostile_run(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RlsqlWarning)
+        build_report(resolve_runs([str(run)]), tmp_path / "r", "md", notify=lambda _: None)
+    text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    start = text.index(f"### {trial}")
+    section = text[start:text.index("\n## ", start)]  # the transcripts, up to the report's next section
+    html = _rendered(section)
+    _agent_text_contained(html)
+    assert html.count("<h3>") == 3 and "<h1>" not in html and "<h2>" not in html  # the transcripts' headings only
 
 
 # -- the report's "What the agent did" -----------------------------------------------------------------------
@@ -398,6 +667,8 @@ def test_queries_from_the_cached_copies_match_the_oracle_and_warn_as_in_place(
         assert "steps[1].metrics.prompt_tokens: 9007199254740994" in bad[0] and "completion_tokens: -5" in bad[0]
         for run in WITH_TRAJECTORIES:
             assert bad[0].count(f"/{run}/trace_jobs/calendar-0003__8d5Frkd/agent/trajectory.json") == 1, bad
+    else:  # no count read, no warning about one: as in place (issue 42: the copy warned where the files did not)
+        assert "not a whole number" not in err, err
 
 
 def test_a_changed_trajectory_makes_its_copy_stale_until_built_again(tmp_path: Path, capsys, monkeypatch) -> None:

@@ -8,6 +8,8 @@ entries they handed out and the large files they read in place. Afterwards:
   entries that failed are marked damaged (a copy never costs a failed query);
 - a CSV that DuckDB cannot parse at all (a stray carriage return) fails `work()` once; it is then
   skipped with a warning naming its file and line, and `work()` runs again without it;
+- a trajectory file removed while DuckDB read the run (a trial folder cleaned up or retried) fails
+  `work()`; its trial is skipped with a warning, and `work()` runs again over the files there now;
 - the large files read in place give one hint line: how long the answer took and what
   `rlsql cache build` would save.
 
@@ -30,7 +32,7 @@ import duckdb
 from rlsql.cache import store
 from rlsql.core import settings
 from rlsql.core.errors import RlsqlError, RlsqlWarning, UnparsableCsv, one_line
-from rlsql.runs import csvfiles
+from rlsql.runs import csvfiles, trajectories
 from rlsql.runs.memorydb import memory_connection
 from rlsql.runs.writes import WriteError
 
@@ -157,8 +159,12 @@ def skipping_unparsable(work: Callable[[], T]) -> T:
     """`work()`; when a CSV fails it as a whole (UnparsableCsv: a stray CR), `work()` again without that
     file, which the sources then skip with a warning naming its file and line.
 
+    A trajectory file gone while DuckDB read it (trajectories.removed_while_read) is the same: `work()`
+    again, its trial not listed any more, and one warning naming it; a file that fails so twice fails.
+
     The warnings of an attempt that failed so are dropped: the next attempt says them again.
     """
+    removed: list[str] = []
     while True:
         failure: RlsqlError | None = None
         with warnings.catch_warnings(record=True) as said:
@@ -167,9 +173,15 @@ def skipping_unparsable(work: Callable[[], T]) -> T:
                 result = work()
             except RlsqlError as exc:
                 failure = exc
+        gone = trajectories.removed_while_read(failure) if failure is not None else None
+        if gone is not None and gone not in removed:
+            removed.append(gone)
+            continue
         # said again only outside the block: inside it, they would land in the list being read
         version = csvfiles.file_version(failure.path) if isinstance(failure, UnparsableCsv) else None
         if version is None or version in csvfiles.unparsable:
+            for path in removed:
+                trajectories.warn_removed(path)
             for w in said:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             if failure is not None:

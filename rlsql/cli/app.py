@@ -214,6 +214,16 @@ def list_command(
 
     catalog = load_catalog()
     files = catalog.views() if views else catalog.queries()
+    if fmt is None:  # for a person: fitted to the terminal, one entry per object (-f table: the table)
+        import shutil
+
+        from rlsql.outputs.formats import LISTING_WIDTH, to_entries
+
+        entries = [(f"{f.name}  version {f.version}  fingerprint {f.fingerprint}",
+                    [f.description, *(f"param {p.describe()}" for p in declared_params(f.name))]) for f in files]
+        width = shutil.get_terminal_size((LISTING_WIDTH, 24)).columns
+        sys.stdout.write(to_entries(entries, width))
+        return
     rows = [
         (f.name, f.version, f.fingerprint, f.description, "; ".join(p.describe() for p in declared_params(f.name)))
         for f in files
@@ -425,6 +435,12 @@ def export_command(
         typer.Option("--replace-all", help="With --partition-by: replace each tree or file whole, dropping the "
                      "runs not exported (default: replace only the exported runs' partitions and rows)."),
     ] = False,
+    relative_to: Annotated[
+        Path | None,
+        typer.Option("--paths-relative-to", metavar="FOLDER", show_default=False,
+                     help="Name the run folders and source files in the provenance relative to FOLDER "
+                     "(default: absolute paths)."),
+    ] = None,
 ) -> None:
     """Write named queries and views to files for BI tools (Parquet carries provenance metadata)."""
     from rlsql.outputs.export import check_params, export, select_items, summary
@@ -436,7 +452,7 @@ def export_command(
     skippable = {item.name for item in items if item.name not in explicit}
     runs = _resolve(run)
     written = export(runs, items, output, export_format.value, partition_by.value if partition_by else None,
-                     params, skippable, progress=say, replace_all=replace_all)
+                     params, skippable, progress=say, replace_all=replace_all, relative_to=relative_to)
     say(summary(written, output))
 
 

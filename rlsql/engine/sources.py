@@ -12,14 +12,14 @@ import functools
 import hashlib
 import json
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rlsql.cache import trajcopies
 from rlsql.cache.csvcopies import cached_copy
 from rlsql.catalog.catalog import Catalog
 from rlsql.catalog.sqlfile import Column, SqlFile
-from rlsql.core.errors import BAD_CELL_MARK, DataError, RlsqlWarning
+from rlsql.core.errors import DataError, RlsqlWarning
 from rlsql.core.exactpaths import why_unnameable
 from rlsql.engine.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import csvfiles as csvread
@@ -53,8 +53,6 @@ class SourceContext:
     #: set on a connection with trajectories.DAMAGED_FUNCTION (trajectories.record_damaged, which returns it):
     #: what the function remembers, and a source's cached copy adds its damaged files to
     damaged_seen: dict[str, tuple[str, str]] | None = None
-    #: with bad_cells 'record', the recorder of bad cells (BadCells.record): a cached copy adds its own
-    bad_cell_sink: Callable[[str, int, str, float], None] | None = None
 
     def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None,
                  config_keys: str | None = None):
@@ -295,17 +293,13 @@ class SourceContext:
         return self.damaged_seen is not None
 
     def _said_by_copies(self, copies: list[dict]) -> None:
-        """What the files behind cached copies would have said read in place, handed to the same recorders: the
-        damaged files (said after the statement), the bad cells (a first attempt stops, the second names them)."""
+        """What the files behind cached copies would have said read in place, handed to the same recorder: the
+        damaged files (said after the statement). Their bad cells are said by the statement itself, where it reads
+        the count (sql/sources/trajectory_steps_src.sql), as the files' are."""
         for copy in copies:
             if self.damaged_seen is not None:
                 for d in copy["damaged"]:
                     self.damaged_seen.setdefault(d["path"], (d["run"], d["problem"]))
-            if copy["bad_cells"] and self.bad_cells == "fail":
-                raise DataError(f"{BAD_CELL_MARK}: a cached copy of {copy['run']}'s trajectories holds bad cells")
-            if self.bad_cells == "record" and self.bad_cell_sink is not None:
-                for cell in copy["bad_cells"]:
-                    self.bad_cell_sink(*cell)
 
     def render(self, catalog: Catalog, source: SqlFile) -> str:
         context: dict = {"runs": self.run_rows}

@@ -323,7 +323,6 @@ def query_connection(
     con = memory_connection(threads=1 if reads_little(runs, closure) else None)
     if bad_cells is not None:
         badcells.register(con, bad_cells)
-        sources.bad_cell_sink = bad_cells.record
     if any(f.artifact == "trajectories" for f in closure):  # damaged files named once (rlsql/trajectories.py)
         sources.damaged_seen = trajectories.record_damaged(con)
     ctes = []

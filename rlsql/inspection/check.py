@@ -5,6 +5,7 @@ A run is unusable when none of its CSV artifacts yields a readable row; `rlsql c
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -406,47 +407,125 @@ def _check_views(report: RunReport, run: Run, found: ViewFindings) -> None:
 
 @dataclass
 class Findings:
-    """What `rlsql check` says of a run's trajectories: the damaged files, the bad token counts, the counts."""
+    """What `rlsql check` says of a run's trajectories: the damaged files, the bad token counts, the counts, and
+    the defects that cost no file but make a figure empty or unmatched (one line each)."""
 
     damaged: list[tuple[str, str]] = field(default_factory=list)
     bad_counts: list[tuple[str, str, float]] = field(default_factory=list)
     trials: int = 0
     with_trajectory: int = 0
     files: int = 0
+    #: per file: (path, steps whose timestamp is no ISO 8601, the first of them)
+    bad_stamps: list[tuple[str, int, str]] = field(default_factory=list)
+    #: per file: (path, observation results whose source_call_id names no call of their step, the first id)
+    orphans: list[tuple[str, int, str]] = field(default_factory=list)
+    #: per trial: (trial folder, the continuation numbers missing before its last)
+    gaps: list[tuple[str, list[int]]] = field(default_factory=list)
+    #: per file: (path, the object, the first key written twice there): DuckDB reads the first, json the last
+    repeated: list[tuple[str, str, str]] = field(default_factory=list)
+    #: trial folders with a trajectory and no result.json (in flight), and those without agent/
+    in_flight: list[str] = field(default_factory=list)
+    no_agent: list[str] = field(default_factory=list)
+
+
+#: per trajectory file, over trajectory_steps_src: its steps whose timestamp is written but is no ISO 8601 (the
+#: first in the file as the example); the token counts are read so that their bad cells are recorded
+_STAMPS = ("SELECT source_file, count(*) FILTER (WHERE bad), arg_min(\"timestamp\", step_index) FILTER (WHERE bad), "
+           "count(prompt_tokens) + count(completion_tokens) + count(cached_tokens) "
+           "FROM (SELECT *, problem IS NULL AND \"timestamp\" IS NOT NULL AND ts IS NULL AS bad FROM ({sql})) "
+           "GROUP BY source_file")
+#: per trajectory file, over trajectory_texts_src: observation results whose source_call_id names no tool call of
+#: their step (ATIF: the id of the call the result answers)
+_ORPHANS = ("SELECT source_file, sum(len(orphans)), arg_min(orphans[1], step_index) FILTER (WHERE len(orphans) > 0) "
+            "FROM (SELECT source_file, step_index, list_filter("
+            "list_transform(from_json(observations, '[{{\"source_call_id\": \"VARCHAR\"}}]'), "
+            "lambda o: o.source_call_id), "
+            "lambda i: i IS NOT NULL AND NOT list_contains(coalesce(list_transform("
+            "from_json(calls, '[{{\"tool_call_id\": \"VARCHAR\"}}]'), lambda c: c.tool_call_id), []), i)) AS orphans "
+            "FROM ({sql}) WHERE problem IS NULL) GROUP BY source_file HAVING sum(len(orphans)) > 0")
 
 
 def trajectory_findings(runs: Sequence[Run]) -> dict[str, Findings]:
-    """run -> Findings, for the runs with trajectories: one read of every file (the trajectory_steps
-    statement, damaged files and bad counts recorded as its warnings name them)."""
+    """run -> Findings, for the runs with trajectories: two reads of every file (over trajectory_steps_src, the
+    damaged files and bad counts recorded as its warnings name them, and the bad timestamps; over
+    trajectory_texts_src, the observations answering no call), and the listing's gaps, trials in flight and trial
+    folders without agent/."""
     from rlsql.runs.badcells import BadCells
     from rlsql.runs.trajectories import forget, list_trajectories, recorded, trace_jobs_of
 
     found = {run.name: Findings() for run in runs if trace_jobs_of(run) is not None}
     if not found:
         return found
+    with_files = [r for r in runs if r.name in found]
+    by_path = {f"{trace_jobs_of(r)}/": r.name for r in with_files}
+
+    def owner(path: str) -> str | None:
+        return next((name for prefix, name in by_path.items() if path.startswith(prefix)), None)
+
     bad = BadCells()
-    con, sql = query_connection([r for r in runs if r.name in found], "trajectory_steps", bad_cells=bad)
-    con.execute(sql).fetchall()
-    for path, (owner, problem) in sorted(recorded(con).items()):
-        found[owner].damaged.append((path, problem))
+    con, sql = query_connection(with_files, "trajectory_steps_src", bad_cells=bad)
+    for path, count, example, _ in con.execute(_STAMPS.format(sql=sql)).fetchall():
+        if count and (holder := owner(path)) is not None:
+            found[holder].bad_stamps.append((path, count, example))
+    for path, (holder, problem) in sorted(recorded(con).items()):
+        found[holder].damaged.append((path, problem))
     forget(con)
-    by_path = {f"{trace_jobs_of(r)}/": r.name for r in runs if r.name in found}
-    for (path, _, column), value in sorted(bad.cells.items()):
-        holder = next((name for prefix, name in by_path.items() if path.startswith(prefix)), None)
-        if holder is not None:
-            found[holder].bad_counts.append((path, column, value))
-    for run in runs:
-        trace_jobs = trace_jobs_of(run)
-        if run.name in found and trace_jobs is not None:
-            listing = list_trajectories(trace_jobs)
-            found[run.name].trials, found[run.name].files = listing.trials, len(listing.files)
-            found[run.name].with_trajectory = listing.trials - listing.without
     con.close()
+    con, sql = query_connection(with_files, "trajectory_texts_src")
+    for path, count, example in con.execute(_ORPHANS.format(sql=sql)).fetchall():
+        if (holder := owner(path)) is not None:
+            found[holder].orphans.append((path, int(count), example))
+    forget(con)
+    con.close()
+    for path, where, key in _repeated_keys(with_files):
+        if (holder := owner(path)) is not None:
+            found[holder].repeated.append((path, where, key))
+    for (path, _, column), value in sorted(bad.cells.items()):
+        if (holder := owner(path)) is not None:
+            found[holder].bad_counts.append((path, column, value))
+    for run in with_files:
+        trace_jobs = trace_jobs_of(run)
+        assert trace_jobs is not None
+        listing = list_trajectories(trace_jobs)
+        mine = found[run.name]
+        mine.trials, mine.files = listing.trials, len(listing.files)
+        mine.with_trajectory = listing.trials - listing.without
+        mine.no_agent = listing.no_agent
+        segments: dict[str, list[int]] = {}
+        for f in listing.files:
+            segments.setdefault(f.trial, []).append(f.segment)
+        for trial, numbers in segments.items():
+            missing = sorted(set(range(max(numbers))) - set(numbers))
+            if missing:
+                mine.gaps.append((trial, missing))
+            if not os.path.lexists(trace_jobs / trial / "result.json"):
+                mine.in_flight.append(trial)
+    for findings in found.values():
+        findings.bad_stamps.sort()
+        findings.orphans.sort()
     return found
 
 
+def _repeated_keys(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
+    """(file, object, key) of each trajectory file with an object that writes a key rlsql may read twice
+    (sql/sources/_repeated_keys.sql.j2): one more parse of every file, for `rlsql check` alone."""
+    from rlsql.runs.memorydb import memory_connection
+    from rlsql.runs.trajectories import render_context
+
+    context = render_context(runs, record=False)
+    if not context["files"]:
+        return []
+    sql = load_catalog().env.get_template("sources/_repeated_keys.sql.j2").render(**context)
+    con = memory_connection()
+    try:
+        return [(str(path), where, key) for path, where, key in con.execute(sql).fetchall()]
+    finally:
+        con.close()
+
+
 def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
-    """Agents' trajectories: how many trial folders have none, each damaged file, each bad token count."""
+    """Agents' trajectories: how many trial folders have none, each damaged file, each bad token count, each
+    defect that leaves a figure empty or unmatched."""
     mine = found.get(run.name)
     if mine is None:
         return
@@ -458,11 +537,31 @@ def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
     report.add("info", trace_jobs, f"{mine.with_trajectory} of {mine.trials} trial folders have a trajectory "
                f"({mine.files} files); {mine.trials - mine.with_trajectory} have none (no agent/ or no "
                "agent/trajectory.json)")
+    for trial in mine.no_agent[:trajectories.SHOWN_FILES]:
+        report.add("info", trace_jobs / trial, "no agent/ folder: the trial has no trajectory")
+    if len(mine.no_agent) > trajectories.SHOWN_FILES:
+        report.add("info", trace_jobs, f"{len(mine.no_agent) - trajectories.SHOWN_FILES} more trial folders have no "
+                   "agent/ folder")
+    for trial in mine.in_flight:
+        report.add("info", trace_jobs / trial, "a trajectory and no result.json (a trial in flight): its steps are "
+                   "read, it has no trials row yet")
+    for trial, missing in mine.gaps:
+        names = ", ".join(f"trajectory.cont-{n}.json" for n in missing[:3]) + (" ..." if len(missing) > 3 else "")
+        report.add("warning", trace_jobs / trial / trajectories.AGENT_DIR,
+                   f"continuation gap: no {names}; the segments there are read in order")
     for path, problem in mine.damaged:
         report.add("warning", path, f"{problem}: {trajectories.SKIPPED}")
     for path, column, value in mine.bad_counts:
         shown = int(value) if value == value and abs(value) != float("inf") and value.is_integer() else value
         report.add("warning", path, f"{column}: {shown} is not a whole number from 0 to 2**53: read as empty")
+    for path, count, example in mine.bad_stamps:
+        report.add("warning", path, f"{count} step(s) whose timestamp is not ISO 8601 (e.g. {example!r}): ts is empty")
+    for path, where, key in mine.repeated:
+        report.add("warning", path, f"{where} writes key {key!r} twice: rlsql reads the first value, Python's json "
+                   "and Harbor the last (the file is read; its value may differ from theirs)")
+    for path, count, example in mine.orphans:
+        report.add("warning", path, f"{count} observation result(s) whose source_call_id names no tool call of "
+                   f"their step (e.g. {example!r}): counted for no call")
 
 
 def check_runs(runs: Sequence[Run]) -> list[RunReport]:

@@ -6,7 +6,8 @@ read a parameter, stay views, so parameters (`SET VARIABLE span = 10`) still wor
 records the rlsql and DuckDB versions, the runs and every source file read.
 
 The file is built under a temporary name beside the target (rlsql.runs.writes' scheme; DuckDB adds a
-`.wal` beside it) and renamed onto it when complete; the next build sweeps what a killed one left.
+`.wal` beside it) and renamed onto it when complete; the next build sweeps what a killed one left. A
+symbolic link is written through; a FIFO or a device is written into as `>` would (never renamed over).
 A new file gets mode 0666 minus the umask, a replaced one keeps its mode.
 It is written in an older storage format (DEFAULT_STORAGE_VERSION) unless asked otherwise, so
 that DuckDB releases back to that version, the `duckdb-cli` package among them, can open it.
@@ -68,6 +69,7 @@ def build_database(
         wal = tmp.with_name(tmp.name + ".wal")
         try:
             tables = _build(tmp, target, runs, materialize, storage_version, catalog)
+            size = tmp.stat().st_size  # before it is put in place: a FIFO or a device has no size
         except (duckdb.Error, RlsqlError) as exc:
             # DuckDB's write failures surface anywhere (a commit while creating a view): name the target
             failure = disk_failure(target, tmp, str(exc))
@@ -80,7 +82,7 @@ def build_database(
             shutil.rmtree(tmp.with_name(tmp.name + ".tmp"), ignore_errors=True)  # DuckDB's spill folder
     macros = sum(1 for f in catalog.order if f.kind == "macro")
     views = sum(1 for f in catalog.order if f.kind != "macro") - tables
-    return Built(target, views, tables + 1, macros, target.stat().st_size)
+    return Built(target, views, tables + 1, macros, size)
 
 
 def _build(

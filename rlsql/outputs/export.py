@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import os
 import re
 import shutil
 import urllib.parse
@@ -172,7 +173,14 @@ def _select(con: duckdb.DuckDBPyConnection, name: str, fmt: str, partition: str 
     if partition and partition not in names:
         raise UsageError(f"{name} has no {partition!r} column to partition by")
     if fmt == "parquet":
-        return f"SELECT * FROM {identifier(name)}{_every_column_nullable(columns)}"
+        # a timestamp as the UTC instant it is (rlsql's timestamps are UTC): Parquet's isAdjustedToUTC, so that
+        # pyarrow, pandas, polars, Spark and BI tools read an instant, not a wall-clock time of no zone
+        stamps = [c for c, ctype, *_ in columns if ctype == "TIMESTAMP"]
+        instants = [(c, "TIMESTAMP WITH TIME ZONE" if ctype == "TIMESTAMP" else ctype, *rest)
+                    for c, ctype, *rest in columns]
+        replaced = (" REPLACE (" + ", ".join(f"timezone('UTC', {identifier(c)}) AS {identifier(c)}" for c in stamps)
+                    + ")") if stamps else ""
+        return f"SELECT *{replaced} FROM {identifier(name)}{_every_column_nullable(instants)}"
     if fmt != "json":
         return f"SELECT * FROM {identifier(name)}"
     # JSON has no NaN: write null, as `rlsql query -f json` does
@@ -236,8 +244,12 @@ def export(
     progress: Progress | None = None,
     catalog: Catalog | None = None,
     replace_all: bool = False,
+    relative_to: Path | None = None,
 ) -> list[Written]:
     """Write each of `items` (queries or views) over `runs` into `out_dir`; returns what was written.
+
+    `relative_to`: the provenance names each run folder and source file relative to that folder (as
+    `os.path.relpath` writes it), so that a lake moved with its runs still names them.
 
     An item whose artifact is missing in every run is an error, or, when its name is in `skippable`
     (what --all and --views add), a warning and no file. Nothing is written before every item,
@@ -289,7 +301,7 @@ def export(
         # a cached copy that fails to read costs a second export from the CSVs, never a failed export
         return with_cache_fallback(functools.partial(
             _write_items, runs, kept, out_dir, fmt, partition_by, values, targets, trees, progress, catalog,
-            replace_all))
+            replace_all, relative_to))
 
 
 def _check_targets(
@@ -330,7 +342,7 @@ def _check_old_tree(tree: Path, name: str, fmt: str, replace_all: bool) -> None:
 def _write_items(
     runs: Sequence[Run], kept: Sequence[SqlFile], out_dir: Path, fmt: str, partition_by: str | None,
     values: dict[str, dict[str, Any]], targets: dict[str, Path], trees: Collection[str], progress: Progress,
-    catalog: Catalog, replace_all: bool,
+    catalog: Catalog, replace_all: bool, relative_to: Path | None = None,
 ) -> list[Written]:
     """export()'s writing half, once every item, parameter and target has been checked. `trees`: the items
     written as partition trees (the others with `partition_by` are merged files)."""
@@ -356,7 +368,7 @@ def _write_items(
             fills = beside_csv and any(f.name == "harbor_fill_src" for f in needed) and reads_result_files(
                 con, item.name)
             metadata = functools.partial(_metadata, item, values[item.name], needed, fingerprints, exported_at,
-                                         columns, fills)
+                                         columns, fills, relative_to)
             for pname in set_before:  # a view must not see a parameter set for an earlier query
                 con.execute(f"RESET VARIABLE {identifier(pname)}")
             set_before = set(values[item.name])
@@ -407,15 +419,21 @@ def _merged_config_keys(
 
 def _metadata(
     item: SqlFile, params: dict[str, Any], needed: Sequence[SqlFile], fingerprints: SourceFingerprints,
-    exported_at: str, columns: Sequence[str], fills: bool, runs: Sequence[Run],
+    exported_at: str, columns: Sequence[str], fills: bool, relative_to: Path | None, runs: Sequence[Run],
 ) -> dict[str, str]:
     """The provenance record of `item` exported over `runs` (all of them, or one partition's run). `fills`:
-    whether its plan reads the result.json files beside a trials CSV (reads_result_files)."""
+    whether its plan reads the result.json files beside a trials CSV (reads_result_files); `relative_to`: the
+    folder the paths are written relative to (None: absolute)."""
+    def shown(path: str) -> str:
+        return path if relative_to is None else os.path.relpath(path, relative_to)
+
+    sources = [{**f, "path": shown(f["path"])} if "path" in f else f
+               for f in fingerprints.for_files(runs, needed, fills)]
     return dict(zip(METADATA_KEYS, (
         item.name, item.kind, item.version, item.fingerprint, json.dumps(params),
         __version__, duckdb.__version__,
-        json.dumps([run_record(r.name, r.path) for r in runs]),
-        json.dumps(fingerprints.for_files(runs, needed, fills)),
+        json.dumps([{**run_record(r.name, r.path), "path": shown(str(r.path))} for r in runs]),
+        json.dumps(sources),
         exported_at,
         # column -> its `-- column:` description (Parquet has no per-column comment of its own)
         json.dumps(item.column_descriptions(columns)),

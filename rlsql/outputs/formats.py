@@ -12,6 +12,8 @@ import decimal
 import io
 import json
 import math
+import re
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -110,6 +112,26 @@ def display(value: Any) -> str:
     return str(value)
 
 
+#: the characters a terminal acts on rather than shows (C0 controls but the line feed, which a table turns into
+#: a space, DEL and the C1 controls: an escape sequence can retitle the window, clear the screen, move the
+#: cursor), shown in table, markdown and transcript text as Python's repr writes them (`\x1b`, `\t`, `\r`)
+CONTROLS = [*range(0x00, 0x0A), *range(0x0B, 0x20), *range(0x7F, 0xA0)]
+CONTROL_ESCAPES = {c: {9: "\\t", 13: "\\r"}.get(c, f"\\x{c:02x}") for c in CONTROLS}
+#: the same set as an RE2 class (DuckDB's regexp functions)
+CONTROL_CLASS = "[\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f]"
+_CONTROL_TABLE = str.maketrans(CONTROL_ESCAPES)
+
+
+def shown(text: str) -> str:
+    """`text` as a terminal must be given it: every control character (CONTROLS) written out, not acted on."""
+    return text.translate(_CONTROL_TABLE)
+
+
+def _cell(value: Any) -> str:
+    """A table cell's text: display(), a line break as a space, control characters shown (`shown`)."""
+    return display(value).replace("\n", " ").translate(_CONTROL_TABLE)
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return None
@@ -159,13 +181,34 @@ def is_number(value: Any) -> bool:
 
 
 def markdown_cell(text: str) -> str:
-    """Text that stays one cell of a markdown table and shows as written: `|` and backticks escaped, `<`
-    and `>` as entities (a run folder named `<b>x</b>` is not HTML), line breaks as spaces."""
+    """Text that stays one cell of a markdown table and shows as written: `\\`, `|` and backticks escaped (a
+    `\\|` in the text must not turn into an escaped backslash and a cell's end), `<` and `>` as entities (a run
+    folder named `<b>x</b>` is not HTML), line breaks as spaces, other control characters shown (`shown`)."""
     # str.translate, not a loop over characters: a 10M-row markdown file has ~150M cells
     return text.replace("\r\n", " ").translate(_MARKDOWN_ESCAPES)
 
 
-_MARKDOWN_ESCAPES = str.maketrans({"|": "\\|", "`": "\\`", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " "})
+_MARKDOWN_ESCAPES = str.maketrans({**CONTROL_ESCAPES, "\\": "\\\\", "|": "\\|", "`": "\\`", "<": "&lt;",
+                                   ">": "&gt;", "\n": " ", "\r": " "})
+
+
+def fenced(text: str, info: str = "") -> str:
+    """`text` as a markdown code block that no line of it can close or leave: fenced by a run of backticks
+    longer than any the text holds (at least three), its control characters shown (`shown`: a lone CR would
+    end a line)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{shown(text)}\n{fence}"
+
+
+def code_span(text: str) -> str:
+    """`text` as one markdown code span: delimited by a run of backticks longer than any it holds (padded
+    with a space where it starts or ends with one), line breaks as spaces, control characters shown."""
+    text = shown(text.replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if not text or text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def to_markdown(columns: Sequence[str], rows: Sequence[Sequence[Any]], header: bool = True) -> str:
@@ -197,8 +240,8 @@ def layout(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | N
     every cell whole). The columns in `keys` name a row (its run, its grain): never cut, or the rows could
     not be told apart. The widest other column gives way first, down to MIN_COLUMN_WIDTH; a table that
     still overflows prints as records, as psql's expanded mode does."""
-    cells = [[display(v) for v in row] for row in rows]
-    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(shown(c)), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
     numeric = [bool(rows) and all(is_number(r[i]) or r[i] is None for r in rows) for i in range(len(columns))]
     if width is None:
         return Layout(widths, numeric, [False] * len(columns))
@@ -231,14 +274,14 @@ def to_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int |
     shape = shape or layout(columns, rows, width, keys)
     if shape.records:
         return to_records(columns, rows)
-    cells = [[display(v).replace("\n", " ") for v in row] for row in rows]
+    cells = [[_cell(v) for v in row] for row in rows]
 
     def line(values: Sequence[str]) -> str:
         parts = [(_clip(v, w) if c else v).rjust(w) if n else (_clip(v, w) if c else v).ljust(w)
                  for v, w, n, c in zip(values, shape.widths, shape.numeric, shape.cut, strict=True)]
         return "  ".join(parts).rstrip()
 
-    out = [line(columns), "  ".join("-" * w for w in shape.widths)] if header else []
+    out = [line([shown(c) for c in columns]), "  ".join("-" * w for w in shape.widths)] if header else []
     out.extend(line(r) for r in cells)
     return "\n".join(out) + "\n" if out else ""
 
@@ -250,8 +293,26 @@ def to_records(columns: Sequence[str], rows: Sequence[Sequence[Any]], first: int
     out = []
     for number, row in enumerate(rows, first):
         out.append(f"-[ RECORD {number} ]".ljust(label + 3, "-"))
-        out.extend(f"{c.ljust(label)} | {display(v)}".replace("\n", " ").rstrip()
+        out.extend(f"{shown(c).ljust(label)} | {_cell(v)}".replace("\n", " ").rstrip()
                    for c, v in zip(columns, row, strict=True))
+    return "\n".join(out) + "\n" if out else ""
+
+
+#: the width a listing is wrapped to when stdout is no terminal and COLUMNS is not set
+LISTING_WIDTH = 100
+
+
+def to_entries(entries: Sequence[tuple[str, Sequence[str]]], width: int) -> str:
+    """Entries a person reads in a terminal `width` columns wide (`rlsql list`): each its title line, then
+    its texts wrapped under it, indented; nothing cut (a long name or word runs past, never lost)."""
+    out = []
+    width = max(width, 20)
+    for title, texts in entries:
+        out.extend(textwrap.wrap(shown(title), width, subsequent_indent="    ", break_long_words=False,
+                                 break_on_hyphens=False))
+        for text in texts:
+            out.extend(textwrap.wrap(shown(text), width, initial_indent="    ", subsequent_indent="    ",
+                                     break_long_words=False, break_on_hyphens=False))
     return "\n".join(out) + "\n" if out else ""
 
 

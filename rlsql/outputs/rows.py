@@ -35,9 +35,19 @@ import duckdb
 
 from rlsql.cache import reading
 from rlsql.core.sqltext import identifier, literal
-from rlsql.outputs.formats import Layout, OutputFormat, layout, render, to_markdown, to_records, to_table
+from rlsql.outputs.formats import (
+    CONTROL_CLASS,
+    CONTROL_ESCAPES,
+    Layout,
+    OutputFormat,
+    layout,
+    render,
+    to_markdown,
+    to_records,
+    to_table,
+)
 from rlsql.runs import writes
-from rlsql.runs.memorydb import scalar, spill_folder
+from rlsql.runs.memorydb import scalar
 
 #: rows fetched from DuckDB at a time for the people formats
 BATCH = 10_000
@@ -73,8 +83,8 @@ class Output:
                  grain: Sequence[str] = ()):
         self.fmt = fmt or OutputFormat.for_output(None if target == writes.STDOUT else target)
         self.kind = "stdout" if target is None else writes.output_kind(target)
-        if target is not None and self.kind == "file" and target.is_symlink():
-            target = target.resolve()  # written through the link, as `>` writes: the link stays
+        if target is not None and self.kind == "file":
+            target = writes.through_link(target)
         self.target = target
         #: the columns one row of the answer is per (a named query's grain), which a terminal never cuts
         self.grain = tuple(grain)
@@ -92,7 +102,7 @@ class Output:
             #: what a failure to write the staged file is said about (the file asked for, not its temporary)
             self.named: Path = target
         else:
-            self.staged = writes.temp_name(spill_folder().parent / "rows")
+            self.staged = writes.private_temp("rows")
             self.named = self.staged.parent
             with writes.failures_named(self.named):
                 self.staged.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -163,7 +173,7 @@ class Output:
         else:
             head = to_table(columns, [], None, shape).rstrip("\n")
             is_text = [str(t) == "VARCHAR" for t in relation.types]
-            texts = [f"coalesce(replace({c}, chr(10), ' '), '')" if text else f"coalesce({c}, '')"
+            texts = [f"coalesce({_controls_sql(_spaced(c))}, '')" if text else f"coalesce({c}, '')"
                      for c, text in zip(cells, is_text, strict=True)]
             # a cell is blank when its text is whitespace alone (rtrim, which decodes its set of characters for
             # every row, only for the texts that are not empty); a cell that is no text only when it is NULL (a
@@ -246,14 +256,13 @@ class Output:
             writes.commit(self.staged, self.target)
             return
         try:
-            with self.staged.open("rb") as src:
-                if self.kind == "stdout":
-                    sys.stdout.flush()
+            if self.kind == "stdout":
+                sys.stdout.flush()
+                with self.staged.open("rb") as src:
                     _copy_into(src, _binary(sys.stdout))  # a reader gone (| head) is BrokenPipeError: not ours
-                else:
-                    assert self.target is not None
-                    with writes.failures_named(self.target), self.target.open("wb") as dst:
-                        _copy_into(src, dst)
+            else:
+                assert self.target is not None
+                writes.pour(self.staged, self.target)
         finally:
             self.discard()
 
@@ -286,7 +295,7 @@ _INTEGERS = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
 WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
               + "\u2028\u2029\u202f\u205f\u3000")
 #: the characters formats.markdown_cell changes
-_MARKDOWN_SPECIAL = "[|`<>\n\r]"
+_MARKDOWN_SPECIAL = "[\\\\|`<>\n\r]|" + CONTROL_CLASS
 
 
 def _display_sql(name: str, type_name: str) -> str | None:
@@ -311,12 +320,32 @@ def _display_sql(name: str, type_name: str) -> str | None:
             f"ELSE rtrim(rtrim({fixed}, '0'), '.') END")
 
 
+def _replace_chars(text: str, escapes: dict[int, str]) -> str:
+    """`text` (SQL) with each character (by code point) replaced by its escape: one replace each, in order."""
+    for code, escaped in escapes.items():
+        text = f"replace({text}, chr({code}), {literal(escaped)})"
+    return text
+
+
+def _spaced(text: str) -> str:
+    """`text` (SQL) with its line feeds as spaces, as a table shows them."""
+    return f"replace({text}, chr(10), ' ')"
+
+
+def _controls_sql(text: str) -> str:
+    """formats.shown in SQL (`text` a VARCHAR expression): the control characters written out, only in the
+    texts that hold one."""
+    return (f"CASE WHEN regexp_matches({text}, {literal(CONTROL_CLASS)}) "
+            f"THEN {_replace_chars(text, CONTROL_ESCAPES)} ELSE {text} END")
+
+
 def _markdown_sql(cell: str) -> str:
-    """formats.markdown_cell in SQL: one replace per character it escapes (none makes another's match), only
-    in the cells that hold one."""
+    """formats.markdown_cell in SQL: one replace per character it escapes, the backslash first (the others'
+    escapes hold one), only in the cells that hold one."""
     text = f"replace({cell}, chr(13) || chr(10), ' ')"
-    for char, escaped in (("\n", " "), ("\r", " "), ("|", "\\|"), ("`", "\\`"), ("<", "&lt;"), (">", "&gt;")):
-        text = f"replace({text}, {literal(char)}, {literal(escaped)})"
+    escapes = {ord("\\"): "\\\\", **CONTROL_ESCAPES, 10: " ", 13: " ", ord("|"): "\\|", ord("`"): "\\`",
+               ord("<"): "&lt;", ord(">"): "&gt;"}
+    text = _replace_chars(text, escapes)
     return f"CASE WHEN regexp_matches({cell}, {literal(_MARKDOWN_SPECIAL)}) THEN {text} ELSE coalesce({cell}, '') END"
 
 

@@ -36,10 +36,30 @@ class Transcript:
     steps: list[dict[str, Any]] = field(default_factory=list)
     #: damaged files of the trial: (path, problem)
     damaged: list[tuple[str, str]] = field(default_factory=list)
+    #: why the trial has no steps at all: its folder has no agent/ (or no agent/trajectory.json)
+    missing: str | None = None
+
+
+def _folder_without_trajectory(runs: Sequence[Run], name: str) -> tuple[Run, str] | None:
+    """A run whose trace_jobs/ holds trial folder `name` (asked once the listing found no trajectory for it), and
+    what the folder lacks."""
+    from rlsql.runs.trajectories import AGENT_DIR, FIRST_SEGMENT
+
+    if not name or "/" in name or name in (".", ".."):
+        return None
+    for run in runs:
+        artifact = run.artifact("harbor") or run.artifact("trajectories")
+        folder = (artifact.path if artifact is not None else run.path / "trace_jobs") / name
+        if folder.is_dir():
+            agent = folder / AGENT_DIR
+            lacks = f"no {AGENT_DIR}/ folder" if not agent.is_dir() else f"no {AGENT_DIR}/{FIRST_SEGMENT}"
+            return run, f"{folder}: {lacks}, so no trajectory to show"
+    return None
 
 
 def find_trial(runs: Sequence[Run], name: str) -> Run:
-    """The run holding trial `name` with a trajectory; a did-you-mean (difflib) when none does."""
+    """The run holding trial `name` with a trajectory; a did-you-mean (difflib) when none does. A trial folder
+    without a trajectory is TrialWithoutTrajectory (its trials row is shown instead)."""
     from rlsql.runs.trajectories import list_trajectories, trace_jobs_of
 
     names: dict[str, list[Run]] = {}
@@ -50,6 +70,8 @@ def find_trial(runs: Sequence[Run], name: str) -> Run:
         for f in list_trajectories(trace_jobs).files:
             if f.segment == 0 and run not in names.setdefault(f.trial, []):
                 names[f.trial].append(run)
+    if name not in names and (bare := _folder_without_trajectory(runs, name)) is not None:
+        raise TrialWithoutTrajectory(*bare)
     if not names:
         raise DataError(f"no agent trajectories in {', '.join(repr(r.name) for r in runs)} "
                         "(looked for trace_jobs/*/agent/trajectory.json)")
@@ -65,18 +87,26 @@ def find_trial(runs: Sequence[Run], name: str) -> Run:
     return found[0]
 
 
+class TrialWithoutTrajectory(Exception):
+    """The trial folder exists but holds no trajectory: (run, what it lacks)."""
+
+
 def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript:
-    """Trial `name`'s row (unless not `facts`) and every step of its trajectory, in order (segment, step_id)."""
+    """Trial `name`'s row (unless not `facts`) and every step of its trajectory, in order (segment, step_id); for
+    a trial folder without a trajectory, its row and why there are no steps."""
     import duckdb
 
     from rlsql.catalog.catalog import load_catalog
     from rlsql.core.errors import one_line
     from rlsql.engine.failures import data_error
-    from rlsql.engine.statements import open_connection
     from rlsql.runs import trajectories
     from rlsql.runs.memorydb import memory_connection
 
-    run = find_trial(runs, name)
+    try:
+        run = find_trial(runs, name)
+    except TrialWithoutTrajectory as bare:
+        found, missing = bare.args
+        return Transcript(found.name, name, _trials_row(found, name) if facts else None, missing=missing)
     catalog = load_catalog()
     con = memory_connection()
     trajectories.record_damaged(con)
@@ -100,16 +130,22 @@ def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript
             steps.append({**r, "message": w.get("message"), "reasoning": w.get("reasoning"),
                           "calls": json.loads(w["calls"]) if w.get("calls") else [],
                           "observations": json.loads(w["observations"]) if w.get("observations") else []})
-    row = None
-    if facts and (run.artifact("trials") or run.artifact("harbor")):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the trials view's own warnings belong to the trial queries
-            trials = open_connection([run], ["trials"])
-            cursor = trials.execute("SELECT * FROM trials WHERE trial_name = ? ORDER BY row_no LIMIT 1", [name])
-            columns = [d[0] for d in cursor.description]
-            found = cursor.fetchone()
-        row = dict(zip(columns, found, strict=True)) if found else None
-    return Transcript(run.name, name, row, steps, damaged)
+    return Transcript(run.name, name, _trials_row(run, name) if facts else None, steps, damaged)
+
+
+def _trials_row(run: Run, name: str) -> dict[str, Any] | None:
+    """Trial `name`'s row of the trials view (None: the run has no such row)."""
+    from rlsql.engine.statements import open_connection
+
+    if not (run.artifact("trials") or run.artifact("harbor")):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the trials view's own warnings belong to the trial queries
+        trials = open_connection([run], ["trials"])
+        cursor = trials.execute("SELECT * FROM trials WHERE trial_name = ? ORDER BY row_no LIMIT 1", [name])
+        columns = [d[0] for d in cursor.description]
+        found = cursor.fetchone()
+    return dict(zip(columns, found, strict=True)) if found else None
 
 
 # -- shaping ------------------------------------------------------------------------------------------------
@@ -149,7 +185,7 @@ def as_dict(t: Transcript, full: bool) -> dict[str, Any]:
         })
     facts = {k: _plain(v) for k, v in (t.facts or {}).items() if k in TRIAL_FIELDS}
     return {"run": t.run, "trial_name": t.trial, "trial": facts if t.facts else None, "steps": steps,
-            "damaged_files": [{"file": p, "problem": why} for p, why in t.damaged]}
+            "damaged_files": [{"file": p, "problem": why} for p, why in t.damaged], "no_trajectory": t.missing}
 
 
 def _header(t: Transcript) -> list[str]:
@@ -208,35 +244,41 @@ def segment_name(segment: int) -> str:
 
 
 def as_markdown(t: Transcript, full: bool) -> str:
-    out = [f"# Trial {t.trial} (run {t.run})", ""]
-    out += [f"- {line}" for line in _header(t)] + [""]
+    """The transcript as markdown. Everything the agent or the files wrote stays inside its block: texts in
+    fences no line of theirs can close, names and short values escaped as a table's cells are, calls as code
+    spans (rlsql/outputs/formats.py)."""
+    from rlsql.outputs.formats import code_span, fenced, markdown_cell
+
+    out = [f"# Trial {markdown_cell(t.trial)} (run {markdown_cell(t.run)})", ""]
+    out += [f"- {markdown_cell(line)}" for line in _header(t)] + [""]
+    if t.missing:
+        out.append(f"> {markdown_cell(t.missing)}")
     for path, problem in t.damaged:
-        out.append(f"> damaged file skipped: `{path}`: {problem}")
+        out.append(f"> damaged file skipped: {code_span(path)}: {markdown_cell(problem)}")
     for segment, steps, folded in segments(t, full):
         out += [f"## Segment {segment}: {segment_name(segment)}", ""]
         if folded:
             out += [f"*{_copied(folded)} (folded; `--full` shows them)*", ""]
         for s in steps:
-            out += [f"### {step_title(s)}", ""]
+            out += [f"### {markdown_cell(step_title(s))}", ""]
             if s.get("message"):
-                out += [_quote(cut(s["message"], full)), ""]
+                out += [fenced(cut(s["message"], full), "text"), ""]
             if s.get("reasoning"):
-                out += ["*reasoning:*", "", _quote(cut(s["reasoning"], full)), ""]
+                out += ["*reasoning:*", "", fenced(cut(s["reasoning"], full), "text"), ""]
             for c in s.get("calls") or []:
-                out.append(f"- call `{c['function_name']}` `{cut(c['arguments'], full)}` ({c['tool_call_id']})")
+                out.append(f"- call {code_span(c['function_name'] or '')} {code_span(cut(c['arguments'], full))}"
+                           f" ({code_span(c['tool_call_id'] or '')})")
             for o in s.get("observations") or []:
-                answer = f" (answers {o['source_call_id']})" if o["source_call_id"] else ""
-                out += ["", f"observation{answer}:", "", "```", cut(o["content"] or "", full), "```"]
+                answer = f" (answers {code_span(o['source_call_id'])})" if o["source_call_id"] else ""
+                out += ["", f"observation{answer}:", "", fenced(cut(o["content"] or "", full), "text")]
             out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
-def _quote(text: str) -> str:
-    return "\n".join("> " + line for line in text.splitlines()) or ">"
-
-
 def print_terminal(t: Transcript, full: bool, stream: Any = None) -> None:
     """The transcript on a terminal: rich (typer's dependency) at the terminal's width; plain text elsewhere."""
+    from rlsql.outputs.formats import shown  # an agent's escape sequences written out, never acted on
+
     stream = stream or sys.stdout
     try:
         from rich.console import Console
@@ -248,24 +290,26 @@ def print_terminal(t: Transcript, full: bool, stream: Any = None) -> None:
         stream.write(as_markdown(t, full))
         return
     console = Console(file=stream, highlight=False, soft_wrap=False)
-    console.print(Panel("\n".join(escape(line) for line in _header(t)),
-                        title=f"[bold]{escape(t.trial)}[/] (run {escape(t.run)})", expand=True))
+    console.print(Panel("\n".join(escape(shown(line)) for line in _header(t)),
+                        title=f"[bold]{escape(shown(t.trial))}[/] (run {escape(shown(t.run))})", expand=True))
+    if t.missing:
+        console.print(Text(shown(t.missing), style="bold"))
     for path, problem in t.damaged:
-        console.print(Text(f"damaged file skipped: {path}: {problem}", style="bold red"))
+        console.print(Text(shown(f"damaged file skipped: {path}: {problem}"), style="bold red"))
     for segment, steps, folded in segments(t, full):
         console.print(Rule(f"segment {segment}: {segment_name(segment)}"))
         if folded:
             console.print(Text(f"{_copied(folded)} (folded; --full shows them)", style="dim italic"))
         for s in steps:
-            console.print(Text(step_title(s), style="bold cyan" if s["source"] == "agent" else "bold"))
+            console.print(Text(shown(step_title(s)), style="bold cyan" if s["source"] == "agent" else "bold"))
             if s.get("message"):
-                console.print(Text(cut(s["message"], full)))
+                console.print(Text(shown(cut(s["message"], full))))
             if s.get("reasoning"):
-                console.print(Text("reasoning: " + cut(s["reasoning"], full), style="italic"))
+                console.print(Text(shown("reasoning: " + cut(s["reasoning"], full)), style="italic"))
             for c in s.get("calls") or []:
-                console.print(Text(f"→ {c['function_name']} {cut(c['arguments'], full)}", style="green"))
+                console.print(Text(shown(f"→ {c['function_name']} {cut(c['arguments'], full)}"), style="green"))
             for o in s.get("observations") or []:
-                console.print(Text("← " + (cut(o["content"] or "", full)), style="yellow"))
+                console.print(Text(shown("← " + (cut(o["content"] or "", full))), style="yellow"))
             console.print()
 
 

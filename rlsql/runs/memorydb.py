@@ -2,19 +2,15 @@
 
 DuckDB's default temp_directory for an in-memory database is `.tmp` in the current folder, which
 may be a run folder: rlsql never writes there. Each process spills into its own folder under
-`$TMPDIR/rlsql-UID/` (made 0700), named by rlsql.runs.writes.temp_name, so what a killed process left
-is swept by the next one (DuckDB removes the folder itself when the connection closes).
+`$TMPDIR/rlsql-UID/` (rlsql.runs.writes.private_folder), named by rlsql.runs.writes.temp_name, so what a
+killed process left is swept by the next one (DuckDB removes the folder itself when the connection closes).
 """
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
-import os
-import stat
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,30 +20,10 @@ import duckdb
 from rlsql.runs import writes
 
 
-def spill_root() -> Path:
-    """The folder under which rlsql processes of this user spill (not created here)."""
-    return Path(tempfile.gettempdir()) / f"rlsql-{os.getuid()}"
-
-
-def _ours(folder: Path) -> bool:
-    """A real folder (not a link) of this user that no one else can write into."""
-    try:
-        st = folder.lstat()
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
-
-
 @functools.cache
 def spill_folder() -> Path:
-    """This process's spill folder (DuckDB creates it on the first spill); leftovers swept once."""
-    root = spill_root()
-    with contextlib.suppress(OSError):  # unwritable: mkdtemp below says so, or DuckDB does on a spill
-        root.mkdir(mode=0o700, exist_ok=True)
-    if not _ours(root):  # someone else's (or a link) at that name: a private folder of our own
-        root = Path(tempfile.mkdtemp(prefix="rlsql-spill-"))
-    writes.sweep(root)
-    return writes.temp_name(root / "duckdb-spill")
+    """This process's spill folder (DuckDB creates it on the first spill), in rlsql's private folder."""
+    return writes.private_temp("duckdb-spill")
 
 
 #: a callable every connection opened in this context is handed to (rlsql serve interrupts a request's

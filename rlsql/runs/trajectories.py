@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlsql.core.errors import RlsqlWarning
+from rlsql.core.errors import RlsqlError, RlsqlWarning
 from rlsql.runs.folders import Run
 
 if TYPE_CHECKING:  # duckdb and harbor.py's listing rules are imported when files are listed, not to find a run
@@ -36,6 +36,9 @@ if TYPE_CHECKING:  # duckdb and harbor.py's listing rules are imported when file
 AGENT_DIR = "agent"
 FIRST_SEGMENT = "trajectory.json"
 _SEGMENT = re.compile(r"^trajectory\.cont-([1-9][0-9]*)\.json$")
+#: the largest continuation number: `segment` is an INTEGER in every trajectory view; a file numbered past it
+#: is a damaged file (one warning), never a failed query
+MAX_SEGMENT = 2**31 - 1
 #: the SQL function the trajectory sources call for a damaged file (rlsql's query connections only)
 DAMAGED_FUNCTION = "rlsql_damaged_trajectory"
 #: damaged files named one warning each, per run; the rest in one more warning
@@ -74,6 +77,8 @@ class TrajectoryListing:
     files: list[SegmentFile] = field(default_factory=list)
     trials: int = 0
     without: int = 0
+    #: the trial folders without an agent/ folder (one of the `without`), by name
+    no_agent: list[str] = field(default_factory=list)
 
 
 def segments_of(names: Sequence[str]) -> list[tuple[int, str]]:
@@ -107,6 +112,7 @@ def list_trajectories(trace_jobs: Path) -> TrajectoryListing:
             names = [n for n in os.listdir(agent) if n.startswith("trajectory")]
         except OSError:
             listing.without += 1
+            listing.no_agent.append(folder)
             continue
         segments = segments_of(names)
         if not segments or segments[0][0] != 0:
@@ -118,6 +124,8 @@ def list_trajectories(trace_jobs: Path) -> TrajectoryListing:
             if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
                 problem = (f"DuckDB cannot look for it: its glob of {harbor.shown(unlistable)} fails on a name "
                            "there starting with a backslash")
+            if problem is None and segment > MAX_SEGMENT:
+                problem = f"its continuation number is past {MAX_SEGMENT:,}, the largest segment"
             signature = None if info is None else (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
             listing.files.append(SegmentFile(folder, segment, path, problem if isinstance(problem, str) else None,
                                              signature))
@@ -165,7 +173,8 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None, 
         chosen = [f for f in listing.files if trial is None or f.trial == trial]
         prefix = str(trace_jobs)
         readable = [f for f in chosen if f.problem is None]
-        refused.extend({"run": run.name, "trial": harbor.sql_name(f.trial), "segment": f.segment,
+        refused.extend({"run": run.name, "trial": harbor.sql_name(f.trial),
+                        "segment": f.segment if f.segment <= MAX_SEGMENT else None,
                         "path": f"{prefix}/{harbor.sql_name(f.trial)}/{AGENT_DIR}/{Path(f.path).name}",
                         "problem": f.problem} for f in chosen if f.problem)
         # in as many parts as there are cores: DuckDB reads one read_blob's files on one thread, and the
@@ -225,6 +234,29 @@ def warn_damaged(con: duckdb.DuckDBPyConnection) -> None:
         if len(items) > SHOWN_FILES:
             warnings.warn(f"run {shown(run)!r}: {len(items) - SHOWN_FILES} more damaged trajectory files "
                           "skipped (`rlsql check` names them all)", TrajectoryFilesWarning, stacklevel=3)
+
+
+#: DuckDB's message for a file its glob found and it then could not open
+_CANNOT_OPEN = re.compile(r'Cannot open file "(?P<path>[^"]+/agent/trajectory[^"/]*\.json)"')
+
+
+def removed_while_read(exc: BaseException) -> str | None:
+    """The trajectory file a DuckDB error (`exc` or its cause) says it could not open because it is gone
+    (a trial folder removed by a clean-up or a retry between DuckDB's listing and its read), else None."""
+    cause = exc.__cause__ if isinstance(exc, RlsqlError) else exc
+    found = _CANNOT_OPEN.search(str(cause)) if cause is not None else None
+    if found is None or os.path.lexists(found["path"]):
+        return None
+    return found["path"]
+
+
+def warn_removed(path: str) -> None:
+    """One warning for a trajectory file removed while a statement read it: its trial is answered without it."""
+    from rlsql.runs.harbor import shown
+
+    trial = path.rsplit("/", 3)[-3]
+    warnings.warn(f"{shown(path)}: removed while rlsql read it; trial {shown(trial)!r} skipped (answered again "
+                  "from the files there now)", TrajectoryFilesWarning, stacklevel=3)
 
 
 def forget(con: duckdb.DuckDBPyConnection) -> None:

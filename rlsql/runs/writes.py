@@ -14,8 +14,9 @@ cache through the same functions) goes through this module, so that:
 - nothing is written into, replaces or deletes a run folder, given on the command line or not
   (`guard`, called by every write below), and an export only replaces what an earlier export wrote and
   marked (`read_mark`, `owns_file`);
-- `-o` onto a FIFO or a character device writes into it as a shell's `>` does (`output_kind`), never
-  renaming a file over it.
+- a target that is a FIFO or a character device (`-o /dev/stdout`, `db build /dev/null`) is written into
+  as a shell's `>` does, from a file staged in rlsql's private folder (`output_kind`, `pour`), and a
+  symbolic link is written through (`through_link`): nothing is ever renamed over either.
 
 OSError while writing becomes `WriteError` (exit 4) naming the path, or `UsageError` (exit 2) when
 the path itself is wrong (a folder where a file goes, an empty name).
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -37,6 +39,7 @@ import re
 import shutil
 import socket
 import stat
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -188,6 +191,39 @@ def sweep(folder: Path) -> list[Path]:
     return done
 
 
+def private_root() -> Path:
+    """The folder under which rlsql processes of this user keep their own temporaries (not created here)."""
+    return Path(tempfile.gettempdir()) / f"rlsql-{os.getuid()}"
+
+
+def _ours(folder: Path) -> bool:
+    """A real folder (not a link) of this user that no one else can write into."""
+    try:
+        st = folder.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+@functools.cache
+def private_folder() -> Path:
+    """rlsql's private folder for this process (`$TMPDIR/rlsql-UID/`, made 0700; a folder of its own when
+    another user's or a link holds that name): DuckDB's spill and what is staged for a stream go there.
+    What killed processes left there is swept once."""
+    root = private_root()
+    with contextlib.suppress(OSError):  # unwritable: mkdtemp below says so, or DuckDB does on a spill
+        root.mkdir(mode=0o700, exist_ok=True)
+    if not _ours(root):  # someone else's (or a link) at that name: a private folder of our own
+        root = Path(tempfile.mkdtemp(prefix="rlsql-spill-"))
+    sweep(root)
+    return root
+
+
+def private_temp(name: str) -> Path:
+    """A temporary name of this process in private_folder()."""
+    return temp_name(private_folder() / name)
+
+
 # -- modes -----------------------------------------------------------------------------------------
 
 _UMASK: int | None = None
@@ -279,7 +315,22 @@ def output_kind(target: Path) -> str:
     if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
         return "stream"
     what = "a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
-    raise UsageError(f"{target}: is {what}; -o takes a file (or a FIFO, a device, or - for stdout)")
+    raise UsageError(f"{target}: is {what}; rlsql writes a file there (or into a FIFO, a device, or - for stdout)")
+
+
+def through_link(target: Path) -> Path:
+    """The path a write to `target` replaces: a symbolic link's destination (written through, as `>` does:
+    the link stays), else `target` itself."""
+    return target.resolve() if target.is_symlink() else target
+
+
+def pour(staged: Path, target: Path) -> None:
+    """Copy the complete file `staged` into the FIFO or device `target`, opened as a shell's `>` opens it."""
+    with failures_named(target), staged.open("rb") as src, target.open("wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+
+
+
 
 
 # -- writing files ---------------------------------------------------------------------------------
@@ -315,8 +366,24 @@ def commit(tmp: Path, target: Path, mark: bool = False) -> None:
 
 @contextlib.contextmanager
 def atomic_path(target: Path, mark: bool = False) -> Iterator[Path]:
-    """Yield a temporary path beside `target` for a writer (DuckDB, matplotlib) to create; when the block
-    succeeds it is committed onto `target` (`stage`, `commit`). On failure nothing is left."""
+    """Yield a temporary path for a writer (DuckDB, matplotlib) to create; when the block succeeds it is put
+    in `target`'s place: beside a regular file (or a new name, or a link's destination) and renamed onto it
+    (`stage`, `commit`); in the private folder and poured into a FIFO or a device (`pour`). On failure
+    nothing is left."""
+    if target != STDOUT and output_kind(target) == "stream":
+        if mark:
+            raise UsageError(f"{target}: is not a regular file; an export writes files and folders")
+        guard(target)
+        with failures_named(target):
+            tmp = private_temp(target.name or "output")
+        try:
+            yield tmp
+            pour(tmp, target)
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        return
+    target = through_link(target)
     tmp = stage(target)
     try:
         yield tmp

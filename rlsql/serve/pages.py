@@ -458,6 +458,7 @@ def trial_page(served: Served, name: str, trial: str, full: bool) -> dict[str, A
     found: core.transcripts.Transcript | str
     try:
         found = served.transcript(runs[:1], trial)
+        found = found.missing or found  # a trial folder without a trajectory: the CLI's line, saying what it lacks
     except (core.DataError, core.UsageError) as exc:
         found = str(exc)  # no trajectories in the run, or none for this trial: the CLI's line, saying where it looked
     return {"run": runs[0], "trial": trial, "row": row, "full": full, "cut_at": core.transcripts.CUT,

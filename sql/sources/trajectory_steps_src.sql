@@ -88,8 +88,18 @@ FROM narrow
 {%- endif %}
 {%- for c in copies %}
 -- a run's rows from its cached copy (rlsql/cache/trajcopies.py; its damaged files are named from the entry's
--- record), under the name the run has now (an alias, or a parent folder's name beside another run's)
-{% if files or refused or not loop.first %}UNION ALL {% endif %}SELECT * REPLACE ({{ c.run | lit }} AS run)
+-- record), under the name the run has now (an alias, or a parent folder's name beside another run's); a token
+-- count the build found out of range (NULL in the copy) stops or is recorded as in place, and only where the
+-- statement reads that count, so a copy warns exactly when the files would
+{% if files or refused or not loop.first %}UNION ALL {% endif %}SELECT * REPLACE ({{ c.run | lit }} AS run
+{%- for field in ("prompt_tokens", "completion_tokens", "cached_tokens") if bad_cells | default(none) in ("fail", "record") %}
+{%- for path, index, column, value in c.bad_cells if column.endswith(".metrics." ~ field) %}
+    {{- ", CASE" if loop.first }} WHEN source_file = {{ path | lit }} AND step_index = {{ index | lit }} THEN
+        {%- if bad_cells == "record" %} CAST({{ BAD_CELL_FUNCTION | ident }}({{ path | lit }}, {{ index | lit }}, {{ column | lit }}, {{ value | lit }}) AS BIGINT)
+        {%- else %} CAST(error({{ BAD_CELL_MARK | lit }}) AS BIGINT){% endif %}
+    {%- if loop.last %} ELSE {{ field | ident }} END AS {{ field | ident }}{% endif %}
+{%- endfor %}
+{%- endfor %})
 FROM read_parquet({{ c.parquet | lit }})
 {%- endfor %}
 {%- endif %}

@@ -21,7 +21,7 @@ import markupsafe
 
 from rlsql.core import settings
 from rlsql.core.version import __version__
-from rlsql.outputs.formats import markdown_cell
+from rlsql.outputs.formats import code_span, fenced, markdown_cell
 from rlsql.outputs.report import human
 from rlsql.outputs.report.data import ReportData, Rows, has_artifact, name_list
 from rlsql.outputs.report.figures import FEW_RUNS, FIGURES
@@ -557,6 +557,8 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["md_cell"] = lambda text: markdown_cell(str(text))
+    env.filters["md_fenced"] = lambda text, info="": fenced(str(text), info)
+    env.filters["md_code"] = lambda text: code_span(str(text))
     env.filters["anchor"] = _anchor
     env.filters["breakable"] = _breakable
     env.filters["code"] = _code
