@@ -40,6 +40,7 @@ def one_error_line(err: str) -> str:
 
 # -- the installed console script, from a folder that is not the checkout ---------------------------
 
+
 def test_console_script_default_runs_sample(rlsql_exe: str, tmp_path: Path) -> None:
     proc = run_exe(rlsql_exe, ["query", "turns_by_exception", "-f", "json"], tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -60,7 +61,11 @@ def test_python_dash_m(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [sys.executable, "-m", "rlsql", "query", "reward_summary", "-r", str(RUNS / "newest"), "-f", "csv"],
-        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.DictReader(io.StringIO(proc.stdout)))
@@ -78,6 +83,7 @@ def test_console_script_unknown_query(rlsql_exe: str, tmp_path: Path) -> None:
 
 
 # -- in-process --------------------------------------------------------------------------------------
+
 
 def test_formats_agree(capsys, monkeypatch) -> None:
     base = ["query", "exception_distribution", "-r", str(RUNS / "tiny")]
@@ -98,31 +104,57 @@ def test_formats_agree(capsys, monkeypatch) -> None:
 
 
 def test_limit(capsys, monkeypatch) -> None:
-    code, out, _ = run_main(["query", "step_timing", "-r", str(RUNS / "calendar"), "-n", "3", "-f", "jsonl"],
-                            capsys, monkeypatch)
+    code, out, _ = run_main(
+        ["query", "step_timing", "-r", str(RUNS / "calendar"), "-n", "3", "-f", "jsonl"], capsys, monkeypatch
+    )
     assert code == 0
     want = oracle.expected("step_timing", [RUNS / "calendar"])[:3]
     assert_rows_match([json.loads(line) for line in out.splitlines()], want, "limit 3")
 
 
 def test_param_is_bound(capsys, monkeypatch) -> None:
-    code, out, _ = run_main(["query", "reward_curve", "-r", str(RUNS / "tiny"), "-p", "span=2", "-f", "json"],
-                            capsys, monkeypatch)
+    code, out, _ = run_main(
+        ["query", "reward_curve", "-r", str(RUNS / "tiny"), "-p", "span=2", "-f", "json"], capsys, monkeypatch
+    )
     assert code == 0
     assert_rows_match(json.loads(out), oracle.expected("reward_curve", [RUNS / "tiny"], span=2), "span=2")
 
 
-@pytest.mark.parametrize(("args", "code", "needle"), [
-    (["query", "reward_curve", "-p", "span=1; DROP TABLE x"], 2, "span"),
-    (["query", "reward_curve", "-p", "span=0"], 2, "minimum"),
-    (["query", "reward_curve", "-p", "nope=3"], 2, "nope"),
-    (["query", "reward_curve", "-p", "span"], 2, "key=value"),
-    (["query", "reward_curve", "-f", "xml"], 2, "xml"),
-    (["query", "xyzzy"], 2, "rlsql list"),
-    (["show", "nothing_like_this"], 2, "nothing_like_this"),
-    (["query", "turn_stats", "-r", "/definitely/not/here"], 3, "/definitely/not/here"),
-    (["query", "turn_stats", "-r", "/definitely/not/*"], 3, "no folder matches"),
-])
+def test_params_are_validated_once_per_query(capsys, monkeypatch) -> None:
+    """The CLI checks -p before any file is read and hands the bound values down: span=2 is converted
+    once, not again by the engine (a catalogue loaded meanwhile converts only the default, 5)."""
+    from rlsql.catalog.params import Param
+
+    converted: list[tuple[str, str]] = []
+    convert = Param.convert
+
+    def counting(self: Param, raw: str):
+        converted.append((self.name, raw))
+        return convert(self, raw)
+
+    monkeypatch.setattr(Param, "convert", counting)
+    code, out, _ = run_main(
+        ["query", "reward_curve", "-r", str(RUNS / "tiny"), "-p", "span=2", "-f", "json"], capsys, monkeypatch
+    )
+    assert code == 0
+    assert converted.count(("span", "2")) == 1, converted
+    assert_rows_match(json.loads(out), oracle.expected("reward_curve", [RUNS / "tiny"], span=2), "span=2")
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["query", "reward_curve", "-p", "span=1; DROP TABLE x"], 2, "span"),
+        (["query", "reward_curve", "-p", "span=0"], 2, "minimum"),
+        (["query", "reward_curve", "-p", "nope=3"], 2, "nope"),
+        (["query", "reward_curve", "-p", "span"], 2, "key=value"),
+        (["query", "reward_curve", "-f", "xml"], 2, "xml"),
+        (["query", "xyzzy"], 2, "rlsql list"),
+        (["show", "nothing_like_this"], 2, "nothing_like_this"),
+        (["query", "turn_stats", "-r", "/definitely/not/here"], 3, "/definitely/not/here"),
+        (["query", "turn_stats", "-r", "/definitely/not/*"], 3, "no folder matches"),
+    ],
+)
 def test_bad_input_is_one_line(args, code, needle, capsys, monkeypatch) -> None:
     got, out, err = run_main(args, capsys, monkeypatch)
     assert got == code
@@ -147,14 +179,19 @@ def test_folder_without_runs(tmp_path, capsys, monkeypatch) -> None:
 
 def test_output_file_is_written_and_run_folder_refused(tmp_path, capsys, monkeypatch) -> None:
     target = tmp_path / "out" / "dist.json"
-    code, out, err = run_main(["query", "exception_distribution", "-r", str(RUNS / "tiny"), "-f", "json",
-                               "-o", str(target)], capsys, monkeypatch)
+    code, out, err = run_main(
+        ["query", "exception_distribution", "-r", str(RUNS / "tiny"), "-f", "json", "-o", str(target)],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0 and out == ""
-    assert_rows_match(json.loads(target.read_text()), oracle.expected("exception_distribution", [RUNS / "tiny"]),
-                      "-o file")
+    assert_rows_match(
+        json.loads(target.read_text()), oracle.expected("exception_distribution", [RUNS / "tiny"]), "-o file"
+    )
     assert [p.name for p in target.parent.iterdir()] == ["dist.json"]  # no temporary file left
-    code, _, err = run_main(["query", "turn_stats", "-r", str(RUNS / "tiny"), "-o", str(RUNS / "tiny" / "x.txt")],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["query", "turn_stats", "-r", str(RUNS / "tiny"), "-o", str(RUNS / "tiny" / "x.txt")], capsys, monkeypatch
+    )
     assert code == 2 and "run folder" in one_error_line(err)
     assert not (RUNS / "tiny" / "x.txt").exists()
 

@@ -33,6 +33,7 @@ def _suggest_run(spec: str) -> None:
     if any(ch in spec for ch in "*?[") or "://" in spec or path.exists():
         return  # a glob, a URL, or there: rlsql.runs.folders (rlsql.cache.mirrors) takes it from here
     import difflib
+
     parent = path.parent
     try:
         siblings = sorted(p.name for p in parent.iterdir() if p.is_dir())
@@ -100,8 +101,9 @@ def _say_written(out, written) -> None:
         say(f"wrote {out.target}" + (f" ({written.rows:,} rows)" if written is not None else ""))
 
 
-def emit_query(fmt: OutputFormat | None, output: Path | None, limit: int | None, run,
-               grain: Sequence[str] = ()) -> None:
+def emit_query(
+    fmt: OutputFormat | None, output: Path | None, limit: int | None, run, grain: Sequence[str] = ()
+) -> None:
     """Rows of a query to stdout or -o as DuckDB produces them: `run(consume)` answers with `consume`
     taking the connection and the statement (rlsql/engine/query.py); `grain`: the columns a row is per."""
     from rlsql.outputs.rows import Output
@@ -137,8 +139,8 @@ def run_named_query(
     from rlsql.core import settings
     from rlsql.engine.query import bind_params, run_query
 
-    params = _parse_params(param)
-    bind_params(name, params)  # a bad name or parameter fails before any file is read
+    # a bad name or parameter fails before any file is read; the bound values are handed down, not checked again
+    params = bind_params(name, _parse_params(param))
     runs = _resolve(run)
     grain = query_grain(name)
     if settings.current().engine == "spark":

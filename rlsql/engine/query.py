@@ -85,14 +85,27 @@ def declared_params(name: str) -> list[Param]:
     return list(found.values())
 
 
-def bind_params(name: str, given: dict[str, Any]) -> dict[str, Any]:
+class Bound(dict[str, Any]):
+    """What bind_params returns: every parameter query `name` declares, with its checked, typed value.
+
+    Binding it again for the same query returns it as it is: a caller that checks the parameters early
+    (the CLI, before any file is read) hands it down, and they are validated once per query."""
+
+    def __init__(self, name: str, values: dict[str, Any]) -> None:
+        super().__init__(values)
+        self.name = name
+
+
+def bind_params(name: str, given: dict[str, Any]) -> Bound:
     """Validate `given` against the query's (or view's) declared params; returns every param with its value."""
+    if isinstance(given, Bound) and given.name == name:
+        return given
     declared = {p.name: p for p in declared_params(name)}
     unknown = sorted(set(given) - set(declared))
     if unknown:
         accepted = ", ".join(declared) or "none"
         raise UsageError(f"{name} has no parameter {', '.join(unknown)} (accepted: {accepted})")
-    return {pname: _convert(param, given.get(pname)) for pname, param in declared.items()}
+    return Bound(name, {pname: _convert(param, given.get(pname)) for pname, param in declared.items()})
 
 
 def _convert(param: Param, raw: Any) -> Any:
@@ -212,8 +225,7 @@ def sql_failure(exc: duckdb.Error) -> str:
     return " ".join(kept) or type(exc).__name__
 
 
-def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
-            consume: Consume | None = None) -> Any:
+def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None, consume: Consume | None = None) -> Any:
     """Run ad hoc SQL (one or more statements; the last one's rows come back, or go to `consume` as in
     run_query) over every view and macro."""
     if not sql.strip():
