@@ -68,11 +68,15 @@ WITH
         SELECT
             p.run,
             p.task_name,
-            -- the tables no more likely than the observed one, with scipy's and R's relative tolerance
-            least(1.0, sum(CASE WHEN p.log_p <= o.log_p + ln(1 + 1e-7) THEN exp(p.log_p) ELSE 0.0 END)) AS p_value
+            -- the tables no more likely than the observed one, with scipy's and R's relative tolerance; all of
+            -- them is exactly 1 (as scipy's shortcut for an observed table at the mode), not a sum rounded below
+            CASE
+                WHEN max(p.log_p) <= o.log_p + ln(1 + 1e-7) THEN 1.0
+                ELSE least(1.0, sum(CASE WHEN p.log_p <= o.log_p + ln(1 + 1e-7) THEN exp(p.log_p) ELSE 0.0 END))
+            END AS p_value
         FROM probabilities AS p
         JOIN probabilities AS o ON o.run = p.run AND o.task_name = p.task_name AND o.x = o.observed
-        GROUP BY p.run, p.task_name
+        GROUP BY p.run, p.task_name, o.log_p
     ),
     ranked AS (
         SELECT
