@@ -1982,7 +1982,8 @@ def expected(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
     if name not in QUERIES:
         raise KeyError(f"unknown query {name!r}")
     query = QUERIES[name]
-    if name in ("compare_runs", "run_table", "task_diff", "run_diff"):  # its config column compares the runs with each other
+    # compare_runs' and run_table's config columns compare the runs with each other; the diffs pair them
+    if name in ("compare_runs", "run_table", "task_diff", "run_diff"):
         params = {**params, "run_dirs": [Path(d) for d in run_dirs]}
     out: list[Row] = []
     with _one_call():

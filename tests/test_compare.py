@@ -62,8 +62,14 @@ HAND = {
 }
 # Benjamini-Hochberg over the six (m = 6), sorted by p then task: p * 6 / rank = 1/21, 1/42, 1/5, 3/14, 6/5, 1;
 # the running minimum from the end, capped at 1: t1, t2 = 1/42 (tied p, one q), t3 = 1/5, t6 = 3/14, t4, t5 = 1
-HAND_Q = {"t1": Fraction(1, 42), "t2": Fraction(1, 42), "t3": Fraction(1, 5), "t6": Fraction(3, 14),
-          "t4": Fraction(1), "t5": Fraction(1)}
+HAND_Q = {
+    "t1": Fraction(1, 42),
+    "t2": Fraction(1, 42),
+    "t3": Fraction(1, 5),
+    "t6": Fraction(3, 14),
+    "t4": Fraction(1),
+    "t5": Fraction(1),
+}
 
 
 def hand_pair(root: Path) -> list[Path]:
@@ -83,7 +89,12 @@ def test_fisher_and_bh_equal_the_values_worked_out_by_hand(tmp_path: Path) -> No
     for r in rows:
         (s1, f1), (s2, f2), p = HAND[r["task_name"]]
         assert (r["run"], r["baseline"]) == ("b_run", "a_base")
-        assert (r["trials_base"], r["successes_base"], r["trials_run"], r["successes_run"]) == (s1 + f1, s1, s2 + f2, s2)
+        assert (r["trials_base"], r["successes_base"], r["trials_run"], r["successes_run"]) == (
+            s1 + f1,
+            s1,
+            s2 + f2,
+            s2,
+        )
         assert r["delta"] == pytest.approx(s2 / (s2 + f2) - s1 / (s1 + f1), abs=1e-15)
         assert r["p_value"] == pytest.approx(float(p), rel=1e-9), r["task_name"]
         assert r["q_value"] == pytest.approx(float(HAND_Q[r["task_name"]]), rel=1e-9), r["task_name"]
@@ -109,7 +120,12 @@ def test_run_diff_by_hand(tmp_path: Path) -> None:
     assert len(rows) == 1
     row = rows[0]
     assert (row["run"], row["baseline"], row["shared_tasks"], row["improved"], row["regressed"]) == (
-        "b_run", "a_base", 6, 1, 1)
+        "b_run",
+        "a_base",
+        6,
+        1,
+        1,
+    )
     assert row["mean_delta"] == pytest.approx(-2.8 / 6, rel=1e-12)
     assert row["ci_low"] == pytest.approx(-2.8 / 6 - 1.96 / 3, rel=1e-12)
     assert row["ci_high"] == pytest.approx(-2.8 / 6 + 1.96 / 3, rel=1e-12)
@@ -141,16 +157,19 @@ TRIAL_RUNS = [r for r in FIXTURE_RUNS if oracle.has_trials(RUNS / r)]
 def test_p_and_q_values_equal_scipys_over_the_fixture_runs() -> None:
     compared = 0
     for baseline in TRIAL_RUNS:
-        compared += _compare_with_scipy(rlsql.query("task_diff", [RUNS / r for r in TRIAL_RUNS],
-                                                    baseline=baseline).to_dicts())
+        compared += _compare_with_scipy(
+            rlsql.query("task_diff", [RUNS / r for r in TRIAL_RUNS], baseline=baseline).to_dicts()
+        )
     assert compared > 50, "the fixture runs share tasks"
 
 
 def _compare_with_scipy(rows: list[dict]) -> int:
     by_run: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
-        table = [[r["successes_base"], r["trials_base"] - r["successes_base"]],
-                 [r["successes_run"], r["trials_run"] - r["successes_run"]]]
+        table = [
+            [r["successes_base"], r["trials_base"] - r["successes_base"]],
+            [r["successes_run"], r["trials_run"] - r["successes_run"]],
+        ]
         assert r["p_value"] == pytest.approx(stats.fisher_exact(table).pvalue, rel=1e-6), r
         by_run[r["run"]].append(r)
     for run, group in by_run.items():
@@ -160,8 +179,9 @@ def _compare_with_scipy(rows: list[dict]) -> int:
 
 
 # -- a planted pair ----------------------------------------------------------------------------------------
-def planted_pair(root: Path, tasks: int, trials_per_task: int, broken: set[int], fixed: set[int],
-                 seed: int) -> list[Path]:
+def planted_pair(
+    root: Path, tasks: int, trials_per_task: int, broken: set[int], fixed: set[int], seed: int
+) -> list[Path]:
     """Two runs of the same tasks at the same success rates, drawn independently, but for the planted
     tasks: `broken` always succeed in the baseline and never in the run, `fixed` the other way round."""
     rng = random.Random(seed)
@@ -221,11 +241,20 @@ def test_group_curves_equal_pandas_over_a_fleet(tmp_path: Path, span: int) -> No
     for (value, step), g in grouped.iterrows():
         std = None if g["count"] < 2 else float(g["std"])
         half = None if std is None else 1.96 * std / math.sqrt(g["count"])
-        want.append({"key": "fleet.lr", "value": None if pd.isna(value) else value, "step": int(step),
-                     "runs": int(g["count"]), "mean_ema": float(g["mean"]), "std_ema": std,
-                     "ci_low": None if half is None else g["mean"] - half,
-                     "ci_high": None if half is None else g["mean"] + half,
-                     "min_ema": float(g["min"]), "max_ema": float(g["max"])})
+        want.append(
+            {
+                "key": "fleet.lr",
+                "value": None if pd.isna(value) else value,
+                "step": int(step),
+                "runs": int(g["count"]),
+                "mean_ema": float(g["mean"]),
+                "std_ema": std,
+                "ci_low": None if half is None else g["mean"] - half,
+                "ci_high": None if half is None else g["mean"] + half,
+                "min_ema": float(g["min"]),
+                "max_ema": float(g["max"]),
+            }
+        )
     want.sort(key=lambda r: (r["value"] is None, r["value"] or "", r["step"]))
     with pytest.warns(rlsql.RlsqlWarning):  # the copies without metrics are named
         got = rlsql.query("group_curves", fleet, key="fleet.lr", span=span).to_dicts()
@@ -244,5 +273,6 @@ def test_a_real_sized_pair_equals_the_oracle(tmp_path: Path) -> None:
     for name in ("task_diff", "run_diff"):
         got = rlsql.query(name, runs).to_dicts()
         assert_rows_match(got, oracle.expected(name, runs), f"{name} on a real-sized pair")
-    assert {r["task_name"] for r in rlsql.query("task_diff", runs, alpha=1e-4).to_dicts()
-            if r["verdict"] != "same"} == {f"task-{t:04d}" for t in broken | fixed}
+    assert {
+        r["task_name"] for r in rlsql.query("task_diff", runs, alpha=1e-4).to_dicts() if r["verdict"] != "same"
+    } == {f"task-{t:04d}" for t in broken | fixed}
