@@ -276,3 +276,31 @@ def test_a_real_sized_pair_equals_the_oracle(tmp_path: Path) -> None:
     assert {
         r["task_name"] for r in rlsql.query("task_diff", runs, alpha=1e-4).to_dicts() if r["verdict"] != "same"
     } == {f"task-{t:04d}" for t in broken | fixed}
+
+
+# -- the report ---------------------------------------------------------------------------------------------
+def _report(runs: list[Path], out: Path, **params: str) -> str:
+    from rlsql.outputs.report import build_report
+    from rlsql.runs.folders import resolve_runs
+
+    with pytest.warns(rlsql.RlsqlWarning):  # the hand-made runs have no trainer metrics: said once
+        build_report(resolve_runs([str(r) for r in runs]), out, "md", params=params)
+    return (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_the_report_compares_with_the_baseline_when_given_one(tmp_path: Path) -> None:
+    runs = hand_pair(tmp_path / "runs")
+    text = _report(runs, tmp_path / "with", baseline="a_base")
+    section = text[text.index("## Compared with the baseline") :]
+    assert "- [Compared with the baseline](#compared-with-the-baseline)" in text
+    # run_diff's line (worked out by hand in test_run_diff_by_hand), then the two changed tasks, t1 and t2
+    assert "| b_run | a_base | 6 | 1 | 1 | -0.4667 | -1.12 | 0.1867 | 0.7391 | 0.3684 |" in section
+    task_rows = [line for line in section.splitlines() if line.startswith("| b_run | t")]
+    assert [line.split(" | ")[1:3] for line in task_rows] == [["t1", "regressed"], ["t2", "improved"]]
+    assert "with alpha=0.05, baseline=a_base" in text
+
+    plain = _report(runs, tmp_path / "without")
+    assert "Compared with the baseline" not in plain and "alpha=" not in plain
+
+    nobody = _report(runs, tmp_path / "nobody", baseline="no_such_run")
+    assert "No run is named no_such_run: nothing to compare with." in nobody
