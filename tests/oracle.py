@@ -39,6 +39,7 @@ import statistics
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -1775,6 +1776,134 @@ def q_looping_trials(run: str, run_dir: Path, min_repeats: int = 3) -> list[Row]
 #: the named queries over agents' trajectories (docs/trajectories.md)
 TRAJECTORY_QUERIES = ("tool_usage", "token_usage", "looping_trials")
 
+# --------------------------------------------------------------------------------------------
+# Comparing runs (docs/compare.md): exact fractions for Fisher's test, plain loops for the rest
+# --------------------------------------------------------------------------------------------
+
+#: "no more likely than the observed one, within a relative 1e-7" (scipy's and R's tolerance)
+_FISHER_TOLERANCE = Fraction(10_000_001, 10_000_000)
+
+
+def fisher_two_sided(a: int, b: int, c: int, d: int) -> float:
+    """Two-sided Fisher exact p-value of [[a, b], [c, d]], exactly: the hypergeometric probabilities
+    C(n1, x) C(n2, k - x) / C(n, k) of the tables with the observed margins, summed over those no more
+    likely than the observed table (x = a) times 1 + 1e-7, at most 1."""
+    n1, n2, k = a + b, c + d, a + c
+    total = math.comb(n1 + n2, k)
+    probability = {x: Fraction(math.comb(n1, x) * math.comb(n2, k - x), total)
+                   for x in range(max(0, k - n2), min(n1, k) + 1)}
+    limit = probability[a] * _FISHER_TOLERANCE
+    return min(1.0, float(sum(p for p in probability.values() if p <= limit)))
+
+
+def benjamini_hochberg(p_values: list[float]) -> list[float]:
+    """q_i = min over j >= i of p_(j) m / j, the p-values sorted ascending, each at most 1; in the input order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    q = [0.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, p_values[i] * m / rank)
+        q[i] = running
+    return q
+
+
+def _task_rates(run_dir: Path) -> dict[str, tuple[int, int]]:
+    """task -> (trials with a reward, those with reward > 0)."""
+    out: dict[str, tuple[int, int]] = {}
+    if not has_trials(run_dir):
+        return out
+    for t in read_trials(run_dir):
+        if t["reward"] is None or t["task_name"] is None:
+            continue
+        trials, successes = out.get(t["task_name"], (0, 0))
+        out[t["task_name"]] = (trials + 1, successes + (t["reward"] > 0))
+    return out
+
+
+def _baseline(run_dirs: list[Path], baseline: str | None) -> Path | None:
+    by_name = {run_name(d): d for d in run_dirs}
+    name = baseline if baseline is not None else min(by_name)
+    return by_name.get(name)
+
+
+def q_task_diff(run: str, run_dir: Path, baseline: str | None = None, alpha: float = 0.05,
+                run_dirs: list[Path] | None = None) -> list[Row]:
+    """The run against the baseline over the tasks both ran with a reward: Fisher's p-value per task,
+    Benjamini-Hochberg over those tasks, verdict by the sign of delta where q < alpha; by q, then task."""
+    base_dir = _baseline(run_dirs or [run_dir], baseline)
+    if base_dir is None or run_name(base_dir) == run:
+        return []
+    base, own = _task_rates(base_dir), _task_rates(run_dir)
+    rows = []
+    for task in sorted(set(base) & set(own)):
+        (n1, s1), (n2, s2) = base[task], own[task]
+        rows.append({
+            "run": run, "baseline": run_name(base_dir), "task_name": task,
+            "trials_base": n1, "successes_base": s1, "trials_run": n2, "successes_run": s2,
+            "rate_base": s1 / n1, "rate_run": s2 / n2, "delta": s2 / n2 - s1 / n1,
+            "p_value": fisher_two_sided(s1, n1 - s1, s2, n2 - s2),
+        })
+    for row, q in zip(rows, benjamini_hochberg([r["p_value"] for r in rows]), strict=True):
+        row["q_value"] = q
+        changed = q < alpha and row["successes_run"] * row["trials_base"] != row["successes_base"] * row["trials_run"]
+        row["verdict"] = ("improved" if row["delta"] > 0 else "regressed") if changed else "same"
+    return sorted(rows, key=lambda r: (r["q_value"], r["task_name"]))
+
+
+def q_run_diff(run: str, run_dir: Path, baseline: str | None = None, alpha: float = 0.05,
+               run_dirs: list[Path] | None = None) -> list[Row]:
+    """task_diff in one line: counts, the mean delta with mean -/+ 1.96 sd / sqrt(n), success over the
+    shared tasks' trials; a row for every run but the baseline, when the baseline is one of the runs."""
+    base_dir = _baseline(run_dirs or [run_dir], baseline)
+    if base_dir is None or run_name(base_dir) == run:
+        return []
+    tasks = q_task_diff(run, run_dir, baseline, alpha, run_dirs)
+    deltas = [t["delta"] for t in tasks]
+    mean = statistics.fmean(deltas) if deltas else None
+    half = 1.96 * statistics.stdev(deltas) / math.sqrt(len(deltas)) if len(deltas) > 1 else None
+
+    def rate(successes: str, trials: str) -> float | None:
+        n = sum(t[trials] for t in tasks)
+        return sum(t[successes] for t in tasks) / n if n else None
+
+    return [{
+        "run": run, "baseline": run_name(base_dir), "shared_tasks": len(tasks),
+        "improved": sum(t["verdict"] == "improved" for t in tasks),
+        "regressed": sum(t["verdict"] == "regressed" for t in tasks),
+        "mean_delta": mean,
+        "ci_low": mean - half if mean is not None and half is not None else None,
+        "ci_high": mean + half if mean is not None and half is not None else None,
+        "success_base": rate("successes_base", "trials_base"), "success_run": rate("successes_run", "trials_run"),
+    }]
+
+
+def q_group_curves(run_dirs: list[Path], key: str | None = None, span: int = 5) -> list[Row]:
+    """Per value of the config key (None without it) and step: the runs' reward_curve EMAs as count,
+    mean, sample std (None for one), mean -/+ 1.96 std / sqrt(n), min and max; by value (None last), step."""
+    groups: dict[tuple[str | None, int], list[float]] = {}
+    for run_dir in run_dirs:
+        if find_artifacts(run_dir)["metrics"] is None:
+            continue
+        config = _flat_config(run_dir) or {}
+        value = config[key][1] if key is not None and key in config else None
+        for row in _reward_curve_rows(run_name(run_dir), run_dir, span):
+            if row["ema"] is not None:
+                groups.setdefault((value, row["step"]), []).append(row["ema"])
+    out = []
+    for (value, step), emas in sorted(groups.items(), key=lambda kv: (kv[0][0] is None, kv[0][0] or "", kv[0][1])):
+        mean = statistics.fmean(emas)
+        std = statistics.stdev(emas) if len(emas) > 1 else None
+        half = 1.96 * std / math.sqrt(len(emas)) if std is not None else None
+        out.append({
+            "key": key, "value": value, "step": step, "runs": len(emas), "mean_ema": mean, "std_ema": std,
+            "ci_low": mean - half if half is not None else None, "ci_high": mean + half if half is not None else None,
+            "min_ema": min(emas), "max_ema": max(emas),
+        })
+    return out
+
+
 QUERIES: dict[str, Callable[..., list[Row]]] = {
     "run_overview": q_run_overview,
     "reward_curve": q_reward_curve,
@@ -1796,6 +1925,8 @@ QUERIES: dict[str, Callable[..., list[Row]]] = {
     "tool_usage": q_tool_usage,
     "token_usage": q_token_usage,
     "looping_trials": q_looping_trials,
+    "task_diff": q_task_diff,
+    "run_diff": q_run_diff,
 }
 
 RUN_SUMMARY_COLUMNS = ["run", "steps", "trials", "trials_with_reward", "success_rate", "mean_reward", "final_ema",
@@ -1837,15 +1968,26 @@ COLUMNS: dict[str, list[str]] = {
                     "cached_share", "p50_completion_tokens", "p90_completion_tokens", "max_step_prompt_tokens"],
     "looping_trials": ["run", "trial_name", "outcome", "exception_type", "n_episodes", "function_name", "arguments",
                        "repeats", "first_turn", "last_turn"],
+    # docs/compare.md
+    "task_diff": ["run", "baseline", "task_name", "trials_base", "successes_base", "trials_run", "successes_run",
+                  "rate_base", "rate_run", "delta", "p_value", "q_value", "verdict"],
+    "run_diff": ["run", "baseline", "shared_tasks", "improved", "regressed", "mean_delta", "ci_low", "ci_high",
+                 "success_base", "success_run"],
+    "group_curves": ["key", "value", "step", "runs", "mean_ema", "std_ema", "ci_low", "ci_high", "min_ema",
+                     "max_ema"],
 }  # fmt: skip
 
 
 def expected(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
     """Rows of named query `name` over `run_dirs`, ordered by run name, then the query's order."""
+    if name == "group_curves":  # rows by config value and step, across the runs
+        with _one_call():
+            return q_group_curves([Path(d) for d in run_dirs], **params)
     if name not in QUERIES:
         raise KeyError(f"unknown query {name!r}")
     query = QUERIES[name]
-    if name in ("compare_runs", "run_table"):  # its config column compares the runs with each other
+    # compare_runs' and run_table's config columns compare the runs with each other; the diffs pair them
+    if name in ("compare_runs", "run_table", "task_diff", "run_diff"):
         params = {**params, "run_dirs": [Path(d) for d in run_dirs]}
     out: list[Row] = []
     with _one_call():

@@ -38,7 +38,22 @@ def many(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path], li
     return root, healthy, [p.name for p in damaged]
 
 
-CROSS_RUN = ("compare_runs", "run_table")  # their config columns compare the runs with each other
+# their config columns compare the runs with each other; the diffs pair each run with the first run (tiny_007, a
+# damaged one, here) and group_curves groups runs: over the healthy runs alone in the test after this one
+CROSS_RUN = ("compare_runs", "run_table", "task_diff", "run_diff", "group_curves")
+
+
+@pytest.mark.parametrize(("name", "params"), [
+    ("task_diff", {"baseline": "harbor_000", "alpha": 0.5}),
+    ("run_diff", {"baseline": "tiny_000"}),
+    ("group_curves", {"key": "trainer.epochs", "span": 3}),
+])
+def test_the_comparisons_over_a_folder_of_runs(many, name: str, params: dict) -> None:
+    _, healthy, _ = many
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = rlsql.query(name, healthy, **params).to_dicts()
+    assert_rows_match(got, oracle.expected(name, healthy, **params), f"{name} over {len(healthy)} runs")
 
 
 @pytest.mark.parametrize("name", [q.name for q in load_catalog().queries() if q.name not in CROSS_RUN])

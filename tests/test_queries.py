@@ -27,6 +27,7 @@ NEEDS = {
     "reward_summary": "trials", "trial_phases": "trials", "vllm_summary": "vllm",
     "compare_runs": "metrics", "run_table": "metrics",
     "tool_usage": "trajectories", "token_usage": "trajectories", "looping_trials": "trajectories",
+    "task_diff": "trials", "run_diff": "trials", "group_curves": "metrics",
 }
 
 
@@ -77,6 +78,12 @@ def test_query_matches_oracle_on_all_runs_at_once(name: str) -> None:
     ("best_checkpoint", {"save_every": 50}),
     ("run_table", {"keys": "trainer.hf_save_interval, generator.n_samples_per_prompt,no.such.key"}),
     ("run_table", {"span": 2, "save_every": 2}),
+    ("task_diff", {"baseline": "harbor", "alpha": 0.5}),
+    ("task_diff", {"baseline": "no-such-run"}),
+    ("run_diff", {"baseline": "tiny", "alpha": 1}),
+    ("run_diff", {"baseline": "no-such-run"}),
+    ("group_curves", {"key": "trainer.epochs", "span": 3}),
+    ("group_curves", {"key": "no.such.key"}),
 ])
 def test_parameters_match_oracle(name: str, params: dict) -> None:
     dirs = [RUNS / r for r in FIXTURE_RUNS]

@@ -216,6 +216,9 @@ QUERY_PARAMS = {
     "best_checkpoint": {"span": "3", "save_every": "2"},
     "reward_curve": {"span": "2"},
     "compare_runs": {"span": "1"},
+    "task_diff": {"baseline": "tiny", "alpha": "1"},
+    "run_diff": {"baseline": "harbor", "alpha": "0.5"},
+    "group_curves": {"key": "trainer.epochs", "span": "2"},
 }
 
 

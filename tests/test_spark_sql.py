@@ -7,10 +7,12 @@ another, and Spark then failed to create `steps` ("cannot resolve async/stalenes
 
 from __future__ import annotations
 
+import duckdb
 import pytest
+import sqlglot
 
 from rlsql.catalog.catalog import load_catalog
-from rlsql.engine.spark_sql import compile_file
+from rlsql.engine.spark_sql import _inline, compile_file
 
 FIXED = ["trainer/global_step", "global_step", "async/discarded_count"]
 
@@ -31,3 +33,16 @@ def test_a_star_replace_is_compiled_again_for_other_columns() -> None:
     # the same columns again: the kept statement, unchanged, without compiling
     (_, again), = compile_file(f, catalog, {}, lambda sql: pytest.fail("compiled again"), "metrics_src:wide", cache)
     assert again == wide
+
+
+def test_an_inlined_macro_keeps_its_arguments_and_body_whole() -> None:
+    """Inlined as text, `10 - m(a - b)` with m(n) = n * 2 + 1 read 10 - a - b * 2 + 1 (task_diff's p-values
+    were wrong on Spark); DuckDB's own macro is the reference."""
+    macros = {"m": (["n"], sqlglot.parse_one("n * 2 + 1", read="duckdb"))}
+    tree = sqlglot.parse_one("SELECT 10 - m(a - b) AS v FROM (SELECT 5 AS a, 3 AS b)", read="duckdb")
+    inlined = _inline(tree, macros, "test").sql(dialect="duckdb")
+    con = duckdb.connect()
+    con.execute("CREATE MACRO m(n) AS n * 2 + 1")
+    want = con.execute("SELECT 10 - m(a - b) AS v FROM (SELECT 5 AS a, 3 AS b)").fetchone()
+    assert want == (5,)
+    assert con.execute(inlined).fetchone() == want

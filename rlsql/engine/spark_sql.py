@@ -4,8 +4,9 @@ sqlglot transpiles every file without a warning, yet most of them would then fai
 differently on Spark; each rewrite below closes one such gap (docs/spark.md lists them, with the
 portability rules the SQL files keep so that no rewrite is needed for the rest):
 
-- scalar macros (sql/macros, `CREATE MACRO ... AS expr`) are inlined, a row argument passed by
-  table alias included (`routing.x` becomes `r.x`); table macros stay DuckDB-only;
+- scalar macros (sql/macros, `CREATE MACRO ... AS expr`) are inlined in parentheses, as are their
+  operator arguments, a row argument passed by table alias included (`routing.x` becomes `r.x`);
+  table macros stay DuckDB-only;
 - `getvariable('p')` (the `param()` helper) becomes the validated value as a typed literal, and a
   window frame bound that holds a parameter is folded to the plain integer Spark demands there;
 - `quantile_cont(x, p)` becomes the exact `percentile(x, p)` (same linear interpolation; never
@@ -111,7 +112,13 @@ def _inline(tree: exp.Expr, macros: Mapping[str, tuple[list[str], exp.Expr]], pa
         args = node.expressions
         if len(args) != len(params):
             raise SparkCompileError(f"{path}: {node.name} takes {len(params)} arguments, not {len(args)}")
-        bound = dict(zip(params, args, strict=True))
+        # an operator's argument and the body in parentheses, as DuckDB binds a macro: `a - m(x - y)` with
+        # m(n) = n * 2 is a - ((x - y) * 2), not a - x - y * 2 (a function's or a window's needs none, and the
+        # rewrites that read its type, such as len() of a list, would not see through them)
+        bound = {
+            p: exp.Paren(this=a) if isinstance(a, exp.Binary | exp.Unary) else a
+            for p, a in zip(params, args, strict=True)
+        }
 
         def substitute(inner: exp.Expr) -> exp.Expr:
             if isinstance(inner, exp.Column):
@@ -125,7 +132,7 @@ def _inline(tree: exp.Expr, macros: Mapping[str, tuple[list[str], exp.Expr]], pa
                     return exp.column(inner.name, table=arg.name)
             return inner
 
-        return _inline(body.copy().transform(substitute), macros, path)
+        return exp.Paren(this=_inline(body.copy().transform(substitute), macros, path))
 
     return tree.transform(expand)
 

@@ -183,7 +183,8 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
     # -- pages ----------------------------------------------------------------------------------
     def fleet(request: Request) -> Response:
         given = _given(request)
-        state: dict[str, Any] = {k: given.get(k, "") for k in ("group", "sort", "desc", "x", "y", "span", "page")}
+        state: dict[str, Any] = {k: given.get(k, "")
+                                 for k in ("group", "sort", "desc", "x", "y", "span", "page", "band")}
         state["f"] = [f for f in request.query_params.getlist("f") if f.partition("=")[0]]
         return page("fleet.html.j2", request, fleet=pages.fleet(served, state), state=state)
 

@@ -24,6 +24,8 @@ from rlsql.serve.state import NotFound, Served
 #: the compare page overlays this many runs at most
 COMPARE_MAX = 6
 TRIALS_PAGE = 50
+#: the compare page's task grid shows this many tasks, the changed ones first (task_diff has every one)
+GRID_ROWS = 300
 FLEET_PAGE = 100
 #: named queries and views the run page reads, by section
 RUN_SECTIONS = {
@@ -149,6 +151,8 @@ class Fleet:
     #: group -> its runs (on every page)
     group_sizes: dict[str | None, int]
     page_size: int = FLEET_PAGE
+    #: group_curves for the `band` key, drawn as mean lines with their intervals
+    bands: Chart | None = None
 
 
 def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
@@ -219,8 +223,37 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     chart = None
     if x and y and y in figures:
         chart = _fleet_chart(rows, x, y, group, cell)
+    band = state.get("band") or ""
+    bands = None
+    if band:
+        params = {"key": band, **({"span": state["span"]} if state.get("span") else {})}
+        bands = band_chart(served.named("group_curves", runs, params), band)
     return Fleet(Answer(columns, rows, table.truncated), figures, keys, numeric, shown, groups, chart,
-                 {**state, "x": x, "y": y, "sort": sort}, len(table.rows), values, page, pages, sizes)
+                 {**state, "x": x, "y": y, "sort": sort}, len(table.rows), values, page, pages, sizes, bands=bands)
+
+
+def band_chart(curves: Answer, key: str) -> Chart | None:
+    """group_curves drawn: per value of the key, the mean reward EMA as a line and its 95% interval as two
+    thin dashed lines of the same colour."""
+    if not curves.rows:
+        return None
+    rows = curves.dicts()
+    xs = sorted({r["step"] for r in rows})
+    values = sorted({r["value"] for r in rows}, key=lambda v: (v is None, _sort_key(v)))
+    chart = Chart("fleet-bands", f"Reward EMA by {key}: mean and 95% interval over the runs", xs, xlabel="step",
+                  ylabel="reward EMA")
+    palette = ("#2f6fdf", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#0b7285", "#e67700", "#5c940d")
+    for i, value in enumerate(values):
+        at = {r["step"]: r for r in rows if r["value"] == value}
+        color = palette[i % len(palette)]
+        label = f"{key} = {value if value is not None else '(no value)'}"
+        runs = max(r["runs"] for r in at.values())
+        chart.add(f"{label} ({runs} run{'s' if runs != 1 else ''})", [at[x]["mean_ema"] if x in at else None
+                                                                      for x in xs], color=color, width=2)
+        for bound in ("ci_low", "ci_high"):
+            chart.add(f"{label} {bound}", [at[x][bound] if x in at else None for x in xs], color=color, width=1,
+                      dash=[4, 3])
+    return chart
 
 
 def _fleet_chart(rows: list[tuple], x: str, y: str, group: str, cell: Any) -> Chart | None:
@@ -375,7 +408,8 @@ def compare_page(served: Served, names: Sequence[str], given: Mapping[str, str])
     runs = served.pick(names)
     run_names = [r.name for r in runs]
     answers = answer_all(served, ("compare_runs", "reward_curve", "best_checkpoint", "step_time_stack",
-                                  "step_signals", "turn_histogram", "exception_treatment"), runs, given)
+                                  "step_signals", "turn_histogram", "exception_treatment", "run_diff", "task_diff",
+                                  "task_rates"), runs, given)
     charts: list[Chart] = []
     curve = answers["reward_curve"]
     if isinstance(curve, Answer) and curve.rows:
@@ -397,7 +431,39 @@ def compare_page(served: Served, names: Sequence[str], given: Mapping[str, str])
     turns = turns_chart(answers["turn_histogram"], run_names)
     if turns is not None:
         charts.append(turns)
-    return {"runs": runs, "answers": answers, "charts": {c.id: c for c in charts if not c.empty}}
+    return {"runs": runs, "answers": answers, "charts": {c.id: c for c in charts if not c.empty},
+            "grid": task_grid(answers["task_rates"], answers["task_diff"], run_names)}
+
+
+@dataclass
+class TaskGrid:
+    """The compare page's tasks (rows) by runs (columns): each cell a run's rate of the task (task_rates) and,
+    for a run other than the baseline, task_diff's verdict; the changed tasks first, by their lowest q_value."""
+
+    runs: list[str]
+    baseline: str | None
+    #: (task, [(rate or None, verdict or None) per run]), in the order shown
+    rows: list[tuple[str, list[tuple[Any, str | None]]]]
+    changed: int
+    total: int
+
+
+def task_grid(rates: Answer | str, diff: Answer | str, runs: Sequence[str]) -> TaskGrid | None:
+    if not isinstance(rates, Answer) or not rates.rows:
+        return None
+    rate: dict[tuple[str, str], Any] = {(r["run"], r["task_name"]): r["rate"] for r in rates.dicts()}
+    verdict: dict[tuple[str, str], str] = {}
+    lowest_q: dict[str, float] = {}
+    baseline = None
+    if isinstance(diff, Answer):
+        for r in diff.dicts():
+            baseline = r["baseline"]
+            verdict[(r["run"], r["task_name"])] = r["verdict"]
+            if r["verdict"] != "same":
+                lowest_q[r["task_name"]] = min(lowest_q.get(r["task_name"], 1.0), r["q_value"])
+    tasks = sorted({task for _, task in rate}, key=lambda t: (t not in lowest_q, lowest_q.get(t, 1.0), t))
+    rows = [(t, [(rate.get((run, t)), verdict.get((run, t))) for run in runs]) for t in tasks[:GRID_ROWS]]
+    return TaskGrid(list(runs), baseline, rows, len(lowest_q), len(tasks))
 
 
 # -- trials ---------------------------------------------------------------------------------------

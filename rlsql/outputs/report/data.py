@@ -54,6 +54,9 @@ VIEWS = (
     # into columns fixed when the view is created; the report's `-p keys=` is a variable set afterwards)
     "run_ranking",
 )
+#: "Compared with the baseline": read only when `-p baseline=NAME` is given (their other parameter, alpha,
+#: matters only then, and is not listed among the report's parameters otherwise)
+BASELINE_QUERIES = ("run_diff", "task_diff")
 #: what the comparison layout (many runs, no --per-run) reads: the cross-run table, the caveats and the figures
 COMPARISON_SOURCES = ("run_ranking", "run_summary", "reward_curve", "best_checkpoint", "step_time_stack",
                       "step_signals", "turn_histogram", "turns_by_exception", "config_diff")
@@ -152,10 +155,16 @@ def report_params(catalog: Catalog | None = None) -> dict[str, Param]:
     """Every parameter the report's queries and views declare, by name."""
     catalog = catalog or load_catalog()
     declared: dict[str, Param] = {}
-    for f in catalog.closure([*QUERIES, *VIEWS]):
+    for f in catalog.closure([*QUERIES, *VIEWS, *BASELINE_QUERIES]):
         for p in f.params:
             declared.setdefault(p.name, p)
     return declared
+
+
+def _baseline_only(catalog: Catalog) -> set[str]:
+    """The parameters only the baseline comparison declares (baseline, alpha)."""
+    others = {p.name for f in catalog.closure([*QUERIES, *VIEWS]) for p in f.params}
+    return {p.name for f in catalog.closure(list(BASELINE_QUERIES)) for p in f.params} - others
 
 
 def bind_report_params(given: dict[str, str], catalog: Catalog | None = None) -> dict[str, Any]:
@@ -165,8 +174,12 @@ def bind_report_params(given: dict[str, str], catalog: Catalog | None = None) ->
     if unknown:
         raise UsageError(f"the report's queries have no parameter {', '.join(unknown)} "
                          f"(accepted: {', '.join(sorted(declared))})")
-    return {name: (param.convert(given[name]) if name in given else param.default)
-            for name, param in sorted(declared.items())}
+    bound = {name: (param.convert(given[name]) if name in given else param.default)
+             for name, param in sorted(declared.items())}
+    if bound.get("baseline") is None:
+        for name in _baseline_only(catalog or load_catalog()):
+            bound.pop(name, None)
+    return bound
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> tuple[list[str], Rows]:
@@ -204,7 +217,9 @@ def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
     from rlsql.outputs.report import agent  # "What the agent did": runs with agents' trajectories only
 
     agents = agent.has_trajectories(runs) and tables
-    con = open_connection(runs, [*wanted, "vllm_series", *(agent.QUERIES + agent.VIEWS if agents else ())], catalog)
+    against = list(BASELINE_QUERIES) if data.params.get("baseline") is not None and len(runs) > 1 else []
+    con = open_connection(runs, [*wanted, *against, "vllm_series", *(agent.QUERIES + agent.VIEWS if agents else ())],
+                          catalog)
     for pname, value in data.params.items():
         if value is not None:
             # the name comes from a SQL header (a validated identifier); the value is a bound parameter
@@ -212,6 +227,9 @@ def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
     for name in wanted:
         step(name)
         data.columns[name], data.rows[name] = _fetch(con, name, f"SELECT * FROM {identifier(name)}")
+    for name in against:  # the baseline's comparison: every run's line, and the tasks that changed
+        where = " WHERE verdict <> 'same'" if name == "task_diff" else ""
+        data.columns[name], data.rows[name] = _fetch(con, name, f"SELECT * FROM {identifier(name)}{where}")
     step("vllm_series")
     select = ", ".join(identifier(c) for c in VLLM_SERIES_COLUMNS)
     series = _fetch(con, "vllm_series", f"SELECT {select} FROM vllm_series")

@@ -243,6 +243,22 @@ class Layout:
         cells = {f"config.{k}": _text_of(f"config.{k}") for k in chosen}
         return make_table("run_ranking", flat, [*columns, *cells], filters=filters, cells=cells, every_row=True, **kw)
 
+    def against_baseline(self) -> dict[str, Any] | None:
+        """`-p baseline=NAME` over several runs: run_diff's line per run, then task_diff's changed tasks."""
+        if "run_diff" not in self.data.rows:
+            return None
+        baseline = self.data.params["baseline"]
+        changed = self.data["task_diff"]
+        columns = ["run", "task_name", "verdict", "rate_base", "rate_run", "delta", "trials_base", "trials_run",
+                   "p_value", "q_value"]
+        return {
+            "baseline": baseline,
+            "alpha": self.data.params.get("alpha"),
+            "found": any(r["baseline"] == baseline for r in self.data["run_diff"]),
+            "runs": make_table("run_diff", self.data["run_diff"], self.data.columns["run_diff"]),
+            "tasks": make_table("task_diff", changed, columns) if changed else None,
+        }
+
     def cross_run(self) -> Table:
         """A few runs: one row per run, best first, a column per config key that differs (or -p keys=)."""
         return self.run_table(self.data["run_ranking"], CROSS_RUN_COLUMNS)
@@ -498,6 +514,7 @@ class Layout:
             "has": {kind: bool(data.has(kind)) for kind in ("metrics", "trials", "vllm", "config")},
             "summary": None if self.compare else self.summary(),
             "cross_run": cross_run,
+            "against": self.against_baseline(),
             "ranked": ranked,
             "ranked_by": data.ranked_by,
             "ranked_note": self.ranked_note() if self.compare else "",
