@@ -9,6 +9,8 @@ written out by hand.
 from __future__ import annotations
 
 import csv
+import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -330,3 +332,84 @@ def test_the_calendar80_sized_run_shows_its_known_problems(tmp_path: Path) -> No
     serious = [(r["kind"], r["log_file"], r["step_from"], r["step_to"]) for r in rows if r["severity"] != "info"]
     assert serious == [("slow_step", "job_554408", 1, 1), ("idle_engines", "job_554408", None, None)]
     assert [(r["step_from"]) for r in rows if r["kind"] == "still_improving"] == [80]
+
+
+# ---------------------------------------------------------------------------- rlsql findings, rlsql query findings
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> tuple:
+    from rlsql.cli import app as cli
+
+    monkeypatch.setattr(sys, "argv", ["rlsql", *args])
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    captured = capsys.readouterr()
+    return stop.value.code, captured.out, captured.err
+
+
+def test_findings_command_prints_one_line_each_worst_first(tmp_path, capsys, monkeypatch) -> None:
+    # run a: a warning (grad spike at step 1) and, later in the query's order, nothing else; run b: a critical
+    a = metrics_run(tmp_path, "policy/raw_grad_norm", [10.0, 1.0, 1.0, 1.0, 1.0], name="a")
+    b = metrics_run(tmp_path, "timing/step", [100.0, 100.0, 100.0, 100.0, 2000.0], name="b")
+    code, out, err = run_cli(["findings", "--run", str(a), "--run", str(b)], capsys, monkeypatch)
+    assert code == 0 and err == ""
+    assert out.splitlines() == [
+        "critical  b  slow_step: step 5 took 33 m 20 s, 20x the median step (1 m 40 s)  "
+        "[rlsql query step_timing --run b]",
+        "warning   a  grad_spike: step 1: policy/raw_grad_norm reached 10, 10x its run median 1  "
+        "[rlsql query step_signals --run a]",
+    ]
+
+
+def test_fail_on_exits_1_at_or_above_the_severity(tmp_path, capsys, monkeypatch) -> None:
+    run = metrics_run(tmp_path, "policy/raw_grad_norm", [10.0, 1.0, 1.0, 1.0, 1.0])  # one warning
+    code, out, err = run_cli(["findings", "-r", str(run), "--fail-on", "critical"], capsys, monkeypatch)
+    assert code == 0 and out.startswith("warning")
+    for level in ("warning", "INFO"):
+        code, out, err = run_cli(["findings", "-r", str(run), "--fail-on", level], capsys, monkeypatch)
+        assert code == 1 and out.startswith("warning")
+        assert err == f"rlsql: 1 finding at or above {level.lower()} (--fail-on)\n"
+    # a parameter moves the rule: no finding, no failure
+    code, out, err = run_cli(
+        ["findings", "-r", str(run), "-p", "spike_factor=11", "--fail-on", "info"], capsys, monkeypatch
+    )
+    assert (code, out, err) == (0, "no findings\n", "")
+
+
+def test_findings_command_bad_input_is_one_line(tmp_path, capsys, monkeypatch) -> None:
+    run = metrics_run(tmp_path, "policy/raw_grad_norm", [1.0, 1.0])
+    code, out, err = run_cli(["findings", "-r", str(run), "--fail-on", "bad"], capsys, monkeypatch)
+    assert code == 2 and err == "rlsql: error: --fail-on 'bad': choose one of critical, warning, info\n"
+    code, out, err = run_cli(["findings", "-r", str(run), "-p", "slow_factor=fast"], capsys, monkeypatch)
+    assert code == 2 and out == "" and "parameter slow_factor: 'fast' is not a valid DOUBLE" in err
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "jsonl", "markdown", "table"])
+def test_query_findings_in_every_format(fmt, capsys, monkeypatch) -> None:
+    code, out, _err = run_cli(["query", "findings", "-r", str(RUNS / "calendar"), "-f", fmt], capsys, monkeypatch)
+    assert code == 0
+    if fmt == "json":
+        assert [r["kind"] for r in json.loads(out)] == [
+            "slow_step",
+            "idle_engines",
+            "still_improving",
+            "waiting_requests",
+        ]
+    elif fmt == "jsonl":
+        assert [json.loads(line)["kind"] for line in out.splitlines()] == [
+            "slow_step",
+            "idle_engines",
+            "still_improving",
+            "waiting_requests",
+        ]
+    elif fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert [(r["kind"], r["step_from"], r["step_to"]) for r in rows] == [
+            ("slow_step", "1", "3"),
+            ("idle_engines", "", ""),
+            ("still_improving", "20", "20"),
+            ("waiting_requests", "", ""),
+        ]
+    else:
+        assert "idle_engines" in out and "rlsql query vllm_activity --run calendar -p kv_full_pct=95" in out
