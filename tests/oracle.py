@@ -39,6 +39,7 @@ import statistics
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -1794,15 +1795,33 @@ def duration_text(seconds: float) -> str:
         return f"{whole // 3600} h {whole % 3600 // 60} m"
     if whole >= 60:
         return f"{whole // 60} m {whole % 60} s"
-    return f"{seconds:.1f} s"
+    return f"{fixed_text(seconds, 1)} s"
+
+
+def fixed_text(x: float, places: int) -> str:
+    """x with `places` decimals: x * 10**places (a double, as SQL computes it) rounded half away from zero."""
+    scaled = Decimal(x * 10.0**places).to_integral_value(rounding=ROUND_HALF_UP)
+    if places == 0:
+        return str(int(scaled))
+    whole, part = divmod(abs(int(scaled)), 10**places)
+    return f"{'-' if scaled < 0 else ''}{whole}.{part:0{places}d}"
+
+
+def number_text(x: float) -> str:
+    """At most 4 decimals, trailing zeros (and a bare point) dropped: 5.0 -> '5', 0.83444 -> '0.8344'."""
+    return re.sub(r"\.?0+$", "", fixed_text(x, 4))
 
 
 def _times(ratio: float) -> str:
-    return f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.1f}x"
+    return f"{fixed_text(ratio, 0)}x" if ratio >= 10 else f"{fixed_text(ratio, 1)}x"
+
+
+def _percent(share: float) -> str:
+    return f"{fixed_text(100 * share, 1)}%"
 
 
 def _k_of_n(k: int, n: int, what: str) -> str:
-    return f"{k:,} of {n:,} {what} ({100 * (k / n):.1f}%)"
+    return f"{k:,} of {n:,} {what} ({_percent(k / n)})"
 
 
 def _finding(run: str, kind: str, severity: str, log_file: str | None, steps: tuple[int, int] | None, metric: str,
@@ -1870,7 +1889,8 @@ def _step_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
             text = (f"step {s['worst']['step']} took {duration_text(s['value'])}, {_times(ratio)} the median step "
                     f"({duration_text(s['baseline'])})")
         else:
-            text = (f"{_steps_text(s)} each took {p['slow_factor']:g}x the median step ({duration_text(s['baseline'])})"
+            text = (f"{_steps_text(s)} each took {number_text(p['slow_factor'])}x the median step "
+                    f"({duration_text(s['baseline'])})"
                     f" or more; the slowest, step {s['worst']['step']}, took {duration_text(s['value'])} "
                     f"({_times(ratio)})")
         children = [(s["worst"][f"timing/{c}"], c) for c in STEP_CHILD_SPANS
@@ -1884,8 +1904,8 @@ def _step_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
 
     spikes, _ = over_median("policy/raw_grad_norm", p["spike_factor"])
     for s in spikes:
-        text = (f"{_steps_text(s)}: policy/raw_grad_norm reached {s['value']:.4g}{_at_worst(s)}, "
-                f"{_times(s['value'] / s['baseline'])} its run median {s['baseline']:.4g}")
+        text = (f"{_steps_text(s)}: policy/raw_grad_norm reached {number_text(s['value'])}{_at_worst(s)}, "
+                f"{_times(s['value'] / s['baseline'])} its run median {number_text(s['baseline'])}")
         out.append(_finding(run, "grad_spike", "warning", s["log_file"], (s["step_from"], s["step_to"]),
                             "policy/raw_grad_norm", s["value"], s["baseline"], text,
                             f"rlsql query step_signals --run {word}"))
@@ -1896,9 +1916,9 @@ def _step_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
         assert early is not None
         lows = [(pos, row, v, early) for pos, row, v in entropy if v < p["entropy_floor"] * early]
         for s in _stretches(lows, True):
-            text = (f"{_steps_text(s)}: policy/policy_entropy fell to {s['value']:.4g}{_at_worst(s)}, below "
-                    f"{p['entropy_floor']:g}x its mean over the first {p['entropy_first_steps']} steps "
-                    f"({s['baseline']:.4g})")
+            text = (f"{_steps_text(s)}: policy/policy_entropy fell to {number_text(s['value'])}{_at_worst(s)}, below "
+                    f"{number_text(p['entropy_floor'])}x its mean over the first {p['entropy_first_steps']} steps "
+                    f"({number_text(s['baseline'])})")
             out.append(_finding(run, "entropy_collapse", "warning", s["log_file"], (s["step_from"], s["step_to"]),
                                 "policy/policy_entropy", s["value"], s["baseline"], text,
                                 f"rlsql query step_signals --run {word}"))
@@ -1909,10 +1929,10 @@ def _step_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
     for metric, found in (("async/staleness_mean", stale), ("async/discard_rate", discards)):
         for s in found:
             if metric == "async/discard_rate":
-                detail = f"{100 * s['value']:.1f}%{_at_worst(s)}, at or above {100 * s['baseline']:.1f}%"
+                detail = f"{_percent(s['value'])}{_at_worst(s)}, at or above {_percent(s['baseline'])}"
             else:
-                detail = (f"{s['value']:.4g}{_at_worst(s)}, {_times(s['value'] / s['baseline'])} its run median "
-                          f"{s['baseline']:.4g}")
+                detail = (f"{number_text(s['value'])}{_at_worst(s)}, {_times(s['value'] / s['baseline'])} its run "
+                          f"median {number_text(s['baseline'])}")
             out.append(_finding(run, "staleness", "warning", s["log_file"], (s["step_from"], s["step_to"]), metric,
                                 s["value"], s["baseline"], f"{_steps_text(s)}: {metric} reached {detail}",
                                 f"rlsql query async_health --run {word}"))
@@ -1928,8 +1948,8 @@ def _step_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
         if top - ema >= p["drop"]:
             drops.append((pos, row, ema, top))
     for s in _stretches(drops, True):
-        text = (f"{_steps_text(s)}: the reward EMA ({span}-step) fell to {s['value']:.4g}{_at_worst(s)}, "
-                f"{s['baseline'] - s['value']:.4g} below its running maximum {s['baseline']:.4g}")
+        text = (f"{_steps_text(s)}: the reward EMA ({span}-step) fell to {number_text(s['value'])}{_at_worst(s)}, "
+                f"{number_text(s['baseline'] - s['value'])} below its running maximum {number_text(s['baseline'])}")
         out.append(_finding(run, "reward_drop", "critical", s["log_file"], (s["step_from"], s["step_to"]),
                             "reward/avg_raw_reward", s["value"], s["baseline"], text,
                             f"rlsql query reward_curve --run {word} -p span={span}"))
@@ -1944,8 +1964,8 @@ def _step_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
             and len(emas) >= n and emas[-1][2] > emas[-n][2]):
         first, last_ema = emas[-n][2], emas[-1][2]
         text = (f"the checkpoint picked, step {best['step']}, is the last eligible step, and the reward EMA "
-                f"({span}-step) rose from {first:.4g} to {last_ema:.4g} over the last {n} steps: training may not "
-                "have converged")
+                f"({span}-step) rose from {number_text(first)} to {number_text(last_ema)} over the last {n} steps: "
+                "training may not have converged")
         out.append(_finding(run, "still_improving", "info", complete_steps[best["step"]].get("log_file"),
                             (best["step"], best["step"]), "reward/avg_raw_reward", last_ema, first, text,
                             f"rlsql query best_checkpoint --run {word} -p span={span}"))
@@ -1956,7 +1976,7 @@ def _vllm_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
     logs: dict[str | None, list[Row]] = {}
     for row in read_vllm_rows(run_dir):
         logs.setdefault(row.get("log_file"), []).append(row)
-    evidence = f"rlsql query vllm_activity --run {shell_word(run)} -p kv_full_pct={p['kv_full_pct']:g}"
+    evidence = f"rlsql query vllm_activity --run {shell_word(run)} -p kv_full_pct={number_text(p['kv_full_pct'])}"
     out = []
     for log, lines in logs.items():
         n = len(lines)
@@ -1966,7 +1986,7 @@ def _vllm_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
              "show no running request: its engines sat idle"),
             ("kv_cache_pressure", "warning", "avg_gpu_kv_cache_usage_pct", p["kv_share"],
              sum(1 for r in lines if (v := r.get("avg_gpu_kv_cache_usage_pct")) is not None and v >= p["kv_full_pct"]),
-             f"have a KV-cache usage of {p['kv_full_pct']:g}% or more"),
+             f"have a KV-cache usage of {number_text(p['kv_full_pct'])}% or more"),
             ("waiting_requests", "info", "total_waiting_requests", p["waiting_share"],
              sum(1 for r in lines if (r.get("total_waiting_requests") or 0) > 0), "have requests waiting"),
         ]

@@ -413,3 +413,46 @@ def test_query_findings_in_every_format(fmt, capsys, monkeypatch) -> None:
         ]
     else:
         assert "idle_engines" in out and "rlsql query vllm_activity --run calendar -p kv_full_pct=95" in out
+
+
+# ---------------------------------------------------------------------------- the report opens with them
+
+
+def test_the_report_opens_with_the_findings_worst_first(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the report needs the report extra (matplotlib)")
+    from rlsql.outputs.report import build_report
+
+    a = metrics_run(tmp_path, "policy/raw_grad_norm", [10.0, 1.0, 1.0, 1.0, 1.0], name="a")
+    b = metrics_run(tmp_path, "timing/step", [100.0, 100.0, 100.0, 100.0, 2000.0], name="b")
+    build_report(rlsql_runs([a, b]), tmp_path / "md", "md")
+    text = (tmp_path / "md" / "report.md").read_text()
+    sections = [line for line in text.splitlines() if line.startswith("## ")]
+    assert sections[:2] == ["## Contents", "## Findings"]
+    findings_part = text.split("## Findings", 1)[1].split("\n## ", 1)[0]
+    assert [line for line in findings_part.splitlines() if line.startswith("- ")] == [
+        "- **critical** b, slow_step: step 5 took 33 m 20 s, 20x the median step (1 m 40 s). "
+        "Evidence: `rlsql query step_timing --run b`",
+        "- **warning** a, grad_spike: step 1: policy/raw_grad_norm reached 10, 10x its run median 1. "
+        "Evidence: `rlsql query step_signals --run a`",
+    ]
+    build_report(rlsql_runs([a, b]), tmp_path / "html", "html")
+    html = (tmp_path / "html" / "report.html").read_text()
+    first_h2 = html.split("<h2", 2)[1]
+    assert first_h2.startswith(' id="findings">Findings</h2>')
+    assert first_h2.index("<strong>critical</strong> b, slow_step") < first_h2.index("<strong>warning</strong> a")
+
+
+def test_a_report_without_findings_says_so(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the report needs the report extra (matplotlib)")
+    from rlsql.outputs.report import build_report
+
+    quiet = metrics_run(tmp_path, "reward/avg_raw_reward", [0.5, 0.5, 0.5])
+    build_report(rlsql_runs([quiet]), tmp_path / "md", "md")
+    findings_part = (tmp_path / "md" / "report.md").read_text().split("## Findings", 1)[1].split("\n## ", 1)[0]
+    assert "No findings: nothing in this run trips a rule" in findings_part
+
+
+def rlsql_runs(paths: list[Path]) -> list:
+    from rlsql.runs.folders import resolve_runs
+
+    return resolve_runs([str(p) for p in paths])

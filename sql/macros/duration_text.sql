@@ -9,5 +9,5 @@ CREATE OR REPLACE MACRO duration_text(seconds) AS
             '%d h %d m', CAST(floor(round(seconds) / 3600) AS BIGINT), CAST(floor((round(seconds) % 3600) / 60) AS BIGINT))
         WHEN round(seconds) >= 60 THEN printf(
             '%d m %d s', CAST(floor(round(seconds) / 60) AS BIGINT), CAST(round(seconds) % 60 AS BIGINT))
-        ELSE printf('%.1f s', seconds)
+        ELSE fixed_text(seconds, 1) || ' s'
     END
