@@ -456,3 +456,34 @@ def rlsql_runs(paths: list[Path]) -> list:
     from rlsql.runs.folders import resolve_runs
 
     return resolve_runs([str(p) for p in paths])
+
+
+# ---------------------------------------------------------------------------- rlsql serve's run page
+
+
+def test_the_run_page_opens_with_its_findings_each_linking_to_its_query(tmp_path: Path) -> None:
+    pytest.importorskip("starlette", reason="rlsql serve needs the serve extra (starlette)")
+    import re
+
+    from tests.test_serve import client
+
+    a = metrics_run(
+        tmp_path,
+        "timing/step",
+        [100.0, 100.0, 100.0, 100.0, 2000.0],
+        name="a",
+        policy__raw_grad_norm=[10.0, 1.0, 1.0, 1.0, 1.0],
+    )
+    quiet = metrics_run(tmp_path, "reward/avg_raw_reward", [0.5, 0.5, 0.5], name="quiet")
+    with client([a, quiet]) as c:
+        page = c.get("/run", params={"run": "a"}).text
+        assert re.findall(r'<section id="(\w+)">', page)[0] == "findings"
+        items = re.findall(
+            r'<li class="finding (\w+)"><strong>\w+</strong> (\w+): .*?<a href="([^"]+)">evidence</a>', page, re.S
+        )
+        assert items == [
+            ("critical", "slow_step", "/query/step_timing?run=a"),
+            ("warning", "grad_spike", "/query/step_signals?run=a"),
+        ]
+        assert c.get("/query/step_timing", params={"run": "a"}).status_code == 200
+        assert "No findings: nothing in this run trips a rule" in c.get("/run", params={"run": "quiet"}).text

@@ -9,6 +9,8 @@ computes no statistic. It picks, orders, filters and groups rows, and turns them
 from __future__ import annotations
 
 import math
+import shlex
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ TRIALS_PAGE = 50
 FLEET_PAGE = 100
 #: named queries and views the run page reads, by section
 RUN_SECTIONS = {
+    "findings": ("findings",),  # first: what to look at
     "summary": ("run_summary", "best_checkpoint", "async_health", "run_overview"),
     "reward": ("reward_curve",),
     "signals": ("step_signals",),
@@ -266,7 +269,42 @@ def run_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str, A
         *vllm_charts(answers["vllm_series"]),
         turns_chart(answers["turn_histogram"], [r.name for r in runs]),
     ) if c is not None and not c.empty]
-    return {"run": runs[0], "answers": answers, "charts": {c.id: c for c in charts}}
+    return {"run": runs[0], "answers": answers, "charts": {c.id: c for c in charts},
+            "findings": finding_items(answers["findings"])}
+
+
+def finding_items(answer: Answer | str) -> list[dict[str, Any]]:
+    """The findings worst first, each with `link`: the page of the query its evidence command names (with the
+    run and the parameters the command gives)."""
+    if not isinstance(answer, Answer):
+        return []
+    items = core.worst_first([dict(zip(answer.columns, row, strict=True)) for row in answer.rows])
+    for item in items:
+        item["link"] = evidence_link(item["evidence"])
+    return items
+
+
+def evidence_link(command: str) -> str | None:
+    """`rlsql query NAME --run RUN -p k=v` as `/query/NAME?run=RUN&k=v`; None for another command."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if words[:2] != ["rlsql", "query"] or len(words) < 3:
+        return None
+    query: list[tuple[str, str]] = []
+    rest = iter(words[3:])
+    for word in rest:
+        value = next(rest, None)
+        if value is None:
+            return None
+        if word in ("--run", "-r"):
+            query.append(("run", value))
+        elif word in ("-p", "--param") and "=" in value:
+            query.append(tuple(value.split("=", 1)))  # type: ignore[arg-type]
+        else:
+            return None
+    return f"/query/{urllib.parse.quote(words[2])}?{urllib.parse.urlencode(query)}"
 
 
 def answer_all(served: Served, items: Sequence[str], runs: Sequence[core.Run],
