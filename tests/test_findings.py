@@ -487,3 +487,43 @@ def test_the_run_page_opens_with_its_findings_each_linking_to_its_query(tmp_path
         ]
         assert c.get("/query/step_timing", params={"run": "a"}).status_code == 200
         assert "No findings: nothing in this run trips a rule" in c.get("/run", params={"run": "quiet"}).text
+
+
+def test_the_fleet_table_counts_each_runs_findings_and_filters_on_them(tmp_path: Path) -> None:
+    pytest.importorskip("starlette", reason="rlsql serve needs the serve extra (starlette)")
+    import re
+
+    from tests.test_serve import client
+
+    a = metrics_run(
+        tmp_path,
+        "timing/step",
+        [100.0, 100.0, 100.0, 100.0, 2000.0],
+        name="a",
+        policy__raw_grad_norm=[10.0, 1.0, 1.0, 1.0, 1.0],
+    )  # 1 critical, 1 warning
+    b = metrics_run(tmp_path, "policy/raw_grad_norm", [10.0, 1.0, 1.0, 1.0, 1.0], name="b")  # 1 warning
+    quiet = metrics_run(tmp_path, "reward/avg_raw_reward", [0.5, 0.5, 0.5], name="quiet")
+    for name in ("a", "b", "quiet"):  # the fleet table (run_table) needs trials: 10 rewarded ones, no finding
+        trials_run(tmp_path, name, [""] * 10, [1.0] * 10)
+
+    def table(page: str) -> list[list[str]]:
+        body = page.split('<table class="fleet"', 1)[1].split("</table>", 1)[0]
+        header = [re.sub(r"<[^>]+>|[▲▼]", "", h).strip() for h in re.findall(r"<th>(.*?)</th>", body, re.S)]
+        rows = [
+            [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+            for tr in re.findall(r"<tr><td>.*?</tr>", body, re.S)
+        ]
+        return [header[1:4], *[r[1:4] for r in rows]]
+
+    with client([a, b, quiet]) as c:
+        assert table(c.get("/").text) == [
+            ["run", "findings_critical", "findings_warning"],
+            ["a", "1", "1"],
+            ["b", "0", "1"],
+            ["quiet", "0", "0"],
+        ]
+        warned = table(c.get("/", params={"f": "findings_warning=1"}).text)
+        assert [r[0] for r in warned[1:]] == ["a", "b"]
+        critical = table(c.get("/", params={"f": "findings_critical=1"}).text)
+        assert [r[0] for r in critical[1:]] == ["a"]

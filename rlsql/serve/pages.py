@@ -177,13 +177,19 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     own = core.own_columns("run_table")
     figures = [c for c in table.columns if c != "run" and c in own and is_numeric(table, c)]
     columns = table.columns
+    table_rows = list(table.rows)
+    counts = finding_counts(served, runs)
+    if counts is not None:  # each run's critical and warning findings: columns to sort and filter by
+        columns = [columns[0], *FINDING_COUNTS, *columns[1:]]  # beside the run's name, where a reader looks
+        own = own | set(FINDING_COUNTS)
+        table_rows = [(r[0], *counts.get(r[0], (0, 0)), *r[1:]) for r in table_rows]
 
     def cell(row: tuple, name: str) -> Any:
         if name in columns and name in own:
             return row[columns.index(name)]
         return values.get(row[0], {}).get(name)
 
-    rows = list(table.rows)
+    rows = table_rows
     for f in state.get("f", []):
         key, _, wanted = f.partition("=")
         rows = [r for r in rows if core.display(cell(r, key)) == wanted]
@@ -241,6 +247,25 @@ def _fleet_chart(rows: list[tuple], x: str, y: str, group: str, cell: Any) -> Ch
         label = f"{group} = {name}" if group else y
         chart.add(label, [p[1] if not group or names[i] == name else None for i, p in enumerate(points)])
     return chart
+
+
+#: the fleet table's findings columns: per run, its critical and its warning findings
+FINDING_COUNTS = ("findings_critical", "findings_warning")
+
+
+def finding_counts(served: Served, runs: Sequence[core.Run]) -> dict[str, tuple[int, int]] | None:
+    """run -> (critical, warning) findings; None when the findings query has no answer."""
+    try:
+        answer = served.named("findings", runs, {})
+    except (core.DataError, core.QueryError):
+        return None
+    ri, si = answer.columns.index("run"), answer.columns.index("severity")
+    counts: dict[str, list[int]] = {}
+    for row in answer.rows:
+        pair = counts.setdefault(row[ri], [0, 0])
+        if row[si] in ("critical", "warning"):
+            pair[0 if row[si] == "critical" else 1] += 1
+    return {run: (c, w) for run, (c, w) in counts.items()}
 
 
 def _float(value: Any) -> float | None:
