@@ -350,7 +350,9 @@ def findings_command(
     rows = run_query("findings", _resolve(run), _parse_params(param)).to_dicts()
     sys.stdout.write(findings_text(rows))
     sys.stdout.flush()
-    failing = at_or_above(rows, fail_on) if fail_on is not None else []
+    if fail_on is None:
+        return
+    failing = at_or_above(rows, fail_on)
     if failing:
         say(f"{len(failing)} finding{'s' if len(failing) > 1 else ''} at or above {fail_on.value} (--fail-on)")
         raise typer.Exit(int(ExitCode.QUERY_FAILED))
