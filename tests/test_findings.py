@@ -527,3 +527,25 @@ def test_the_fleet_table_counts_each_runs_findings_and_filters_on_them(tmp_path:
         assert [r[0] for r in warned[1:]] == ["a", "b"]
         critical = table(c.get("/", params={"f": "findings_critical=1"}).text)
         assert [r[0] for r in critical[1:]] == ["a"]
+
+
+def test_an_exception_type_on_the_run_page_leads_to_its_failed_trials() -> None:
+    pytest.importorskip("starlette", reason="rlsql serve needs the serve extra (starlette)")
+    import html
+    import re
+
+    from tests import oracle
+    from tests.test_serve import client
+
+    with client([RUNS / "tiny"]) as c:
+        page = c.get("/run", params={"run": "tiny"}).text
+        section = page.split('data-source="exception_distribution"', 1)[1].split("</table>", 1)[0]
+        links = dict((t, html.unescape(h)) for h, t in re.findall(r'<a href="(/trials\?[^"]+)">([^<]+)</a>', section))
+        want = {t["exception_type"] for t in oracle.read_trials(RUNS / "tiny")}
+        assert set(links) == want
+        timeouts = c.get(links["AgentTimeoutError"]).text
+        shown = set(re.findall(r"tiny__\w+|calendar-\d+__\w+", timeouts.split('data-source="trials"', 1)[1]))
+        expected = {
+            t["trial_name"] for t in oracle.read_trials(RUNS / "tiny") if t["exception_type"] == "AgentTimeoutError"
+        }
+        assert shown == expected
