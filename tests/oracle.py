@@ -39,6 +39,7 @@ import statistics
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -1770,6 +1771,284 @@ def q_looping_trials(run: str, run_dir: Path, min_repeats: int = 3) -> list[Row]
 
 
 # --------------------------------------------------------------------------------------------
+# findings (docs/findings.md): what is unusual in a run, one row per finding
+# --------------------------------------------------------------------------------------------
+
+FINDING_DEFAULTS: dict[str, Any] = {
+    "slow_factor": 5.0, "critical_factor": 20.0, "idle_share": 0.5, "kv_full_pct": 95.0, "kv_share": 0.1,
+    "waiting_share": 0.25, "span": 5, "drop": 0.1, "rising_steps": 10, "spike_factor": 10.0, "entropy_floor": 0.25,
+    "entropy_first_steps": 5, "staleness_factor": 3.0, "discard_rate": 0.05, "timeout_share": 0.05,
+    "masked_share": 0.05, "no_reward_share": 0.01, "min_repeats": 3, "looping_share": 0.1,
+}
+#: the spans the trainer declares directly under `step` (docs/semantics.md, timing spans)
+STEP_CHILD_SPANS = ("wait_for_generation_buffer", "convert_to_training_input", "run_training", "sync_weights",
+                    "generate", "postprocess_generator_output")
+_SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
+
+
+def shell_word(word: str) -> str:
+    """One word of a POSIX command line: as is when plain, else single-quoted."""
+    if re.fullmatch(r"[A-Za-z0-9._,:=@%+/-]+", word):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def duration_text(seconds: float) -> str:
+    """`4 h 31 m` (minutes cut), `6 m 46 s`, `12.5 s`, from seconds rounded half away from zero."""
+    whole = math.floor(seconds + 0.5)
+    if whole >= 3600:
+        return f"{whole // 3600} h {whole % 3600 // 60} m"
+    if whole >= 60:
+        return f"{whole // 60} m {whole % 60} s"
+    return f"{fixed_text(seconds, 1)} s"
+
+
+def fixed_text(x: float, places: int) -> str:
+    """x with `places` decimals: x * 10**places (a double, as SQL computes it) rounded half away from zero."""
+    scaled = Decimal(x * 10.0**places).to_integral_value(rounding=ROUND_HALF_UP)
+    if places == 0:
+        return str(int(scaled))
+    whole, part = divmod(abs(int(scaled)), 10**places)
+    return f"{'-' if scaled < 0 else ''}{whole}.{part:0{places}d}"
+
+
+def number_text(x: float) -> str:
+    """At most 4 decimals, trailing zeros (and a bare point) dropped: 5.0 -> '5', 0.83444 -> '0.8344'."""
+    return re.sub(r"\.?0+$", "", fixed_text(x, 4))
+
+
+def _times(ratio: float) -> str:
+    return f"{fixed_text(ratio, 0)}x" if ratio >= 10 else f"{fixed_text(ratio, 1)}x"
+
+
+def _percent(share: float) -> str:
+    return f"{fixed_text(100 * share, 1)}%"
+
+
+def _k_of_n(k: int, n: int, what: str) -> str:
+    return f"{k:,} of {n:,} {what} ({_percent(k / n)})"
+
+
+def _finding(run: str, kind: str, severity: str, log_file: str | None, steps: tuple[int, int] | None, metric: str,
+             value: float, baseline: float, message: str, evidence: str) -> Row:
+    return {"run": run, "kind": kind, "severity": severity, "log_file": log_file,
+            "step_from": steps[0] if steps else None, "step_to": steps[1] if steps else None, "metric": metric,
+            "value": value, "baseline": baseline, "message": message, "evidence": evidence}
+
+
+def _stretches(firing: list[tuple[int, Row, float, float]], lowest: bool) -> list[dict[str, Any]]:
+    """Runs of consecutive positions among (position, step row, value, baseline), each with its worst step
+    (highest value, or lowest; the earliest of equal ones)."""
+    groups: list[list[tuple[int, Row, float, float]]] = []
+    for item in firing:
+        if groups and groups[-1][-1][0] == item[0] - 1:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    out = []
+    for group in groups:
+        worst = group[0]
+        for item in group[1:]:
+            if (item[2] < worst[2]) if lowest else (item[2] > worst[2]):
+                worst = item
+        logs = {g[1].get("log_file") for g in group}
+        out.append({"step_from": group[0][1]["step"], "step_to": group[-1][1]["step"],
+                    "log_file": logs.pop() if len(logs) == 1 else None, "worst": worst[1],
+                    "value": worst[2], "baseline": worst[3]})
+    return out
+
+
+def _steps_text(s: dict[str, Any]) -> str:
+    return f"step {s['step_from']}" if s["step_from"] == s["step_to"] else f"steps {s['step_from']}-{s['step_to']}"
+
+
+def _at_worst(s: dict[str, Any]) -> str:
+    return "" if s["step_from"] == s["step_to"] else f" at step {s['worst']['step']}"
+
+
+def _step_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
+    steps = dedup_steps(read_metric_rows(run_dir))
+    if not steps:
+        return []
+    last = steps[-1]["step"]
+    # a step is complete when it has timing/step or a later step exists (the one being written has no step time)
+    done = [(pos, row) for pos, row in enumerate(steps)
+            if isinstance(row.get("timing/step"), float) or row["step"] < last]
+    word = shell_word(run)
+    out: list[Row] = []
+
+    def series(metric: str) -> list[tuple[int, Row, float]]:
+        return [(pos, row, row[metric]) for pos, row in done if isinstance(row.get(metric), float)]
+
+    def over_median(metric: str, factor: float) -> tuple[list[dict[str, Any]], float | None]:
+        values = series(metric)
+        median = _median([v for _, _, v in values])
+        if median is None or median <= 0:
+            return [], median
+        return _stretches([(pos, row, v, median) for pos, row, v in values if v >= factor * median], False), median
+
+    slow, _ = over_median("timing/step", p["slow_factor"])
+    for s in slow:
+        ratio = s["value"] / s["baseline"]
+        if s["step_from"] == s["step_to"]:
+            text = (f"step {s['worst']['step']} took {duration_text(s['value'])}, {_times(ratio)} the median step "
+                    f"({duration_text(s['baseline'])})")
+        else:
+            text = (f"{_steps_text(s)} each took {number_text(p['slow_factor'])}x the median step "
+                    f"({duration_text(s['baseline'])})"
+                    f" or more; the slowest, step {s['worst']['step']}, took {duration_text(s['value'])} "
+                    f"({_times(ratio)})")
+        children = [(s["worst"][f"timing/{c}"], c) for c in STEP_CHILD_SPANS
+                    if isinstance(s["worst"].get(f"timing/{c}"), float)]
+        if children:
+            seconds, span = min(children, key=lambda c: (-c[0], c[1]))
+            text += f"; {duration_text(seconds)} of it in {span}"
+        severity = "critical" if s["value"] >= p["critical_factor"] * s["baseline"] else "warning"
+        out.append(_finding(run, "slow_step", severity, s["log_file"], (s["step_from"], s["step_to"]), "timing/step",
+                            s["value"], s["baseline"], text, f"rlsql query step_timing --run {word}"))
+
+    spikes, _ = over_median("policy/raw_grad_norm", p["spike_factor"])
+    for s in spikes:
+        text = (f"{_steps_text(s)}: policy/raw_grad_norm reached {number_text(s['value'])}{_at_worst(s)}, "
+                f"{_times(s['value'] / s['baseline'])} its run median {number_text(s['baseline'])}")
+        out.append(_finding(run, "grad_spike", "warning", s["log_file"], (s["step_from"], s["step_to"]),
+                            "policy/raw_grad_norm", s["value"], s["baseline"], text,
+                            f"rlsql query step_signals --run {word}"))
+
+    entropy = series("policy/policy_entropy")
+    if entropy:
+        early = _mean([v for _, _, v in entropy[: p["entropy_first_steps"]]])
+        assert early is not None
+        lows = [(pos, row, v, early) for pos, row, v in entropy if v < p["entropy_floor"] * early]
+        for s in _stretches(lows, True):
+            text = (f"{_steps_text(s)}: policy/policy_entropy fell to {number_text(s['value'])}{_at_worst(s)}, below "
+                    f"{number_text(p['entropy_floor'])}x its mean over the first {p['entropy_first_steps']} steps "
+                    f"({number_text(s['baseline'])})")
+            out.append(_finding(run, "entropy_collapse", "warning", s["log_file"], (s["step_from"], s["step_to"]),
+                                "policy/policy_entropy", s["value"], s["baseline"], text,
+                                f"rlsql query step_signals --run {word}"))
+
+    stale, _ = over_median("async/staleness_mean", p["staleness_factor"])
+    discards = _stretches([(pos, row, v, float(p["discard_rate"])) for pos, row, v in series("async/discard_rate")
+                           if v >= p["discard_rate"]], False)
+    for metric, found in (("async/staleness_mean", stale), ("async/discard_rate", discards)):
+        for s in found:
+            if metric == "async/discard_rate":
+                detail = f"{_percent(s['value'])}{_at_worst(s)}, at or above {_percent(s['baseline'])}"
+            else:
+                detail = (f"{number_text(s['value'])}{_at_worst(s)}, {_times(s['value'] / s['baseline'])} its run "
+                          f"median {number_text(s['baseline'])}")
+            out.append(_finding(run, "staleness", "warning", s["log_file"], (s["step_from"], s["step_to"]), metric,
+                                s["value"], s["baseline"], f"{_steps_text(s)}: {metric} reached {detail}",
+                                f"rlsql query async_health --run {word}"))
+
+    # the reward EMA over the complete steps with one; the checkpoint the selector picks (q_best_checkpoint)
+    span = p["span"]
+    curve = {r["step"]: r for r in _reward_curve_rows(run, run_dir, span)}
+    emas = [(pos, row, curve[row["step"]]["ema"]) for pos, row in done if curve[row["step"]]["ema"] is not None]
+    drops = []
+    top = None
+    for pos, row, ema in emas:
+        top = ema if top is None else max(top, ema)
+        if top - ema >= p["drop"]:
+            drops.append((pos, row, ema, top))
+    for s in _stretches(drops, True):
+        text = (f"{_steps_text(s)}: the reward EMA ({span}-step) fell to {number_text(s['value'])}{_at_worst(s)}, "
+                f"{number_text(s['baseline'] - s['value'])} below its running maximum {number_text(s['baseline'])}")
+        out.append(_finding(run, "reward_drop", "critical", s["log_file"], (s["step_from"], s["step_to"]),
+                            "reward/avg_raw_reward", s["value"], s["baseline"], text,
+                            f"rlsql query reward_curve --run {word} -p span={span}"))
+
+    best = q_best_checkpoint(run, run_dir, span)[0]
+    save_every = best["save_every"]
+    eligible = [r["step"] for r in curve.values()
+                if r["ema"] is not None and r["step"] % save_every == 0 and r["step"] >= 2 * save_every]
+    complete_steps = {row["step"]: row for _, row in done}
+    n = p["rising_steps"]
+    if (best["step"] is not None and best["step"] == max(eligible) and best["step"] in complete_steps
+            and len(emas) >= n and emas[-1][2] > emas[-n][2]):
+        first, last_ema = emas[-n][2], emas[-1][2]
+        text = (f"the checkpoint picked, step {best['step']}, is the last eligible step, and the reward EMA "
+                f"({span}-step) rose from {number_text(first)} to {number_text(last_ema)} over the last {n} steps: "
+                "training may not have converged")
+        out.append(_finding(run, "still_improving", "info", complete_steps[best["step"]].get("log_file"),
+                            (best["step"], best["step"]), "reward/avg_raw_reward", last_ema, first, text,
+                            f"rlsql query best_checkpoint --run {word} -p span={span}"))
+    return out
+
+
+def _vllm_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
+    logs: dict[str | None, list[Row]] = {}
+    for row in read_vllm_rows(run_dir):
+        logs.setdefault(row.get("log_file"), []).append(row)
+    evidence = f"rlsql query vllm_activity --run {shell_word(run)} -p kv_full_pct={number_text(p['kv_full_pct'])}"
+    out = []
+    for log, lines in logs.items():
+        n = len(lines)
+        rules = [
+            ("idle_engines", "warning", "total_running_requests", p["idle_share"],
+             sum(1 for r in lines if r.get("total_running_requests") == 0),
+             "show no running request: its engines sat idle"),
+            ("kv_cache_pressure", "warning", "avg_gpu_kv_cache_usage_pct", p["kv_share"],
+             sum(1 for r in lines if (v := r.get("avg_gpu_kv_cache_usage_pct")) is not None and v >= p["kv_full_pct"]),
+             f"have a KV-cache usage of {number_text(p['kv_full_pct'])}% or more"),
+            ("waiting_requests", "info", "total_waiting_requests", p["waiting_share"],
+             sum(1 for r in lines if (r.get("total_waiting_requests") or 0) > 0), "have requests waiting"),
+        ]
+        for kind, severity, metric, threshold, k, what in rules:
+            if k / n >= threshold:
+                out.append(_finding(run, kind, severity, log, None, metric, k / n, float(threshold),
+                                    f"{log}: {_k_of_n(k, n, 'vLLM stat lines')} {what}", evidence))
+    return out
+
+
+def _trial_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
+    trials = read_trials(run_dir)
+    out = []
+    word = shell_word(run)
+    if trials:
+        route = routing(run_dir)
+        n = len(trials)
+        rules = [
+            ("timeouts", "warning", "exception_type", p["timeout_share"],
+             sum(1 for t in trials if t["exception_type"] == "AgentTimeoutError"), "ended in AgentTimeoutError",
+             "exception_distribution"),
+            ("masked_trials", "warning", "effective_treatment", p["masked_share"],
+             sum(1 for t in trials if effective_treatment(t, route) == "mask"),
+             "are masked: their exception keeps them out of training", "exception_treatment"),
+            ("no_reward", "info", "reward", p["no_reward_share"],
+             sum(1 for t in trials if t["exception_type"] == NO_EXCEPTION and t["reward"] is None),
+             "have no exception and no reward", "reward_summary"),
+        ]
+        for kind, severity, metric, threshold, k, what, query in rules:
+            if k / n >= threshold:
+                out.append(_finding(run, kind, severity, None, None, metric, k / n, float(threshold),
+                                    f"{_k_of_n(k, n, 'trials')} {what}", f"rlsql query {query} --run {word}"))
+    if trajectory_files(run_dir)[0]:
+        steps, _ = trajectory_rows(run_dir)
+        with_trajectory = {s["trial_name"] for s in steps}
+        looping = {r["trial_name"] for r in q_looping_trials(run, run_dir, p["min_repeats"])}
+        if with_trajectory and len(looping) / len(with_trajectory) >= p["looping_share"]:
+            k, n = len(looping), len(with_trajectory)
+            out.append(_finding(run, "looping", "warning", None, None, "looping_trials", k / n,
+                                float(p["looping_share"]),
+                                f"{_k_of_n(k, n, 'trials with a trajectory')} repeat a call {p['min_repeats']} "
+                                "times or more",
+                                f"rlsql query looping_trials --run {word} -p min_repeats={p['min_repeats']}"))
+    return out
+
+
+def q_findings(run: str, run_dir: Path, **params: Any) -> list[Row]:
+    """docs/findings.md: every rule over the run's files; a rule whose inputs the run lacks gives nothing."""
+    unknown = set(params) - set(FINDING_DEFAULTS)
+    assert not unknown, unknown
+    p = {**FINDING_DEFAULTS, **params}
+    rows = _step_findings(run, run_dir, p) + _vllm_findings(run, run_dir, p) + _trial_findings(run, run_dir, p)
+    return sorted(rows, key=lambda r: (_SEVERITY_RANK[r["severity"]], _none_last(r["step_from"]), r["kind"],
+                                       r["metric"], _none_last(r["log_file"])))
+
+
+# --------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------
 
@@ -1927,6 +2206,7 @@ QUERIES: dict[str, Callable[..., list[Row]]] = {
     "looping_trials": q_looping_trials,
     "task_diff": q_task_diff,
     "run_diff": q_run_diff,
+    "findings": q_findings,
 }
 
 RUN_SUMMARY_COLUMNS = ["run", "steps", "trials", "trials_with_reward", "success_rate", "mean_reward", "final_ema",
@@ -1975,6 +2255,9 @@ COLUMNS: dict[str, list[str]] = {
                  "success_base", "success_run"],
     "group_curves": ["key", "value", "step", "runs", "mean_ema", "std_ema", "ci_low", "ci_high", "min_ema",
                      "max_ema"],
+    # docs/findings.md
+    "findings": ["run", "kind", "severity", "log_file", "step_from", "step_to", "metric", "value", "baseline",
+                 "message", "evidence"],
 }  # fmt: skip
 
 

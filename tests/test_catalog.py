@@ -22,7 +22,7 @@ def sql_copy(tmp_path: Path) -> Path:
 
 def test_every_file_has_a_header_and_a_description() -> None:
     catalog = Catalog.load()
-    assert len(catalog.queries()) == 23
+    assert len(catalog.queries()) == 24
     for f in catalog.files.values():
         assert f.description and f.version, f.path
         assert Path(f.path).stem == f.name

@@ -200,7 +200,7 @@ def test_list_and_show(capsys, monkeypatch) -> None:
     code, out, _ = run_main(["list", "-f", "json"], capsys, monkeypatch)
     assert code == 0
     listed = {q["name"]: q for q in json.loads(out)}
-    assert len(listed) == 23
+    assert len(listed) == 24
     assert listed["best_checkpoint"]["params"].startswith("span INTEGER = 5")
     # version 2 added honestly named columns to these two, and gave run_table a column per config key; version 3
     # types run_table's config columns; trial_phases 2 reads the phases an older CSV lacks from result.json

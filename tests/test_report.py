@@ -582,7 +582,7 @@ def test_cli_writes_the_folder_and_nothing_on_stdout(tmp_path, capsys, monkeypat
     assert lines[-2] == "rlsql: data caveats: none in 1 run (1 note)"  # step 3 logged twice
     stages = [line for line in lines if line.startswith("rlsql: report: ")]  # stderr is no terminal here
     assert [re.sub(r" \(\d+\.\d s\)$", "", line) for line in stages] == [
-        "rlsql: report: checking the data (rlsql check)", "rlsql: report: running 25 queries and views",
+        "rlsql: report: checking the data (rlsql check)", "rlsql: report: running 26 queries and views",
         *(f"rlsql: report: drawing {f}" for f in FIGURES), "rlsql: report: writing"]
     assert (out / "report.md").is_file()
 

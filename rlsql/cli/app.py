@@ -29,8 +29,9 @@ from rlsql.cli.output import (
     say,
 )
 from rlsql.core import settings
-from rlsql.core.errors import DataError, UsageError
+from rlsql.core.errors import DataError, ExitCode, UsageError
 from rlsql.core.version import __version__
+from rlsql.outputs.findings import Severity
 from rlsql.outputs.formats import FORMATS, ExportFormat, OutputFormat, Partition, ReportFormat
 
 E = TypeVar("E", bound=StrEnum)
@@ -336,6 +337,36 @@ def trial_command(
         transcript.print_terminal(found, full)
         return
     _emit(text, output)
+
+
+@app.command("findings")
+def findings_command(
+    run: RunOption = None,
+    param: ParamOption = None,
+    fail_on: Annotated[
+        Severity | None,
+        typer.Option("--fail-on", parser=_choice(Severity, "--fail-on"), metavar=_metavar(Severity),
+                     help="Exit 1 when a finding of this severity or worse exists (for cron jobs and CI watching "
+                     "a run that is still training).", show_default=False),
+    ] = None,
+) -> None:
+    """What is unusual in each run, one line per finding, criticals first, each with the command that shows it;
+    "no findings" when there are none. The rows, in every format: rlsql query findings.
+
+    -p sets a threshold, e.g. -p slow_factor=3 (every parameter: rlsql describe findings).
+    """
+    from rlsql.engine.query import run_query
+    from rlsql.outputs.findings import at_or_above, findings_text
+
+    rows = run_query("findings", _resolve(run), _parse_params(param)).to_dicts()
+    sys.stdout.write(findings_text(rows))
+    sys.stdout.flush()
+    if fail_on is None:
+        return
+    failing = at_or_above(rows, fail_on)
+    if failing:
+        say(f"{len(failing)} finding{'s' if len(failing) > 1 else ''} at or above {fail_on.value} (--fail-on)")
+        raise typer.Exit(int(ExitCode.QUERY_FAILED))
 
 
 @app.command("check")

@@ -218,17 +218,23 @@ class SparkCatalog:
         return compile_file(f, self.catalog, values, columns_of(self.spark), _schema_key(self.spark, sources),
                             self.compiled_sql)
 
-    def _create_source(self, f: SqlFile) -> None:
+    def _create_source(self, f: SqlFile, said: set[str]) -> None:
+        """`said`: the warnings this query's sources gave so far: two sources over the same files (a run's
+        trajectory steps and its tool calls) name a damaged file once, as one DuckDB statement does."""
         if f.name in self.created:
             for message in self.source_warnings.get(f.name, []):
-                warnings.warn(message, RlsqlWarning, stacklevel=4)
+                if message not in said:
+                    said.add(message)
+                    warnings.warn(message, RlsqlWarning, stacklevel=4)
             return
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             frame = self.sources.frame(f)
         self.source_warnings[f.name] = [str(w.message) for w in caught if issubclass(w.category, RlsqlWarning)]
         for w in caught:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            if str(w.message) not in said:
+                said.add(str(w.message))
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         frame.createOrReplaceTempView(f.name)
         self._made(f.name)
         self.created[f.name] = ""
@@ -275,9 +281,10 @@ class SparkCatalog:
         from pyspark.errors import PySparkException
 
         renewed: set[str] = set()
+        said: set[str] = set()
         for f in files:
             if f.kind == "source":
-                self._create_source(f)
+                self._create_source(f, said)
                 continue
             if f.kind not in ("view", "query"):  # a query another query reads is a view here
                 continue

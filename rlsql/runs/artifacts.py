@@ -48,6 +48,7 @@ INTEGER_COLUMNS = {
 class ReadsArtifact(Protocol):
     """What check_artifacts reads of a catalogue file (an rlsql.catalog.catalog.SqlFile)."""
 
+    name: str
     kind: str
     artifact: str | None
     optional: bool
@@ -76,7 +77,13 @@ class MissingArtifact(DataError):
 
 
 def check_artifacts(runs: Sequence[Run], files: Iterable[ReadsArtifact], query: str) -> None:
-    """Fail when no run has an artifact the query reads; warn for the runs that lack it."""
+    """Fail when no run has an artifact the query reads; warn for the runs that lack it.
+
+    A query whose header says `optional: true` (findings) reads every artifact as optional: a run lacking one
+    has no rows from the rules that read it, and that is no news worth a warning."""
+    files = list(files)
+    if any(f.name == query and f.kind == "query" and f.optional for f in files):
+        return
     for f in files:
         if f.kind != "source" or not f.artifact or f.optional:
             continue

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextvars
 import math
+import shlex
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ GRID_ROWS = 300
 FLEET_PAGE = 100
 #: named queries and views the run page reads, by section
 RUN_SECTIONS = {
+    "findings": ("findings",),  # first: what to look at
     "summary": ("run_summary", "best_checkpoint", "async_health", "run_overview"),
     "reward": ("reward_curve",),
     "signals": ("step_signals",),
@@ -179,13 +182,19 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     own = core.own_columns("run_table")
     figures = [c for c in table.columns if c != "run" and c in own and is_numeric(table, c)]
     columns = table.columns
+    table_rows = list(table.rows)
+    counts = finding_counts(served, runs)
+    if counts is not None:  # each run's critical and warning findings: columns to sort and filter by
+        columns = [columns[0], *FINDING_COUNTS, *columns[1:]]  # beside the run's name, where a reader looks
+        own = own | set(FINDING_COUNTS)
+        table_rows = [(r[0], *counts.get(r[0], (0, 0)), *r[1:]) for r in table_rows]
 
     def cell(row: tuple, name: str) -> Any:
         if name in columns and name in own:
             return row[columns.index(name)]
         return values.get(row[0], {}).get(name)
 
-    rows = list(table.rows)
+    rows = table_rows
     for f in state.get("f", []):
         key, _, wanted = f.partition("=")
         rows = [r for r in rows if core.display(cell(r, key)) == wanted]
@@ -274,6 +283,25 @@ def _fleet_chart(rows: list[tuple], x: str, y: str, group: str, cell: Any) -> Ch
     return chart
 
 
+#: the fleet table's findings columns: per run, its critical and its warning findings
+FINDING_COUNTS = ("findings_critical", "findings_warning")
+
+
+def finding_counts(served: Served, runs: Sequence[core.Run]) -> dict[str, tuple[int, int]] | None:
+    """run -> (critical, warning) findings; None when the findings query has no answer."""
+    try:
+        answer = served.named("findings", runs, {})
+    except (core.DataError, core.QueryError):
+        return None
+    ri, si = answer.columns.index("run"), answer.columns.index("severity")
+    counts: dict[str, list[int]] = {}
+    for row in answer.rows:
+        pair = counts.setdefault(row[ri], [0, 0])
+        if row[si] in ("critical", "warning"):
+            pair[0 if row[si] == "critical" else 1] += 1
+    return {run: (c, w) for run, (c, w) in counts.items()}
+
+
 def _float(value: Any) -> float | None:
     try:
         f = float(value)
@@ -300,7 +328,42 @@ def run_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str, A
         *vllm_charts(answers["vllm_series"]),
         turns_chart(answers["turn_histogram"], [r.name for r in runs]),
     ) if c is not None and not c.empty]
-    return {"run": runs[0], "answers": answers, "charts": {c.id: c for c in charts}}
+    return {"run": runs[0], "answers": answers, "charts": {c.id: c for c in charts},
+            "findings": finding_items(answers["findings"])}
+
+
+def finding_items(answer: Answer | str) -> list[dict[str, Any]]:
+    """The findings worst first, each with `link`: the page of the query its evidence command names (with the
+    run and the parameters the command gives)."""
+    if not isinstance(answer, Answer):
+        return []
+    items = core.worst_first([dict(zip(answer.columns, row, strict=True)) for row in answer.rows])
+    for item in items:
+        item["link"] = evidence_link(item["evidence"])
+    return items
+
+
+def evidence_link(command: str) -> str | None:
+    """`rlsql query NAME --run RUN -p k=v` as `/query/NAME?run=RUN&k=v`; None for another command."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if words[:2] != ["rlsql", "query"] or len(words) < 3:
+        return None
+    query: list[tuple[str, str]] = []
+    rest = iter(words[3:])
+    for word in rest:
+        value = next(rest, None)
+        if value is None:
+            return None
+        if word in ("--run", "-r"):
+            query.append(("run", value))
+        elif word in ("-p", "--param") and "=" in value:
+            query.append(tuple(value.split("=", 1)))  # type: ignore[arg-type]
+        else:
+            return None
+    return f"/query/{urllib.parse.quote(words[2])}?{urllib.parse.urlencode(query)}"
 
 
 def answer_all(served: Served, items: Sequence[str], runs: Sequence[core.Run],

@@ -14,6 +14,7 @@ What is used, and why the public API does not do it:
 - rlsql.runs.memorydb's `opened` hook: every connection a request opens, to interrupt at the time limit;
 - rlsql.outputs.formats' JSON cell conversion and CSV rendering, so the API's rows are `rlsql query -f json`'s;
 - rlsql.engine.query.sql_failure: a DuckDB error as the CLI's one line with DuckDB's hint;
+- rlsql.outputs.findings.worst_first: the run page lists its findings in `rlsql findings`' order;
 - rlsql.outputs.transcript: `rlsql trial`'s transcript of one trial and its shaping (cut texts, folded copied
   context, step titles), so the trial page shows what the CLI prints;
 - rlsql.inspection.describe and the version: `rlsql mcp`'s `describe` tool and the name it gives its client.
@@ -41,6 +42,7 @@ from rlsql.engine.query import QueryResult, declared_params, run_query, sql_fail
 from rlsql.inspection.describe import Description
 from rlsql.inspection.describe import describe as _describe
 from rlsql.outputs import transcript as transcripts
+from rlsql.outputs.findings import worst_first  # noqa: F401 - used by rlsql/serve/pages.py
 from rlsql.outputs.formats import _jsonable, display, to_csv, to_json
 from rlsql.runs import memorydb
 from rlsql.runs.folders import HARBOR_DIR, Run, chosen_sources, scan_folder

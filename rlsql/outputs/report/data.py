@@ -23,6 +23,7 @@ from rlsql.runs.folders import Run
 
 #: named queries the report prints or draws
 QUERIES = (
+    "findings",  # the report's first section
     "run_overview",
     "reward_curve",
     "best_checkpoint",
@@ -58,7 +59,7 @@ VIEWS = (
 #: matters only then, and is not listed among the report's parameters otherwise)
 BASELINE_QUERIES = ("run_diff", "task_diff")
 #: what the comparison layout (many runs, no --per-run) reads: the cross-run table, the caveats and the figures
-COMPARISON_SOURCES = ("run_ranking", "run_summary", "reward_curve", "best_checkpoint", "step_time_stack",
+COMPARISON_SOURCES = ("findings", "run_ranking", "run_summary", "reward_curve", "best_checkpoint", "step_time_stack",
                       "step_signals", "turn_histogram", "turns_by_exception", "config_diff")
 #: the vLLM series the vLLM figure draws (the vllm_series view: at most 2,000 points per log)
 VLLM_SERIES_COLUMNS = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import decimal
 import re
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ import markupsafe
 
 from rlsql.core import settings
 from rlsql.core.version import __version__
+from rlsql.outputs.findings import worst_first
 from rlsql.outputs.formats import code_span, fenced, markdown_cell
 from rlsql.outputs.report import human
 from rlsql.outputs.report.data import ReportData, Rows, has_artifact, name_list
@@ -451,6 +453,14 @@ class Layout:
             "vllm": self.table("vllm_summary"),
         }
 
+    def findings(self) -> dict[str, Any]:
+        """The findings, worst first, at most Settings.report_rows of them (`rlsql findings` gives them all)."""
+        rows = worst_first(self.data["findings"])
+        shown = settings.current().report_rows
+        return {"rows": rows[:shown], "hidden": max(0, len(rows) - shown),
+                "command": "rlsql findings" + ("" if len(self.data.runs) > 6 else "".join(
+                    f" --run {shlex.quote(r.name)}" for r in self.data.runs))}
+
     def context(self, figure_src: dict[str, tuple[str, str]]) -> dict[str, Any]:
         """`figure_src`: figure name -> (where the image is, its note: which runs it draws)."""
         data = self.data
@@ -520,6 +530,7 @@ class Layout:
             "ranked_note": self.ranked_note() if self.compare else "",
             "highlight": self.highlight_note() if self.compare else "",
             "caveats": caveats,
+            "findings": self.findings(),
             **(self.per_run_tables() if self.per_run else {}),
             "trial_tables": trial_tables,
             "agent": self.agent(),

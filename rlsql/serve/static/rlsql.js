@@ -62,11 +62,25 @@
       width: width,
       height: spec.kind === "points" ? 340 : 260,
       series: series,
-      scales: {x: {time: !!spec.xtime, distr: spec.xlog ? 3 : 1}, y: {distr: spec.ylog ? 3 : 1}},
+      scales: {x: Object.assign({time: !!spec.xtime, distr: spec.xlog ? 3 : 1},
+                                spec.kind === "points" ? {range: padded(spec.xlog)} : {}),
+               y: {distr: spec.ylog ? 3 : 1}},
       axes: [spec.xtime ? {label: spec.xlabel} : {label: spec.xlabel, values: (u, splits) => splits.map(tick)},
              {label: spec.ylabel, size: 64, values: (u, splits) => splits.map(tick)}],
       cursor: {drag: {x: true, y: false}},
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
+    };
+  }
+
+  // A scatter's x scale reaches past its data: uPlot draws the points between the indexes the scale's ends
+  // fall on, and a scale ending exactly on a value several runs share stopped at the first of them (one dot
+  // for 127 runs at n_samples_per_prompt=8). A margin on each side puts every point inside.
+  function padded(log) {
+    return (u, min, max) => {
+      if (min === null || max === null) return [min, max];
+      if (log) return [min / 1.25, max * 1.25];
+      const pad = (max - min) * 0.05 || Math.abs(max) * 0.05 || 1;
+      return [min - pad, max + pad];
     };
   }
 
@@ -84,6 +98,7 @@
       const u = new uPlot(options(spec, Math.max(el.clientWidth, 300)), data, el);
       const zoom = zooms && zooms.get(el.id);
       if (zoom) u.setScale("x", zoom);
+      el.uplot = u;  // what the chart was given and draws, for a test to read back
       charts.set(el.id, {u: u, spec: spec});
       el.dataset.drawn = "1";
     });
