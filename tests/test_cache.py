@@ -336,6 +336,54 @@ def test_a_read_error_inside_a_verified_parquet_falls_back_to_the_csv(cache_dir,
     assert cache_states(capsys, monkeypatch)[trials] == "damaged"
 
 
+def _flip_three_bytes(parquet: Path) -> None:
+    """Issue 42 item 1: three bytes inside the pages flipped, the size and both magic numbers kept: DuckDB
+    reads such a copy without an error (a wrong count, a renamed trial), so only a checksum finds it."""
+    data = bytearray(parquet.read_bytes())
+    for offset in (len(data) // 3, len(data) // 3 + 1, len(data) // 3 + 2):
+        data[offset] ^= 0x5A
+    parquet.write_bytes(bytes(data))
+
+
+def test_flipped_bytes_in_a_csv_copy_are_found_before_use(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    run = tmp_path / "calendar"
+    shutil.copytree(RUNS / "calendar", run)
+    before = digest(run)
+    parquet = built_trials_entry(run, capsys, monkeypatch)
+    _flip_three_bytes(parquet)
+    trials = next(run.glob("*_trial_results.csv"))
+    for name in ("reward_summary", "turn_stats", "exception_distribution", "trial_phases"):
+        code, out, err = cli_run(["query", name, "-r", str(run), "-f", "json"], capsys, monkeypatch)
+        assert code == 0, err
+        assert_rows_match(json.loads(out), oracle.expected(name, [run]), f"{name} over a copy with flipped bytes")
+        warned = [line for line in err.splitlines() if "warning:" in line]
+        assert len(warned) == 1, err  # one warning, naming the CSV, the copy and the fix
+        assert str(trials) in warned[0] and str(parquet) in warned[0] and "checksum" in warned[0]
+        assert "rlsql cache build" in warned[0]
+    assert cache_states(capsys, monkeypatch)[trials.name] == "damaged"
+    assert digest(run) == before  # the read wrote nothing into the run folder
+    code, out, _ = cli_run(["cache", "build", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert {Path(b["file"]).name: b["state"] for b in json.loads(out)}[trials.name] == "built"
+    code, _, err = cli_run(["query", "reward_summary", "-r", str(run)], capsys, monkeypatch)
+    assert code == 0 and "warning" not in err
+
+
+def test_a_copy_without_a_checksum_is_stale_not_damaged(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    """An entry an rlsql before the checksum built is read in place without a warning until the next build."""
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    parquet = built_trials_entry(run, capsys, monkeypatch)
+    record_file = parquet.with_suffix(".json")
+    record = json.loads(record_file.read_text())
+    del record["parquet_crc32"]
+    record_file.write_text(json.dumps(record))
+    trials = next(run.glob("*_trial_results.csv")).name
+    assert cache_states(capsys, monkeypatch)[trials] == "stale"
+    code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0 and "warning" not in err
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "an entry without a checksum")
+
+
 def _zero_the_pages(parquet: Path) -> None:
     """Damage that keeps the size and both magic numbers: only a read of the pages finds it."""
     data = bytearray(parquet.read_bytes())

@@ -163,3 +163,47 @@ def test_random_damage_never_crashes_and_never_writes(tmp_path: Path, lines, cut
             assert "\n" not in str(exc)
     check_runs(resolve_runs([run]))
     assert digest(run) == before
+
+
+# --- issue 42: one bad file in a fleet is a warning, the other runs answer -----------------------------------
+
+
+NUL_HEADER = {
+    "nul_in_header": b"task_name,trial\0_name,n_episodes,exception_type,reward\nt,t__1,2,,1.0\n",
+    "zero_filled": b"\0" * 4096,  # what a crash leaves: the size written, the bytes never
+}
+
+
+@pytest.mark.parametrize("body", sorted(NUL_HEADER))
+@pytest.mark.parametrize("command", ["query", "check", "runs", "report", "export", "cache build", "db build"])
+def test_a_nul_in_one_csv_header_is_one_warning_and_the_fleet_answers(command: str, body: str, tmp_path: Path,
+                                                                     capsys, monkeypatch) -> None:
+    from tests.test_cli import run_main
+
+    bad = trials_run(tmp_path / "runs", NUL_HEADER[body], name="bad")
+    good = trials_run(tmp_path / "runs", HEADER + "t,t__1,2,,1.0\nt,t__2,4,,0.0\n", name="good")
+    before = digest(tmp_path / "runs")
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RLSQL_CACHE", "")
+    runs = ["-r", str(bad), "-r", str(good)]
+    out_file = tmp_path / "out"
+    args = {"query": ["query", "reward_summary", "-f", "json", *runs],
+            "check": ["check", *runs], "runs": ["runs", "-f", "json", *runs],
+            "report": ["report", "-o", str(out_file.with_suffix(".html")), *runs],
+            "export": ["export", "reward_summary", "-o", str(out_file), *runs],
+            "cache build": ["cache", "build", "-f", "json", *runs],
+            "db build": ["db", "build", str(out_file.with_suffix(".duckdb")), *runs]}[command]
+    code, out, err = run_main(args, capsys, monkeypatch)
+    assert "Traceback" not in err and "\0" not in out + err, err
+    named = [line for line in err.splitlines() if str(bad) in line]
+    assert len(named) == 1 and "header holds a NUL byte" in named[0], err
+    if command == "check":
+        assert code == 3 and "good" in out  # check fails for a run with no readable rows, and lists the other
+    else:
+        assert code == 0, err
+    if command == "query":
+        assert {r["run"]: r["trials"] for r in json.loads(out)} == {"bad": 0, "good": 2}
+    if command == "cache build":
+        assert {r["run"]: r["state"] for r in json.loads(out)} == {
+            "bad": "not cached (its header cannot be read)", "good": "built"}
+    assert digest(tmp_path / "runs") == before

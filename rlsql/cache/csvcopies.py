@@ -28,7 +28,7 @@ from rlsql.core.errors import DataError, RlsqlWarning, one_line
 from rlsql.core.exactpaths import why_unnameable
 from rlsql.runs import csvfiles
 from rlsql.runs.artifacts import INTEGER_COLUMNS
-from rlsql.runs.folders import CSV_ARTIFACTS, Run, read_header
+from rlsql.runs.folders import CSV_ARTIFACTS, Run, csv_header, read_header
 from rlsql.runs.memorydb import memory_connection
 from rlsql.runs.rejects import REJECT_EXAMPLES, last_scan, rejected_lines
 
@@ -85,6 +85,8 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
         reading.notice(f"{path}: cached now ({built.rows:,} rows in {built.seconds:.2f} s), read from the cache")
         store.evict(root, config.cache_max_bytes, keep=frozenset({entry.parquet}))
     elif state != "fresh":
+        if state == "damaged":
+            reading.damaged_copy(path, entry.parquet, why)
         reading.notice(f"{path}: read in place ({why})")
         _read_in_place(path)
         return None
@@ -154,6 +156,7 @@ def build_cache_entry(
         if store.Stat.of(path) != before:
             return None  # changed while read (a run still writing it): nothing is put in place
         parquet_bytes = tmp.stat().st_size
+        crc = store.parquet_checksum(tmp)
         # the record goes first, so no reader pairs the old record with the new Parquet file
         entry.meta.unlink(missing_ok=True)
         os.replace(tmp, entry.parquet)
@@ -173,6 +176,7 @@ def build_cache_entry(
             "rejected_rows": len(rejects),
             "rejects": rejects[:MAX_RECORDED_REJECTS],
             "parquet_bytes": parquet_bytes,
+            "parquet_crc32": crc,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "seconds": round(time.perf_counter() - started, 3),
         })
@@ -201,7 +205,8 @@ def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[st
     missing, stale or damaged (all with `force`).
 
     Rows: (run, artifact, csv path, state, rows, parquet bytes); state is built, fresh, changing
-    (the CSV changed while it was read: nothing recorded) or not cached (a path DuckDB cannot name).
+    (the CSV changed while it was read: nothing recorded) or not cached (a path DuckDB cannot name, a header
+    that cannot be read, a CSV DuckDB cannot read: each also a warning naming the file; the others are built).
     CacheUnavailable when the folder cannot be used.
     """
     config = settings.current()
@@ -219,7 +224,13 @@ def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[st
             artifact = run.artifact(kind)
             if artifact is None:
                 continue
-            header = read_header(artifact.path)
+            try:
+                header = csv_header(artifact.path).names
+            except DataError as exc:
+                # a header with a NUL byte (a zero-filled file), not UTF-8, ...: the other files are still built
+                warnings.warn(f"{exc}; not cached", RlsqlWarning, stacklevel=2)
+                done.append((run.name, kind, str(artifact.path), "not cached (its header cannot be read)", None, None))
+                continue
             if not header:
                 continue
             source = catalog.files[f"{kind}_src"]
@@ -234,8 +245,13 @@ def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[st
             if state != "fresh":
                 if progress is not None:
                     progress(f"{run.name}: {kind} ({artifact.path.stat().st_size / 2**20:,.0f} MiB)")
-                with store.build_lock(root):
-                    built = build_cache_entry(source, artifact.path, header, types, root, con)
+                try:
+                    with store.build_lock(root):
+                        built = build_cache_entry(source, artifact.path, header, types, root, con)
+                except DataError as exc:  # DuckDB cannot read this CSV: a query reads it in place, and says so
+                    warnings.warn(f"{exc}; not cached", RlsqlWarning, stacklevel=2)
+                    done.append((run.name, kind, str(artifact.path), "not cached (DuckDB cannot read it)", None, None))
+                    continue
                 state = "built" if built is not None else "changing"
             built_now.add(entry.parquet)
             meta = entry.read_meta() if state != "changing" else {}

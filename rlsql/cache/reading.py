@@ -98,6 +98,15 @@ def cache_root(for_writing: bool) -> Path | None:
         return None
 
 
+def damaged_copy(source: Path | str, parquet: Path, why: str) -> None:
+    """A copy found damaged before use (store.quick_state): its file answers instead, with a warning naming
+    the file, the copy and why (nothing is written: `cache build` rebuilds the copy). Not kept in `said`:
+    an attempt stopped by a bad cell (rlsql/runs/badcells.py) drops its warnings and the next says them
+    again; the command line says a warning repeated word for word once."""
+    warnings.warn(f"{source}: its cached copy {parquet} is damaged ({why}); answered from the file "
+                  "(`rlsql cache build` rebuilds the copy)", RlsqlWarning, stacklevel=3)
+
+
 def notice(message: str) -> None:
     """One stderr line with `-v` (Settings.verbose): how a file was read."""
     if settings.current().verbose:

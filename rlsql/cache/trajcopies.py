@@ -65,7 +65,7 @@ def sql_version(source: str) -> str:
 
 
 #: the reasons an entry is stale (its rows no longer what the source gives), not damaged
-STALE = ("the trajectory files changed", "rlsql's SQL for the source changed")
+STALE = ("the trajectory files changed", "rlsql's SQL for the source changed", store.NO_CHECKSUM)
 
 
 def _why_not_fresh(entry: store.Entry, record: dict, digest: str) -> str | None:
@@ -77,6 +77,8 @@ def _why_not_fresh(entry: store.Entry, record: dict, digest: str) -> str | None:
         return "the trajectory files changed since its cache entry was built"
     if record.get("table") not in SOURCES or record.get("sql") != sql_version(record["table"]):
         return "rlsql's SQL for the source changed since its cache entry was built (another rlsql version)"
+    if not record.get("parquet_crc32"):
+        return store.NO_CHECKSUM
     return store.parquet_looks_whole(entry, record)
 
 
@@ -106,6 +108,8 @@ def cached_rows(source: str, run: Run, trace_jobs: Path, listing: trajectories.T
             store.evict(root, config.cache_max_bytes, keep=frozenset({entry.parquet}))
             why = _why_not_fresh(entry, entry.read_meta(), digest)
     if why is not None:
+        if why != "no cache entry" and not why.startswith(STALE):
+            reading.damaged_copy(f"{trace_jobs} ({source})", entry.parquet, why)
         reading.notice(f"{trace_jobs}: {source} read in place ({why})")
         reading.read_in_place(trace_jobs, size, reading.TRAJECTORY_SAVING)
         return None
@@ -150,6 +154,7 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
         if listing_digest(trajectories.list_trajectories(trace_jobs))[0] != before:
             return None  # a file changed while read (a run still writing): nothing is put in place
         parquet_bytes = tmp.stat().st_size
+        crc = store.parquet_checksum(tmp)
         entry.meta.unlink(missing_ok=True)  # the record first: no reader pairs the old record with the new rows
         os.replace(tmp, entry.parquet)
         store.write_json(entry.meta, {
@@ -158,6 +163,7 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
             "files": len(listing.files),
             "rows": rows, "damaged_files": damaged,
             "bad_cells": [[*key, value] for key, value in sorted(bad.cells.items())], "parquet_bytes": parquet_bytes,
+            "parquet_crc32": crc,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
         })
     except duckdb.Error as exc:

@@ -438,6 +438,9 @@ def _first_line(path: Path) -> str:
     try:
         with path.open("rb") as fh:
             raw = fh.readline()  # bytes: a bad byte further down the file is DuckDB's to report, per row
+        if b"\0" in raw:
+            # a zero-filled file (what a crash leaves) or a damaged header: no column name can hold a NUL
+            raise HeaderError(path, "header holds a NUL byte (a zero-filled or damaged file)")
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise HeaderError(path, f"header is not valid UTF-8 ({exc.reason})") from exc
