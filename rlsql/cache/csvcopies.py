@@ -30,7 +30,7 @@ from rlsql.runs import csvfiles
 from rlsql.runs.artifacts import INTEGER_COLUMNS
 from rlsql.runs.folders import CSV_ARTIFACTS, Run, csv_header, read_header
 from rlsql.runs.memorydb import memory_connection
-from rlsql.runs.rejects import REJECT_EXAMPLES, last_scan, rejected_lines
+from rlsql.runs.rejects import REJECT_EXAMPLES, last_scan, lost_after, rejected_lines
 
 
 def reading_version(source: SqlFile, header: list[str], types: dict[str, str]) -> str:
@@ -148,11 +148,23 @@ def build_cache_entry(
         entry.parquet.parent.mkdir(exist_ok=True)
         digest = store.sha256_of(path)
         buffer = csvfiles.buffer_size([path])
-        scans_before = last_scan(con)
-        sql = template.render(path=str(path), header=header, types=types, target=str(tmp), key=entry.key,
-                              buffer=buffer, integers=INTEGER_COLUMNS.get(source.artifact or "", ()))
-        rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
-        rejects = [[line, why] for _, line, why in rejected_lines(con, scans_before)]
+        read: str | None = str(path)
+        while True:
+            scans_before = last_scan(con)
+            sql = template.render(path=read, header=header, types=types, target=str(tmp), key=entry.key,
+                                  buffer=buffer, integers=INTEGER_COLUMNS.get(source.artifact or "", ()))
+            try:
+                rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
+            except duckdb.InvalidInputException:
+                if read != str(path) or (read := csvfiles.line_bounded_copy(path)) is None:
+                    raise
+                continue  # mixed line endings: the copy holds the rows a read in place gets (reading.py)
+            rejected = rejected_lines(con, scans_before)
+            rejects = [[line, why] for _, line, why in rejected]
+            if read == str(path) and lost_after(path, (why for _, _, why in rejected)):
+                read = csvfiles.line_bounded_copy(path)  # a quote that never closes: the rows after it too
+                continue
+            break
         if store.Stat.of(path) != before:
             return None  # changed while read (a run still writing it): nothing is put in place
         parquet_bytes = tmp.stat().st_size

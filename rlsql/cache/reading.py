@@ -6,8 +6,10 @@ entries they handed out and the large files they read in place. Afterwards:
 
 - a failure after reading cached copies is answered again from the files themselves, and the
   entries that failed are marked damaged (a copy never costs a failed query);
-- a CSV that DuckDB cannot parse at all (a stray carriage return) fails `work()` once; it is then
-  skipped with a warning naming its file and line, and `work()` runs again without it;
+- a CSV that DuckDB cannot read row by row (mixed line endings; a quote that never closes, which
+  loses every row after it) fails `work()` once; `work()` runs again reading a line-bounded copy of
+  it (rlsql/runs/csvfiles.py); when even that fails, the file is skipped with a warning naming its
+  file and line, and `work()` runs again without it;
 - the large files read in place give one hint line: how long the answer took and what
   `rlsql cache build` would save.
 
@@ -178,6 +180,14 @@ def skipping_unparsable(work: Callable[[], T]) -> T:
                 failure = exc
         # said again only outside the block: inside it, they would land in the list being read
         version = csvfiles.file_version(failure.path) if isinstance(failure, UnparsableCsv) else None
+        if version is not None and version not in csvfiles.line_bounded:
+            # first read it line-bounded: the rows DuckDB could not reach are read (csvfiles.line_bounded_copy)
+            try:
+                csvfiles.line_bounded[version] = csvfiles.line_bounded_copy(Path(version[0]))
+            except OSError:
+                csvfiles.line_bounded[version] = None
+            if csvfiles.line_bounded[version] is not None:
+                continue
         if version is None or version in csvfiles.unparsable:
             for w in said:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -265,7 +265,7 @@ def sha256_of(path: Path) -> str:
 
 #: the Parquet files whose bytes matched their checksum in this process, by (path, size, mtime, ctime, inode):
 #: a long-lived process (serve, a notebook) reads a copy's bytes once, not on every answer
-_checked: set[tuple[str, int, int, int, int]] = set()
+_verified: set[tuple[str, int, int, int, int]] = set()
 
 
 #: why an entry without a checksum is stale (not damaged): an older rlsql built it; `cache build` replaces it
@@ -288,11 +288,11 @@ def _checksum_problem(parquet: Path, record: dict) -> str | None:
         return NO_CHECKSUM
     st = parquet.stat()
     key = (str(parquet), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-    if key in _checked:
+    if key in _verified:
         return None
     if parquet_checksum(parquet) != wanted:
         return "its Parquet file's bytes do not match the checksum recorded when it was built"
-    _checked.add(key)
+    _verified.add(key)
     return None
 
 
