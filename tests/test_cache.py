@@ -774,3 +774,23 @@ def test_a_run_with_pattern_characters_in_its_path_is_cached_from_its_own_file(c
     got = rlsql.query("turn_stats", [parent]).to_dicts()
     assert "read_parquet" in source_sql([parent], "trials_src")
     assert_rows_match(got, oracle.expected("turn_stats", [parent / "run1", parent / "run[1]"]), "pattern names, cached")
+
+
+def test_cache_build_into_a_full_cache_folder_exits_4_naming_the_folder(tmp_path, rlsql_exe) -> None:
+    """Issue 42 (minor): a cache folder that cannot take the copy (here a file size limit, as a full disk
+    answers) is the cache's write failure, not the CSV's bad data: exit 4 naming the folder, nothing left."""
+    run = tmp_path / "r"
+    run.mkdir()
+    rows = [f"t,{hashlib.sha256(str(i).encode()).hexdigest()}__{i},{i % 9},,1.0"
+            for i in range(20000)]  # ~1.5 MB that zstd cannot shrink to 200 KiB (hex digests)
+    (run / "trial_results.csv").write_text("task_name,trial_name,n_episodes,exception_type,reward\n"
+                                           + "\n".join(rows) + "\n")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache), "RLSQL_CACHE": "auto"}
+    # bash's `ulimit -f` in KiB; SIGXFSZ ignored so that the write fails with EFBIG instead of killing
+    done = subprocess.run(["bash", "-c", 'trap "" XFSZ; ulimit -f 200; exec "$0" cache build -r "$1"', rlsql_exe,
+                           str(run)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"rlsql: error: {cache}: cannot write (File too large)"
+    assert "Traceback" not in done.stderr
+    assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix != ".json"]  # no Parquet, no temp left

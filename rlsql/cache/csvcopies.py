@@ -26,7 +26,7 @@ from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
 from rlsql.core.exactpaths import why_unnameable
-from rlsql.runs import csvfiles
+from rlsql.runs import csvfiles, writes
 from rlsql.runs.artifacts import INTEGER_COLUMNS
 from rlsql.runs.folders import CSV_ARTIFACTS, Run, csv_header, read_header
 from rlsql.runs.memorydb import memory_connection
@@ -76,7 +76,7 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
         except store.CacheUnavailable as exc:
             reading.notice(f"{path}: read in place ({exc})")
             built = None
-        except DataError as exc:
+        except (DataError, writes.WriteError) as exc:
             reading.notice(f"{path}: read in place (not cached: {exc})")
             built = None
         if built is None:
@@ -193,7 +193,9 @@ def build_cache_entry(
             "seconds": round(time.perf_counter() - started, 3),
         })
     except duckdb.Error as exc:
-        raise DataError(f"{path}: cannot build its cached copy: {one_line(exc)}") from exc
+        # a full cache folder is the cache's failure (exit 4, naming the folder), not the CSV's
+        raise writes.disk_failure(root, tmp, str(exc)) or DataError(
+            f"{path}: cannot build its cached copy: {one_line(exc)}") from exc
     except OSError as exc:
         raise store.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
     finally:

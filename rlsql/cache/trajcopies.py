@@ -33,7 +33,7 @@ from rlsql.catalog.catalog import load_catalog, sql_root
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.sqltext import glob_escaped
-from rlsql.runs import badcells, trajectories
+from rlsql.runs import badcells, trajectories, writes
 from rlsql.runs.folders import Run
 from rlsql.runs.memorydb import memory_connection
 
@@ -101,7 +101,7 @@ def cached_rows(source: str, run: Run, trace_jobs: Path, listing: trajectories.T
         try:
             with store.build_lock(root):
                 built = build_entry(source, run, trace_jobs, root)
-        except (store.CacheUnavailable, DataError) as exc:
+        except (store.CacheUnavailable, DataError, writes.WriteError) as exc:
             built, why = None, str(exc)
         if built is not None:
             reading.notice(f"{trace_jobs}: {source} cached now ({built.rows:,} rows in {built.seconds:.2f} s)")
@@ -167,7 +167,8 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
         })
     except duckdb.Error as exc:
-        raise DataError(f"{trace_jobs}: cannot build the cached copy of {source}: {one_line(exc)}") from exc
+        raise writes.disk_failure(root, tmp, str(exc)) or DataError(
+            f"{trace_jobs}: cannot build the cached copy of {source}: {one_line(exc)}") from exc
     except OSError as exc:
         raise store.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
     finally:
