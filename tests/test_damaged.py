@@ -270,3 +270,18 @@ def test_a_crlf_row_appended_to_an_lf_file_is_read(tmp_path: Path) -> None:
     assert not caught, [str(w.message) for w in caught]
     assert check_runs(resolve_runs([run]))[0].readable_rows["trials"] == 4
     assert digest(tmp_path) == before
+
+
+def test_a_nested_folder_of_runs_is_named_in_one_warning(tmp_path: Path) -> None:
+    """Issue 42 (the analyst's trial): `-r runs/` read runs/a and skipped runs/sweep/{b,c} without a word."""
+    trials_run(tmp_path / "runs", HEADER + "t,t__1,2,,1.0\n", name="a")
+    for name in ("b", "c"):
+        trials_run(tmp_path / "runs" / "sweep", HEADER + "t,t__1,2,,1.0\n", name=name)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runs = resolve_runs([tmp_path / "runs"])
+    assert [r.name for r in runs] == ["a"]
+    said = [str(w.message) for w in caught]
+    assert said == [f"{tmp_path / 'runs'}: sub-folder(s) sweep (2 runs) hold runs one level deeper, not read; "
+                    f"give such a folder with its own -r (e.g. -r {tmp_path / 'runs' / 'sweep'})"]
+    assert [r.name for r in resolve_runs([tmp_path / "runs" / "sweep"])] == ["b", "c"]
