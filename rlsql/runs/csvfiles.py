@@ -113,6 +113,10 @@ def line_bounded_copy(path: Path) -> str | None:
     if not changed:
         target.unlink(missing_ok=True)
         return None
+    # a copy of an earlier version of the file (a live CSV that grew, in a long-lived process) is not read again
+    for old in [c for c, of in copied_from.items() if of == str(path)]:
+        Path(old).unlink(missing_ok=True)
+        del copied_from[old]
     atexit.register(target.unlink, missing_ok=True)
     copied_from[str(target)] = str(path)
     return str(target)
