@@ -14,7 +14,7 @@ from rlsql.core.errors import DATA_ERROR_MARK, DataError, QueryError, RlsqlError
 from rlsql.engine.csvprobe import locate_unparsable_csv, parser_failure
 from rlsql.runs import csvfiles
 from rlsql.runs.folders import CSV_ARTIFACTS, Run
-from rlsql.runs.rejects import REJECT_EXAMPLES, lost_after, rejected_lines
+from rlsql.runs.rejects import REJECT_EXAMPLES, UNCLOSED_QUOTE, lost_after, rejected_lines
 
 if TYPE_CHECKING:
     from rlsql.catalog.sqlfile import SqlFile
@@ -62,8 +62,10 @@ def warn_rejected_rows(con: duckdb.DuckDBPyConnection) -> None:
         by_file.setdefault(path, []).append((line, why))
     for path, rejected in by_file.items():
         version = csvfiles.file_version(path)
-        if version not in csvfiles.line_bounded and lost_after(path, (why for _, why in rejected)):
-            raise UnparsableCsv(path, None, "a quote that never closes (DuckDB drops every row after it)")
+        if version not in csvfiles.line_bounded and any(why == UNCLOSED_QUOTE for _, why in rejected):
+            if lost_after(path, (why for _, why in rejected)):
+                raise UnparsableCsv(path, None, "a quote that never closes (DuckDB drops every row after it)")
+            csvfiles.line_bounded[version] = None  # every quote closes: scanned once while the file is unchanged
     for path, rejected in by_file.items():
         examples = "; ".join(f"line {line}: {why}" for line, why in rejected[:REJECT_EXAMPLES])
         more = f"; and {len(rejected) - REJECT_EXAMPLES} more" if len(rejected) > REJECT_EXAMPLES else ""
