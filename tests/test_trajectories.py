@@ -472,9 +472,12 @@ def test_a_copy_that_fails_to_read_is_answered_from_the_files(tmp_path: Path, ca
     entry.parquet.write_bytes(bytes(data))
     code, out, err = _cli(["query", "looping_trials", "-r", str(runs[0]), "-f", "json"], capsys, monkeypatch)
     assert code in (0, None), err
-    assert "its cached copy" in err and "answered from the file, and the entry is marked damaged" in err
+    # the checksum of its bytes (issue 42) finds the damage before DuckDB reads the copy: one warning, the files
+    # answer, and the read writes nothing into the cache (status finds the damage by the same check)
+    damaged = [line for line in err.splitlines() if "its cached copy" in line]
+    assert len(damaged) == 1 and "checksum" in damaged[0] and "answered from the file" in damaged[0], err
     assert_rows_match(json.loads(out), oracle.expected("looping_trials", runs), "looping_trials past a damaged copy")
-    assert store.Entry(entry.parquet, entry.meta).read_meta()["damaged"]
+    assert not store.Entry(entry.parquet, entry.meta).read_meta().get("damaged")
     code, out, err = _cli(["cache", "status", "-f", "json"], capsys, monkeypatch)
     states = {r["file"].rsplit(" ", 1)[1]: r["state"] for r in json.loads(out) if "/trace_jobs (" in r["file"]}
     assert states == {"(tool_calls_src)": "damaged", "(trajectory_steps_src)": "fresh"}
