@@ -296,3 +296,29 @@ def test_sql_may_start_with_a_comment(capsys, monkeypatch) -> None:
                                str(RUNS / "tiny"), "-f", "csv"], capsys, monkeypatch)
     assert code == 0, err
     assert out == f"n\n{len(oracle.read_trials(RUNS / 'tiny'))}\n"
+
+
+def test_an_export_onto_a_full_disk_leaves_no_orphaned_sources_list(tmp_path: Path, rlsql_exe: str) -> None:
+    """Issue 42 (minor): a Parquet file's list of sources is written beside it first; when the file itself
+    cannot be written (a full disk; here a file size limit, which the filesystem answers the same way),
+    the list named by no file was left behind. Now: exit 4, and only what a finished item wrote stays."""
+    import hashlib
+    import os
+    import subprocess
+
+    run = tmp_path / "r"
+    run.mkdir()
+    rows = [f"t,{hashlib.sha256(str(i).encode()).hexdigest()}__{i},{i % 9},,1.0" for i in range(20000)]
+    (run / "trial_results.csv").write_text("task_name,trial_name,n_episodes,exception_type,reward\n"
+                                           + "\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    env = {**os.environ, "RLSQL_CACHE": "off"}
+    done = subprocess.run(["bash", "-c", 'trap "" XFSZ; ulimit -f 300; exec "$0" export reward_summary trials '
+                           '-f parquet -o "$1" -r "$2"', rlsql_exe, str(out), str(run)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 4, done.stderr
+    assert f"{out / 'trials.parquet'}: cannot write (File too large)" in done.stderr
+    names = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    # reward_summary (one row) was written with its list; trials failed, and its list went with it
+    assert [n for n in names if not n.startswith("reward_summary.parquet.sources-")] == ["reward_summary.parquet"]
+    assert len(names) == 2

@@ -336,6 +336,54 @@ def test_a_read_error_inside_a_verified_parquet_falls_back_to_the_csv(cache_dir,
     assert cache_states(capsys, monkeypatch)[trials] == "damaged"
 
 
+def _flip_three_bytes(parquet: Path) -> None:
+    """Issue 42 item 1: three bytes inside the pages flipped, the size and both magic numbers kept: DuckDB
+    reads such a copy without an error (a wrong count, a renamed trial), so only a checksum finds it."""
+    data = bytearray(parquet.read_bytes())
+    for offset in (len(data) // 3, len(data) // 3 + 1, len(data) // 3 + 2):
+        data[offset] ^= 0x5A
+    parquet.write_bytes(bytes(data))
+
+
+def test_flipped_bytes_in_a_csv_copy_are_found_before_use(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    run = tmp_path / "calendar"
+    shutil.copytree(RUNS / "calendar", run)
+    before = digest(run)
+    parquet = built_trials_entry(run, capsys, monkeypatch)
+    _flip_three_bytes(parquet)
+    trials = next(run.glob("*_trial_results.csv"))
+    for name in ("reward_summary", "turn_stats", "exception_distribution", "trial_phases"):
+        code, out, err = cli_run(["query", name, "-r", str(run), "-f", "json"], capsys, monkeypatch)
+        assert code == 0, err
+        assert_rows_match(json.loads(out), oracle.expected(name, [run]), f"{name} over a copy with flipped bytes")
+        warned = [line for line in err.splitlines() if "warning:" in line]
+        assert len(warned) == 1, err  # one warning, naming the CSV, the copy and the fix
+        assert str(trials) in warned[0] and str(parquet) in warned[0] and "checksum" in warned[0]
+        assert "rlsql cache build" in warned[0]
+    assert cache_states(capsys, monkeypatch)[trials.name] == "damaged"
+    assert digest(run) == before  # the read wrote nothing into the run folder
+    code, out, _ = cli_run(["cache", "build", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert {Path(b["file"]).name: b["state"] for b in json.loads(out)}[trials.name] == "built"
+    code, _, err = cli_run(["query", "reward_summary", "-r", str(run)], capsys, monkeypatch)
+    assert code == 0 and "warning" not in err
+
+
+def test_a_copy_without_a_checksum_is_stale_not_damaged(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    """An entry an rlsql before the checksum built is read in place without a warning until the next build."""
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    parquet = built_trials_entry(run, capsys, monkeypatch)
+    record_file = parquet.with_suffix(".json")
+    record = json.loads(record_file.read_text())
+    del record["parquet_crc32"]
+    record_file.write_text(json.dumps(record))
+    trials = next(run.glob("*_trial_results.csv")).name
+    assert cache_states(capsys, monkeypatch)[trials] == "stale"
+    code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0 and "warning" not in err
+    assert_rows_match(json.loads(out), oracle.expected("turn_stats", [run]), "an entry without a checksum")
+
+
 def _zero_the_pages(parquet: Path) -> None:
     """Damage that keeps the size and both magic numbers: only a read of the pages finds it."""
     data = bytearray(parquet.read_bytes())
@@ -726,3 +774,23 @@ def test_a_run_with_pattern_characters_in_its_path_is_cached_from_its_own_file(c
     got = rlsql.query("turn_stats", [parent]).to_dicts()
     assert "read_parquet" in source_sql([parent], "trials_src")
     assert_rows_match(got, oracle.expected("turn_stats", [parent / "run1", parent / "run[1]"]), "pattern names, cached")
+
+
+def test_cache_build_into_a_full_cache_folder_exits_4_naming_the_folder(tmp_path, rlsql_exe) -> None:
+    """Issue 42 (minor): a cache folder that cannot take the copy (here a file size limit, as a full disk
+    answers) is the cache's write failure, not the CSV's bad data: exit 4 naming the folder, nothing left."""
+    run = tmp_path / "r"
+    run.mkdir()
+    rows = [f"t,{hashlib.sha256(str(i).encode()).hexdigest()}__{i},{i % 9},,1.0"
+            for i in range(20000)]  # ~1.5 MB that zstd cannot shrink to 200 KiB (hex digests)
+    (run / "trial_results.csv").write_text("task_name,trial_name,n_episodes,exception_type,reward\n"
+                                           + "\n".join(rows) + "\n")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(cache), "RLSQL_CACHE": "auto"}
+    # bash's `ulimit -f` in KiB; SIGXFSZ ignored so that the write fails with EFBIG instead of killing
+    done = subprocess.run(["bash", "-c", 'trap "" XFSZ; ulimit -f 200; exec "$0" cache build -r "$1"', rlsql_exe,
+                           str(run)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"rlsql: error: {cache}: cannot write (File too large)"
+    assert "Traceback" not in done.stderr
+    assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix != ".json"]  # no Parquet, no temp left

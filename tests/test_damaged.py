@@ -8,6 +8,7 @@ import hashlib
 import json
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,124 @@ def test_random_damage_never_crashes_and_never_writes(tmp_path: Path, lines, cut
             assert "\n" not in str(exc)
     check_runs(resolve_runs([run]))
     assert digest(run) == before
+
+
+# --- issue 42: one bad file in a fleet is a warning, the other runs answer -----------------------------------
+
+
+NUL_HEADER = {
+    "nul_in_header": b"task_name,trial\0_name,n_episodes,exception_type,reward\nt,t__1,2,,1.0\n",
+    "zero_filled": b"\0" * 4096,  # what a crash leaves: the size written, the bytes never
+}
+
+
+@pytest.mark.parametrize("body", sorted(NUL_HEADER))
+@pytest.mark.parametrize("command", ["query", "check", "runs", "report", "export", "cache build", "db build"])
+def test_a_nul_in_one_csv_header_is_one_warning_and_the_fleet_answers(command: str, body: str, tmp_path: Path,
+                                                                     capsys, monkeypatch) -> None:
+    from tests.test_cli import run_main
+
+    bad = trials_run(tmp_path / "runs", NUL_HEADER[body], name="bad")
+    good = trials_run(tmp_path / "runs", HEADER + "t,t__1,2,,1.0\nt,t__2,4,,0.0\n", name="good")
+    before = digest(tmp_path / "runs")
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RLSQL_CACHE", "")
+    runs = ["-r", str(bad), "-r", str(good)]
+    out_file = tmp_path / "out"
+    args = {"query": ["query", "reward_summary", "-f", "json", *runs],
+            "check": ["check", *runs], "runs": ["runs", "-f", "json", *runs],
+            "report": ["report", "-o", str(out_file.with_suffix(".html")), *runs],
+            "export": ["export", "reward_summary", "-o", str(out_file), *runs],
+            "cache build": ["cache", "build", "-f", "json", *runs],
+            "db build": ["db", "build", str(out_file.with_suffix(".duckdb")), *runs]}[command]
+    code, out, err = run_main(args, capsys, monkeypatch)
+    assert "Traceback" not in err and "\0" not in out + err, err
+    named = [line for line in err.splitlines() if str(bad) in line]
+    assert len(named) == 1 and "header holds a NUL byte" in named[0], err
+    if command == "check":
+        assert code == 3 and "good" in out  # check fails for a run with no readable rows, and lists the other
+    else:
+        assert code == 0, err
+    if command == "query":
+        assert {r["run"]: r["trials"] for r in json.loads(out)} == {"bad": 0, "good": 2}
+    if command == "cache build":
+        assert {r["run"]: r["state"] for r in json.loads(out)} == {
+            "bad": "not cached (its header cannot be read)", "good": "built"}
+    assert digest(tmp_path / "runs") == before
+
+
+# --- issue 42: rows DuckDB's parser cannot reach are read line-bounded ----------------------------------------
+
+
+def _trials_body(n: int) -> list[str]:
+    return [HEADER] + [f"t,t__{i},{i % 7 + 1},,{i % 2}.0\n" for i in range(1, n + 1)]
+
+
+@pytest.mark.parametrize("cache", ["off", "built"])
+def test_an_unclosed_quote_loses_only_its_own_line(cache: str, tmp_path: Path, capsys, monkeypatch) -> None:
+    """`,"unterminated` appended to line 101 of 2,980 trials: DuckDB read 99 trials and warned about 1 row."""
+    from tests.test_cli import run_main
+
+    lines = _trials_body(2980)
+    lines[100] = lines[100].rstrip("\n") + ',"unterminated\n'  # line 101: trial t__100
+    run = trials_run(tmp_path / "runs", "".join(lines))
+    before = digest(tmp_path / "runs")
+    monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RLSQL_CACHE", "")
+    if cache == "built":
+        code, out, err = run_main(["cache", "build", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+        assert code == 0 and json.loads(out)[0]["rows"] == 2979, err
+    code, out, err = run_main(["query", "reward_summary", "-r", str(run), "-f", "json"], capsys, monkeypatch)
+    assert code == 0, err
+    # by hand: trials 1..2980 but t__100; rewards i % 2, so 1,490 ones among them, minus t__100's 0
+    assert json.loads(out) == [{"run": "r", "trials": 2979, "trials_with_reward": 2979, "mean_reward": 1490 / 2979,
+                                "success_rate": 1490 / 2979, "trials_with_turns": 2979}]
+    warned = [line for line in err.splitlines() if "warning" in line]
+    assert warned == [f"rlsql: warning: {run / '20260301_000000_trial_results.csv'}: skipped 1 unreadable row "
+                      "(line 101: a quote that is not closed, or text after a closing quote)"], err
+    problems = [(i.line, i.problem) for i in check_runs(resolve_runs([run]))[0].issues]
+    assert (101, "row skipped: a quote that is not closed, or text after a closing quote") in problems
+    assert not [p for _, p in problems if "unaccounted" in p], problems
+    assert digest(tmp_path / "runs") == before
+
+
+def test_a_quoted_cell_over_two_lines_stays_one_row_before_a_quote_that_never_closes(tmp_path: Path) -> None:
+    body = (HEADER + 't,t__1,2,"an error\nover two lines",1.0\n'  # a quoted cell that closes: one row
+            't,t__2,3,,0.0,"never\n'  # line 4 never closes: it is rejected, the rows after it are read
+            "t,t__3,4,,1.0\nt,t__4,5,,1.0\nt,t__5,6,,0.0\n")
+    run = trials_run(tmp_path, body)
+    rows, warned = query_with_warnings("exception_distribution", run)
+    # by hand: t__1 (exception "an error\nover two lines"), t__3, t__4 and t__5 (no exception) are read
+    assert sorted((r["exception_type"], r["trials"]) for r in rows) == [("No exception", 3),
+                                                                       ("an error\nover two lines", 1)]
+    # (DuckDB numbers the line by records: a quoted cell over two lines counts as one, so it says line 3)
+    assert "skipped 1 unreadable row (line " in warned and "a quote that is not closed" in warned
+
+
+def test_a_crlf_row_appended_to_an_lf_file_is_read(tmp_path: Path) -> None:
+    """A live CSV whose last row was appended with `\\r\\n`: DuckDB's parser failed the whole file."""
+    run = trials_run(tmp_path, "".join(_trials_body(3)) + "t,t__4,9,,1.0\r\n")
+    before = digest(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = rlsql.query("turn_stats", [run]).to_dicts()
+    # by hand: turns 2, 3, 4 and the appended row's 9
+    assert (rows[0]["trials"], rows[0]["max"], rows[0]["mean"]) == (4, 9, 4.5)
+    assert not caught, [str(w.message) for w in caught]
+    assert check_runs(resolve_runs([run]))[0].readable_rows["trials"] == 4
+    assert digest(tmp_path) == before
+
+
+def test_a_nested_folder_of_runs_is_named_in_one_warning(tmp_path: Path) -> None:
+    """Issue 42 (the analyst's trial): `-r runs/` read runs/a and skipped runs/sweep/{b,c} without a word."""
+    trials_run(tmp_path / "runs", HEADER + "t,t__1,2,,1.0\n", name="a")
+    for name in ("b", "c"):
+        trials_run(tmp_path / "runs" / "sweep", HEADER + "t,t__1,2,,1.0\n", name=name)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runs = resolve_runs([tmp_path / "runs"])
+    assert [r.name for r in runs] == ["a"]
+    said = [str(w.message) for w in caught]
+    assert said == [f"{tmp_path / 'runs'}: sub-folder(s) sweep (2 runs) hold runs one level deeper, not read; "
+                    f"give such a folder with its own -r (e.g. -r {tmp_path / 'runs' / 'sweep'})"]
+    assert [r.name for r in resolve_runs([tmp_path / "runs" / "sweep"])] == ["b", "c"]

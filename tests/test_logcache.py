@@ -197,11 +197,12 @@ def test_a_damaged_entry_falls_back_to_the_log(tmp_path: Path, cache_dir: Path) 
         warnings.simplefilter("always")
         got = rlsql.query("reward_curve", [run]).to_dicts()
     assert_rows_match(got, want, "reward_curve from the log after the entry was damaged")
-    assert any("marked damaged" in str(w.message) for w in caught), [str(w.message) for w in caught]
-    assert entry.read_meta()["damaged"]
-    # the next query parses the log again and writes a good entry
+    # the checksum of the entry's bytes (issue 42) finds the damage before DuckDB reads a page: the log is
+    # parsed again and a good entry written, as for a truncated one; DuckDB never read the damaged pages
+    assert not any("could not be read" in str(w.message) for w in caught), [str(w.message) for w in caught]
+    record = entry.read_meta()
+    assert not record.get("damaged") and record["parquet_crc32"] == cache.parquet_checksum(entry.parquet)
     assert_rows_match(rlsql.query("reward_curve", [run]).to_dicts(), want, "after the rebuild")
-    assert not entry.read_meta().get("damaged")
 
 
 def test_a_truncated_entry_is_rebuilt(tmp_path: Path, cache_dir: Path) -> None:

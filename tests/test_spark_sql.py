@@ -46,3 +46,15 @@ def test_an_inlined_macro_keeps_its_arguments_and_body_whole() -> None:
     want = con.execute("SELECT 10 - m(a - b) AS v FROM (SELECT 5 AS a, 3 AS b)").fetchone()
     assert want == (5,)
     assert con.execute(inlined).fetchone() == want
+
+
+@pytest.mark.parametrize(("span", "depth"), [(1, 0), (5, 103), (100, 2080)])
+def test_the_ema_window_depth_folds_to_a_literal_frame_bound(span: int, depth: int) -> None:
+    """Spark takes only a literal as a frame bound: reward_curve's ema_depth(span) is folded when compiled.
+    By hand: the depth d is the least with (1 - 2/(span+1))^d < 2^-60, so d = ceil(60 ln 2 / -ln(1 - alpha)):
+    span 5 (alpha 1/3): 41.589 / 0.405465 = 102.57 -> 103; span 100: 41.589 / 0.0200007 = 2079.4 -> 2080;
+    span 1 (alpha 1): the current value alone."""
+    catalog = load_catalog()
+    statements = compile_file(catalog.files["reward_curve"], catalog, {"span": span})
+    text = " ".join(sql for _, sql in statements)
+    assert f"ROWS BETWEEN {depth} PRECEDING AND CURRENT ROW" in " ".join(text.split())

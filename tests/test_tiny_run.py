@@ -507,3 +507,48 @@ def test_vllm_seconds_years_and_midnight() -> None:
         (RUN, "job_2", datetime(2026, 1, 5, 0, 0, 4)),
         (RUN, "job_2", datetime(2026, 1, 6, 0, 0, 1)),
     ]
+
+
+@pytest.mark.parametrize("span", [1, 5, 40])
+def test_the_ema_past_its_window_depth_equals_the_full_recursion(span: int, tmp_path: Path) -> None:
+    """Issue 42 item 9: the EMA reads the last ema_depth(span) + 1 values (older ones weigh below 2^-60), not
+    every step's history. Over 1,200 steps (past the depth: 103 for span 5, 832 for span 40), NULL rewards
+    on every 7th step, it equals the recursion over all values computed here in plain Python."""
+    from rlsql.engine.query import run_sql
+    from rlsql.runs.folders import resolve_runs
+
+    run = tmp_path / "long"
+    run.mkdir()
+    rewards = [None if step % 7 == 0 else ((step * 7919) % 1000) / 1000 for step in range(1, 1201)]
+    lines = ["log_file,trainer/global_step,reward/avg_raw_reward"]
+    lines += [f"job_1,{step},{'' if r is None else r}" for step, r in enumerate(rewards, 1)]
+    (run / "metrics.csv").write_text("\n".join(lines) + "\n")
+    alpha, ema, want = 2 / (span + 1), None, []
+    for r in rewards:
+        if r is not None:
+            ema = r if ema is None else alpha * r + (1 - alpha) * ema
+        want.append(None if r is None else ema)
+    got = [row["ema"] for row in rlsql.query("reward_curve", [run], span=span).to_dicts()]
+    assert len(got) == len(want)
+    for step, (g, w) in enumerate(zip(got, want, strict=True), 1):
+        assert (g is None and w is None) or math.isclose(g, w, rel_tol=1e-12, abs_tol=1e-15), (step, g, w)
+    # the table macro ema() over the same points
+    sql = ("CREATE TEMP TABLE points AS SELECT run AS series, step AS x, reward AS value FROM reward_curve; "
+           f"SELECT ema FROM ema('points', span := {span}) ORDER BY x")
+    got = [row["ema"] for row in run_sql(sql, resolve_runs([run])).to_dicts()]
+    for step, (g, w) in enumerate(zip(got, want, strict=True), 1):
+        assert (g is None and w is None) or math.isclose(g, w, rel_tol=1e-12, abs_tol=1e-15), (step, g, w)
+
+
+def test_the_ema_of_20000_steps_fits_in_300_mb(tmp_path: Path) -> None:
+    """Issue 42 item 9: the EMA held every step's history (a list per row: quadratic; 2.3 GB at 20,000 steps).
+    DuckDB's own memory limit makes the bound machine-independent: the old window fails it (Out of Memory)."""
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "metrics.csv").write_text("log_file,trainer/global_step,reward/avg_raw_reward\njob_1,1,0.5\n")
+    with rlsql.connect([run]) as con:
+        con.execute("SET memory_limit = '300MB'; SET threads = 1")
+        con.execute("CREATE TEMP TABLE points AS SELECT 's' AS series, range AS x, (range * 7919 % 1000) / 1000 "
+                    "AS value FROM range(20000)")
+        n, last = con.execute("SELECT count(ema), arg_max(ema, x) FROM ema('points')").fetchone()
+    assert n == 20000 and 0 <= last <= 1

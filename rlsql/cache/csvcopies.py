@@ -26,11 +26,11 @@ from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
 from rlsql.core.exactpaths import why_unnameable
-from rlsql.runs import csvfiles
+from rlsql.runs import csvfiles, writes
 from rlsql.runs.artifacts import INTEGER_COLUMNS
-from rlsql.runs.folders import CSV_ARTIFACTS, Run, read_header
+from rlsql.runs.folders import CSV_ARTIFACTS, Run, csv_header, read_header
 from rlsql.runs.memorydb import memory_connection
-from rlsql.runs.rejects import REJECT_EXAMPLES, last_scan, rejected_lines
+from rlsql.runs.rejects import REJECT_EXAMPLES, last_scan, lost_after, rejected_lines
 
 
 def reading_version(source: SqlFile, header: list[str], types: dict[str, str]) -> str:
@@ -76,7 +76,7 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
         except store.CacheUnavailable as exc:
             reading.notice(f"{path}: read in place ({exc})")
             built = None
-        except DataError as exc:
+        except (DataError, writes.WriteError) as exc:
             reading.notice(f"{path}: read in place (not cached: {exc})")
             built = None
         if built is None:
@@ -85,6 +85,8 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
         reading.notice(f"{path}: cached now ({built.rows:,} rows in {built.seconds:.2f} s), read from the cache")
         store.evict(root, config.cache_max_bytes, keep=frozenset({entry.parquet}))
     elif state != "fresh":
+        if state == "damaged":
+            reading.damaged_copy(path, entry.parquet, why)
         reading.notice(f"{path}: read in place ({why})")
         _read_in_place(path)
         return None
@@ -146,14 +148,27 @@ def build_cache_entry(
         entry.parquet.parent.mkdir(exist_ok=True)
         digest = store.sha256_of(path)
         buffer = csvfiles.buffer_size([path])
-        scans_before = last_scan(con)
-        sql = template.render(path=str(path), header=header, types=types, target=str(tmp), key=entry.key,
-                              buffer=buffer, integers=INTEGER_COLUMNS.get(source.artifact or "", ()))
-        rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
-        rejects = [[line, why] for _, line, why in rejected_lines(con, scans_before)]
+        read: str | None = str(path)
+        while True:
+            scans_before = last_scan(con)
+            sql = template.render(path=read, header=header, types=types, target=str(tmp), key=entry.key,
+                                  buffer=buffer, integers=INTEGER_COLUMNS.get(source.artifact or "", ()))
+            try:
+                rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
+            except duckdb.InvalidInputException:
+                if read != str(path) or (read := csvfiles.line_bounded_copy(path)) is None:
+                    raise
+                continue  # mixed line endings: the copy holds the rows a read in place gets (reading.py)
+            rejected = rejected_lines(con, scans_before)
+            rejects = [[line, why] for _, line, why in rejected]
+            if read == str(path) and lost_after(path, (why for _, _, why in rejected)):
+                read = csvfiles.line_bounded_copy(path)  # a quote that never closes: the rows after it too
+                continue
+            break
         if store.Stat.of(path) != before:
             return None  # changed while read (a run still writing it): nothing is put in place
         parquet_bytes = tmp.stat().st_size
+        crc = store.parquet_checksum(tmp)
         # the record goes first, so no reader pairs the old record with the new Parquet file
         entry.meta.unlink(missing_ok=True)
         os.replace(tmp, entry.parquet)
@@ -173,11 +188,14 @@ def build_cache_entry(
             "rejected_rows": len(rejects),
             "rejects": rejects[:MAX_RECORDED_REJECTS],
             "parquet_bytes": parquet_bytes,
+            "parquet_crc32": crc,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "seconds": round(time.perf_counter() - started, 3),
         })
     except duckdb.Error as exc:
-        raise DataError(f"{path}: cannot build its cached copy: {one_line(exc)}") from exc
+        # a full cache folder is the cache's failure (exit 4, naming the folder), not the CSV's
+        raise writes.disk_failure(root, tmp, str(exc)) or DataError(
+            f"{path}: cannot build its cached copy: {one_line(exc)}") from exc
     except OSError as exc:
         raise store.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
     finally:
@@ -201,7 +219,8 @@ def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[st
     missing, stale or damaged (all with `force`).
 
     Rows: (run, artifact, csv path, state, rows, parquet bytes); state is built, fresh, changing
-    (the CSV changed while it was read: nothing recorded) or not cached (a path DuckDB cannot name).
+    (the CSV changed while it was read: nothing recorded) or not cached (a path DuckDB cannot name, a header
+    that cannot be read, a CSV DuckDB cannot read: each also a warning naming the file; the others are built).
     CacheUnavailable when the folder cannot be used.
     """
     config = settings.current()
@@ -219,7 +238,13 @@ def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[st
             artifact = run.artifact(kind)
             if artifact is None:
                 continue
-            header = read_header(artifact.path)
+            try:
+                header = csv_header(artifact.path).names
+            except DataError as exc:
+                # a header with a NUL byte (a zero-filled file), not UTF-8, ...: the other files are still built
+                warnings.warn(f"{exc}; not cached", RlsqlWarning, stacklevel=2)
+                done.append((run.name, kind, str(artifact.path), "not cached (its header cannot be read)", None, None))
+                continue
             if not header:
                 continue
             source = catalog.files[f"{kind}_src"]
@@ -234,8 +259,13 @@ def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[st
             if state != "fresh":
                 if progress is not None:
                     progress(f"{run.name}: {kind} ({artifact.path.stat().st_size / 2**20:,.0f} MiB)")
-                with store.build_lock(root):
-                    built = build_cache_entry(source, artifact.path, header, types, root, con)
+                try:
+                    with store.build_lock(root):
+                        built = build_cache_entry(source, artifact.path, header, types, root, con)
+                except DataError as exc:  # DuckDB cannot read this CSV: a query reads it in place, and says so
+                    warnings.warn(f"{exc}; not cached", RlsqlWarning, stacklevel=2)
+                    done.append((run.name, kind, str(artifact.path), "not cached (DuckDB cannot read it)", None, None))
+                    continue
                 state = "built" if built is not None else "changing"
             built_now.add(entry.parquet)
             meta = entry.read_meta() if state != "changing" else {}

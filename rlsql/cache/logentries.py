@@ -457,6 +457,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
             direct_cut=cut if direct is not None else None, target=str(tmp), key=entry.key)
         rows = con.execute(sql).fetchall()[0][0]
         parquet_bytes = tmp.stat().st_size
+        crc = cache.parquet_checksum(tmp)
         entry.meta.unlink(missing_ok=True)  # the record goes first: no reader pairs it with the new file
         os.replace(tmp, entry.parquet)
         # the log's stat before it was read: a log that grew meanwhile (a run writing it) then differs
@@ -467,7 +468,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
             "log_format": log_format(),
             "source": str(path), "size": before.st_size, "mtime_ns": before.st_mtime_ns,
             "ctime_ns": before.st_ctime_ns, "inode": before.st_ino, "cut": cut,
-            "prefix_sha256": prefix, "rows": rows, "parquet_bytes": parquet_bytes,
+            "prefix_sha256": prefix, "rows": rows, "parquet_bytes": parquet_bytes, "parquet_crc32": crc,
             "parsed_from": start, "parsed_bytes": cut - start, "lines_found_by": how,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
             "cpu_seconds": round(time.process_time() - cpu_started, 3),

@@ -6,8 +6,10 @@ entries they handed out and the large files they read in place. Afterwards:
 
 - a failure after reading cached copies is answered again from the files themselves, and the
   entries that failed are marked damaged (a copy never costs a failed query);
-- a CSV that DuckDB cannot parse at all (a stray carriage return) fails `work()` once; it is then
-  skipped with a warning naming its file and line, and `work()` runs again without it;
+- a CSV that DuckDB cannot read row by row (mixed line endings; a quote that never closes, which
+  loses every row after it) fails `work()` once; `work()` runs again reading a line-bounded copy of
+  it (rlsql/runs/csvfiles.py); when even that fails, the file is skipped with a warning naming its
+  file and line, and `work()` runs again without it;
 - a trajectory file removed while DuckDB read the run (a trial folder cleaned up or retried) fails
   `work()`; its trial is skipped with a warning, and `work()` runs again over the files there now;
 - the large files read in place give one hint line: how long the answer took and what
@@ -100,6 +102,15 @@ def cache_root(for_writing: bool) -> Path | None:
         return None
 
 
+def damaged_copy(source: Path | str, parquet: Path, why: str) -> None:
+    """A copy found damaged before use (store.quick_state): its file answers instead, with a warning naming
+    the file, the copy and why (nothing is written: `cache build` rebuilds the copy). Not kept in `said`:
+    an attempt stopped by a bad cell (rlsql/runs/badcells.py) drops its warnings and the next says them
+    again; the command line says a warning repeated word for word once."""
+    warnings.warn(f"{source}: its cached copy {parquet} is damaged ({why}); answered from the file "
+                  "(`rlsql cache build` rebuilds the copy)", RlsqlWarning, stacklevel=3)
+
+
 def notice(message: str) -> None:
     """One stderr line with `-v` (Settings.verbose): how a file was read."""
     if settings.current().verbose:
@@ -179,6 +190,14 @@ def skipping_unparsable(work: Callable[[], T]) -> T:
             continue
         # said again only outside the block: inside it, they would land in the list being read
         version = csvfiles.file_version(failure.path) if isinstance(failure, UnparsableCsv) else None
+        if version is not None and version not in csvfiles.line_bounded:
+            # first read it line-bounded: the rows DuckDB could not reach are read (csvfiles.line_bounded_copy)
+            try:
+                csvfiles.line_bounded[version] = csvfiles.line_bounded_copy(Path(version[0]))
+            except OSError:
+                csvfiles.line_bounded[version] = None
+            if csvfiles.line_bounded[version] is not None:
+                continue
         if version is None or version in csvfiles.unparsable:
             for path in removed:
                 trajectories.warn_removed(path)

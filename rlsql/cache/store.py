@@ -11,10 +11,14 @@ it one warning naming the folder, the reason and the fix (`usable_root`).
 
 An entry is used only while its record matches the file as it is now: size, modification time,
 change time (ctime, which no user-level tool can set back, so an edit that restores size and
-mtime still shows) and inode. The Parquet file must have the size the record gives and Parquet's
-magic number at both ends; `cache status` and `cache build` also read its footer (row count, and
-the entry key rlsql stores in the footer's key-value metadata). An entry that fails a read is
-marked damaged and read no more until `cache build` replaces it. The record carries the CSV's
+mtime still shows) and inode. The Parquet file must have the size the record gives, Parquet's
+magic number at both ends and the CRC-32 of its bytes recorded when it was written (`parquet_crc32`):
+DuckDB neither writes nor checks Parquet's page checksums, and a few flipped bytes inside a copy read
+as wrong numbers without an error. The check reads the whole copy (~2.6 GB/s; a 190 MB copy of 10M
+trials: ~0.07 s, bench/RESULTS.md "Cache"), once per process while its stat is unchanged; a copy that
+fails it is not read: its file answers, with one warning. `cache status` and `cache build` also read
+its footer (row count, and the entry key rlsql stores in the footer's key-value metadata). An entry
+that fails a read is marked damaged and read no more until `cache build` replaces it. The record carries the CSV's
 SHA-256 (computed at build, ~0.4 s for a 680 MB CSV against ~1.5 s for the parse), so the copy can
 always be traced to exact bytes; it is not recomputed on every read, which would cost most of
 what the cache saves.
@@ -38,6 +42,7 @@ import re
 import shutil
 import stat
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,8 +272,42 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+#: the Parquet files whose bytes matched their checksum in this process, by (path, size, mtime, ctime, inode):
+#: a long-lived process (serve, a notebook) reads a copy's bytes once, not on every answer
+_verified: set[tuple[str, int, int, int, int]] = set()
+
+
+#: why an entry without a checksum is stale (not damaged): an older rlsql built it; `cache build` replaces it
+NO_CHECKSUM = "its cache entry was built by an older rlsql, which recorded no checksum of its Parquet file"
+
+
+def parquet_checksum(path: Path) -> str:
+    """The CRC-32 of a file's bytes as 8 hex digits (a check against damage, not against tampering:
+    whoever can write the cache folder can write the record too)."""
+    crc = 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 22):
+            crc = zlib.crc32(chunk, crc)
+    return f"{crc:08x}"
+
+
+def _checksum_problem(parquet: Path, record: dict) -> str | None:
+    wanted = record.get("parquet_crc32")
+    if not wanted:
+        return NO_CHECKSUM
+    st = parquet.stat()
+    key = (str(parquet), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    if key in _verified:
+        return None
+    if parquet_checksum(parquet) != wanted:
+        return "its Parquet file's bytes do not match the checksum recorded when it was built"
+    _verified.add(key)
+    return None
+
+
 def parquet_looks_whole(entry: Entry, record: dict) -> str | None:
-    """None when the Parquet file has the recorded size and the magic number at both ends, else why not."""
+    """None when the Parquet file has the recorded size, the magic number at both ends and the recorded
+    checksum of its bytes, else why not."""
     try:
         size = entry.parquet.stat().st_size
         if size != record.get("parquet_bytes"):
@@ -283,7 +322,10 @@ def parquet_looks_whole(entry: Entry, record: dict) -> str | None:
         return "its record has no Parquet size"
     if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
         return "its Parquet file is not Parquet (no magic number)"
-    return None
+    try:
+        return _checksum_problem(entry.parquet, record)
+    except OSError as exc:
+        return f"its Parquet file cannot be read ({exc.strerror})"
 
 
 @functools.cache
@@ -324,6 +366,8 @@ def quick_state(entry: Entry, csv: Path, reading: str | None = None) -> tuple[st
         return "stale", READ_ANOTHER_WAY
     if record.get("damaged"):
         return "damaged", f"its cache entry failed a read ({record['damaged']})"
+    if not record.get("parquet_crc32"):
+        return "stale", NO_CHECKSUM
     problem = parquet_looks_whole(entry, record)
     if problem:
         return "damaged", problem

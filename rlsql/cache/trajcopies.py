@@ -33,7 +33,7 @@ from rlsql.catalog.catalog import load_catalog, sql_root
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.sqltext import glob_escaped
-from rlsql.runs import badcells, trajectories
+from rlsql.runs import badcells, trajectories, writes
 from rlsql.runs.folders import Run
 from rlsql.runs.memorydb import memory_connection
 
@@ -65,7 +65,7 @@ def sql_version(source: str) -> str:
 
 
 #: the reasons an entry is stale (its rows no longer what the source gives), not damaged
-STALE = ("the trajectory files changed", "rlsql's SQL for the source changed")
+STALE = ("the trajectory files changed", "rlsql's SQL for the source changed", store.NO_CHECKSUM)
 
 
 def _why_not_fresh(entry: store.Entry, record: dict, digest: str) -> str | None:
@@ -77,6 +77,8 @@ def _why_not_fresh(entry: store.Entry, record: dict, digest: str) -> str | None:
         return "the trajectory files changed since its cache entry was built"
     if record.get("table") not in SOURCES or record.get("sql") != sql_version(record["table"]):
         return "rlsql's SQL for the source changed since its cache entry was built (another rlsql version)"
+    if not record.get("parquet_crc32"):
+        return store.NO_CHECKSUM
     return store.parquet_looks_whole(entry, record)
 
 
@@ -99,13 +101,15 @@ def cached_rows(source: str, run: Run, trace_jobs: Path, listing: trajectories.T
         try:
             with store.build_lock(root):
                 built = build_entry(source, run, trace_jobs, root)
-        except (store.CacheUnavailable, DataError) as exc:
+        except (store.CacheUnavailable, DataError, writes.WriteError) as exc:
             built, why = None, str(exc)
         if built is not None:
             reading.notice(f"{trace_jobs}: {source} cached now ({built.rows:,} rows in {built.seconds:.2f} s)")
             store.evict(root, config.cache_max_bytes, keep=frozenset({entry.parquet}))
             why = _why_not_fresh(entry, entry.read_meta(), digest)
     if why is not None:
+        if why != "no cache entry" and not why.startswith(STALE):
+            reading.damaged_copy(f"{trace_jobs} ({source})", entry.parquet, why)
         reading.notice(f"{trace_jobs}: {source} read in place ({why})")
         reading.read_in_place(trace_jobs, size, reading.TRAJECTORY_SAVING)
         return None
@@ -150,6 +154,7 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
         if listing_digest(trajectories.list_trajectories(trace_jobs))[0] != before:
             return None  # a file changed while read (a run still writing): nothing is put in place
         parquet_bytes = tmp.stat().st_size
+        crc = store.parquet_checksum(tmp)
         entry.meta.unlink(missing_ok=True)  # the record first: no reader pairs the old record with the new rows
         os.replace(tmp, entry.parquet)
         store.write_json(entry.meta, {
@@ -158,10 +163,12 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
             "files": len(listing.files),
             "rows": rows, "damaged_files": damaged,
             "bad_cells": [[*key, value] for key, value in sorted(bad.cells.items())], "parquet_bytes": parquet_bytes,
+            "parquet_crc32": crc,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
         })
     except duckdb.Error as exc:
-        raise DataError(f"{trace_jobs}: cannot build the cached copy of {source}: {one_line(exc)}") from exc
+        raise writes.disk_failure(root, tmp, str(exc)) or DataError(
+            f"{trace_jobs}: cannot build the cached copy of {source}: {one_line(exc)}") from exc
     except OSError as exc:
         raise store.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
     finally:

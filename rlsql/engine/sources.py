@@ -45,6 +45,11 @@ class CsvFile:
     cached: str | None = None
     #: the read buffer DuckDB needs for the file's longest line (None: its default)
     buffer: int | None = None
+    #: the file DuckDB reads: `path`, or its line-bounded copy (rlsql/runs/csvfiles.py line_bounded_copy)
+    read: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "read", self.read or self.path)  # (frozen)
 
 
 class SourceContext:
@@ -183,7 +188,10 @@ class SourceContext:
                 warnings.warn(f"{artifact.path}: empty file, no rows read", RlsqlWarning, stacklevel=2)
                 continue
             types = source.column_types(header)
-            cached = cached_copy(source, artifact.path, header, types)
+            # a file DuckDB could not read row by row (a quote that never closes, mixed line endings) was
+            # copied line-bounded when a read met it (rlsql/cache/reading.py): the copy is read, not a cached one
+            bounded = csvread.line_bounded.get(csvread.file_version(str(artifact.path)))
+            cached = None if bounded else cached_copy(source, artifact.path, header, types)
             buffer = None
             if cached is None:
                 try:
@@ -191,7 +199,7 @@ class SourceContext:
                 except DataError as exc:
                     warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                     continue
-            files.append(CsvFile(run.name, str(artifact.path), header, types, cached, buffer))
+            files.append(CsvFile(run.name, str(artifact.path), header, types, cached, buffer, bounded or ""))
             for name in header:
                 if name not in seen:
                     seen.add(name)

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import operator
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -150,28 +152,48 @@ def _typed_literal(param: Param, value: Any) -> exp.Expr:
 
 def _fold_integer(node: exp.Expr, path: str) -> int:
     """The value of a window frame bound built from literals (Spark accepts only a literal there)."""
+    return int(_fold(node, path, node))
+
+
+def _fold(node: exp.Expr, path: str, bound: exp.Expr) -> float:
+    """A frame bound's arithmetic: + - * /, abs, ln, ceil, a CASE over = and < (ema_depth(span)), casts
+    (an INTEGER or BIGINT cast truncates), COALESCE of a parameter with its default."""
+    def fold(n: exp.Expr) -> float:
+        return _fold(n, path, bound)
+
     if isinstance(node, exp.Paren):
-        return _fold_integer(node.this, path)
+        return fold(node.this)
     if isinstance(node, exp.Literal) and not node.is_string:
-        return int(float(node.this))
+        return float(node.this)
     if isinstance(node, exp.Cast | exp.TryCast):
-        return _fold_integer(node.this, path)
+        value = fold(node.this)
+        return float(math.trunc(value)) if node.to.is_type(*exp.DataType.INTEGER_TYPES) else value
     if isinstance(node, exp.Coalesce):
         for candidate in [node.this, *node.expressions]:
             if not isinstance(candidate, exp.Null) and not (
                 isinstance(candidate, exp.Cast) and isinstance(candidate.this, exp.Null)
             ):
-                return _fold_integer(candidate, path)
+                return fold(candidate)
         raise SparkCompileError(f"{path}: a window frame bound is NULL")
-    if isinstance(node, exp.Add):
-        return _fold_integer(node.this, path) + _fold_integer(node.expression, path)
-    if isinstance(node, exp.Sub):
-        return _fold_integer(node.this, path) - _fold_integer(node.expression, path)
-    if isinstance(node, exp.Mul):
-        return _fold_integer(node.this, path) * _fold_integer(node.expression, path)
-    if isinstance(node, exp.Neg):
-        return -_fold_integer(node.this, path)
-    raise SparkCompileError(f"{path}: a window frame bound must be built from literals and parameters: {node.sql()}")
+    binary: dict[type, Callable[[float, float], float]] = {
+        exp.Add: operator.add, exp.Sub: operator.sub, exp.Mul: operator.mul, exp.Div: operator.truediv,
+        exp.EQ: lambda a, b: float(a == b), exp.LT: lambda a, b: float(a < b)}
+    for kind, op in binary.items():
+        if isinstance(node, kind):
+            return op(fold(node.this), fold(node.expression))
+    unary: dict[type, Callable[[float], float]] = {
+        exp.Neg: operator.neg, exp.Abs: abs, exp.Ln: math.log, exp.Ceil: lambda v: float(math.ceil(v))}
+    for kind, op1 in unary.items():
+        if isinstance(node, kind):
+            return op1(fold(node.this))
+    if isinstance(node, exp.Case):
+        for branch in node.args.get("ifs") or []:
+            if fold(branch.this):
+                return fold(branch.args["true"])
+        default = node.args.get("default")
+        if default is not None:
+            return fold(default)
+    raise SparkCompileError(f"{path}: a window frame bound must be built from literals and parameters: {bound.sql()}")
 
 
 def _bind(tree: exp.Expr, f: SqlFile, values: Mapping[str, Any]) -> exp.Expr:

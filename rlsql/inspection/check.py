@@ -26,7 +26,7 @@ from rlsql.runs import harbor, trajectories
 from rlsql.runs.artifacts import ARTIFACT_LABELS, INTEGER_COLUMNS
 from rlsql.runs.config import config_problems, read_yaml
 from rlsql.runs.folders import CSV_ARTIFACTS, HeaderError, Run, csv_header
-from rlsql.runs.rejects import last_scan, rejected_lines
+from rlsql.runs.rejects import last_scan, lost_after, rejected_lines
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
 EXPECTED_COLUMNS = {
@@ -111,7 +111,9 @@ class CsvProbes:
             return
         empty = {name: 0 for name in columns[1:]}
         for path in wanted:
-            self.results[path] = (counted.get(path, empty), [r for r in rejected if r[0] == path])
+            mine = [r for r in rejected if r[0] == path]
+            if not lost_after(path, (why for _, _, why in mine)):  # else checked alone, line-bounded
+                self.results[path] = (counted.get(path, empty), mine)
 
     def get(self, path: Path) -> tuple[dict, list[tuple[str, int, str]]] | None:
         """(counts, rejected lines) of the CSV at `path`, when its group was probed together."""
@@ -161,28 +163,38 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         skip_file(report, kind, artifact.path, str(exc))
         return
     probed = probes.get(artifact.path) if probes is not None else None
+    read_path: Path = artifact.path  # what DuckDB reads: the file, or its line-bounded copy
     if probed is not None:
         values, rejected = probed
     else:
-        before = last_scan(con)
-        try:
-            # fetchall: DuckDB stores the rejects once the scan has finished
-            row = con.execute(probe_sql(kind, artifact.path, header, buffer)).fetchall()[0]
-        except duckdb.Error as exc:
-            line, problem = parser_failure(artifact.path, exc)
-            report.add("error", artifact.path, problem, line)
-            report.readable_rows[kind] = 0
-            return
-        columns = [d[0] for d in con.description]
-        values = dict(zip(columns, row, strict=True))
-        rejected = rejected_lines(con, before)
+        while True:  # the file, or its line-bounded copy when DuckDB cannot read it row by row (as queries do)
+            before = last_scan(con)
+            try:
+                # fetchall: DuckDB stores the rejects once the scan has finished
+                row = con.execute(probe_sql(kind, read_path, header, buffer)).fetchall()[0]
+            except duckdb.Error as exc:
+                if read_path == artifact.path and (bounded := csvread.line_bounded_copy(artifact.path)) is not None:
+                    read_path = Path(bounded)
+                    continue
+                line, problem = parser_failure(artifact.path, exc)
+                report.add("error", artifact.path, problem, line)
+                report.readable_rows[kind] = 0
+                return
+            columns = [d[0] for d in con.description]
+            values = dict(zip(columns, row, strict=True))
+            rejected = rejected_lines(con, before)
+            if read_path == artifact.path and lost_after(read_path, (why for _, _, why in rejected)):
+                read_path = Path(csvread.line_bounded_copy(artifact.path) or read_path)
+                continue
+            break
     report.readable_rows[kind] = values["rows"]
     for _, line, why in rejected:
         report.add("warning", artifact.path, f"row skipped: {why}", line)
     types = load_catalog().files[f"{kind}_src"].column_types(header)
     whole = INTEGER_COLUMNS[kind]
     cells = any(values.get(f"nonfinite_{i}", 0) or values.get(f"notwhole_{i}", 0) for i in range(len(header)))
-    scan = csvread.scan_records(artifact.path, [n for n in header if types[n] == "DOUBLE"], whole, cells)
+    # the bytes DuckDB read: the file or its line-bounded copy (a line whose quote never closes is one record)
+    scan = csvread.scan_records(read_path, [n for n in header if types[n] == "DOUBLE"], whole, cells)
     for index, name in enumerate(header):
         nonfinite = values.get(f"nonfinite_{index}", 0)
         if nonfinite:

@@ -26,6 +26,7 @@ partition, in the partition's hidden mark).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import json
@@ -34,7 +35,7 @@ import re
 import shutil
 import urllib.parse
 import warnings
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -387,8 +388,8 @@ def _write_items(
                 elif partition_by:
                     done = _write_tree(con, select, fmt, target, item.name, runs, metadata, replace_all)
                 else:
-                    meta = _listed_beside(metadata(runs), target, fmt)
-                    done = _write_file(con, select, _copy_options(fmt, meta), target, item.name)
+                    with _listed_beside(metadata(runs), target, fmt) as meta:
+                        done = _write_file(con, select, _copy_options(fmt, meta), target, item.name)
                     if fmt != "parquet":
                         write_text(sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
                     _drop_unnamed_lists(target, meta)
@@ -511,8 +512,8 @@ def _write_merged(
     replace theirs in it, the other runs' rows and records stay."""
 
     def copy(sql: str, meta: dict[str, str], columns: list[str]) -> int:
-        meta = _listed_beside({**meta, "rlsql.columns": json.dumps(item.column_descriptions(columns))}, target, fmt)
-        with atomic_path(target, mark=True) as tmp:
+        described = {**meta, "rlsql.columns": json.dumps(item.column_descriptions(columns))}
+        with _listed_beside(described, target, fmt) as meta, atomic_path(target, mark=True) as tmp:
             rows = _copy(con, sql, tmp, _copy_options(fmt, meta), target, tmp)
         if fmt != "parquet":
             write_text(sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
@@ -523,19 +524,28 @@ def _write_merged(
     return Written(item.name, target, rows, target.stat().st_size, 1, file_rows)
 
 
-def _listed_beside(meta: dict[str, str], target: Path, fmt: str) -> dict[str, str]:
+@contextlib.contextmanager
+def _listed_beside(meta: dict[str, str], target: Path, fmt: str) -> Iterator[dict[str, str]]:
     """A Parquet file's record with its sources summarised (exportmerge.sources_summary) and the full list
     written beside it first, as `FILE.sources-HASH.json` (exportmerge.sources_sidecar): over 300 runs the
     list was 180 kB of a 229 kB run_table.parquet. A partition (one run's files) and a CSV or JSON file's
-    sidecar keep the list."""
+    sidecar keep the list. When the block fails (a full disk), a list written for it is removed: no file
+    names it (one already there, of the same sources, may be named by the file in place, and stays)."""
     if fmt != "parquet":
-        return meta
+        yield meta
+        return
     sources = json.loads(meta["rlsql.sources"])
     text = "[\n" + ",\n".join(json.dumps(source) for source in sources) + "\n]\n"  # a file a line
     listed = sources_sidecar(target, text)
     _check_file_replaceable(listed)
+    existed = listed.exists()
     write_text(listed, text, mark=True)
-    return {**meta, "rlsql.sources": json.dumps(sources_summary(sources, text, target))}
+    try:
+        yield {**meta, "rlsql.sources": json.dumps(sources_summary(sources, text, target))}
+    except BaseException:
+        if not existed:
+            listed.unlink(missing_ok=True)
+        raise
 
 
 def _drop_unnamed_lists(target: Path, meta: dict[str, str]) -> None:

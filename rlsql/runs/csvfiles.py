@@ -11,6 +11,7 @@ DuckDB sees the line whole and rejects it like any other.
 
 from __future__ import annotations
 
+import atexit
 import csv
 import math
 import re
@@ -36,6 +37,89 @@ _SLACK = 4 * 1024 * 1024
 #: it, and skipped with a warning by every source rendered after that in this process while the file
 #: is unchanged (duckdb_errors.UnparsableCsv; a long-lived Python session sees a fixed file again)
 unparsable: dict[tuple[str, int, int], str] = {}
+
+
+#: (CSV path, size, mtime_ns) -> the line-bounded copy read instead of it (`line_bounded_copy`), or None when
+#: the file was looked at and needs none; kept for the process while the file is unchanged, as `unparsable`
+line_bounded: dict[tuple[str, int, int], str | None] = {}
+#: a line-bounded copy -> the CSV it stands for: DuckDB names the copy in its errors and rejected rows
+copied_from: dict[str, str] = {}
+#: what a line whose quote never closes becomes in the copy: a line DuckDB rejects for the same reason
+#: ("a quote that is not closed, or text after a closing quote"), so the warning names the right line
+_REJECTED_LINE = b'"x"x'
+
+
+def original(path: str) -> str:
+    """The CSV a path DuckDB names stands for: itself, or the CSV a line-bounded copy was made of."""
+    return copied_from.get(path, path)
+
+
+def never_closed(path: Path) -> list[int]:
+    """The 1-based lines of `path` that open a quoted cell no later line closes.
+
+    DuckDB reads such a cell to the end of the file, rejects it as one row and drops every row after it
+    (an appended `,"unterminated` on line 101 of 2,980: 99 rows read). The scan counts quotes per line
+    (an escaped `""` counts twice); after a line whose quote never closes it starts again on the next line.
+    """
+    bad: list[int] = []
+    start_line, start_offset = 1, 0
+    with path.open("rb") as fh:
+        while True:
+            fh.seek(start_offset)
+            line, opened = start_line, None
+            for raw in iter(fh.readline, b""):
+                if raw.count(b'"') % 2:
+                    opened = (line, fh.tell()) if opened is None else None
+                line += 1
+            if opened is None:
+                return bad
+            bad.append(opened[0])
+            start_line, start_offset = opened[0] + 1, opened[1]
+
+
+def line_bounded_copy(path: Path) -> str | None:
+    """A copy of `path` DuckDB can read row by row, in rlsql's own temp folder, or None when nothing needs changing.
+
+    Line for line the file (so DuckDB's line numbers stay the file's): a line that opens a quote no later line
+    closes (never_closed) becomes a line DuckDB rejects for the same reason, so the rows after it are read; a
+    record that ends in CRLF ends in LF (DuckDB's parser fails a file whose line endings are mixed, a live CSV
+    whose last row was appended with `\r\n`). Removed when the process exits; a killed process's copy is
+    swept by the next (memorydb.spill_folder).
+    """
+    from rlsql.runs import writes
+    from rlsql.runs.memorydb import spill_folder
+
+    bad = set(never_closed(path))
+    folder = spill_folder().parent
+    folder.mkdir(mode=0o700, exist_ok=True)
+    target = writes.temp_name(folder / "line-bounded.csv")
+    changed, quoted = False, False
+    try:
+        with path.open("rb") as src, target.open("xb") as out:
+            for line, raw in enumerate(iter(src.readline, b""), 1):
+                if line in bad:
+                    out.write(_REJECTED_LINE + (b"\n" if raw.endswith(b"\n") else b""))
+                    changed = True
+                    continue
+                if raw.count(b'"') % 2:
+                    quoted = not quoted
+                if not quoted and raw.endswith(b"\r\n"):  # within a quoted cell a CRLF is the cell's text
+                    raw = raw[:-2] + b"\n"
+                    changed = True
+                out.write(raw)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+    if not changed:
+        target.unlink(missing_ok=True)
+        return None
+    # a copy of an earlier version of the file (a live CSV that grew, in a long-lived process) is not read again
+    for old in [c for c, of in copied_from.items() if of == str(path)]:
+        Path(old).unlink(missing_ok=True)
+        del copied_from[old]
+    atexit.register(target.unlink, missing_ok=True)
+    copied_from[str(target)] = str(path)
+    return str(target)
 
 
 def file_version(path: str) -> tuple[str, int, int]:

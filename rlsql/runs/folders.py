@@ -289,7 +289,9 @@ def _runs_at(path: Path, matched: bool = False) -> list[_Found]:
             raise
         warnings.warn(f"{exc}; skipped", RlsqlWarning, stacklevel=3)
         return []
-    found = [_Found(given / sub.name, r) for sub in subs if (r := _scan_or_skip(sub))]
+    scanned = [(sub, _scan_or_skip(sub)) for sub in subs]
+    found = [_Found(given / sub.name, r) for sub, r in scanned if r is not None]
+    _warn_nested([sub for sub, r in scanned if r is None], path)
     if not found and run is not None:
         return [_Found(given, run)]  # loose logs and no run below: a run of its logs
     if not found:
@@ -302,6 +304,29 @@ def _runs_at(path: Path, matched: bool = False) -> list[_Found]:
             raise DataError(problem)
         warnings.warn(f"{problem}; skipped", RlsqlWarning, stacklevel=3)
     return found
+
+
+def _warn_nested(others: list[Path], path: Path) -> None:
+    """One warning for the sub-folders of a folder of runs that are no run but hold runs themselves (a
+    folder of runs grouped one level deeper, `runs/sweep/<run>`): they are not read, and the user is told how."""
+    nested = []
+    for sub in others:
+        try:
+            inner = sorted(p for p in sub.iterdir() if p.is_dir())
+        except OSError:
+            continue
+        count = 0
+        for folder in inner:
+            try:
+                count += scan_folder(folder) is not None
+            except DataError:
+                continue
+        if count:
+            nested.append((sub, count))
+    if nested:
+        named = ", ".join(f"{sub.name} ({count} run{'s' if count > 1 else ''})" for sub, count in nested)
+        warnings.warn(f"{path}: sub-folder(s) {named} hold runs one level deeper, not read; give such a folder "
+                      f"with its own -r (e.g. -r {nested[0][0]})", RlsqlWarning, stacklevel=4)
 
 
 #: the NAME of `--run NAME=PATH`: what a folder name usually is, and never a path or a pattern
@@ -445,6 +470,9 @@ def _first_line(path: Path) -> str:
     try:
         with path.open("rb") as fh:
             raw = fh.readline()  # bytes: a bad byte further down the file is DuckDB's to report, per row
+        if b"\0" in raw:
+            # a zero-filled file (what a crash leaves) or a damaged header: no column name can hold a NUL
+            raise HeaderError(path, "header holds a NUL byte (a zero-filled or damaged file)")
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise HeaderError(path, f"header is not valid UTF-8 ({exc.reason})") from exc

@@ -7,12 +7,17 @@ records (a copy remembers what its build skipped) all describe a skipped line th
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from pathlib import Path
 
 import duckdb
 
+from rlsql.runs import csvfiles
 from rlsql.runs.memorydb import scalar
 
 REJECT_EXAMPLES = 3
+#: why DuckDB rejects a line with an UNQUOTED VALUE
+UNCLOSED_QUOTE = "a quote that is not closed, or text after a closing quote"
 
 
 def has_reject_tables(con: duckdb.DuckDBPyConnection) -> bool:
@@ -60,7 +65,7 @@ def describe_reject(error_type: str, column: str | None, message: str) -> str:
     if error_type == "INVALID ENCODING":
         return "invalid encoding (not UTF-8)"
     if error_type == "UNQUOTED VALUE":
-        return "a quote that is not closed, or text after a closing quote"
+        return UNCLOSED_QUOTE
     return error_type.lower()
 
 
@@ -69,6 +74,12 @@ def rejected_lines(con: duckdb.DuckDBPyConnection, after_scan: int = -1) -> list
     if not has_reject_tables(con):
         return []  # nothing was rejected: DuckDB creates the tables on the first rejected row
     return [
-        (path, int(line), describe_reject(why["t"], why["c"], why["m"]))
+        (csvfiles.original(path), int(line), describe_reject(why["t"], why["c"], why["m"]))
         for path, line, why in con.execute(REJECTS_BY_LINE, [after_scan]).fetchall()
     ]
+
+
+def lost_after(path: str | Path, whys: Iterable[str]) -> bool:
+    """Whether a read of the CSV at `path` that rejected lines for `whys` lost more rows than it rejected: a
+    quote that never closes takes every row after it (the file is then read line-bounded, csvfiles)."""
+    return UNCLOSED_QUOTE in set(whys) and bool(csvfiles.never_closed(Path(path)))

@@ -8,8 +8,10 @@ CREATE OR REPLACE MACRO ema(tbl, span := 5) AS TABLE
         value,
         CASE WHEN value IS NOT NULL THEN
             ema_last(
-                list(value ORDER BY x) FILTER (WHERE value IS NOT NULL) OVER (
-                    PARTITION BY series ORDER BY x ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+                -- the NULL values are a partition of their own, so the frame counts values only
+                list(value ORDER BY x) OVER (
+                    PARTITION BY series, value IS NULL ORDER BY x
+                    ROWS BETWEEN ema_depth(span) PRECEDING AND CURRENT ROW
                 ),
                 span
             )

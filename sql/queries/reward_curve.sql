@@ -37,8 +37,11 @@ SELECT
     k,
     CASE WHEN reward IS NOT NULL THEN
         ema_last(
-            list(reward ORDER BY step) FILTER (WHERE reward IS NOT NULL) OVER (
-                PARTITION BY run ORDER BY step ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+            -- the last ema_depth(span) + 1 rewards (older ones weigh below a double's precision), not every
+            -- step's: memory linear in the steps; NULL rewards are a partition of their own, outside the frame
+            list(reward ORDER BY step) OVER (
+                PARTITION BY run, reward IS NULL ORDER BY step
+                ROWS BETWEEN ema_depth({{ param('span') }}) PRECEDING AND CURRENT ROW
             ),
             {{ param('span') }}
         )
