@@ -216,7 +216,7 @@ def test_stdio_errors_are_tool_errors_and_the_server_goes_on(tmp_path: Path) -> 
         f"COPY trials TO '{written}'": "COPY statements are refused",
         f"COPY (SELECT 1) TO '{RUNS / 'calendar' / 'x.csv'}'": "COPY statements are refused",
         f"ATTACH '{tmp_path / 'x.duckdb'}' AS x": "ATTACH statements are refused",
-        "INSTALL httpfs": "LOAD statements are refused",  # DuckDB parses INSTALL as a LOAD statement
+        "INSTALL httpfs": "INSTALL and LOAD statements are refused",  # DuckDB parses INSTALL as a LOAD statement
         "LOAD httpfs": "LOAD statements are refused",
         "SET enable_external_access = true": "SET statements are refused",
         "SELECT 1; SELECT 2": "one statement at a time",

@@ -191,7 +191,7 @@ def hostile(target: Path) -> list[tuple[str, int, str]]:
         (f"SELECT * FROM read_text('{target}/../../../../etc/passwd')", 400, "file system operations are disabled"),
         ("SELECT * FROM glob('/etc/*')", 400, "file system operations are disabled"),
         ("ATTACH '/tmp/rlsql-serve-escape.duckdb' AS x", 403, "ATTACH statements are refused"),
-        ("INSTALL httpfs", 403, "LOAD statements are refused"),
+        ("INSTALL httpfs", 403, "INSTALL and LOAD statements are refused"),
         ("LOAD httpfs", 403, "LOAD statements are refused"),
         ("SET enable_external_access = true", 403, "SET statements are refused"),
         ("RESET lock_configuration", 403, "statements are refused"),

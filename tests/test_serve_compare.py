@@ -87,3 +87,13 @@ def test_the_fleet_page_draws_group_curves_as_bands(tmp_path: Path) -> None:
         for i, step in enumerate(spec["x"]):
             assert close(mean[i], rows[step]["mean_ema"] if step in rows else None), (value, step)
             assert close(low[i], rows[step]["ci_low"] if step in rows else None), (value, step)
+
+
+def test_a_baseline_outside_the_compared_runs_is_a_400_naming_them(tmp_path: Path) -> None:
+    """task_diff answers no rows for a baseline it does not compare, which the page drew as "nothing changed"
+    under a dropdown showing another run: the page says what is wrong instead."""
+    runs = hand_pair(tmp_path)
+    with client(runs) as c:
+        response = c.get("/compare?run=a_base&run=b_run&baseline=nosuch")
+    assert response.status_code == 400
+    assert "baseline &#39;nosuch&#39; is not among the runs compared (a_base, b_run)" in response.text

@@ -820,3 +820,14 @@ def test_flipped_bytes_in_a_trajectory_copy_are_found_before_use(tmp_path: Path,
     code, out, _ = _cli(["cache", "status", "-f", "json"], capsys, monkeypatch)
     states = {r["file"].rsplit(" ", 1)[1]: r["state"] for r in json.loads(out) if "/trace_jobs (" in r["file"]}
     assert states == {"(tool_calls_src)": "fresh", "(trajectory_steps_src)": "damaged"}
+
+
+def test_a_transcripts_header_says_none_for_an_empty_reward_and_turn_count() -> None:
+    """A trial without a reward (or a turn count) read `reward None` in `rlsql trial`'s header: Python's word,
+    not the trials file's. Its empty cells read `none`."""
+    from rlsql.outputs.transcript import Transcript, _header
+
+    facts = {"outcome": None, "reward": None, "exception_type": "AgentTimeoutError", "n_episodes": None}
+    assert _header(Transcript("run", "t1", facts))[0] == (
+        "outcome No reward, reward none, exception AgentTimeoutError, turns none"
+    )

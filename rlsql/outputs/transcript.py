@@ -83,7 +83,8 @@ def find_trial(runs: Sequence[Run], name: str) -> Run:
         hint = f"; did you mean {', '.join(close)}?" if close else "; `rlsql query trajectory_steps` lists them"
         raise UsageError(f"no trial {name!r} with a trajectory in {', '.join(r.name for r in runs)}{hint}")
     if len(found) > 1:
-        raise UsageError(f"trial {name!r} is in runs {', '.join(r.name for r in found)}: choose one with --run")
+        raise UsageError(f"trial {name!r} is in runs {', '.join(r.name for r in found)}: choose one with --run "
+                         "(in rlsql mcp, the trial tool's `run` argument)")
     return found[0]
 
 
@@ -188,12 +189,17 @@ def as_dict(t: Transcript, full: bool) -> dict[str, Any]:
             "damaged_files": [{"file": p, "problem": why} for p, why in t.damaged], "no_trajectory": t.missing}
 
 
+def _or_none(value: Any) -> str:
+    """A trials cell as a person reads it: an empty cell is `none`, not Python's `None`."""
+    return "none" if value is None else str(value)
+
+
 def _header(t: Transcript) -> list[str]:
     if t.facts is None:
         return ["no trials row (a trial in flight, or one the trials file does not list): outcome No reward"]
     f = t.facts
-    line = [f"outcome {f.get('outcome') or 'No reward'}", f"reward {f.get('reward')}",
-            f"exception {f.get('exception_type')}", f"turns {f.get('n_episodes')}"]
+    line = [f"outcome {f.get('outcome') or 'No reward'}", f"reward {_or_none(f.get('reward'))}",
+            f"exception {f.get('exception_type')}", f"turns {_or_none(f.get('n_episodes'))}"]
     lines = [", ".join(line)]
     if f.get("exception_message"):
         lines.append(f"exception message: {f['exception_message']}")

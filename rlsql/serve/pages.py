@@ -470,6 +470,9 @@ def compare_page(served: Served, names: Sequence[str], given: Mapping[str, str])
                               "tick them on the fleet page")
     runs = served.pick(names)
     run_names = [r.name for r in runs]
+    baseline = (given.get("baseline") or "").strip() or min(run_names)
+    if baseline not in run_names:  # task_diff would answer no rows, which reads as "nothing changed"
+        raise core.UsageError(f"baseline {baseline!r} is not among the runs compared ({', '.join(run_names)})")
     answers = answer_all(served, ("compare_runs", "reward_curve", "best_checkpoint", "step_time_stack",
                                   "step_signals", "turn_histogram", "exception_treatment", "run_diff", "task_diff",
                                   "task_rates"), runs, given)
@@ -495,7 +498,7 @@ def compare_page(served: Served, names: Sequence[str], given: Mapping[str, str])
     if turns is not None:
         charts.append(turns)
     return {"runs": runs, "answers": answers, "charts": {c.id: c for c in charts if not c.empty},
-            "grid": task_grid(answers["task_rates"], answers["task_diff"], run_names)}
+            "grid": task_grid(answers["task_rates"], answers["task_diff"], run_names, baseline)}
 
 
 @dataclass
@@ -511,16 +514,14 @@ class TaskGrid:
     total: int
 
 
-def task_grid(rates: Answer | str, diff: Answer | str, runs: Sequence[str]) -> TaskGrid | None:
+def task_grid(rates: Answer | str, diff: Answer | str, runs: Sequence[str], baseline: str) -> TaskGrid | None:
     if not isinstance(rates, Answer) or not rates.rows:
         return None
     rate: dict[tuple[str, str], Any] = {(r["run"], r["task_name"]): r["rate"] for r in rates.dicts()}
     verdict: dict[tuple[str, str], str] = {}
     lowest_q: dict[str, float] = {}
-    baseline = None
     if isinstance(diff, Answer):
         for r in diff.dicts():
-            baseline = r["baseline"]
             verdict[(r["run"], r["task_name"])] = r["verdict"]
             if r["verdict"] != "same":
                 lowest_q[r["task_name"]] = min(lowest_q.get(r["task_name"], 1.0), r["q_value"])

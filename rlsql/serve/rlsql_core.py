@@ -173,7 +173,9 @@ def check_select(con: LazyConnection, sql: str) -> None:
         raise PermissionError(f"one statement at a time, please ({len(statements)} given)")
     kind = statements[0].type
     if kind != duckdb.StatementType.SELECT:
-        raise PermissionError(f"read-only: {kind.name} statements are refused; only SELECT runs here")
+        # DuckDB parses INSTALL as a LOAD statement: name both, as the user may have written either
+        what = "INSTALL and LOAD" if kind == duckdb.StatementType.LOAD else kind.name
+        raise PermissionError(f"read-only: {what} statements are refused; only SELECT runs here")
 
 
 def one_line(exc: duckdb.Error) -> str:

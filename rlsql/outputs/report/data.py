@@ -219,6 +219,11 @@ def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
 
     agents = agent.has_trajectories(runs) and tables
     against = list(BASELINE_QUERIES) if data.params.get("baseline") is not None and len(runs) > 1 else []
+    if against and data.params["baseline"] not in {r.name for r in runs}:
+        # the report says so in its section too; a script reading only the exit code and stderr hears it here
+        warnings.warn(RlsqlWarning(f"baseline {data.params['baseline']!r} names none of the runs "
+                                   f"({', '.join(sorted(r.name for r in runs))}): nothing to compare with"),
+                      stacklevel=2)
     con = open_connection(runs, [*wanted, *against, "vllm_series", *(agent.QUERIES + agent.VIEWS if agents else ())],
                           catalog)
     for pname, value in data.params.items():
