@@ -277,6 +277,44 @@ def test_trial_cuts_long_texts_unless_full(tmp_path: Path, capsys, monkeypatch) 
     assert json.loads(out)["steps"][0]["message"] == long
 
 
+@pytest.mark.parametrize("run", WITH_TRAJECTORIES)
+def test_trial_looks_at_its_own_folder_alone(run: str, tmp_path: Path, capsys, monkeypatch) -> None:
+    """`rlsql trial` costs one trial's files whatever the run's size: trace_jobs is never listed whole (finding the
+    run looks at its first entries only), no other trial folder is looked into, and its trials row is the one
+    the oracle reads (from result.json or the CSV)."""
+    import contextlib
+    import os
+    import shutil
+
+    trial = "calendar-0005__bu8dLSg" if run == "harbor" else "calendar-0001__G7Xfn9r"
+    copy = tmp_path / run
+    shutil.copytree(RUNS / run, copy)
+    trace_jobs = str(copy / "trace_jobs")
+    entries, listed = [], []
+    real_scandir, real_listdir = os.scandir, os.listdir
+
+    @contextlib.contextmanager
+    def counted(path):
+        with real_scandir(path) as it:
+            yield (entries.append(e.name) or e for e in it) if os.fspath(path) == trace_jobs else it
+
+    monkeypatch.setattr(os, "scandir", counted)
+    monkeypatch.setattr(os, "listdir", lambda path=".": listed.append(os.fspath(path)) or real_listdir(path))
+    code, out, _ = _trial([trial, "-r", str(copy), "-f", "json"], capsys, monkeypatch)
+    monkeypatch.undo()
+    assert code in (0, None)
+    assert len(entries) < len(real_listdir(trace_jobs)), "trace_jobs listed whole"
+    inside = [p for p in listed if p.startswith(trace_jobs)]
+    assert inside and all(p.startswith(f"{trace_jobs}/{trial}/") for p in inside), inside
+    got = json.loads(out)
+    want = {t["trial_name"]: t for t in oracle.read_trials(RUNS / run)}[trial]
+    for k in ("task_name", "reward", "exception_type", "exception_message", "n_episodes", "n_input_tokens",
+              "n_output_tokens", "trial_duration", "agent_execution_duration", "verifier_duration"):
+        assert got["trial"][k] == want[k], k
+    steps, _ = oracle.trajectory_rows(RUNS / run)
+    assert [s["step_id"] for s in got["steps"]] == [s["step_id"] for s in steps if s["trial_name"] == trial]
+
+
 def test_a_wrong_trial_name_gets_a_did_you_mean(capsys, monkeypatch) -> None:
     code, _, err = _trial(["calendar-0005__bu8dLSx", "-r", str(RUNS / "harbor")], capsys, monkeypatch)
     assert code == 2

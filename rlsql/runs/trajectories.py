@@ -83,45 +83,61 @@ def segments_of(names: Sequence[str]) -> list[tuple[int, str]]:
     return found
 
 
-def list_trajectories(trace_jobs: Path) -> TrajectoryListing:
+def list_trajectories(trace_jobs: Path, trial: str | None = None) -> TrajectoryListing:
     """Every trial folder's trajectory files, classified by harbor.py's rules (one stat per file, none
-    opened); trial folders sorted by name, segments by number."""
+    opened); trial folders sorted by name, segments by number. `trial`: that trial folder's alone, looked at
+    directly (`rlsql trial`: one trial's files cost the same in a run of 45,000 as in one of 3,000)."""
     from rlsql.core.exactpaths import has_glob, unlistable_parent
-    from rlsql.runs import harbor
 
     listing = TrajectoryListing()
-    try:
-        with os.scandir(trace_jobs) as entries:
-            found = [(e.name, _is_dir(e)) for e in entries]
-    except OSError:
-        return listing
     base = str(trace_jobs)
-    backslash_in_prefix = "\\" in base
     unlistable = unlistable_parent(base)
-    if unlistable is None and any(name.startswith("\\") for name, _ in found):
-        unlistable = base  # only for the trial folders whose names hold a glob character
-    for folder in sorted(name for name, is_dir in found if is_dir):
-        listing.trials += 1
-        agent = f"{base}/{folder}/{AGENT_DIR}"
+    if trial is not None and (not trial or "/" in trial or trial in (".", "..")):
+        return listing  # no trial folder of trace_jobs has such a name
+    if trial is None or (unlistable is None and has_glob(trial)):
         try:
-            names = [n for n in os.listdir(agent) if n.startswith("trajectory")]
+            with os.scandir(trace_jobs) as entries:
+                found = [(e.name, _is_dir(e)) for e in entries]
         except OSError:
+            return listing
+        if unlistable is None and any(name.startswith("\\") for name, _ in found):
+            unlistable = base  # only for the trial folders whose names hold a glob character
+        folders = sorted(name for name, is_dir in found if is_dir and (trial is None or name == trial))
+    else:
+        folders = [trial] if os.path.isdir(f"{base}/{trial}") else []
+    for folder in folders:
+        listing.trials += 1
+        files = _trial_files(base, folder, unlistable)
+        if files is None:
             listing.without += 1
-            continue
-        segments = segments_of(names)
-        if not segments or segments[0][0] != 0:
-            listing.without += 1  # no trajectory.json: continuations alone are no trajectory to read
-            continue
-        for segment, name in segments:
-            path = f"{agent}/{name}"
-            problem, info = harbor.file_problem(folder, path, backslash_in_prefix)  # harbor.py's rules, one set
-            if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
-                problem = (f"DuckDB cannot look for it: its glob of {harbor.shown(unlistable)} fails on a name "
-                           "there starting with a backslash")
-            signature = None if info is None else (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-            listing.files.append(SegmentFile(folder, segment, path, problem if isinstance(problem, str) else None,
-                                             signature))
+        else:
+            listing.files.extend(files)
     return listing
+
+
+def _trial_files(base: str, folder: str, unlistable: str | None) -> list[SegmentFile] | None:
+    """The trajectory files of trial folder `folder` of `base`, None when it has no trajectory.json."""
+    from rlsql.core.exactpaths import has_glob
+    from rlsql.runs import harbor
+
+    agent = f"{base}/{folder}/{AGENT_DIR}"
+    try:
+        names = [n for n in os.listdir(agent) if n.startswith("trajectory")]
+    except OSError:
+        return None
+    segments = segments_of(names)
+    if not segments or segments[0][0] != 0:
+        return None  # no trajectory.json: continuations alone are no trajectory to read
+    files = []
+    for segment, name in segments:
+        path = f"{agent}/{name}"
+        problem, info = harbor.file_problem(folder, path, "\\" in base)  # harbor.py's rules, one set
+        if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
+            problem = (f"DuckDB cannot look for it: its glob of {harbor.shown(unlistable)} fails on a name "
+                       "there starting with a backslash")
+        signature = None if info is None else (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+        files.append(SegmentFile(folder, segment, path, problem if isinstance(problem, str) else None, signature))
+    return files
 
 
 def _is_dir(entry: os.DirEntry) -> bool:
@@ -157,12 +173,12 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None, 
         trace_jobs = trace_jobs_of(run)
         if trace_jobs is None:
             continue
-        listing = list_trajectories(trace_jobs)
+        listing = list_trajectories(trace_jobs, trial)
         copy = copies(run, trace_jobs, listing) if copies is not None and trial is None else None
         if copy is not None:
             copied.append(copy)
             continue
-        chosen = [f for f in listing.files if trial is None or f.trial == trial]
+        chosen = listing.files
         prefix = str(trace_jobs)
         readable = [f for f in chosen if f.problem is None]
         refused.extend({"run": run.name, "trial": harbor.sql_name(f.trial), "segment": f.segment,
