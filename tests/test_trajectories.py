@@ -128,6 +128,31 @@ def test_damaged_files_are_each_named_once_and_the_rest_read() -> None:
             assert "skipped, not an ATIF trajectory" in named[0]
 
 
+def test_a_file_over_the_size_limit_is_named_and_the_rest_read(tmp_path: Path, monkeypatch) -> None:
+    """RLSQL_TRAJECTORY_MAX_BYTES: a larger file is skipped with one warning naming it (never opened: a 3 GB file
+    must not fail its run's queries); every other trial is read, as the oracle reads it."""
+    agent = tmp_path / "run" / "trace_jobs"
+    sizes = {}
+    for trial, words in (("t__small", 10), ("t__large", 400)):
+        (agent / trial / "agent").mkdir(parents=True)
+        path = agent / trial / "agent" / "trajectory.json"
+        path.write_text(json.dumps({"agent": {"name": "a", "version": "1"}, "steps": [
+            {"step_id": 1, "source": "user", "message": "word " * words},
+            {"step_id": 2, "source": "agent", "message": "ok", "tool_calls": [
+                {"tool_call_id": "c1", "function_name": "bash", "arguments": {"cmd": "ls"}}]}]}))
+        sizes[trial] = path.stat().st_size
+    monkeypatch.setenv("RLSQL_TRAJECTORY_MAX_BYTES", str(sizes["t__small"] + 100))
+    assert sizes["t__large"] > sizes["t__small"] + 100
+    for name in ["trajectory_steps", "tool_calls", "tool_call_arguments"]:
+        rows, messages = rows_of(name, [tmp_path / "run"])
+        assert {r["trial_name"] for r in rows} == {"t__small"}, name
+        named = [m for m in messages if "t__large" in m]
+        assert len(named) == 1 and f"{sizes['t__large']:,} bytes, over the limit" in named[0], messages
+    monkeypatch.delenv("RLSQL_TRAJECTORY_MAX_BYTES")
+    rows, messages = rows_of("trajectory_steps", [tmp_path / "run"])
+    assert {r["trial_name"] for r in rows} == {"t__small", "t__large"} and not messages
+
+
 def test_bad_token_counts_are_named_in_a_warning() -> None:
     _, messages = rows_of("token_usage", [RUNS / "harbor_csv"])
     named = [m for m in messages if "calendar-0003__8d5Frkd/agent/trajectory.json" in m]

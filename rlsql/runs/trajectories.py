@@ -88,8 +88,10 @@ def list_trajectories(trace_jobs: Path, trial: str | None = None) -> TrajectoryL
     opened); trial folders sorted by name, segments by number. `trial`: that trial folder's alone, looked at
     directly (`rlsql trial`: one trial's files cost the same in a run of 45,000 as in one of 3,000)."""
     from rlsql.core.exactpaths import has_glob, unlistable_parent
+    from rlsql.core.settings import current
 
     listing = TrajectoryListing()
+    limit = current().trajectory_max_bytes
     base = str(trace_jobs)
     unlistable = unlistable_parent(base)
     if trial is not None and (not trial or "/" in trial or trial in (".", "..")):
@@ -107,7 +109,7 @@ def list_trajectories(trace_jobs: Path, trial: str | None = None) -> TrajectoryL
         folders = [trial] if os.path.isdir(f"{base}/{trial}") else []
     for folder in folders:
         listing.trials += 1
-        files = _trial_files(base, folder, unlistable)
+        files = _trial_files(base, folder, unlistable, limit)
         if files is None:
             listing.without += 1
         else:
@@ -115,8 +117,9 @@ def list_trajectories(trace_jobs: Path, trial: str | None = None) -> TrajectoryL
     return listing
 
 
-def _trial_files(base: str, folder: str, unlistable: str | None) -> list[SegmentFile] | None:
-    """The trajectory files of trial folder `folder` of `base`, None when it has no trajectory.json."""
+def _trial_files(base: str, folder: str, unlistable: str | None, limit: int) -> list[SegmentFile] | None:
+    """The trajectory files of trial folder `folder` of `base`, None when it has no trajectory.json; a file of
+    more than `limit` bytes is refused (DuckDB would hold a few times its size while parsing it)."""
     from rlsql.core.exactpaths import has_glob
     from rlsql.runs import harbor
 
@@ -135,6 +138,8 @@ def _trial_files(base: str, folder: str, unlistable: str | None) -> list[Segment
         if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
             problem = (f"DuckDB cannot look for it: its glob of {harbor.shown(unlistable)} fails on a name "
                        "there starting with a backslash")
+        if problem is None and info is not None and info.st_size > limit:
+            problem = f"{info.st_size:,} bytes, over the limit of {limit:,} (RLSQL_TRAJECTORY_MAX_BYTES): not read"
         signature = None if info is None else (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
         files.append(SegmentFile(folder, segment, path, problem if isinstance(problem, str) else None, signature))
     return files
