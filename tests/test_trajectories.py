@@ -153,6 +153,52 @@ def test_a_file_over_the_size_limit_is_named_and_the_rest_read(tmp_path: Path, m
     assert {r["trial_name"] for r in rows} == {"t__small", "t__large"} and not messages
 
 
+def _calls_run(root: Path, arguments: dict[str, str]) -> Path:
+    """A run with one trial per entry: its one tool call's arguments written as the given JSON text."""
+    for trial, text in arguments.items():
+        agent = root / "trace_jobs" / trial / "agent"
+        agent.mkdir(parents=True)
+        (agent / "trajectory.json").write_text(
+            '{"agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 1, "source": "agent", "message": "m", '
+            f'"tool_calls": [{{"tool_call_id": "c1", "function_name": "f", "arguments": {text}}}]}}]}}')
+    return root
+
+
+def test_arguments_nested_past_the_depth_limit_read_as_empty_with_a_warning(tmp_path: Path) -> None:
+    """Issue 42 item 10: arguments nesting objects and arrays more than 100 deep are NULL and the file is named
+    once (the other calls and files read); 100 deep is still canonical text, as the oracle writes it."""
+    nested = {depth: '{"a": ' * (depth - 1) + '["[{", "\\"", 1]' + "}" * (depth - 1) for depth in (100, 101)}
+    run = _calls_run(tmp_path / "run", {"t__100": nested[100], "t__101": nested[101], "t__wide": "[" + ", ".join(
+        ['{"x": [1, {"y": [2]}]}'] * 300) + "]"})
+    _, want = oracle.trajectory_rows(run)
+    assert [c["arguments"] is None for c in want] == [False, True, False]
+    for name in ("tool_calls", "tool_call_arguments"):
+        got, messages = rows_of(name, [run])
+        assert [(g["trial_name"], g["arguments"]) for g in got] == [(w["trial_name"], w["arguments"]) for w in want]
+        assert len(messages) == 1 and "t__101/agent/trajectory.json: steps[0].tool_calls[0].arguments: nested more " \
+            "than 100 deep, read as empty" in messages[0] and "skipped" not in messages[0], messages
+
+
+def test_arguments_nested_5000_deep_stay_within_a_gigabyte(tmp_path: Path) -> None:
+    """A 35 KB file whose arguments nest 5,000 deep took 1.5 GB (the walk of the canonical text costs the square of
+    the depth): under an address-space limit of 1 GB (RLIMIT_AS, the same on any machine) the query answers."""
+    import resource
+    import subprocess
+    import sys
+
+    run = _calls_run(tmp_path / "run", {"t__deep": '{"a": ' * 5000 + "1" + "}" * 5000, "t__ok": '{"b": [1]}'})
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+
+    done = subprocess.run([sys.executable, "-m", "rlsql", "query", "tool_calls", "-r", str(run), "-f", "json"],
+                          capture_output=True, text=True, preexec_fn=limited, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert [(r["trial_name"], r["arguments"]) for r in json.loads(done.stdout)] == [
+        ("t__deep", None), ("t__ok", '{"b":[1]}')]
+    assert "t__deep/agent/trajectory.json: steps[0].tool_calls[0].arguments: nested more than 100 deep" in done.stderr
+
+
 def test_bad_token_counts_are_named_in_a_warning() -> None:
     _, messages = rows_of("token_usage", [RUNS / "harbor_csv"])
     named = [m for m in messages if "calendar-0003__8d5Frkd/agent/trajectory.json" in m]

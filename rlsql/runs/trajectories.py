@@ -44,6 +44,9 @@ SHOWN_FILES = 10
 READERS = max(1, os.cpu_count() or 1)
 #: what `rlsql check` and the docs call a file the sources skip
 SKIPPED = "skipped, not an ATIF trajectory"
+#: how a file's problem ends when the file is read but one value of it is not (tool-call arguments nested past
+#: the sources' depth limit): its warning does not say the file was skipped
+READ_AS_EMPTY = "read as empty"
 
 
 #: a run's fresh cached rows of the source being rendered, given its trace_jobs folder and listing, or None
@@ -201,7 +204,7 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None, 
                           "names": "/".join(f.trial for f in globbed),
                           "guarded_files": "/".join(Path(f.path).name for f in globbed)})
     return {"files": files, "refused": refused, "copies": copied, "record_damaged": record,
-            "DAMAGED_FUNCTION": DAMAGED_FUNCTION}
+            "DAMAGED_FUNCTION": DAMAGED_FUNCTION, "READ_AS_EMPTY": READ_AS_EMPTY}
 
 
 # -- damaged files: recorded while a statement runs, said once after it --------------------------------
@@ -241,7 +244,8 @@ def warn_damaged(con: duckdb.DuckDBPyConnection) -> None:
     seen.clear()
     for run, items in by_run.items():
         for path, problem in items[:SHOWN_FILES]:
-            warnings.warn(f"{shown(path)}: {problem}; {SKIPPED} (run {shown(run)!r})",
+            said = problem if problem.endswith(READ_AS_EMPTY) else f"{problem}; {SKIPPED}"
+            warnings.warn(f"{shown(path)}: {said} (run {shown(run)!r})",
                           TrajectoryFilesWarning, stacklevel=3)
         if len(items) > SHOWN_FILES:
             warnings.warn(f"run {shown(run)!r}: {len(items) - SHOWN_FILES} more damaged trajectory files "
