@@ -38,7 +38,7 @@ def timed(tree: Path, args: list[str], shell: bool) -> tuple[float, float, int, 
         err.seek(0)
         text = err.read().decode(errors="replace")
     field = dict(re.findall(r"^\s*([^:\n]+):\s*(.*)$", text, re.M))
-    wall = re.search(r"Elapsed \(wall clock\) time [^:]*:[^:]*:[^:]*: *([0-9:.]+)", text)
+    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([0-9:.]+)", text)
     wall = wall.group(1) if wall else "0"
     seconds = sum(float(p) * 60**i for i, p in enumerate(reversed(wall.split(":"))))
     cpu = float(field.get("User time (seconds)", 0)) + float(field.get("System time (seconds)", 0))
