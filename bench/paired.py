@@ -6,7 +6,7 @@ Usage (from the repository root)::
     python bench/paired.py --tree before=/tmp/before --tree after=. --pairs 3 -- trial NAME -r RUN -f json -o OUT
 
 Each round runs `python -m rlsql ARGS...` once per tree, in turn (the order flips every round, so that neither
-always runs on a warmer page cache), each under `/usr/bin/time -v` with the tree first on PYTHONPATH, and prints
+always runs on a warmer page cache), each under `/usr/bin/time -v` in the tree's folder and with it first on PYTHONPATH (paths given must be absolute), and prints
 one markdown row per tree: median wall s, median CPU s (user + system) and the largest peak RSS in MB, and the
 exit codes seen. `--shell` runs the arguments as a shell pipeline instead, with `rlsql` standing for
 `python -m rlsql` (`--shell -- 'rlsql query trials -r RUN -f csv | head -3'`): the figures are then the
@@ -34,7 +34,8 @@ def timed(tree: Path, args: list[str], shell: bool) -> tuple[float, float, int, 
     else:
         command = ["/usr/bin/time", "-v", sys.executable, "-m", "rlsql", *args]
     with tempfile.TemporaryFile() as err:
-        done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=err, check=False)
+        # run in the tree: `python -m` puts the current folder before PYTHONPATH
+        done = subprocess.run(command, env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=err, check=False)
         err.seek(0)
         text = err.read().decode(errors="replace")
     field = dict(re.findall(r"^\s*([^:\n]+):\s*(.*)$", text, re.M))
@@ -53,7 +54,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args(argv)
     args = opts.args[1:] if opts.args[:1] == ["--"] else opts.args
-    trees = [(name, Path(path)) for name, path in (t.split("=", 1) for t in opts.tree)]
+    trees = [(name, Path(path).resolve()) for name, path in (t.split("=", 1) for t in opts.tree)]
     got: dict[str, list[tuple[float, float, int, int]]] = {name: [] for name, _ in trees}
     for i in range(opts.pairs):
         for name, tree in trees if i % 2 == 0 else trees[::-1]:
