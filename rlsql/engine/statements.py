@@ -22,7 +22,7 @@ from rlsql.engine.sources import SourceContext
 from rlsql.runs import badcells, harbor, trajectories
 from rlsql.runs.badcells import BadCells
 from rlsql.runs.folders import Run
-from rlsql.runs.memorydb import memory_connection
+from rlsql.runs.memorydb import TRAJECTORY_MEMORY, memory_connection
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -324,11 +324,13 @@ def query_connection(
     catalog = catalog or load_catalog()
     sources = SourceContext(runs, bad_cells="fail" if bad_cells is None else "record", config_keys=config_keys)
     closure = catalog.closure([name])
-    con = memory_connection(threads=1 if reads_little(runs, closure) else None)
+    trajectory = any(f.artifact == "trajectories" for f in closure)
+    con = memory_connection(threads=1 if reads_little(runs, closure) else None,
+                            memory_limit=TRAJECTORY_MEMORY if trajectory else None)
     if bad_cells is not None:
         badcells.register(con, bad_cells)
         sources.bad_cell_sink = bad_cells.record
-    if any(f.artifact == "trajectories" for f in closure):  # damaged files named once (rlsql/trajectories.py)
+    if trajectory:  # damaged files named once (rlsql/trajectories.py)
         sources.damaged_seen = trajectories.record_damaged(con)
     ctes = []
     for f in closure:
