@@ -6,7 +6,8 @@ Usage (from the repository root)::
     python bench/paired.py --tree before=/tmp/before --tree after=. --pairs 3 -- trial NAME -r RUN -f json -o OUT
 
 Each round runs `python -m rlsql ARGS...` once per tree, in turn (the order flips every round, so that neither
-always runs on a warmer page cache), each under `/usr/bin/time -v` in the tree's folder and with it first on PYTHONPATH (paths given must be absolute), and prints
+always runs on a warmer page cache), each under `/usr/bin/time -v` in the tree's folder and with it first on
+PYTHONPATH (paths given must be absolute), and prints
 one markdown row per tree: median wall s, median CPU s (user + system) and the largest peak RSS in MB, and the
 exit codes seen. `--shell` runs the arguments as a shell pipeline instead, with `rlsql` standing for
 `python -m rlsql` (`--shell -- 'rlsql query trials -r RUN -f csv | head -3'`): the figures are then the

@@ -58,9 +58,10 @@ opened: contextvars.ContextVar[Callable[[duckdb.DuckDBPyConnection], None] | Non
 
 #: DuckDB's memory limit for a statement over agents' trajectories: what it holds grows with the run (the
 #: tool calls sorted to write their canonical arguments, the steps numbered into turns), and past this it spills
-#: into spill_folder(). Measured (bench/RESULTS.md, "Issue 38"): looping_trials at 90,000 trials 1,454 MB peak
-#: without, 1,032 MB with 600 MB, and no slower; the rest of the peak is the files being parsed, which DuckDB
-#: does not count (one file per reader at a time, bounded by RLSQL_TRAJECTORY_MAX_BYTES)
+#: into spill_folder(). Measured (bench/RESULTS.md, "Issue 38: interactive at the real run's size"):
+#: looping_trials at 90,000 trials 1,454 MB peak without, 953 MB with it; the rest of the peak is the files
+#: being parsed, which DuckDB does not count (one file per reader at a time, bounded by
+#: RLSQL_TRAJECTORY_MAX_BYTES)
 TRAJECTORY_MEMORY = "512MB"
 
 
