@@ -1604,6 +1604,22 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+#: "arguments whose objects and arrays nest more than 100 deep are read as empty (NULL)"
+MAX_ARGUMENT_DEPTH = 100
+
+
+def _depth(value: Any) -> int:
+    """How deep objects and arrays nest in `value` (a scalar 0), without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is not None:
+            deepest = max(deepest, level)
+            todo.extend((c, level + 1) for c in children)
+    return deepest
+
+
 def trajectory_rows(run_dir: Path | str) -> tuple[list[Row], list[Row]]:
     """(trajectory_steps rows, tool_calls rows) of one run, in the views' orders."""
     run = run_name(run_dir)
@@ -1645,7 +1661,8 @@ def trajectory_rows(run_dir: Path | str) -> tuple[list[Row], list[Row]]:
                 calls.append({
                     "run": run, "trial_name": trial, "segment": segment, "step_id": step["step_id"], "turn": row,
                     "call_index": i, "tool_call_id": call_id, "function_name": _string(call.get("function_name")),
-                    "arguments": canonical(arguments) if arguments is not None else None,
+                    "arguments": canonical(arguments) if arguments is not None
+                    and _depth(arguments) <= MAX_ARGUMENT_DEPTH else None,
                     "observation_chars": sum(_chars(r.get("content")) for r in results if isinstance(r, dict)
                                              and call_id is not None and _string(r.get("source_call_id")) == call_id),
                     "copied": row["copied"], "_index": index,

@@ -186,6 +186,77 @@ def test_a_trial_folder_removed_while_the_query_reads_is_skipped_with_a_warning(
     assert len(removed) == 1 and f"trial {last!r} skipped" in removed[0], messages
 
 
+def test_a_file_over_the_size_limit_is_named_and_the_rest_read(tmp_path: Path, monkeypatch) -> None:
+    """RLSQL_TRAJECTORY_MAX_BYTES: a larger file is skipped with one warning naming it (never opened: a 3 GB file
+    must not fail its run's queries); every other trial is read, as the oracle reads it."""
+    agent = tmp_path / "run" / "trace_jobs"
+    sizes = {}
+    for trial, words in (("t__small", 10), ("t__large", 400)):
+        (agent / trial / "agent").mkdir(parents=True)
+        path = agent / trial / "agent" / "trajectory.json"
+        path.write_text(json.dumps({"agent": {"name": "a", "version": "1"}, "steps": [
+            {"step_id": 1, "source": "user", "message": "word " * words},
+            {"step_id": 2, "source": "agent", "message": "ok", "tool_calls": [
+                {"tool_call_id": "c1", "function_name": "bash", "arguments": {"cmd": "ls"}}]}]}))
+        sizes[trial] = path.stat().st_size
+    monkeypatch.setenv("RLSQL_TRAJECTORY_MAX_BYTES", str(sizes["t__small"] + 100))
+    assert sizes["t__large"] > sizes["t__small"] + 100
+    for name in ["trajectory_steps", "tool_calls", "tool_call_arguments"]:
+        rows, messages = rows_of(name, [tmp_path / "run"])
+        assert {r["trial_name"] for r in rows} == {"t__small"}, name
+        named = [m for m in messages if "t__large" in m]
+        assert len(named) == 1 and f"{sizes['t__large']:,} bytes, over the limit" in named[0], messages
+    monkeypatch.delenv("RLSQL_TRAJECTORY_MAX_BYTES")
+    rows, messages = rows_of("trajectory_steps", [tmp_path / "run"])
+    assert {r["trial_name"] for r in rows} == {"t__small", "t__large"} and not messages
+
+
+def _calls_run(root: Path, arguments: dict[str, str]) -> Path:
+    """A run with one trial per entry: its one tool call's arguments written as the given JSON text."""
+    for trial, text in arguments.items():
+        agent = root / "trace_jobs" / trial / "agent"
+        agent.mkdir(parents=True)
+        (agent / "trajectory.json").write_text(
+            '{"agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 1, "source": "agent", "message": "m", '
+            f'"tool_calls": [{{"tool_call_id": "c1", "function_name": "f", "arguments": {text}}}]}}]}}')
+    return root
+
+
+def test_arguments_nested_past_the_depth_limit_read_as_empty_with_a_warning(tmp_path: Path) -> None:
+    """Issue 42 item 10: arguments nesting objects and arrays more than 100 deep are NULL and the file is named
+    once (the other calls and files read); 100 deep is still canonical text, as the oracle writes it."""
+    nested = {depth: '{"a": ' * (depth - 1) + '["[{", "\\"", 1]' + "}" * (depth - 1) for depth in (100, 101)}
+    run = _calls_run(tmp_path / "run", {"t__100": nested[100], "t__101": nested[101], "t__wide": "[" + ", ".join(
+        ['{"x": [1, {"y": [2]}]}'] * 300) + "]"})
+    _, want = oracle.trajectory_rows(run)
+    assert [c["arguments"] is None for c in want] == [False, True, False]
+    for name in ("tool_calls", "tool_call_arguments"):
+        got, messages = rows_of(name, [run])
+        assert [(g["trial_name"], g["arguments"]) for g in got] == [(w["trial_name"], w["arguments"]) for w in want]
+        assert len(messages) == 1 and "t__101/agent/trajectory.json: steps[0].tool_calls[0].arguments: nested more " \
+            "than 100 deep, read as empty" in messages[0] and "skipped" not in messages[0], messages
+
+
+def test_arguments_nested_5000_deep_stay_within_a_gigabyte(tmp_path: Path) -> None:
+    """A 35 KB file whose arguments nest 5,000 deep took 1.5 GB (the walk of the canonical text costs the square of
+    the depth): under an address-space limit of 1 GB (RLIMIT_AS, the same on any machine) the query answers."""
+    import resource
+    import subprocess
+    import sys
+
+    run = _calls_run(tmp_path / "run", {"t__deep": '{"a": ' * 5000 + "1" + "}" * 5000, "t__ok": '{"b": [1]}'})
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+
+    done = subprocess.run([sys.executable, "-m", "rlsql", "query", "tool_calls", "-r", str(run), "-f", "json"],
+                          capture_output=True, text=True, preexec_fn=limited, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert [(r["trial_name"], r["arguments"]) for r in json.loads(done.stdout)] == [
+        ("t__deep", None), ("t__ok", '{"b":[1]}')]
+    assert "t__deep/agent/trajectory.json: steps[0].tool_calls[0].arguments: nested more than 100 deep" in done.stderr
+
+
 def test_bad_token_counts_are_named_in_a_warning() -> None:
     _, messages = rows_of("token_usage", [RUNS / "harbor_csv"])
     named = [m for m in messages if "calendar-0003__8d5Frkd/agent/trajectory.json" in m]
@@ -452,6 +523,44 @@ def test_trial_cuts_long_texts_unless_full(tmp_path: Path, capsys, monkeypatch) 
     assert got["trial"] is None  # no trials row: in flight
     _, out, _ = _trial(["t__long", "-r", str(tmp_path / "run"), "-f", "json", "--full"], capsys, monkeypatch)
     assert json.loads(out)["steps"][0]["message"] == long
+
+
+@pytest.mark.parametrize("run", WITH_TRAJECTORIES)
+def test_trial_looks_at_its_own_folder_alone(run: str, tmp_path: Path, capsys, monkeypatch) -> None:
+    """`rlsql trial` costs one trial's files whatever the run's size: trace_jobs is never listed whole (finding the
+    run looks at its first entries only), no other trial folder is looked into, and its trials row is the one
+    the oracle reads (from result.json or the CSV)."""
+    import contextlib
+    import os
+    import shutil
+
+    trial = "calendar-0005__bu8dLSg" if run == "harbor" else "calendar-0001__G7Xfn9r"
+    copy = tmp_path / run
+    shutil.copytree(RUNS / run, copy)
+    trace_jobs = str(copy / "trace_jobs")
+    entries, listed = [], []
+    real_scandir, real_listdir = os.scandir, os.listdir
+
+    @contextlib.contextmanager
+    def counted(path):
+        with real_scandir(path) as it:
+            yield (entries.append(e.name) or e for e in it) if os.fspath(path) == trace_jobs else it
+
+    monkeypatch.setattr(os, "scandir", counted)
+    monkeypatch.setattr(os, "listdir", lambda path=".": listed.append(os.fspath(path)) or real_listdir(path))
+    code, out, _ = _trial([trial, "-r", str(copy), "-f", "json"], capsys, monkeypatch)
+    monkeypatch.undo()
+    assert code in (0, None)
+    assert len(entries) < len(real_listdir(trace_jobs)), "trace_jobs listed whole"
+    inside = [p for p in listed if p.startswith(trace_jobs)]
+    assert inside and all(p.startswith(f"{trace_jobs}/{trial}/") for p in inside), inside
+    got = json.loads(out)
+    want = {t["trial_name"]: t for t in oracle.read_trials(RUNS / run)}[trial]
+    for k in ("task_name", "reward", "exception_type", "exception_message", "n_episodes", "n_input_tokens",
+              "n_output_tokens", "trial_duration", "agent_execution_duration", "verifier_duration"):
+        assert got["trial"][k] == want[k], k
+    steps, _ = oracle.trajectory_rows(RUNS / run)
+    assert [s["step_id"] for s in got["steps"]] == [s["step_id"] for s in steps if s["trial_name"] == trial]
 
 
 def test_a_wrong_trial_name_gets_a_did_you_mean(capsys, monkeypatch) -> None:

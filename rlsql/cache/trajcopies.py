@@ -35,7 +35,7 @@ from rlsql.core.errors import DataError, one_line
 from rlsql.core.sqltext import glob_escaped
 from rlsql.runs import badcells, trajectories, writes
 from rlsql.runs.folders import Run
-from rlsql.runs.memorydb import memory_connection
+from rlsql.runs.memorydb import TRAJECTORY_MEMORY, memory_connection
 
 #: the sources a copy is kept of (trajectory_texts_src serves `rlsql trial`, one trial's files at a time)
 SOURCES = ("trajectory_steps_src", "tool_calls_src")
@@ -140,7 +140,7 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
     catalog = load_catalog()
     context = trajectories.render_context([run], record=True)  # its own listing: a change since shows below
     tmp = store.temp_path(entry.parquet)
-    con = memory_connection()
+    con = memory_connection(memory_limit=TRAJECTORY_MEMORY)
     trajectories.record_damaged(con)
     bad = badcells.BadCells()  # recorded as a query's second pass records them, read as NULL
     badcells.register(con, bad)

@@ -6,6 +6,8 @@ imports typer (rlsql/cli/app.py parses the arguments).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsql.cli.notices import Warnings, say
-from rlsql.core.errors import DataError, ExitCode, RlsqlError, UsageError
+from rlsql.core.errors import DataError, ExitCode, ReaderGone, RlsqlError, UsageError
 from rlsql.outputs.formats import OutputFormat
 
 
@@ -107,12 +109,16 @@ def emit_query(
     """Rows of a query to stdout or -o as DuckDB produces them: `run(consume)` answers with `consume`
     taking the connection and the statement (rlsql/engine/query.py); `grain`: the columns a row is per."""
     from rlsql.outputs.rows import Output
+    from rlsql.runs import badcells
 
     out = Output(fmt, output, limit, grain)  # a target that cannot be written is refused before any file is read
+    # rows that go to stdout as they come are never answered again: bad cells recorded from the first attempt
+    token = badcells.at_once.set(out.stream_to is not None)
     try:
         written = run(out.write_query)
         out.commit()
     finally:
+        badcells.at_once.reset(token)
         out.discard()
     _say_written(out, written)
 
@@ -188,6 +194,12 @@ def run_main(entry: Callable[[], object]) -> None:
         failure = write_failure(exc.filename or "?", exc)
         say(f"error: {failure}")
         sys.exit(int(failure.exit_code))
+    except ReaderGone:
+        # the reader (head, less) went away: not an error of ours; stdout pointed at /dev/null so that the
+        # interpreter's last flush into the closed pipe says nothing either
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(int(ExitCode.OK))
     except KeyboardInterrupt:
         say("interrupted")
         sys.exit(130)

@@ -56,6 +56,11 @@ class QueryError(RlsqlError):
     exit_code = ExitCode.QUERY_FAILED
 
 
+class ReaderGone(Exception):
+    """stdout's reader went away (`| head -3`): no error of ours, the command ends quietly with exit 0. Not an
+    OSError, which click's standalone mode turns into exit 1, and no RlsqlError, which would be answered again."""
+
+
 class RlsqlWarning(UserWarning):
     """Something rlsql skipped or assumed; the numbers it prints do not include it."""
 

@@ -30,7 +30,7 @@ _SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>|b|k|kb|kib|m|mb|mib|g|
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 10**3, "kib": 2**10, "m": 2**20, "mb": 10**6, "mib": 2**20,
           "g": 2**30, "gb": 10**9, "gib": 2**30}
 #: the settings that are sizes in bytes (`512MB`, `2GiB` or a number of bytes)
-_SIZES = frozenset({"cache_max_bytes", "cache_hint_bytes", "serve_memory"})
+_SIZES = frozenset({"cache_max_bytes", "cache_hint_bytes", "serve_memory", "trajectory_max_bytes"})
 _FALSE = {"0", "false", "no", "off", ""}
 
 
@@ -85,6 +85,11 @@ class Settings:
         "SPARK_REMOTE", "", "Spark's own: `sc://host:port` sends Spark queries to that Spark Connect server."))
     java_home: str | None = field(default=None, metadata=_doc(
         "JAVA_HOME", "", "Java's own: the JDK or JRE a local Spark session starts."))
+    # a file costs DuckDB a few times its size while it is parsed (one file per reader at a time): 64 MiB keeps
+    # a query over any number of files under 1 GB (real trajectories are ~17 KB, the largest seen a few MB)
+    trajectory_max_bytes: int = field(default=64 * 2**20, metadata=_doc(
+        "RLSQL_TRAJECTORY_MAX_BYTES", "",
+        "A trajectory file larger than this is skipped with a warning naming it (the rest of its run is read)."))
     serve_host: str = field(default="127.0.0.1", metadata=_doc(
         "", "rlsql serve --host", "The address `rlsql serve` binds; beyond the loopback a token is required."))
     serve_port: int = field(default=8765, metadata=_doc("", "rlsql serve --port", "The port `rlsql serve` listens on."))

@@ -60,8 +60,11 @@ class SourceContext:
     damaged_seen: dict[str, tuple[str, str]] | None = None
 
     def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None,
-                 config_keys: str | None = None):
+                 config_keys: str | None = None, trial: str | None = None):
         self.runs = list(runs)
+        #: `rlsql trial`: the Harbor sources read that trial folder's result.json alone (the trials CSV is read
+        #: whole, a filter picks its row): its row, not the run's, costs the same at 3,000 or 45,000 trials
+        self.trial = trial
         #: run_table's `keys` parameter (comma-separated): the config keys that get a column; None: those
         #: whose values differ between the runs
         self.config_keys = config_keys
@@ -265,7 +268,7 @@ class SourceContext:
             if artifact is None or (run.artifact("trials") is not None) != beside_csv:
                 continue
             prefix = str(artifact.path)
-            listing = harbor.list_trials(artifact.path)
+            listing = harbor.list_trials(artifact.path, self.trial)
             names = [harbor.sql_name(f.folder) for f in listing.files]
             read = [harbor.reader_path(f.folder) for f in listing.files if f.problem is None]
             refused.extend(

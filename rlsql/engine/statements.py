@@ -22,7 +22,7 @@ from rlsql.engine.sources import SourceContext
 from rlsql.runs import badcells, harbor, trajectories
 from rlsql.runs.badcells import BadCells
 from rlsql.runs.folders import Run
-from rlsql.runs.memorydb import memory_connection
+from rlsql.runs.memorydb import TRAJECTORY_MEMORY, memory_connection
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -147,6 +147,7 @@ def create_objects(
     config_keys: str | None = None,
     sources: SourceContext | None = None,
     bound: dict[str, list[tuple[str, str]]] | None = None,
+    trial: str | None = None,
 ) -> None:
     """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables.
 
@@ -167,11 +168,12 @@ def create_objects(
     (the runs' files looked at once, the config function registered once) and `bound`: source view
     -> its columns, for the source views earlier calls created. Those are renamed out of the way for
     the time this call creates views over them (a stand-in in their place), and `bound` gains the
-    sources this call creates.
+    sources this call creates. `trial`: see open_connection.
     """
     files = list(files)
     if sources is None:
-        sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys)
+        sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys,
+                                trial=trial)
         register_config_function(con, sources)
         if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/trajectories.py)
             sources.damaged_seen = trajectories.record_damaged(con)
@@ -260,15 +262,17 @@ def open_connection(
     catalog: Catalog | None = None,
     load: frozenset[str] = LOADED_SOURCES,
     config_keys: str | None = None,
+    trial: str | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once.
 
-    `config_keys`: run_table's `keys` parameter, which picks its columns (SqlFile.per_runs).
+    `config_keys`: run_table's `keys` parameter, which picks its columns (SqlFile.per_runs). `trial`
+    (`rlsql trial`): the Harbor sources read that trial's result.json alone (SourceContext.trial).
     """
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
     con = memory_connection()
-    create_objects(con, runs, files, catalog, load, config_keys=config_keys)
+    create_objects(con, runs, files, catalog, load, config_keys=config_keys, trial=trial)
     return con
 
 
@@ -320,10 +324,12 @@ def query_connection(
     catalog = catalog or load_catalog()
     sources = SourceContext(runs, bad_cells="fail" if bad_cells is None else "record", config_keys=config_keys)
     closure = catalog.closure([name])
-    con = memory_connection(threads=1 if reads_little(runs, closure) else None)
+    trajectory = any(f.artifact == "trajectories" for f in closure)
+    con = memory_connection(threads=1 if reads_little(runs, closure) else None,
+                            memory_limit=TRAJECTORY_MEMORY if trajectory else None)
     if bad_cells is not None:
         badcells.register(con, bad_cells)
-    if any(f.artifact == "trajectories" for f in closure):  # damaged files named once (rlsql/trajectories.py)
+    if trajectory:  # damaged files named once (rlsql/trajectories.py)
         sources.damaged_seen = trajectories.record_damaged(con)
     ctes = []
     for f in closure:

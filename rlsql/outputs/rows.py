@@ -3,15 +3,18 @@
 A query's rows never become a Python list here. The machine formats (csv, json, jsonl) are written
 by DuckDB's own COPY; so are the people formats (table, markdown) into a file or a pipe, their lines
 rendered in SQL; on a terminal, and for types only Python renders, they are rendered batch by batch from the
-cursor. Either way the output is first written whole to a staging file, and only then put in place:
+cursor. Where they go:
 
+- stdout that is no terminal (a pipe, a file it was redirected to), for what COPY writes: as DuckDB produces
+  the rows, through a pipe of rlsql's own that a thread copies into stdout (`_Stream`), so `| head -3` has its
+  lines at once; when the reader goes away the statement is interrupted and the command ends quietly (exit 0).
+  A failed read is answered again (a damaged cached copy, a CSV DuckDB cannot parse, a bad cell: see
+  rlsql/cache/reading.py) only while no byte has gone out; after, the command fails in one line saying so
+  (docs/semantics.md, "Rows as they come");
 - `-o FILE` (a regular file or a new name): staged beside it and renamed onto it (rlsql/runs/writes.py),
   so an interrupted or failed command leaves the old file whole;
-- stdout, `-o -`, or `-o` onto a FIFO or a character device (/dev/null): staged in rlsql's own
-  temporary folder and copied into it as a shell's `>` writes, never renamed over it.
-
-Staging whole first is what lets a failed read be answered again (a damaged cached copy, a CSV
-DuckDB cannot parse: rlsql/cache/reading.py) without half an answer already printed.
+- anything else (a terminal, `-o -`, `-o` onto a FIFO or a character device such as /dev/null): staged in
+  rlsql's own temporary folder and copied into it as a shell's `>` writes, never renamed over it.
 
 In a table a column is as wide as the widest cell of the first batch (BATCH rows); a later, longer cell
 widens its own line only. On a terminal, a table holds at most TERMINAL_ROWS rows and says how many
@@ -23,8 +26,10 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +39,7 @@ from typing import IO, Any
 import duckdb
 
 from rlsql.cache import reading
+from rlsql.core.errors import DataError, ReaderGone
 from rlsql.core.sqltext import identifier, literal
 from rlsql.outputs.formats import (
     CONTROL_CLASS,
@@ -96,6 +102,12 @@ class Output:
             self.shown = TERMINAL_ROWS if limit is None else min(limit, TERMINAL_ROWS)
         #: the terminal's width, which a table's cells are cut to (None: every cell whole)
         self.width = shutil.get_terminal_size().columns if self.terminal and self.fmt is OutputFormat.TABLE else None
+        #: stdout's descriptor when COPY's rows go straight to it (_Stream), else None
+        self.stream_to = _fileno(sys.stdout) if self.kind == "stdout" and not self.terminal else None
+        #: bytes of rows that went to stdout so far (an answer again after some did would print them twice)
+        self.sent = 0
+        #: the rows went to stdout as they came: nothing staged to copy
+        self.streamed = False
         if self.kind == "file":
             assert target is not None
             self.staged = writes.stage(target)  # refused here, before any file is read, where a write would be
@@ -192,13 +204,16 @@ class Output:
         inner = f"SELECT {select} FROM ({sql}) AS rows_out"
         if self.shown is not None:
             inner += f" LIMIT {int(self.shown)}"
-        try:
-            written = scalar(con, f"COPY ({inner}) TO {literal(str(self.staged))} ({options}, USE_TMP_FILE false)")
-        except duckdb.Error as exc:  # a full or read-only disk: the one line naming the output, exit 4
-            failure = writes.disk_failure(self.named, self.staged, str(exc))
-            if failure is None:
-                raise
-            raise failure from exc
+        if self.stream_to is not None:
+            written = self._copy_streamed(con, inner, options, self.stream_to)
+        else:
+            try:
+                written = scalar(con, f"COPY ({inner}) TO {literal(str(self.staged))} ({options}, USE_TMP_FILE false)")
+            except duckdb.Error as exc:  # a full or read-only disk: the one line naming the output, exit 4
+                failure = writes.disk_failure(self.named, self.staged, str(exc))
+                if failure is None:
+                    raise
+                raise failure from exc
         rows = int(written or 0)
         total = None
         if self.shown is not None and rows == self.shown:
@@ -237,6 +252,29 @@ class Output:
             total = int(scalar(con, f"SELECT count(*) FROM ({sql}) AS rows_out"))
         return self._written(rows, total, shape.records)
 
+    def _copy_streamed(self, con: duckdb.DuckDBPyConnection, inner: str, options: str, fd: int) -> Any:
+        """COPY `inner` into stdout (descriptor `fd`) as DuckDB produces the rows; what COPY returns."""
+        if self.sent:
+            raise DataError(_SENT.format(sent=self.sent, why="an answer again was needed"))
+        sys.stdout.flush()
+        stream = _Stream(con, fd)
+        try:
+            written = scalar(con, f"COPY ({inner}) TO {literal(stream.path)} ({options}, USE_TMP_FILE false)")
+        except BaseException as exc:
+            stream.close()
+            self.sent += stream.sent
+            if stream.failure is not None:
+                raise _failed(stream.failure) from None
+            if self.sent and not isinstance(exc, KeyboardInterrupt):
+                raise DataError(_SENT.format(sent=self.sent, why=_reason(exc))) from None
+            raise
+        stream.close()
+        self.sent += stream.sent
+        self.streamed = True
+        if stream.failure is not None:
+            raise _failed(stream.failure) from None
+        return written
+
     def keys(self, columns: Sequence[str]) -> list[str]:
         """The columns that name a row, never cut on a terminal: the grain given, else `run` and the first."""
         if self.grain:
@@ -255,11 +293,16 @@ class Output:
             assert self.target is not None
             writes.commit(self.staged, self.target)
             return
+        if self.streamed:
+            return
         try:
             if self.kind == "stdout":
                 sys.stdout.flush()
                 with self.staged.open("rb") as src:
-                    _copy_into(src, _binary(sys.stdout))  # a reader gone (| head) is BrokenPipeError: not ours
+                    try:
+                        _copy_into(src, _binary(sys.stdout))
+                    except BrokenPipeError as exc:
+                        raise ReaderGone() from exc
             else:
                 assert self.target is not None
                 writes.pour(self.staged, self.target)
@@ -269,6 +312,69 @@ class Output:
     def discard(self) -> None:
         with contextlib.suppress(OSError):
             self.staged.unlink()
+
+
+#: the one line of a query that failed after some of its rows went to stdout (never printed twice)
+_SENT = ("the answer stopped after its first {sent:,} bytes had gone to stdout ({why}); it is not printed again: "
+         "-o FILE writes it whole (answered again from the files where it must be)")
+
+
+def _reason(exc: BaseException) -> str:
+    """What stopped a streamed answer, in a few words (a bad cell's own message is said by its retry, not here)."""
+    from rlsql.core.errors import BAD_CELL_MARK, one_line
+
+    text = one_line(exc)
+    return "a whole-number cell that is not one was found" if BAD_CELL_MARK in text else text
+
+
+class _Stream:
+    """A pipe DuckDB's COPY writes into (`path`) and a thread that copies what comes out of it into descriptor
+    `fd` (stdout) as it comes, counting the bytes (`sent`). A write that fails (the reader went away: `| head`;
+    a full disk) is kept in `failure` and interrupts the statement; the pipe is drained to its end either way,
+    so that DuckDB never waits on it."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, fd: int):
+        self.sent = 0
+        self.failure: OSError | None = None
+        self._read, self._write = os.pipe()
+        self.path = f"/dev/fd/{self._write}"
+        self._thread = threading.Thread(target=self._copy, args=(con, fd), daemon=True)
+        self._thread.start()
+
+    def _copy(self, con: duckdb.DuckDBPyConnection, fd: int) -> None:
+        try:
+            while chunk := os.read(self._read, 1 << 16):
+                if self.failure is not None:
+                    continue
+                try:
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    self.sent += len(chunk)
+                except OSError as exc:
+                    self.failure = exc
+                    con.interrupt()
+        finally:
+            os.close(self._read)
+
+    def close(self) -> None:
+        """After the statement (DuckDB has closed its end): the copy finished."""
+        os.close(self._write)
+        self._thread.join()
+
+
+def _failed(failure: OSError) -> BaseException:
+    """What a failed write into stdout raises: ReaderGone for a reader that went away (exit 0), else the error
+    (a full disk: one line naming stdout)."""
+    return ReaderGone() if isinstance(failure, BrokenPipeError) else failure
+
+
+def _fileno(stream: Any) -> int | None:
+    """`stream`'s file descriptor, None for one without (a test's capture)."""
+    try:
+        return int(stream.fileno())
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _json_cell(column: str, type_name: str) -> str:

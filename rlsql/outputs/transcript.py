@@ -1,8 +1,10 @@
 """`rlsql trial NAME`: one trial's transcript, as a person reads it (terminal, markdown) or a tool does (JSON).
 
-The trial's row comes from the trials view; its steps from the trajectory sources rendered over that trial's
-files only (sql/sources/trajectory_steps_src.sql for the figures, trajectory_texts_src.sql for the words):
-no other trial's file is opened. Long texts are cut, saying how many characters were left out, unless `full`.
+The trial is found by a look at `trace_jobs/NAME/` in each run (no run's trial folders are listed). Its row
+comes from the trials view over the run's trials CSV, or over that trial's result.json alone; its steps from
+the trajectory sources rendered over that trial's files only (sql/sources/trajectory_steps_src.sql for the
+figures, trajectory_texts_src.sql for the words): no other trial's file is opened, so a trial of a run of
+45,000 costs what one of 3,000 does. Long texts are cut, saying how many characters were left out, unless `full`.
 On a terminal the transcript is drawn with rich (which typer brings) to the terminal's width.
 """
 
@@ -58,34 +60,29 @@ def _folder_without_trajectory(runs: Sequence[Run], name: str) -> tuple[Run, str
 
 
 def find_trial(runs: Sequence[Run], name: str) -> Run:
-    """The run holding trial `name` with a trajectory; a did-you-mean (difflib) when none does. A trial folder
-    without a trajectory is TrialWithoutTrajectory (its trials row is shown instead)."""
+    """The run holding trial `name` with a trajectory, found by a look at `trace_jobs/NAME/agent/` in each run
+    (no other trial folder listed); a did-you-mean (difflib) over every run's trials when none holds it. A
+    trial folder without a trajectory is TrialWithoutTrajectory (its trials row is shown instead)."""
     from rlsql.runs.trajectories import list_trajectories, trace_jobs_of
 
-    names: dict[str, list[Run]] = {}
-    for run in runs:
-        trace_jobs = trace_jobs_of(run)
-        if trace_jobs is None:
-            continue
-        for f in list_trajectories(trace_jobs).files:
-            if f.segment == 0 and run not in names.setdefault(f.trial, []):
-                names[f.trial].append(run)
-    if name not in names and (bare := _folder_without_trajectory(runs, name)) is not None:
-        raise TrialWithoutTrajectory(*bare)
-    if not names:
-        raise DataError(f"no agent trajectories in {', '.join(repr(r.name) for r in runs)} "
-                        "(looked for trace_jobs/*/agent/trajectory.json)")
-    found = names.get(name)
-    if found is None:
-        import difflib
-
-        close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(close)}?" if close else "; `rlsql query trajectory_steps` lists them"
-        raise UsageError(f"no trial {name!r} with a trajectory in {', '.join(r.name for r in runs)}{hint}")
+    folders = [(run, path) for run in runs if (path := trace_jobs_of(run)) is not None]
+    found = [run for run, path in folders if list_trajectories(path, name).files]
     if len(found) > 1:
         raise UsageError(f"trial {name!r} is in runs {', '.join(r.name for r in found)}: choose one with --run "
                          "(in rlsql mcp, the trial tool's `run` argument)")
-    return found[0]
+    if found:
+        return found[0]
+    if (bare := _folder_without_trajectory(runs, name)) is not None:
+        raise TrialWithoutTrajectory(*bare)
+    names = {f.trial for _, path in folders for f in list_trajectories(path).files}
+    if not names:
+        raise DataError(f"no agent trajectories in {', '.join(repr(r.name) for r in runs)} "
+                        "(looked for trace_jobs/*/agent/trajectory.json)")
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; `rlsql query trajectory_steps` lists them"
+    raise UsageError(f"no trial {name!r} with a trajectory in {', '.join(r.name for r in runs)}{hint}")
 
 
 class TrialWithoutTrajectory(Exception):
@@ -135,14 +132,15 @@ def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript
 
 
 def _trials_row(run: Run, name: str) -> dict[str, Any] | None:
-    """Trial `name`'s row of the trials view (None: the run has no such row)."""
+    """Trial `name`'s row of the trials view (None: the run has no such row), read from the trials CSV or from
+    that trial's result.json alone."""
     from rlsql.engine.statements import open_connection
 
     if not (run.artifact("trials") or run.artifact("harbor")):
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the trials view's own warnings belong to the trial queries
-        trials = open_connection([run], ["trials"])
+        trials = open_connection([run], ["trials"], trial=name)  # that trial's result.json alone
         cursor = trials.execute("SELECT * FROM trials WHERE trial_name = ? ORDER BY row_no LIMIT 1", [name])
         columns = [d[0] for d in cursor.description]
         found = cursor.fetchone()

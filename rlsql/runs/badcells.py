@@ -6,12 +6,15 @@ branch only for the cells that reach it: none in an undamaged file, so its scan 
 more). A query stopped so runs again (`answering`) with FUNCTION(file, row_no, column, value) in
 that branch, a Python function that records the cell and returns NULL (registering
 one costs ~50 ms, numpy's import, which DuckDB's Python functions need: paid only by damaged
-runs). One warning per file then names the cells; the lines come from the csv module
-(csvread.scan_records) for files up to LINE_SCAN_BYTES, else `rlsql check` gives them.
+runs). An answer whose rows go to stdout as they come (rlsql/outputs/rows.py) cannot be answered again once
+some went out: it records from its first attempt (`at_once`). One warning per file then names the cells; the
+lines come from the csv module (csvread.scan_records) for files up to LINE_SCAN_BYTES, else `rlsql check` gives
+them.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import warnings
 from collections.abc import Callable
@@ -31,6 +34,8 @@ FOUND = BAD_CELL_MARK
 LINE_SCAN_BYTES = 16 * 1024 * 1024
 EXAMPLES = 3
 T = TypeVar("T")
+#: record the bad cells from the first attempt (set while an answer streams into stdout: no second attempt)
+at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("rlsql_bad_cells_at_once", default=False)
 
 
 @dataclass
@@ -88,8 +93,14 @@ def register(con: duckdb.DuckDBPyConnection, bad: BadCells) -> None:
 def answering(work: Callable[[BadCells | None], T]) -> T:
     """`work(None)`; when a bad cell stopped it, `work(BadCells())` again and warn about the cells.
 
-    The warnings of the stopped attempt are dropped: the second one says them again.
+    The warnings of the stopped attempt are dropped: the second one says them again. With `at_once`, one
+    attempt that records.
     """
+    if at_once.get():
+        bad = BadCells()
+        result = work(bad)
+        bad.warn()
+        return result
     failure: BaseException | None = None
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")

@@ -109,24 +109,30 @@ def file_problem(folder: str, path: str, backslash_in_prefix: bool) -> tuple[str
     return None, info
 
 
-def list_trials(trace_jobs: Path) -> Listing:
-    """Every trial folder of `trace_jobs` (sorted by name) with its result.json classified.
+def list_trials(trace_jobs: Path, trial: str | None = None) -> Listing:
+    """Every trial folder of `trace_jobs` (sorted by name) with its result.json classified; `trial`: that
+    folder alone, looked at directly (`rlsql trial` reads one trial's row whatever the run's size).
 
     A folder without any result.json entry is a trial Harbor has not finished writing: counted in
     `in_flight`, not listed. Entries that are not folders (logs, Harbor's job files) are no trials.
     """
     listing = Listing()
-    try:
-        with os.scandir(trace_jobs) as entries:
-            found = [(e.name, _is_dir(e)) for e in entries]
-    except OSError:
-        return listing
-    folders = sorted(name for name, is_dir in found if is_dir)
     base = str(trace_jobs)
     backslash_in_prefix = "\\" in base
     unlistable = unlistable_parent(base)
-    if unlistable is None and any(name.startswith("\\") for name, _ in found):
-        unlistable = base  # only for the trial folders whose names hold a glob character
+    if trial is not None and (not trial or "/" in trial or trial in (".", "..")):
+        return listing  # no trial folder has such a name
+    if trial is None or (unlistable is None and has_glob(trial)):
+        try:
+            with os.scandir(trace_jobs) as entries:
+                found = [(e.name, _is_dir(e)) for e in entries]
+        except OSError:
+            return listing
+        folders = sorted(name for name, is_dir in found if is_dir and (trial is None or name == trial))
+        if unlistable is None and any(name.startswith("\\") for name, _ in found):
+            unlistable = base  # only for the trial folders whose names hold a glob character
+    else:
+        folders = [trial] if os.path.isdir(f"{base}/{trial}") else []
     for folder in folders:
         path = f"{base}/{folder}/{HARBOR_RESULT}"
         problem = file_problem(folder, path, backslash_in_prefix)[0]

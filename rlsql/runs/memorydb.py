@@ -32,14 +32,25 @@ opened: contextvars.ContextVar[Callable[[duckdb.DuckDBPyConnection], None] | Non
     "rlsql_opened", default=None)
 
 
-def memory_connection(threads: int | None = None) -> duckdb.DuckDBPyConnection:
+#: DuckDB's memory limit for a statement over agents' trajectories: what it holds grows with the run (the
+#: tool calls sorted to write their canonical arguments, the steps numbered into turns), and past this it spills
+#: into spill_folder(). Measured (bench/RESULTS.md, "Issue 38: interactive at the real run's size"):
+#: looping_trials at 90,000 trials 1,454 MB peak without, 953 MB with it; the rest of the peak is the files
+#: being parsed, which DuckDB does not count (one file per reader at a time, bounded by
+#: RLSQL_TRAJECTORY_MAX_BYTES)
+TRAJECTORY_MEMORY = "512MB"
+
+
+def memory_connection(threads: int | None = None, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
     """duckdb.connect(":memory:") with its temp_directory in spill_folder(); `threads` DuckDB's threads
-    (None: one per core, DuckDB's default)."""
+    (None: one per core, DuckDB's default); `memory_limit` DuckDB's (None: its default, 80 % of the RAM)."""
     # set at connect, not by a SET statement after it: the same setting, ~4 MB less peak memory
     # (bench/RESULTS.md at 9434c57, "Questions answered ahead")
     config: dict[str, str | bool | int | float | list[str]] = {"temp_directory": str(spill_folder())}
     if threads is not None:
         config["threads"] = threads
+    if memory_limit is not None:
+        config["memory_limit"] = memory_limit
     con = quiet(duckdb.connect(":memory:", config=config))
     if (watcher := opened.get()) is not None:
         watcher(con)

@@ -47,6 +47,12 @@ SHOWN_FILES = 10
 READERS = max(1, os.cpu_count() or 1)
 #: what `rlsql check` and the docs call a file the sources skip
 SKIPPED = "skipped, not an ATIF trajectory"
+#: how a file's problem ends when the file is read but one value of it is not (tool-call arguments nested past
+#: the sources' depth limit): its warning does not say the file was skipped
+READ_AS_EMPTY = "read as empty"
+#: why a trial folder has no trajectory to read (_trial_files)
+NO_AGENT = "no agent/ folder"
+NO_TRAJECTORY = "no agent/trajectory.json"
 
 
 #: a run's fresh cached rows of the source being rendered, given its trace_jobs folder and listing, or None
@@ -88,48 +94,71 @@ def segments_of(names: Sequence[str]) -> list[tuple[int, str]]:
     return found
 
 
-def list_trajectories(trace_jobs: Path) -> TrajectoryListing:
+def list_trajectories(trace_jobs: Path, trial: str | None = None) -> TrajectoryListing:
     """Every trial folder's trajectory files, classified by harbor.py's rules (one stat per file, none
-    opened); trial folders sorted by name, segments by number."""
+    opened); trial folders sorted by name, segments by number. `trial`: that trial folder's alone, looked at
+    directly (`rlsql trial`: one trial's files cost the same in a run of 45,000 as in one of 3,000)."""
     from rlsql.core.exactpaths import has_glob, unlistable_parent
-    from rlsql.runs import harbor
+    from rlsql.core.settings import current
 
     listing = TrajectoryListing()
-    try:
-        with os.scandir(trace_jobs) as entries:
-            found = [(e.name, _is_dir(e)) for e in entries]
-    except OSError:
-        return listing
+    limit = current().trajectory_max_bytes
     base = str(trace_jobs)
-    backslash_in_prefix = "\\" in base
     unlistable = unlistable_parent(base)
-    if unlistable is None and any(name.startswith("\\") for name, _ in found):
-        unlistable = base  # only for the trial folders whose names hold a glob character
-    for folder in sorted(name for name, is_dir in found if is_dir):
-        listing.trials += 1
-        agent = f"{base}/{folder}/{AGENT_DIR}"
+    if trial is not None and (not trial or "/" in trial or trial in (".", "..")):
+        return listing  # no trial folder of trace_jobs has such a name
+    if trial is None or (unlistable is None and has_glob(trial)):
         try:
-            names = [n for n in os.listdir(agent) if n.startswith("trajectory")]
+            with os.scandir(trace_jobs) as entries:
+                found = [(e.name, _is_dir(e)) for e in entries]
         except OSError:
+            return listing
+        if unlistable is None and any(name.startswith("\\") for name, _ in found):
+            unlistable = base  # only for the trial folders whose names hold a glob character
+        folders = sorted(name for name, is_dir in found if is_dir and (trial is None or name == trial))
+    else:
+        folders = [trial] if os.path.isdir(f"{base}/{trial}") else []
+    for folder in folders:
+        listing.trials += 1
+        files = _trial_files(base, folder, unlistable, limit)
+        if isinstance(files, str):
             listing.without += 1
-            listing.no_agent.append(folder)
-            continue
-        segments = segments_of(names)
-        if not segments or segments[0][0] != 0:
-            listing.without += 1  # no trajectory.json: continuations alone are no trajectory to read
-            continue
-        for segment, name in segments:
-            path = f"{agent}/{name}"
-            problem, info = harbor.file_problem(folder, path, backslash_in_prefix)  # harbor.py's rules, one set
-            if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
-                problem = (f"DuckDB cannot look for it: its glob of {harbor.shown(unlistable)} fails on a name "
-                           "there starting with a backslash")
-            if problem is None and segment > MAX_SEGMENT:
-                problem = f"its continuation number is past {MAX_SEGMENT:,}, the largest segment"
-            signature = None if info is None else (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-            listing.files.append(SegmentFile(folder, segment, path, problem if isinstance(problem, str) else None,
-                                             signature))
+            if files == NO_AGENT:
+                listing.no_agent.append(folder)
+        else:
+            listing.files.extend(files)
     return listing
+
+
+def _trial_files(base: str, folder: str, unlistable: str | None, limit: int) -> list[SegmentFile] | str:
+    """The trajectory files of trial folder `folder` of `base`, else why it has none (NO_AGENT, or
+    NO_TRAJECTORY: no trajectory.json); a file of more than `limit` bytes is refused (DuckDB would hold a
+    few times its size while parsing it), as is a continuation numbered past MAX_SEGMENT."""
+    from rlsql.core.exactpaths import has_glob
+    from rlsql.runs import harbor
+
+    agent = f"{base}/{folder}/{AGENT_DIR}"
+    try:
+        names = [n for n in os.listdir(agent) if n.startswith("trajectory")]
+    except OSError:
+        return NO_AGENT
+    segments = segments_of(names)
+    if not segments or segments[0][0] != 0:
+        return NO_TRAJECTORY  # no trajectory.json: continuations alone are no trajectory to read
+    files = []
+    for segment, name in segments:
+        path = f"{agent}/{name}"
+        problem, info = harbor.file_problem(folder, path, "\\" in base)  # harbor.py's rules, one set
+        if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
+            problem = (f"DuckDB cannot look for it: its glob of {harbor.shown(unlistable)} fails on a name "
+                       "there starting with a backslash")
+        if problem is None and segment > MAX_SEGMENT:
+            problem = f"its continuation number is past {MAX_SEGMENT:,}, the largest segment"
+        if problem is None and info is not None and info.st_size > limit:
+            problem = f"{info.st_size:,} bytes, over the limit of {limit:,} (RLSQL_TRAJECTORY_MAX_BYTES): not read"
+        signature = None if info is None else (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+        files.append(SegmentFile(folder, segment, path, problem if isinstance(problem, str) else None, signature))
+    return files
 
 
 def _is_dir(entry: os.DirEntry) -> bool:
@@ -165,12 +194,12 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None, 
         trace_jobs = trace_jobs_of(run)
         if trace_jobs is None:
             continue
-        listing = list_trajectories(trace_jobs)
+        listing = list_trajectories(trace_jobs, trial)
         copy = copies(run, trace_jobs, listing) if copies is not None and trial is None else None
         if copy is not None:
             copied.append(copy)
             continue
-        chosen = [f for f in listing.files if trial is None or f.trial == trial]
+        chosen = listing.files
         prefix = str(trace_jobs)
         readable = [f for f in chosen if f.problem is None]
         refused.extend({"run": run.name, "trial": harbor.sql_name(f.trial),
@@ -189,7 +218,7 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None, 
                           "names": "/".join(f.trial for f in globbed),
                           "guarded_files": "/".join(Path(f.path).name for f in globbed)})
     return {"files": files, "refused": refused, "copies": copied, "record_damaged": record,
-            "DAMAGED_FUNCTION": DAMAGED_FUNCTION}
+            "DAMAGED_FUNCTION": DAMAGED_FUNCTION, "READ_AS_EMPTY": READ_AS_EMPTY}
 
 
 # -- damaged files: recorded while a statement runs, said once after it --------------------------------
@@ -229,7 +258,8 @@ def warn_damaged(con: duckdb.DuckDBPyConnection) -> None:
     seen.clear()
     for run, items in by_run.items():
         for path, problem in items[:SHOWN_FILES]:
-            warnings.warn(f"{shown(path)}: {problem}; {SKIPPED} (run {shown(run)!r})",
+            said = problem if problem.endswith(READ_AS_EMPTY) else f"{problem}; {SKIPPED}"
+            warnings.warn(f"{shown(path)}: {said} (run {shown(run)!r})",
                           TrajectoryFilesWarning, stacklevel=3)
         if len(items) > SHOWN_FILES:
             warnings.warn(f"run {shown(run)!r}: {len(items) - SHOWN_FILES} more damaged trajectory files "

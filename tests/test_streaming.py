@@ -1,0 +1,113 @@
+"""Rows to stdout as DuckDB produces them (rlsql/outputs/rows.py, docs/semantics.md "Rows as they come"): the first
+lines come before the statement ends, a reader that goes away ends the command quietly, and no row is ever printed
+twice (an answer that would have to start again after rows went out fails in one line instead).
+
+The commands run in a subprocess whose stdout is a real pipe: under pytest's capture stdout has no descriptor, and
+rlsql stages the rows whole there as it does for a terminal."""
+
+from __future__ import annotations
+
+import selectors
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RUNS
+
+#: generous bounds on a subprocess that should end at once: a hang fails the test instead of the suite
+PATIENCE = 300
+
+
+def _rlsql(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "rlsql", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _first_line(proc: subprocess.Popen) -> bytes:
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        assert sel.select(PATIENCE), "no line came"
+    return proc.stdout.readline()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "table"])
+def test_first_rows_come_at_once_and_a_closed_pipe_ends_the_command_quietly(fmt: str) -> None:
+    """A statement of 10**12 rows: its first lines come while it runs (staged whole, none would ever come), and
+    only the reader going away ends it: exit 0, nothing on stderr (no traceback, no BrokenPipe message)."""
+    proc = _rlsql("sql", "SELECT range AS n FROM range(1000000000000)", "-r", str(RUNS / "tiny"), "-f", fmt)
+    first = _first_line(proc)
+    assert first.strip() in (b"n", b'{"n":0}')
+    assert proc.stdout is not None
+    proc.stdout.close()  # `| head -1` exits
+    assert proc.wait(PATIENCE) == 0
+    assert proc.stderr is not None and proc.stderr.read() == b""
+
+
+def test_a_failure_after_rows_went_out_is_one_line_and_prints_no_row_twice() -> None:
+    # the last row fails: its morsel is the last DuckDB hands out, after the rows before it went out
+    proc = _rlsql(
+        "sql",
+        "SELECT CASE WHEN range < 2999999 THEN range ELSE error('boom') END AS n FROM range(3000000)",
+        "-r",
+        str(RUNS / "tiny"),
+        "-f",
+        "csv",
+    )
+    out, err = proc.communicate(timeout=PATIENCE)
+    assert proc.returncode == 3
+    lines = out.decode().splitlines()
+    assert lines[0] == "n" and lines[1:] == [str(i) for i in range(len(lines) - 1)]  # in order, once each
+    said = err.decode().splitlines()
+    assert len(said) == 1 and said[0].startswith("rlsql: error: the answer stopped after its first ")
+    assert "boom" in said[0] and "it is not printed again" in said[0]
+
+
+def test_an_answer_is_never_started_again_after_rows_went_out(tmp_path: Path, monkeypatch) -> None:
+    """The retries (a damaged cached copy, a CSV DuckDB cannot parse) call the output again: once rows went to
+    stdout, that call fails in one line before writing anything."""
+    from rlsql.core.errors import DataError
+    from rlsql.outputs.formats import OutputFormat
+    from rlsql.outputs.rows import Output
+    from rlsql.runs.memorydb import memory_connection
+
+    with (tmp_path / "stdout").open("w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        out = Output(OutputFormat.CSV, None)
+        assert out.stream_to == stdout.fileno()
+        con = memory_connection(threads=1)  # the rows in order: the failing one comes after the first went out
+        with pytest.raises(DataError, match="it is not printed again"):
+            # DuckDB's COPY writes its CSV in blocks of 8 MB: the last row's error comes after two went out
+            out.write_query(
+                con, "SELECT CASE WHEN range < 2999999 THEN range ELSE error('late') END AS n FROM range(3000000)"
+            )
+        sent = out.sent
+        assert sent > 0
+        with pytest.raises(DataError, match="an answer again was needed"):
+            out.write_query(con, "SELECT 1 AS n")
+    text = (tmp_path / "stdout").read_text()
+    assert len(text.encode()) == sent
+    numbers = text.splitlines()[1:]
+    assert numbers[:-1] == [str(i) for i in range(len(numbers) - 1)]  # the last line may be cut mid-number
+
+
+def test_a_bad_cell_late_in_a_streamed_answer_is_recorded_at_once(tmp_path: Path) -> None:
+    """A whole-number cell that is not one, in the last row of 60,000: the rows stream, the cell reads as empty
+    and one warning names it, as in a staged answer (the bad cells are recorded from the first attempt)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    header = (RUNS / "tiny" / "20260105_120000_trial_results.csv").read_text().splitlines()[0]
+    rows = [f"calendar-{i % 500:04d},calendar-{i % 500:04d}__{i:07d},3.0,9120.0,410.0,,1.0,30.0" for i in range(60_000)]
+    rows[-1] = rows[-1].replace(",3.0,", ",2.5,", 1)
+    (run / "20260105_120000_trial_results.csv").write_text("\n".join([header, *rows]) + "\n")
+    proc = _rlsql("query", "trials", "-r", str(run), "-f", "csv")
+    out, err = proc.communicate(timeout=PATIENCE)
+    assert proc.returncode == 0, err
+    lines = out.decode().splitlines()
+    assert len(lines) == 60_001 and len(set(lines)) == 60_001
+    names = lines[0].split(",")
+    last = dict(zip(names, lines[-1].split(","), strict=True))
+    assert last["trial_name"] == "calendar-0499__0059999" and last["n_episodes"] == ""
+    said = [line for line in err.decode().splitlines() if line]
+    assert len(said) == 1 and "1 cell not a whole number up to 2**53, read as empty" in said[0], said
