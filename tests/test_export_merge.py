@@ -36,9 +36,12 @@ from tests.test_writes import needs_root, tmpfs
 MERGED_QUERIES = {
     "async_health", "best_checkpoint", "compare_runs", "exception_distribution", "exception_treatment",
     "reward_summary", "run_overview", "run_table", "timing_breakdown", "trial_phases", "turn_percentiles",
-    "turn_stats", "turns_by_exception", "turns_by_outcome", "vllm_summary", "token_usage",
+    "turn_stats", "turns_by_exception", "turns_by_outcome", "vllm_summary", "token_usage", "run_diff",
 }  # fmt: skip
-PARTITIONED_QUERIES = {"reward_curve", "step_timing", "tool_usage", "looping_trials"}
+PARTITIONED_QUERIES = {"reward_curve", "step_timing", "tool_usage", "looping_trials", "task_diff", "findings",
+                       "group_curves"}
+#: the queries without a run column: `--partition-by run` writes them as one file, whole
+ACROSS_RUNS = {"group_curves"}
 #: the queries over agents' trajectories, which the CSV fixture runs lack: `--all` skips them with a warning
 TRAJECTORY_QUERIES = {"token_usage", "tool_usage", "looping_trials"}
 MERGED_VIEWS = {"config"}
@@ -110,14 +113,14 @@ def test_the_grain_picks_merged_or_partitioned(tmp_path, capsys, monkeypatch) ->
     assert code == 0, err
     items = (MERGED_QUERIES | PARTITIONED_QUERIES | MERGED_VIEWS | PARTITIONED_VIEWS) - TRAJECTORY_QUERIES
     merged = (MERGED_QUERIES | MERGED_VIEWS) - TRAJECTORY_QUERIES
-    assert _data(out) == sorted([f"{n}.parquet" for n in merged]
-                                + [*(PARTITIONED_QUERIES - TRAJECTORY_QUERIES), *PARTITIONED_VIEWS])
+    trees = PARTITIONED_QUERIES - TRAJECTORY_QUERIES - ACROSS_RUNS
+    assert _data(out) == sorted([f"{n}.parquet" for n in merged | ACROSS_RUNS] + [*trees, *PARTITIONED_VIEWS])
     assert len(_data(out)) == len(items)
-    assert set(_visible(out)) - set(_data(out)) == {_sources_name(out / f"{n}.parquet") for n in merged}
+    assert set(_visible(out)) - set(_data(out)) == {_sources_name(out / f"{n}.parquet") for n in merged | ACROSS_RUNS}
     for n in merged:
         _sources(out / f"{n}.parquet")  # each named by its hash
     # a tree's partition names its own run only; a merged file names exactly the runs it holds
-    for name in (PARTITIONED_QUERIES - TRAJECTORY_QUERIES) | PARTITIONED_VIEWS:
+    for name in trees | PARTITIONED_VIEWS:
         for part in (out / name).glob("run=*/data_0.parquet"):
             run = part.parent.name.removeprefix("run=")
             meta = _kv(part)
@@ -126,6 +129,9 @@ def test_the_grain_picks_merged_or_partitioned(tmp_path, capsys, monkeypatch) ->
     for name in (MERGED_QUERIES - TRAJECTORY_QUERIES) | MERGED_VIEWS:
         meta = _kv(out / f"{name}.parquet")
         assert [r["name"] for r in json.loads(meta["rlsql.runs"])] == ["calendar", "tiny"], name
+    # an item without a run column is one file over every run exported (it cannot be split by run)
+    whole = pq.read_table(out / "group_curves.parquet").to_pylist()
+    assert_rows_match(whole, oracle.expected("group_curves", runs), "group_curves over both runs, one file")
     # hive readers see the trees with `run` as a column; the merged files read as they are
     table = ds.dataset(out / "reward_curve", format="parquet", partitioning="hive").to_table()
     assert sorted(set(table.column("run").to_pylist())) == ["calendar", "tiny"]
@@ -382,7 +388,7 @@ def _csv_rows(path: Path) -> list[dict]:
 
 
 # their figures compare a run with the other runs exported with it: not the same over one run as over two
-SET_DEPENDENT = {"compare_runs", "run_table"}
+SET_DEPENDENT = {"compare_runs", "run_table", "run_diff"}
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
@@ -518,3 +524,19 @@ def test_kill_9_during_a_merge_leaves_the_old_file_or_the_new(tmp_path, capsys, 
     assert not [p for p in out.rglob("*") if ".rlsql-tmp" in p.name]
     # the lists the killed exports wrote and no file names went with the next one: one list, the file's
     assert [p.name for p in out.glob("turn_stats.parquet.sources*")] == [_sources_name(out / "turn_stats.parquet")]
+
+
+def test_a_merged_json_file_without_rows_takes_the_next_runs(tmp_path, capsys, monkeypatch) -> None:
+    """A merged item with no row for one run (run_diff over a run alone: nothing to compare) was written as `[]`,
+    which names no column: merging the next run's export into it failed (Binder Error: no column "run")."""
+    out = tmp_path / "bi"
+    for run in ("calendar", "rawlogs"):
+        code, err = _export(out, capsys, monkeypatch, "run_diff", "-f", "json", "-r", str(RUNS / run))
+        assert code == 0, err
+    assert json.loads((out / "run_diff.json").read_text()) == []  # neither run alone compares with another
+    code, err = _export(out, capsys, monkeypatch, "turn_stats", "-f", "json", "-r", str(RUNS / "tiny"))
+    assert code == 0, err
+    code, err = _export(out, capsys, monkeypatch, "turn_stats", "-f", "json", "-r", str(RUNS / "calendar"))
+    assert code == 0, err
+    got = json.loads((out / "turn_stats.json").read_text())
+    assert_rows_match(got, oracle.expected("turn_stats", [RUNS / "calendar", RUNS / "tiny"]), "turn_stats merged")

@@ -34,8 +34,10 @@ RAW, TWIN = RUNS / "rawlogs", RUNS / "rawlogs_csv"
 FROM_LOGS_ENV = "RLSQL_FROM_LOGS"
 #: the named queries a run of raw logs answers (the trajectory queries read agents' trajectories, which the
 #: raw-log fixture has none of: tests/test_trajectories.py has them)
+#: (nor the comparisons of a run with a baseline: one run alone has no row there, tests/test_compare.py)
 QUERIES = [q.name for q in load_catalog().queries()
-           if not any(f.artifact == "trajectories" for f in load_catalog().closure([q.name]))]
+           if not any(f.artifact == "trajectories" for f in load_catalog().closure([q.name]))
+           and q.name not in ("run_diff", "task_diff")]
 #: the run has 9 steps: the default save_every (20) would leave best_checkpoint without a candidate
 PARAMS = {"best_checkpoint": {"save_every": 2}}
 #: the twin's parse-time prefix (20260603_040000): the raw logs' last write, for the vLLM year

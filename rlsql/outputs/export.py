@@ -288,7 +288,9 @@ def export(
         sweep(out_dir)  # first: a tree a killed export left mid-swap goes back before it is checked
     suffix = EXPORT_FORMATS[fmt]
     # partitioned: a hive tree NAME/; merged (about one row per run) and unpartitioned: NAME.EXT
-    trees = {item.name for item in kept if partition_by and not merged_by_run(item)}
+    # an item without a run column (group_curves: one row per config value and step, over every run) has
+    # nothing to split by: one file, written whole as without --partition-by
+    trees = {item.name for item in kept if partition_by and "run" in item.column_docs and not merged_by_run(item)}
     targets = {item.name: out_dir / (item.name if item.name in trees else f"{item.name}{suffix}") for item in kept}
     check = functools.partial(_check_targets, kept, targets, trees, out_dir, fmt, runs, replace_all,
                               partition_by is not None)
@@ -375,17 +377,18 @@ def _write_items(
             set_before = set(values[item.name])
             for pname, value in values[item.name].items():
                 con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
-            select = _select(con, item.name, fmt, partition_by)
+            whole = partition_by is None or "run" not in item.column_docs
+            select = _select(con, item.name, fmt, None if whole else partition_by)
             target = targets[item.name]
             try:
-                if partition_by and item.name not in trees:
+                if not whole and item.name not in trees:
                     # run_table's config columns: typed by their values, so retyped when merged with kept rows
                     loose = [c for c in columns if c not in item.column_docs]
                     done = _write_merged(con, select, fmt, target, item, runs, metadata(runs), replace_all, loose)
                     old_tree = out_dir / item.name
                     if replace_all and old_tree.is_dir() and not old_tree.is_symlink():
                         remove_dir(old_tree)  # checked: an older rlsql's tree of this item, every entry marked
-                elif partition_by:
+                elif not whole:
                     done = _write_tree(con, select, fmt, target, item.name, runs, metadata, replace_all)
                 else:
                     with _listed_beside(metadata(runs), target, fmt) as meta:

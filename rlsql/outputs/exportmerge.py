@@ -152,6 +152,10 @@ def _old_rows(con: duckdb.DuckDBPyConnection, target: Path, fmt: str, types: dic
                 for c in columns]
         return f"SELECT {', '.join(cast)} FROM {source}"
     # JSON: read with this export's types, so a text that looks like a time stays the text it was
+    if con.execute(f"SELECT count(*) FROM read_json({path}, format = 'array')").fetchall() == [(0,)]:
+        # `[]` names no column (a comparison exported over one run has no row): the old file adds no row
+        typed = ", ".join(f"CAST(NULL AS {sql_type(t)}) AS {identifier(c)}" for c, t in types.items())
+        return f"SELECT {typed} WHERE false"
     detected = con.execute(f"DESCRIBE SELECT * FROM read_json({path}, format = 'array')").fetchall()
     spec = ", ".join(f"{literal(c)}: {literal(types.get(c, str(t)))}" for c, t, *_ in detected)
     return f"SELECT * FROM read_json({path}, format = 'array', columns = {{{spec}}})"

@@ -35,7 +35,7 @@ LINE_SCAN_BYTES = 16 * 1024 * 1024
 EXAMPLES = 3
 T = TypeVar("T")
 #: record the bad cells from the first attempt (set while an answer streams into stdout: no second attempt)
-at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("rlsql_bad_cells_at_once", default=False)
+at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("badcells_at_once", default=False)
 
 
 @dataclass

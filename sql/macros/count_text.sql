@@ -1,7 +1,7 @@
 -- name: count_text
 -- version: 1
--- description: count_text(n): a whole number with thousands separators, `45,711`; below a trillion (larger ones
---   without separators); NULL for NULL. Written with arithmetic so that DuckDB and Spark write the same text.
+-- description: count_text(n): a whole number with thousands separators, `45,711`, below a trillion (larger ones
+--   without separators), NULL for NULL. Written with arithmetic so that DuckDB and Spark write the same text.
 CREATE OR REPLACE MACRO count_text(n) AS
     CASE
         WHEN n IS NULL THEN NULL

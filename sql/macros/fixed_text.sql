@@ -1,7 +1,7 @@
 -- name: fixed_text
 -- version: 1
 -- description: fixed_text(x, places): x as text with `places` decimals (0 to 9), rounded half away from zero:
---   fixed_text(6.25, 1) = '6.3', fixed_text(14.2, 0) = '14'; NULL for NULL. Written with arithmetic, not printf, so
+--   fixed_text(6.25, 1) = '6.3', fixed_text(14.2, 0) = '14', NULL for NULL. Written with arithmetic, not printf, so
 --   that DuckDB and Spark write the same text.
 CREATE OR REPLACE MACRO fixed_text(x, places) AS
     CASE

@@ -5,7 +5,7 @@
 --   info), step_from (NULLs last), kind. Kinds: slow_step, idle_engines, kv_cache_pressure, waiting_requests,
 --   reward_drop, still_improving, grad_spike, entropy_collapse, staleness, timeouts, masked_trials, no_reward,
 --   looping (rules: docs/findings.md, one file each: sql/queries/_finding_<kind>.sql.j2). A run lacking a rule's
---   inputs gives no row for it; the step rules read complete steps only (a run's last step without timing/step is
+--   inputs gives no row for it, the step rules read complete steps only (a run's last step without timing/step is
 --   still being written). Shares are 0-1.
 -- optional: true
 -- param: slow_factor DOUBLE = 5, min 0: slow_step: a step's timing/step at least this many times the run's median

@@ -3,7 +3,7 @@
 -- description: Runs grouped by the value of one rl_config.yaml key (seeds of one config as one band): per value
 --   and deduplicated step, how many runs have an EMA of reward/avg_raw_reward there (reward_curve's, with
 --   `span`), their mean, sample standard deviation, 95% interval (mean -/+ 1.96 x std / sqrt(runs)), minimum and
---   maximum. The runs without the key (or without a config) are one group whose value is NULL; with no `key`
+--   maximum. The runs without the key (or without a config) are one group whose value is NULL, with no `key`
 --   every run is in that group.
 -- param: key VARCHAR = NULL: the config key to group by, a dotted path as the `config` view names it (e.g.
 --   trainer.seed)

@@ -2,9 +2,9 @@
 -- version: 1
 -- description: Each run against the baseline in one line, over the tasks both ran with at least one reward (as
 --   task_diff): how many, how many improved and regressed at `alpha`, the mean of the per-task deltas with its
---   95% interval (mean_delta -/+ 1.96 x their sample standard deviation / sqrt(shared_tasks); NULL for fewer
+--   95% interval (mean_delta -/+ 1.96 x their sample standard deviation / sqrt(shared_tasks), NULL for fewer
 --   than two tasks) and the success rates of both over the shared tasks' trials. One row per run other than
---   the baseline; none when `baseline` names none of the runs.
+--   the baseline, none when `baseline` names none of the runs.
 -- param: baseline VARCHAR = NULL: the run to compare the others with (default: the first run by name)
 -- param: alpha DOUBLE = 0.05, min 0: the false discovery rate: a task whose q_value is below it changed
 -- grain: run

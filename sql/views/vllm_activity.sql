@@ -2,7 +2,7 @@
 -- version: 1
 -- description: How busy each vLLM log's engines were, counted in stat lines (the parser's one row per second with a
 --   stat line): lines with no running request (idle), with KV-cache usage at or above `kv_full_pct` percent, and
---   with requests waiting. What the findings idle_engines, kv_cache_pressure and waiting_requests read; shares are
+--   with requests waiting. What the findings idle_engines, kv_cache_pressure and waiting_requests read, shares are
 --   0-1.
 -- param: kv_full_pct DOUBLE = 95, min 0: KV-cache usage, percent (0-100), from which a stat line counts as full
 -- grain: run, log_file

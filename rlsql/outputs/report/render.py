@@ -51,6 +51,10 @@ DURATION_COLUMNS = frozenset({
 PLAIN_COLUMNS = frozenset({"step", "first_step", "last_step", "best_ema_step", "best_checkpoint_step", "k",
                            "save_every", "turns", "total_steps"})
 
+#: the findings a report over several runs lists first (the worst; the rest counted, with the command that gives
+#: them): a fleet's dozens would push its ranked table off the first screen
+FLEET_FINDINGS = 5
+
 
 def unit_of(column: str) -> str:
     """How a column's figures are printed: rate, pct (already 0-100), duration, plain or number."""
@@ -454,12 +458,17 @@ class Layout:
         }
 
     def findings(self) -> dict[str, Any]:
-        """The findings, worst first, at most Settings.report_rows of them (`rlsql findings` gives them all)."""
+        """The findings, worst first, at most Settings.report_rows of them (`rlsql findings` gives them all); of a
+        report over several runs, the FLEET_FINDINGS worst, so that the ranked table stays on the first screen."""
         rows = worst_first(self.data["findings"])
-        shown = settings.current().report_rows
+        shown = settings.current().report_rows if len(self.data.runs) == 1 else FLEET_FINDINGS
+        runs = self.data.runs
+        parents = {r.path.parent for r in runs}
+        # the runs as --run names them: their one parent folder when there are many (a bare `rlsql findings`
+        # would answer for the sample run)
+        given = [f"{p}/" for p in parents] if len(runs) > 6 and len(parents) == 1 else [str(r.path) for r in runs]
         return {"rows": rows[:shown], "hidden": max(0, len(rows) - shown),
-                "command": "rlsql findings" + ("" if len(self.data.runs) > 6 else "".join(
-                    f" --run {shlex.quote(r.name)}" for r in self.data.runs))}
+                "command": "rlsql findings" + "".join(f" --run {shlex.quote(g)}" for g in given)}
 
     def context(self, figure_src: dict[str, tuple[str, str]]) -> dict[str, Any]:
         """`figure_src`: figure name -> (where the image is, its note: which runs it draws)."""
