@@ -7,6 +7,7 @@ Starlette's TestClient runs the app in this process; the browser test is tests/t
 
 from __future__ import annotations
 
+import html
 import html.parser
 import json
 import math
@@ -533,6 +534,20 @@ def test_trial_page_shows_every_step_of_the_transcript_in_order(harbor, trial: s
     assert f"<dt>exception_type</dt><dd>{facts['exception_type']}</dd>" in header
     assert f"<dt>n_episodes</dt><dd>{display(facts['n_episodes'])}</dd>" in header or facts["n_episodes"] is None
     assert 'id="no-transcript"' not in page.text
+    # the exception's traceback, from the trial's result.json read here with plain json
+    info = json.loads((RUNS / "harbor" / "trace_jobs" / trial / "result.json").read_text())["exception_info"]
+    traceback = re.findall(r'<pre class="traceback">(.*?)</pre>', page.text, re.S)
+    assert traceback == ([html.escape(info["exception_traceback"], quote=False)] if info else [])
+
+
+def test_trial_page_marks_repeated_calls(harbor) -> None:
+    """`cat notes.txt` is made at step 2 of segment 0, again at step 3, then in segments 1 and 2; `ls` at step 3
+    and in a later segment (read by hand from the fixture's files; tests/test_trajectories.py checks the same
+    against the oracle)."""
+    page = harbor.get("/trial", params={"run": "harbor", "trial": "calendar-0005__bu8dLSg", "full": "1"})
+    assert re.findall(r'<span class="repeat">(.*?)</span>', page.text) == [
+        "same call as step 2, x4", "same call as step 2 of segment 0, x4", "same call as step 2 of segment 0, x4",
+        "same call as step 3 of segment 0, x2"]
 
 
 def test_trial_page_cuts_long_texts_and_escapes_what_a_trajectory_holds(tmp_path: Path) -> None:

@@ -509,6 +509,67 @@ def test_trial_folds_copied_context_and_marks_segments(capsys, monkeypatch) -> N
     assert "segment 1: trajectory.cont-1.json" in terminal and "turn 6" in terminal
 
 
+def _traceback_of(trial: str) -> str | None:
+    """The fixture trial's traceback, read with plain json from its result.json."""
+    info = json.loads((RUNS / "harbor" / "trace_jobs" / trial / "result.json").read_text())["exception_info"]
+    return info and info.get("exception_traceback")
+
+
+def test_trial_shows_the_exception_traceback_of_its_result_json(capsys, monkeypatch) -> None:
+    trial, calm = "calendar-0001__G7Xfn9r", "calendar-0005__bu8dLSg"
+    want = _traceback_of(trial)
+    assert want and want.startswith("Traceback") and _traceback_of(calm) is None
+    run = str(RUNS / "harbor")
+    _, out, _ = _trial([trial, "-r", run, "-f", "json"], capsys, monkeypatch)
+    assert json.loads(out)["exception_traceback"] == want
+    _, md, _ = _trial([trial, "-r", run, "-f", "md"], capsys, monkeypatch)
+    assert f"exception traceback (result.json):\n\n```text\n{want.rstrip()}\n```" in md
+    _, terminal, _ = _trial([trial, "-r", run], capsys, monkeypatch)
+    assert "exception traceback (result.json)" in terminal and want.splitlines()[-1] in terminal
+    _, out, _ = _trial([calm, "-r", run, "-f", "json"], capsys, monkeypatch)
+    assert json.loads(out)["exception_traceback"] is None
+    _, md, _ = _trial([calm, "-r", run, "-f", "md"], capsys, monkeypatch)
+    assert "traceback" not in md
+
+
+def _expected_repeats(trial: str) -> list[tuple[dict | None, int]]:
+    """Per call of `trial` (in order): the first call it repeats (same function, same canonical arguments, copied
+    context left out) and how many times the trial makes it, from the oracle's tool_calls rows."""
+    _, calls = oracle.trajectory_rows(RUNS / "harbor")
+    mine = [c for c in calls if c["trial_name"] == trial]
+    counts: dict[tuple, int] = {}
+    for c in mine:
+        if not c["copied"]:
+            counts[(c["function_name"], c["arguments"])] = counts.get((c["function_name"], c["arguments"]), 0) + 1
+    seen: dict[tuple, dict] = {}
+    out: list[tuple[dict | None, int]] = []
+    for c in mine:
+        key = (c["function_name"], c["arguments"])
+        if c["copied"]:
+            out.append((None, 1))
+            continue
+        out.append((seen.get(key), counts[key]))
+        seen.setdefault(key, {"segment": c["segment"], "step_id": c["step_id"]})
+    return out
+
+
+def test_trial_marks_repeated_calls_and_pairs_observations_with_calls(capsys, monkeypatch) -> None:
+    trial, run = "calendar-0005__bu8dLSg", str(RUNS / "harbor")
+    _, out, _ = _trial([trial, "-r", run, "-f", "json", "--full"], capsys, monkeypatch)
+    got = [(c["repeat_of"], c["times"]) for s in json.loads(out)["steps"] for c in s["tool_calls"]]
+    want = _expected_repeats(trial)
+    assert got == want
+    # by hand from the files: `cat notes.txt` (first at step 2) made 4 times, `ls` (first at step 3) twice
+    assert [(f["step_id"], t) for f, t in want if f] == [(2, 4), (2, 4), (2, 4), (3, 2)]
+    assert max(t for _, t in want) == oracle.expected("looping_trials", [RUNS / "harbor"])[0]["repeats"] == 4
+    _, md, _ = _trial([trial, "-r", run, "-f", "md"], capsys, monkeypatch)
+    assert md.count("*same call as step 2, x4*") == 1  # in segment 0; the later ones name the segment
+    assert md.count("*same call as step 2 of segment 0, x4*") == 2
+    _, terminal, _ = _trial([trial, "-r", run], capsys, monkeypatch)
+    assert "[same call as step 2, x4]" in terminal.replace("\n", " ").replace("  ", " ")
+    assert "← (answers call_1_1) " in terminal and "(call_1_1)" in terminal
+
+
 def test_trial_cuts_long_texts_unless_full(tmp_path: Path, capsys, monkeypatch) -> None:
     agent = tmp_path / "run" / "trace_jobs" / "t__long" / "agent"
     agent.mkdir(parents=True)
@@ -622,6 +683,11 @@ def _hostile_run(tmp_path: Path) -> tuple[Path, str]:
                 result["content"] = "````" + HOSTILE
     doc["steps"][0]["reasoning_content"] = HOSTILE
     path.write_text(json.dumps(doc), encoding="utf-8")
+    result = run / "trace_jobs" / trial / "result.json"
+    facts = json.loads(result.read_text(encoding="utf-8"))
+    facts["exception_info"] = {"exception_type": "HostileError", "exception_message": "m",
+                               "exception_traceback": HOSTILE}
+    result.write_text(json.dumps(facts), encoding="utf-8")
     return run, trial
 
 
@@ -645,6 +711,7 @@ def test_trial_markdown_keeps_agent_text_inside_its_blocks(tmp_path: Path, capsy
     html = _rendered(out)
     _agent_text_contained(html)
     assert html.count('<code class="language-text">ok ```\n# heading\n&lt;img src=x onerror=alert(1)&gt;') >= 3
+    assert '<p>exception traceback (result.json):</p>\n<pre><code class="language-text">ok ```' in html
 
 
 def test_trial_on_a_terminal_shows_escape_sequences_escaped(tmp_path: Path, capsys, monkeypatch) -> None:
@@ -653,6 +720,7 @@ def test_trial_on_a_terminal_shows_escape_sequences_escaped(tmp_path: Path, caps
     assert code in (0, None), err
     assert not any((ord(ch) < 32 and ch != "\n") or 0x7F <= ord(ch) < 0xA0 for ch in out), repr(out[:400])
     assert "\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m end\\rover" in out
+    assert out.index("exception traceback") < out.index("\\x1b]0;pwned")  # the traceback's, escaped as the rest
 
 
 def test_report_keeps_agent_text_inside_its_blocks(tmp_path: Path) -> None:

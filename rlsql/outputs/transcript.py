@@ -5,6 +5,8 @@ comes from the trials view over the run's trials CSV, or over that trial's resul
 the trajectory sources rendered over that trial's files only (sql/sources/trajectory_steps_src.sql for the
 figures, trajectory_texts_src.sql for the words): no other trial's file is opened, so a trial of a run of
 45,000 costs what one of 3,000 does. Long texts are cut, saying how many characters were left out, unless `full`.
+The exception's traceback is the trial's own result.json's (Harbor's `exception_info.exception_traceback`), read
+alone; a call the trial's agent already made (same function, same canonical arguments) is marked as a repeat.
 On a terminal the transcript is drawn with rich (which typer brings) to the terminal's width.
 """
 
@@ -40,6 +42,8 @@ class Transcript:
     damaged: list[tuple[str, str]] = field(default_factory=list)
     #: why the trial has no steps at all: its folder has no agent/ (or no agent/trajectory.json)
     missing: str | None = None
+    #: the traceback of the exception that ended the trial (its result.json's), None without one
+    traceback: str | None = None
 
 
 def _folder_without_trajectory(runs: Sequence[Run], name: str) -> tuple[Run, str] | None:
@@ -104,7 +108,8 @@ def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript
         run = find_trial(runs, name)
     except TrialWithoutTrajectory as bare:
         found, missing = bare.args
-        return Transcript(found.name, name, _trials_row(found, name) if facts else None, missing=missing)
+        return Transcript(found.name, name, _trials_row(found, name) if facts else None, missing=missing,
+                          traceback=exception_traceback(found, name))
     catalog = load_catalog()
     con = memory_connection()
     trajectories.record_damaged(con)
@@ -128,7 +133,69 @@ def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript
             steps.append({**r, "message": w.get("message"), "reasoning": w.get("reasoning"),
                           "calls": json.loads(w["calls"]) if w.get("calls") else [],
                           "observations": json.loads(w["observations"]) if w.get("observations") else []})
-    return Transcript(run.name, name, _trials_row(run, name) if facts else None, steps, damaged)
+    mark_repeats(steps)
+    return Transcript(run.name, name, _trials_row(run, name) if facts else None, steps, damaged,
+                      traceback=exception_traceback(run, name))
+
+
+def exception_traceback(run: Run, name: str) -> str | None:
+    """The traceback of the exception that ended trial `name` of `run`: its result.json's
+    `exception_info.exception_traceback` (None when the trial has none, or no readable result.json: the trials
+    view warns about a damaged one)."""
+    artifact = run.artifact("harbor") or run.artifact("trajectories")
+    if artifact is None or not name or "/" in name or name in (".", ".."):
+        return None
+    try:
+        result = json.loads((artifact.path / name / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    info = result.get("exception_info") if isinstance(result, dict) else None
+    found = info.get("exception_traceback") if isinstance(info, dict) else None
+    return found if isinstance(found, str) and found.strip() else None
+
+
+def canonical(arguments: str | None) -> str | None:
+    """A call's arguments as the canonical JSON text tool_calls and looping_trials compare (keys sorted at every
+    depth); the text as written when it is not JSON."""
+    if arguments is None:
+        return None
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return arguments
+
+
+def mark_repeats(steps: list[dict[str, Any]]) -> None:
+    """Give each call of an agent step (copied context left out, as looping_trials does) `first`: the (segment,
+    step_id) of the trial's first call with the same function and canonical arguments when this one is a
+    repeat of it (else None), and `times`: how many times the trial's agent made that call."""
+    first: dict[tuple, tuple[int, int]] = {}
+    times: dict[tuple, int] = {}
+    keyed = []
+    for s in steps:
+        for c in s.get("calls") or []:
+            c["first"], c["times"] = None, 1
+            if s["copied"]:
+                continue
+            key = (c["function_name"], canonical(c["arguments"]))
+            keyed.append((c, key))
+            times[key] = times.get(key, 0) + 1
+            if key in first:
+                c["first"] = first[key]
+            else:
+                first[key] = (s["segment"], s["step_id"])
+    for c, key in keyed:
+        c["times"] = times[key]
+
+
+def repeat_note(call: dict[str, Any], segment: int) -> str:
+    """`same call as step 2, x12` for a repeated call (the segment named when the first was in another); "" for
+    a call the trial makes once or for its first time."""
+    if not call.get("first"):
+        return ""
+    where, step_id = call["first"]
+    step = f"step {step_id}" if where == segment else f"step {step_id} of segment {where}"
+    return f"same call as {step}, x{call['times']}"
 
 
 def _trials_row(run: Run, name: str) -> dict[str, Any] | None:
@@ -178,13 +245,20 @@ def as_dict(t: Transcript, full: bool) -> dict[str, Any]:
             "cached_tokens": s["cached_tokens"], "cost_usd": s["cost_usd"],
             "message": cut(s.get("message"), full), "reasoning": cut(s.get("reasoning"), full),
             "tool_calls": [{"tool_call_id": c["tool_call_id"], "function_name": c["function_name"],
-                            "arguments": cut(c["arguments"], full)} for c in s.get("calls") or []],
+                            "arguments": cut(c["arguments"], full), "repeat_of": _repeat_of(c),
+                            "times": c.get("times", 1)} for c in s.get("calls") or []],
             "observations": [{"source_call_id": o["source_call_id"], "content": cut(o["content"], full)}
                              for o in s.get("observations") or []],
         })
     facts = {k: _plain(v) for k, v in (t.facts or {}).items() if k in TRIAL_FIELDS}
-    return {"run": t.run, "trial_name": t.trial, "trial": facts if t.facts else None, "steps": steps,
+    return {"run": t.run, "trial_name": t.trial, "trial": facts if t.facts else None,
+            "exception_traceback": cut(t.traceback, full) if t.traceback else None, "steps": steps,
             "damaged_files": [{"file": p, "problem": why} for p, why in t.damaged], "no_trajectory": t.missing}
+
+
+def _repeat_of(call: dict[str, Any]) -> dict[str, int] | None:
+    """The first call this one repeats, as {segment, step_id} (None: not a repeat)."""
+    return {"segment": call["first"][0], "step_id": call["first"][1]} if call.get("first") else None
 
 
 def _or_none(value: Any) -> str:
@@ -255,6 +329,8 @@ def as_markdown(t: Transcript, full: bool) -> str:
 
     out = [f"# Trial {markdown_cell(t.trial)} (run {markdown_cell(t.run)})", ""]
     out += [f"- {markdown_cell(line)}" for line in _header(t)] + [""]
+    if t.traceback:
+        out += ["exception traceback (result.json):", "", fenced(cut(t.traceback.rstrip("\n"), full), "text"), ""]
     if t.missing:
         out.append(f"> {markdown_cell(t.missing)}")
     for path, problem in t.damaged:
@@ -270,8 +346,9 @@ def as_markdown(t: Transcript, full: bool) -> str:
             if s.get("reasoning"):
                 out += ["*reasoning:*", "", fenced(cut(s["reasoning"], full), "text"), ""]
             for c in s.get("calls") or []:
+                repeat = f" *{markdown_cell(note)}*" if (note := repeat_note(c, segment)) else ""
                 out.append(f"- call {code_span(c['function_name'] or '')} {code_span(cut(c['arguments'], full))}"
-                           f" ({code_span(c['tool_call_id'] or '')})")
+                           f" ({code_span(c['tool_call_id'] or '')}){repeat}")
             for o in s.get("observations") or []:
                 answer = f" (answers {code_span(o['source_call_id'])})" if o["source_call_id"] else ""
                 out += ["", f"observation{answer}:", "", fenced(cut(o["content"] or "", full), "text")]
@@ -296,6 +373,9 @@ def print_terminal(t: Transcript, full: bool, stream: Any = None) -> None:
     console = Console(file=stream, highlight=False, soft_wrap=False)
     console.print(Panel("\n".join(escape(shown(line)) for line in _header(t)),
                         title=f"[bold]{escape(shown(t.trial))}[/] (run {escape(shown(t.run))})", expand=True))
+    if t.traceback:
+        console.print(Panel(Text(shown(cut(t.traceback.rstrip("\n"), full))), title="exception traceback (result.json)",
+                            expand=True, border_style="red"))
     if t.missing:
         console.print(Text(shown(t.missing), style="bold"))
     for path, problem in t.damaged:
@@ -311,9 +391,14 @@ def print_terminal(t: Transcript, full: bool, stream: Any = None) -> None:
             if s.get("reasoning"):
                 console.print(Text(shown("reasoning: " + cut(s["reasoning"], full)), style="italic"))
             for c in s.get("calls") or []:
-                console.print(Text(shown(f"→ {c['function_name']} {cut(c['arguments'], full)}"), style="green"))
+                call = Text(shown(f"→ {c['function_name']} {cut(c['arguments'], full)} ({c['tool_call_id']})"),
+                            style="green")
+                if note := repeat_note(c, segment):
+                    call.append(f"  [{note}]", style="bold magenta")
+                console.print(call)
             for o in s.get("observations") or []:
-                console.print(Text(shown("← " + (cut(o["content"] or "", full))), style="yellow"))
+                answers = f"(answers {o['source_call_id']}) " if o["source_call_id"] else ""
+                console.print(Text(shown(f"← {answers}" + cut(o["content"] or "", full)), style="yellow"))
             console.print()
 
 

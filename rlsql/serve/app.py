@@ -51,6 +51,7 @@ def _templates() -> jinja2.Environment:
     env.filters["cut"] = core.transcripts.cut
     env.filters["step_title"] = core.transcripts.step_title
     env.filters["segment_name"] = core.transcripts.segment_name
+    env.filters["repeat_note"] = core.transcripts.repeat_note
     env.filters["spec"] = lambda chart: embedded_json(chart.spec())
     env.globals["url"] = _url
     return env

@@ -593,5 +593,7 @@ def trial_page(served: Served, name: str, trial: str, full: bool) -> dict[str, A
         found = str(exc)  # no trajectories in the run, or none for this trial: the CLI's line, saying where it looked
     return {"run": runs[0], "trial": trial, "row": row, "full": full, "cut_at": core.transcripts.CUT,
             "facts": {k: facts.get(k) for k in core.transcripts.TRIAL_FIELDS},
+            # the trial's result.json's, whether or not it has a trajectory
+            "traceback": core.transcripts.exception_traceback(runs[0], trial),
             "transcript": found, "segments": [] if isinstance(found, str) else
             list(core.transcripts.segments(found, full))}
