@@ -540,6 +540,28 @@ def test_trial_page_shows_every_step_of_the_transcript_in_order(harbor, trial: s
     assert traceback == ([html.escape(info["exception_traceback"], quote=False)] if info else [])
 
 
+def test_run_page_of_a_run_with_trajectories_has_an_agent_section(harbor, api) -> None:
+    page = harbor.get("/run", params={"run": "harbor"})
+    assert page.status_code == 200 and 'id="agent"' in page.text
+    found = tables(page.text)
+    for name in ("tool_usage", "token_usage", "looping_trials"):
+        want = oracle.expected(name, [RUNS / "harbor"])
+        assert want, name
+        assert found[name][0] == list(want[0]), name
+        assert found[name][1:] == cli_cells(want), name
+    # each looping trial links to its transcript (and its exception type to the trials filtered to it)
+    loops = [r["trial_name"] for r in oracle.expected("looping_trials", [RUNS / "harbor"])]
+    section = page.text.split('id="agent"', 1)[1]
+    links = re.findall(r'<a href="/trial\?([^"]+)">([^<]+)</a>', section)
+    assert [(html.unescape(q), t) for q, t in links] == [(f"run=harbor&trial={t}", t) for t in loops]
+    for trial in loops:
+        assert harbor.get("/trial", params={"run": "harbor", "trial": trial}).status_code == 200
+    # a run without trajectories has no such section (and its queries are not asked)
+    plain = api.get("/run", params={"run": "calendar"})
+    assert plain.status_code == 200 and 'id="agent"' not in plain.text
+    assert not {"tool_usage", "token_usage", "looping_trials"} & set(tables(plain.text))
+
+
 def test_trial_page_marks_repeated_calls(harbor) -> None:
     """`cat notes.txt` is made at step 2 of segment 0, again at step 3, then in segments 1 and 2; `ls` at step 3
     and in a later segment (read by hand from the fixture's files; tests/test_trajectories.py checks the same

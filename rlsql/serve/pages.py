@@ -40,6 +40,8 @@ RUN_SECTIONS = {
     "exceptions": ("exception_distribution", "exception_treatment"),
     "turns": ("turn_histogram", "turn_stats", "turns_by_outcome", "turns_by_exception"),
 }
+#: the run page's agent section, asked only of a run with agent trajectories (another has no such section)
+AGENT_SECTION = ("tool_usage", "token_usage", "looping_trials")
 SIGNALS = (
     ("entropy", "policy entropy"),
     ("grad_norm", "raw grad norm"),
@@ -320,7 +322,8 @@ def _sort_key(value: Any) -> tuple:
 def run_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str, Any]:
     """A run's answers (named queries and views) and its figures."""
     runs = served.pick([name])
-    answers = answer_all(served, [i for section in RUN_SECTIONS.values() for i in section], runs, given)
+    agent = AGENT_SECTION if runs[0].artifact("trajectories") is not None else ()
+    answers = answer_all(served, [*(i for section in RUN_SECTIONS.values() for i in section), *agent], runs, given)
     charts = [c for c in (
         reward_chart("reward", answers["reward_curve"], answers["best_checkpoint"]),
         *signal_charts(answers["step_signals"], runs),
@@ -329,7 +332,7 @@ def run_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str, A
         turns_chart(answers["turn_histogram"], [r.name for r in runs]),
     ) if c is not None and not c.empty]
     return {"run": runs[0], "answers": answers, "charts": {c.id: c for c in charts},
-            "findings": finding_items(answers["findings"])}
+            "findings": finding_items(answers["findings"]), "agent": bool(agent)}
 
 
 def finding_items(answer: Answer | str) -> list[dict[str, Any]]:
