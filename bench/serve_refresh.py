@@ -5,7 +5,7 @@ and wall seconds, the pages computed in process as the server computes them (rls
 Usage (from the repository root; the fleet is changed, so use a copy)::
 
     python bench/make_fleet.py 300 /tmp/fleet300
-    python bench/serve_refresh.py /tmp/fleet300 [--rounds 3]
+    python bench/serve_refresh.py /tmp/fleet300 [--rounds 3] [--whole]
 
 Each round appends one metrics row (a copy of the last) to a different run, lets the server notice it
 (Served.refresh, as its watcher does) and loads the page again.
@@ -20,7 +20,7 @@ import time
 import warnings
 from pathlib import Path
 
-from rlsql.serve import pages
+from rlsql.serve import pages, state
 from rlsql.serve import rlsql_core as core
 from rlsql.serve.state import Served
 
@@ -41,7 +41,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("fleet", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--whole", action="store_true", help="keep nothing per run (as before issue 38, item 4)")
     args = parser.parse_args()
+    if args.whole:
+        state.PER_RUN = frozenset()
     warnings.simplefilter("ignore")  # the fleet's runs without metrics say so on every query
     served = Served(core.resolve([str(args.fleet)]), poll_seconds=0)
     changing = [r.path for r in served.runs.values() if any(r.path.glob("*[0-9]_metrics_table.csv"))]
