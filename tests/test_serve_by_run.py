@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlsql.core.settings import Settings
-from rlsql.serve import pages
+from rlsql.serve import pages, state
 from rlsql.serve import rlsql_core as core
 from rlsql.serve.state import Served
 from tests import oracle
@@ -18,6 +18,15 @@ from tests.conftest import RUNS
 from tests.test_serve import same_rows
 
 NAMES = ("calendar", "harbor_csv", "newest", "tiny")
+#: the compare page's queries kept per run
+COMPARED = (
+    "reward_curve",
+    "best_checkpoint",
+    "step_time_stack",
+    "step_signals",
+    "turn_histogram",
+    "exception_treatment",
+)
 
 
 @pytest.fixture
@@ -110,3 +119,28 @@ def test_a_config_change_that_changes_the_columns_recomputes_every_run(fleet, as
     assert same_rows(s.named("run_table", s.pick(None)).dicts(), expected_run_table(fleet))
     fresh = fleet_page(served(fleet))
     assert page.table.columns == fresh.table.columns and page.table.rows == fresh.table.rows
+
+
+def test_the_compare_page_computes_the_changed_run_alone(fleet, asked, monkeypatch) -> None:
+    """The compare page's per-run queries: after one of its runs changed, that run alone; the rows are those
+    of every query computed whole (one statement over both runs, nothing kept per run)."""
+    s = served(fleet)
+    both = ["calendar", "tiny"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pages.compare_page(s, both, {})
+        append_step(fleet[NAMES.index("tiny")])
+        assert s.refresh() == ["tiny"]
+        asked.clear()
+        pages.compare_page(s, both, {})
+    for name in COMPARED:
+        assert over(asked, name) == [("tiny",)], name
+    assert over(asked, "compare_runs") == [tuple(both)]  # its rows depend on both runs: whole
+    runs = s.pick(both)
+    kept = {name: s.named(name, runs) for name in COMPARED}
+    monkeypatch.setattr(state, "PER_RUN", frozenset())
+    whole = served(fleet)
+    for name, answer in kept.items():
+        fresh = whole.named(name, whole.pick(both))
+        assert (answer.columns, answer.rows) == (fresh.columns, fresh.rows), name
+        assert answer.rows, name

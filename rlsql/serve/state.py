@@ -30,8 +30,10 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 #: compared across runs), ordered by run first, so the answer over many runs is each run's rows in turn and a
 #: change to one run recomputes that run's rows alone. run_table's config columns depend on the set of runs:
 #: they are worked out over every run asked about and are part of a kept row's key. Not here: compare_runs,
-#: run_diff, task_diff (against a baseline run), group_curves (over the runs), whose rows depend on the others.
-PER_RUN = frozenset({"findings", "run_table"})
+#: run_diff, task_diff (against a baseline run), group_curves (over the runs), whose rows depend on the others;
+#: task_rates (no order). The fleet page's queries, then the compare page's.
+PER_RUN = frozenset({"findings", "run_table", "reward_curve", "best_checkpoint", "step_time_stack", "step_signals",
+                     "turn_histogram", "exception_treatment"})
 
 
 class TimeLimit(core.RlsqlError):
