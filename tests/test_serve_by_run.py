@@ -144,3 +144,19 @@ def test_the_compare_page_computes_the_changed_run_alone(fleet, asked, monkeypat
         fresh = whole.named(name, whole.pick(both))
         assert (answer.columns, answer.rows) == (fresh.columns, fresh.rows), name
         assert answer.rows, name
+
+
+def test_a_changed_run_lacking_what_a_query_reads_keeps_its_row(fleet, asked) -> None:
+    """harbor_csv has no trainer metrics: run_table over it alone is refused, over the fleet it has a row. After
+    its trials changed, the fleet page asks every run again, and has its row."""
+    s = served(fleet)
+    fleet_page(s)
+    trials = next((fleet[NAMES.index("harbor_csv")]).glob("*_trial_results.csv"))
+    lines = trials.read_text().splitlines()
+    trials.write_text("\n".join([*lines, lines[-1]]) + "\n")
+    assert s.refresh() == ["harbor_csv"]
+    asked.clear()
+    page = fleet_page(s)
+    assert over(asked, "run_table") == [("harbor_csv",), NAMES]
+    assert "harbor_csv" in [row[0] for row in page.table.rows]
+    assert same_rows(s.named("run_table", s.pick(None)).dicts(), expected_run_table(fleet))

@@ -218,7 +218,14 @@ class Served:
         kept = {r.name: a for r in runs if (a := self.memory.get(key(r))) is not None}
         missing = [r for r in runs if r.name not in kept]
         if missing:
-            fresh = self._compute(name, missing, params, list(shape) if shape else None)
+            try:
+                fresh = self._compute(name, missing, params, list(shape) if shape else None)
+            except core.DataError:
+                if len(missing) == len(runs):
+                    raise
+                # a run lacking what the query reads is refused alone, yet has its row (of NULLs) among others
+                missing = list(runs)
+                fresh = self._compute(name, missing, params, list(shape) if shape else None)
             if fresh.truncated or (fresh.rows and "run" not in fresh.columns):
                 return None
             ri = fresh.columns.index("run") if fresh.columns else 0
