@@ -242,10 +242,10 @@ def test_a_named_query_is_interrupted_at_the_time_limit(live_run, monkeypatch) -
     served = Served(core.resolve([str(live_run)]), Settings(serve_time_limit=0.3))
     slow = core.run_named
 
-    def slower(name, runs, params, consume):
+    def slower(name, runs, params, consume, *more):
         con = core.memorydb.memory_connection()  # as run_query opens its own: watched
         con.execute("SELECT count(*) FROM range(100000000000) a, range(100000) b").fetchall()
-        return slow(name, runs, params, consume)
+        return slow(name, runs, params, consume, *more)
 
     monkeypatch.setattr(core, "run_named", slower)
     with TestClient(make_app(served), base_url=BASE) as c:

@@ -125,8 +125,10 @@ def _set_variables(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> No
 Consume = Callable[[duckdb.DuckDBPyConnection, str], T]
 
 
-def run_query(name: str, runs: Sequence[Run], params: dict[str, Any], consume: Consume | None = None) -> Any:
+def run_query(name: str, runs: Sequence[Run], params: dict[str, Any], consume: Consume | None = None,
+              config_columns: list[dict] | None = None) -> Any:
     """Run the named query or view `name` over `runs`: a QueryResult, or what `consume` returns.
+    `config_columns`: run_table's config columns worked out over more runs than `runs` (statements.py).
 
     The whole answer, `consume` included, is retried where a retry mends it (rlsql/cache/reading.py,
     rlsql/runs/badcells.py): `consume` must be able to start over."""
@@ -137,7 +139,7 @@ def run_query(name: str, runs: Sequence[Run], params: dict[str, Any], consume: C
     check_artifacts(runs, needed, name)
 
     def answer(bad_cells: BadCells | None) -> Any:
-        con, sql = query_connection(runs, qfile.name, catalog, bad_cells, values.get("keys"))
+        con, sql = query_connection(runs, qfile.name, catalog, bad_cells, values.get("keys"), config_columns)
         _set_variables(con, values)
         try:
             if consume is not None:

@@ -60,8 +60,12 @@ class SourceContext:
     damaged_seen: dict[str, tuple[str, str]] | None = None
 
     def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None,
-                 config_keys: str | None = None, trial: str | None = None):
+                 config_keys: str | None = None, trial: str | None = None,
+                 config_columns: list[dict] | None = None):
         self.runs = list(runs)
+        #: run_table's config columns worked out over a larger set of runs than these (`rlsql serve` computes
+        #: the rows of the runs that changed alone, with the columns of every run it serves); None: these runs'
+        self.fixed_config_columns = config_columns
         #: `rlsql trial`: the Harbor sources read that trial folder's result.json alone (the trials CSV is read
         #: whole, a filter picks its row): its row, not the run's, costs the same at 3,000 or 45,000 trials
         self.trial = trial
@@ -248,7 +252,8 @@ class SourceContext:
         config columns, trial_rows' duration columns some run takes from result.json."""
         context: dict = {}
         if "config_columns" in f.body:
-            context["config_columns"] = self.config_columns(f, keys)
+            fixed = self.fixed_config_columns
+            context["config_columns"] = self.config_columns(f, keys) if fixed is None else fixed
         if "json_phases" in f.body:
             context["json_phases"] = self.json_phases
         return context

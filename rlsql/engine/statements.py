@@ -309,7 +309,7 @@ def reads_little(runs: Sequence[Run], files: Iterable[SqlFile]) -> bool:
 
 def query_connection(
     runs: Sequence[Run], name: str, catalog: Catalog | None = None, bad_cells: BadCells | None = None,
-    config_keys: str | None = None,
+    config_keys: str | None = None, config_columns: list[dict] | None = None,
 ) -> tuple[duckdb.DuckDBPyConnection, str]:
     """A connection and the one statement that answers named query `name` over `runs`.
 
@@ -319,10 +319,12 @@ def query_connection(
     first. A view referenced once is inlined as before; DuckDB may compute one referenced by
     several CTEs once. A whole-number cell that reads as empty fails the statement, or with
     `bad_cells` is recorded there (rlsql/runs/badcells.py). `config_keys`: run_table's `keys` parameter,
-    which picks its columns when the statement is rendered (SqlFile.per_runs).
+    which picks its columns when the statement is rendered (SqlFile.per_runs); `config_columns`: those columns
+    as worked out over a larger set of runs (SourceContext.config_columns), so `runs`' rows are theirs in it.
     """
     catalog = catalog or load_catalog()
-    sources = SourceContext(runs, bad_cells="fail" if bad_cells is None else "record", config_keys=config_keys)
+    sources = SourceContext(runs, bad_cells="fail" if bad_cells is None else "record", config_keys=config_keys,
+                            config_columns=config_columns)
     closure = catalog.closure([name])
     trajectory = any(f.artifact == "trajectories" for f in closure)
     con = memory_connection(threads=1 if reads_little(runs, closure) else None,

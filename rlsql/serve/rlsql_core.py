@@ -39,6 +39,7 @@ from rlsql.core.sqltext import identifier
 from rlsql.core.version import __version__
 from rlsql.engine.connection import LazyConnection, OnDemand
 from rlsql.engine.query import QueryResult, declared_params, run_query, sql_failure
+from rlsql.engine.sources import SourceContext
 from rlsql.inspection.describe import Description
 from rlsql.inspection.describe import describe as _describe
 from rlsql.outputs import transcript as transcripts
@@ -131,10 +132,21 @@ def rescan(run: Run) -> Run:
 
 
 def run_named(name: str, runs: Sequence[Run], params: dict[str, str],
-              consume: Callable[[duckdb.DuckDBPyConnection, str], Any]) -> Any:
+              consume: Callable[[duckdb.DuckDBPyConnection, str], Any],
+              config_columns: list[dict] | None = None) -> Any:
     """`rlsql query NAME -p ...` over `runs`: the CLI's path; `consume(connection, sql)` fetches what it needs
-    of the answer (so no row past the server's limits is fetched) and its value is returned."""
-    return run_query(name, runs, params, consume)
+    of the answer (so no row past the server's limits is fetched) and its value is returned. `config_columns`:
+    run_table's config columns as worked out over more runs (config_columns below)."""
+    return run_query(name, runs, params, consume, config_columns)
+
+
+def config_columns(name: str, runs: Sequence[Run], params: dict[str, str]) -> list[dict]:
+    """The config columns the query `name` has over `runs` (run_table's: the keys that differ, typed), [] for
+    a query whose columns do not depend on the runs."""
+    f = load_catalog().query(name)
+    if "config_columns" not in f.body:
+        return []
+    return SourceContext(runs, config_keys=params.get("keys")).config_columns(f)
 
 
 def write_parquet(name: str, runs: Sequence[Run], params: dict[str, str], path: Path) -> None:

@@ -26,6 +26,14 @@ CONNECTIONS_KEPT = 4
 #: changes remembered for the pages' event streams (a page further behind reloads whole)
 CHANGES_KEPT = 10_000
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+#: named queries kept per run: a run's rows come from its own files alone (grain starting with run, nothing
+#: compared across runs), ordered by run first, so the answer over many runs is each run's rows in turn and a
+#: change to one run recomputes that run's rows alone. run_table's config columns depend on the set of runs:
+#: they are worked out over every run asked about and are part of a kept row's key. Not here: compare_runs,
+#: run_diff, task_diff (against a baseline run), group_curves (over the runs), whose rows depend on the others;
+#: task_rates (no order). The fleet page's queries, then the compare page's.
+PER_RUN = frozenset({"findings", "run_table", "reward_curve", "best_checkpoint", "step_time_stack", "step_signals",
+                     "turn_histogram", "exception_treatment"})
 
 
 class TimeLimit(core.RlsqlError):
@@ -73,6 +81,8 @@ class Served:
         self.stopping = False
         #: answers being computed, by key: a second request for one waits for the first's
         self._inflight: dict[Hashable, Future[Answer]] = {}
+        #: run_table's config columns over a set of runs, by the runs' stamp (YAML read once per change)
+        self._shapes: dict[Hashable, tuple[dict, ...]] = {}
 
     @property
     def memory_limit(self) -> str:
@@ -151,6 +161,7 @@ class Served:
                 self.changes.append((self.version, name))
             for key in [k for k in self._connections if any(n in changed for n, _ in k)]:
                 del self._connections[key]
+            self._shapes.clear()
         self.memory.forget_runs(set(changed))
         return changed
 
@@ -164,24 +175,73 @@ class Served:
 
     # -- answers --------------------------------------------------------------------------------
     def named(self, name: str, runs: Sequence[core.Run], params: Mapping[str, str] | None = None) -> Answer:
-        """`rlsql query NAME -p ...` over `runs`, from memory when its files have not changed since."""
+        """`rlsql query NAME -p ...` over `runs`, from memory when its files have not changed since; a PER_RUN
+        query's rows kept per run, so that only the runs changed since are computed again."""
         params = {k: str(v) for k, v in (params or {}).items() if v is not None and str(v) != ""}
         key = ("named", name, self._stamp(runs), tuple(sorted(params.items())))
+        if name in PER_RUN and len(runs) > 1:
+            return self._once(key, lambda: self._by_run(name, runs, params) or self._compute(name, runs, params))
+        return self._once(key, lambda: self._compute(name, runs, params))
 
-        def compute() -> Answer:
-            core.item(name)  # an unknown name is a UsageError with a did-you-mean, before any file is read
-            deadline = self.deadline()
-            try:
-                with deadline.running():
-                    if deadline.expired:
-                        raise self.stopped(deadline, name)
-                    return core.run_named(name, runs, params, lambda con, sql: self._fetch(
-                        con.execute(sql), runs, lambda: self._count(con, sql, None)))
-            except (core.RlsqlError, duckdb.Error) as exc:
+    def _compute(self, name: str, runs: Sequence[core.Run], params: dict[str, str],
+                 config_columns: list[dict] | None = None) -> Answer:
+        """One statement of `name` over `runs`, within the time limit and the answer's bounds."""
+        core.item(name)  # an unknown name is a UsageError with a did-you-mean, before any file is read
+        deadline = self.deadline()
+        try:
+            with deadline.running():
                 if deadline.expired:
-                    raise self.stopped(deadline, name) from exc
-                raise
-        return self._once(key, compute)
+                    raise self.stopped(deadline, name)
+                return core.run_named(name, runs, params, lambda con, sql: self._fetch(
+                    con.execute(sql), runs, lambda: self._count(con, sql, None)), config_columns)
+        except (core.RlsqlError, duckdb.Error) as exc:
+            if deadline.expired:
+                raise self.stopped(deadline, name) from exc
+            raise
+
+    def _by_run(self, name: str, runs: Sequence[core.Run], params: dict[str, str]) -> Answer | None:
+        """A PER_RUN query over `runs` as each run's rows in turn: the rows kept for a run since it last changed,
+        the others computed in one statement over those runs alone and kept per run. None when the rows do not
+        fit one answer (the row limit, the answer size): the caller computes the whole answer, cut as usual."""
+        stamp = self._stamp(runs)
+        with self._lock:
+            shape = self._shapes.get((name, stamp, tuple(sorted(params.items()))))
+        if shape is None:
+            shape = tuple(core.config_columns(name, runs, params))
+            with self._lock:
+                self._shapes[(name, stamp, tuple(sorted(params.items())))] = shape
+        shape_key = tuple(tuple(sorted(c.items())) for c in shape)
+
+        def key(run: core.Run) -> Hashable:
+            return ("run", name, self._stamp([run]), shape_key, tuple(sorted(params.items())))
+
+        kept = {r.name: a for r in runs if (a := self.memory.get(key(r))) is not None}
+        missing = [r for r in runs if r.name not in kept]
+        if missing:
+            try:
+                fresh = self._compute(name, missing, params, list(shape) if shape else None)
+            except core.DataError:
+                if len(missing) == len(runs):
+                    raise
+                # a run lacking what the query reads is refused alone, yet has its row (of NULLs) among others
+                missing = list(runs)
+                fresh = self._compute(name, missing, params, list(shape) if shape else None)
+            if fresh.truncated or (fresh.rows and "run" not in fresh.columns):
+                return None
+            ri = fresh.columns.index("run") if fresh.columns else 0
+            mine: dict[str, list[tuple]] = {r.name: [] for r in missing}
+            for row in fresh.rows:
+                mine[row[ri]].append(row)
+            for r in missing:
+                kept[r.name] = Answer(fresh.columns, mine[r.name], False, frozenset({r.name}),
+                                      total=len(mine[r.name]))
+                self.memory.put(key(r), kept[r.name])
+        columns = next((a.columns for a in kept.values() if a.columns), [])
+        rows = [row for r in runs for row in kept[r.name].rows]
+        nbytes = sum(a.nbytes for a in kept.values())
+        if len(rows) > self.settings.serve_row_limit or nbytes > self.answer_bytes:
+            return None
+        return Answer(columns, rows, False, frozenset(r.name for r in runs), nbytes, total=len(rows))
 
     def select(self, sql: str, runs: Sequence[core.Run], params: Mapping[str, Any] | None = None) -> Answer:
         """SQL over every view of `runs`: one SELECT (checked), on a connection that cannot read other files,

@@ -1,0 +1,69 @@
+"""Measure `rlsql serve`'s fleet page after one row is appended to one run (issue 38, item 4):
+the first load against the load after the change, in CPU seconds of this process (DuckDB's threads included)
+and wall seconds, the pages computed in process as the server computes them (rlsql/serve/pages.py).
+
+Usage (from the repository root; the fleet is changed, so use a copy)::
+
+    python bench/make_fleet.py 300 /tmp/fleet300
+    python bench/serve_refresh.py /tmp/fleet300 [--rounds 3] [--whole]
+
+Each round appends one metrics row (a copy of the last) to a different run, lets the server notice it
+(Served.refresh, as its watcher does) and loads the page again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from rlsql.serve import pages, state
+from rlsql.serve import rlsql_core as core
+from rlsql.serve.state import Served
+
+
+def timed(what: object) -> tuple[float, float]:
+    cpu, wall = time.process_time(), time.perf_counter()
+    what()  # type: ignore[operator]
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def append_row(run: Path) -> None:
+    metrics = sorted(run.glob("*[0-9]_metrics_table.csv"))
+    lines = metrics[0].read_text().splitlines()
+    metrics[0].write_text("\n".join([*lines, lines[-1]]) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("fleet", type=Path)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--whole", action="store_true", help="keep nothing per run (as before issue 38, item 4)")
+    args = parser.parse_args()
+    if args.whole:
+        state.PER_RUN = frozenset()
+    warnings.simplefilter("ignore")  # the fleet's runs without metrics say so on every query
+    served = Served(core.resolve([str(args.fleet)]), poll_seconds=0)
+    changing = [r.path for r in served.runs.values() if any(r.path.glob("*[0-9]_metrics_table.csv"))]
+    for page, load in (("fleet", lambda: pages.fleet(served, {})),):
+        first = timed(load)
+        after = []
+        for i in range(args.rounds):
+            append_row(changing[i * 7 % len(changing)])
+            changed = served.refresh()
+            assert changed, "the change was not seen"
+            after.append(timed(load))
+        cpu = statistics.median(a[0] for a in after)
+        wall = statistics.median(a[1] for a in after)
+        print(
+            f"{page}: first load {first[0]:.2f} CPU-s {first[1]:.2f} s; after one run changed (median of "
+            f"{args.rounds}) {cpu:.2f} CPU-s {wall:.2f} s",
+            file=sys.stderr,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""`rlsql serve` keeps the per-run queries' rows per run (rlsql/serve/state.py PER_RUN): after one run's file
+changes, the fleet page computes that run's rows alone, and its rows are those of the oracle over every run."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+
+from rlsql.core.settings import Settings
+from rlsql.serve import pages, state
+from rlsql.serve import rlsql_core as core
+from rlsql.serve.state import Served
+from tests import oracle
+from tests.conftest import RUNS
+from tests.test_serve import same_rows
+
+NAMES = ("calendar", "harbor_csv", "newest", "tiny")
+#: the compare page's queries kept per run
+COMPARED = (
+    "reward_curve",
+    "best_checkpoint",
+    "step_time_stack",
+    "step_signals",
+    "turn_histogram",
+    "exception_treatment",
+)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> list[Path]:
+    """Copies of four fixture runs (a test changes them)."""
+    for name in NAMES:
+        shutil.copytree(RUNS / name, tmp_path / name)
+    return [tmp_path / name for name in NAMES]
+
+
+def served(dirs: list[Path]) -> Served:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # newest has no config: said once per query, not what is tested here
+        return Served(core.resolve([str(d) for d in dirs]), Settings(), poll_seconds=0)
+
+
+def append_step(run: Path) -> None:
+    metrics = next(run.glob("*[0-9]_metrics_table.csv"))
+    lines = metrics.read_text().splitlines()
+    header = lines[0].split(",")
+    cells = dict(zip(header, lines[-1].split(","), strict=True))
+    step = int(float(cells["global_step"])) + 1
+    cells.update({"global_step": str(step), "trainer/global_step": str(step), "reward/avg_raw_reward": "0.125"})
+    with metrics.open("a") as fh:
+        fh.write(",".join(cells[h] for h in header) + "\n")
+
+
+def fleet_page(s: Served) -> pages.Fleet:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pages.fleet(s, {})
+
+
+@pytest.fixture
+def asked(monkeypatch) -> list[tuple[str, tuple[str, ...]]]:
+    """Each named query's statement as the server asks rlsql for it: (name, the runs it is over)."""
+    seen: list[tuple[str, tuple[str, ...]]] = []
+    real = core.run_named
+
+    def recording(name, runs, *args, **kwargs):
+        seen.append((name, tuple(r.name for r in runs)))
+        return real(name, runs, *args, **kwargs)
+
+    monkeypatch.setattr(core, "run_named", recording)
+    return seen
+
+
+def over(asked: list[tuple[str, tuple[str, ...]]], name: str) -> list[tuple[str, ...]]:
+    return [runs for n, runs in asked if n == name]
+
+
+def expected_run_table(dirs: list[Path]) -> list[dict]:
+    return [row for d in dirs for row in oracle.q_run_table(d.name, d, run_dirs=dirs)]
+
+
+def test_one_changed_run_is_the_only_one_computed_again(fleet, asked) -> None:
+    s = served(fleet)
+    fleet_page(s)
+    assert over(asked, "run_table") == [NAMES] and over(asked, "findings") == [NAMES]
+    append_step(fleet[NAMES.index("tiny")])
+    assert s.refresh() == ["tiny"]
+    asked.clear()
+    page = fleet_page(s)
+    assert over(asked, "run_table") == [("tiny",)] and over(asked, "findings") == [("tiny",)]
+    # the page's rows: the oracle's over every run, and a fresh server's
+    table = s.named("run_table", s.pick(None))
+    assert table.columns[: len(expected_run_table(fleet)[0])] == list(expected_run_table(fleet)[0])
+    assert same_rows(table.dicts(), expected_run_table(fleet))
+    found = s.named("findings", s.pick(None))
+    assert same_rows(found.dicts(), [row for d in fleet for row in oracle.q_findings(d.name, d)])
+    fresh = fleet_page(served(fleet))
+    assert page.table.columns == fresh.table.columns and page.table.rows == fresh.table.rows
+    asked.clear()
+    fleet_page(s)
+    assert asked == []  # nothing changed since: every answer from memory
+
+
+def test_a_config_change_that_changes_the_columns_recomputes_every_run(fleet, asked) -> None:
+    """run_table's config columns depend on the set of runs: a key that now differs is a new column, so every
+    run's row is computed again, and it has that column."""
+    s = served(fleet)
+    fleet_page(s)
+    config = fleet[NAMES.index("tiny")] / "rl_config.yaml"
+    config.write_text(config.read_text() + "\nextra_key: 7\n")
+    assert s.refresh() == ["tiny"]
+    asked.clear()
+    page = fleet_page(s)
+    assert over(asked, "run_table") == [NAMES] and over(asked, "findings") == [("tiny",)]
+    assert "extra_key" in page.table.columns
+    assert same_rows(s.named("run_table", s.pick(None)).dicts(), expected_run_table(fleet))
+    fresh = fleet_page(served(fleet))
+    assert page.table.columns == fresh.table.columns and page.table.rows == fresh.table.rows
+
+
+def test_the_compare_page_computes_the_changed_run_alone(fleet, asked, monkeypatch) -> None:
+    """The compare page's per-run queries: after one of its runs changed, that run alone; the rows are those
+    of every query computed whole (one statement over both runs, nothing kept per run)."""
+    s = served(fleet)
+    both = ["calendar", "tiny"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pages.compare_page(s, both, {})
+        append_step(fleet[NAMES.index("tiny")])
+        assert s.refresh() == ["tiny"]
+        asked.clear()
+        pages.compare_page(s, both, {})
+    for name in COMPARED:
+        assert over(asked, name) == [("tiny",)], name
+    assert over(asked, "compare_runs") == [tuple(both)]  # its rows depend on both runs: whole
+    runs = s.pick(both)
+    kept = {name: s.named(name, runs) for name in COMPARED}
+    monkeypatch.setattr(state, "PER_RUN", frozenset())
+    whole = served(fleet)
+    for name, answer in kept.items():
+        fresh = whole.named(name, whole.pick(both))
+        assert (answer.columns, answer.rows) == (fresh.columns, fresh.rows), name
+        assert answer.rows, name
+
+
+def test_a_changed_run_lacking_what_a_query_reads_keeps_its_row(fleet, asked) -> None:
+    """harbor_csv has no trainer metrics: run_table over it alone is refused, over the fleet it has a row. After
+    its trials changed, the fleet page asks every run again, and has its row."""
+    s = served(fleet)
+    fleet_page(s)
+    trials = next((fleet[NAMES.index("harbor_csv")]).glob("*_trial_results.csv"))
+    lines = trials.read_text().splitlines()
+    trials.write_text("\n".join([*lines, lines[-1]]) + "\n")
+    assert s.refresh() == ["harbor_csv"]
+    asked.clear()
+    page = fleet_page(s)
+    assert over(asked, "run_table") == [("harbor_csv",), NAMES]
+    assert "harbor_csv" in [row[0] for row in page.table.rows]
+    assert same_rows(s.named("run_table", s.pick(None)).dicts(), expected_run_table(fleet))
