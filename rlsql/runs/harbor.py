@@ -119,20 +119,7 @@ def list_trials(trace_jobs: Path, trial: str | None = None) -> Listing:
     listing = Listing()
     base = str(trace_jobs)
     backslash_in_prefix = "\\" in base
-    unlistable = unlistable_parent(base)
-    if trial is not None and (not trial or "/" in trial or trial in (".", "..")):
-        return listing  # no trial folder has such a name
-    if trial is None or (unlistable is None and has_glob(trial)):
-        try:
-            with os.scandir(trace_jobs) as entries:
-                found = [(e.name, _is_dir(e)) for e in entries]
-        except OSError:
-            return listing
-        folders = sorted(name for name, is_dir in found if is_dir and (trial is None or name == trial))
-        if unlistable is None and any(name.startswith("\\") for name, _ in found):
-            unlistable = base  # only for the trial folders whose names hold a glob character
-    else:
-        folders = [trial] if os.path.isdir(f"{base}/{trial}") else []
+    folders, unlistable = trial_folders(trace_jobs, trial)
     for folder in folders:
         path = f"{base}/{folder}/{HARBOR_RESULT}"
         problem = file_problem(folder, path, backslash_in_prefix)[0]
@@ -144,6 +131,26 @@ def list_trials(trace_jobs: Path, trial: str | None = None) -> Listing:
                        "starting with a backslash")
         listing.files.append(TrialFile(folder, path, problem if isinstance(problem, str) else None))
     return listing
+
+
+def trial_folders(trace_jobs: Path, trial: str | None = None) -> tuple[list[str], str | None]:
+    """The trial folders of `trace_jobs`, sorted by name (`trial`: that one alone, looked at directly unless its
+    name holds a glob character DuckDB would need listed), and the folder DuckDB cannot glob below
+    (exactpaths.unlistable_parent; `trace_jobs` itself when a trial folder's name starts with a backslash)."""
+    base = str(trace_jobs)
+    unlistable = unlistable_parent(base)
+    if trial is not None and (not trial or "/" in trial or trial in (".", "..")):
+        return [], unlistable  # no trial folder has such a name
+    if trial is not None and not (unlistable is None and has_glob(trial)):
+        return ([trial] if os.path.isdir(f"{base}/{trial}") else []), unlistable
+    try:
+        with os.scandir(trace_jobs) as entries:
+            found = [(e.name, _is_dir(e)) for e in entries]
+    except OSError:
+        return [], unlistable
+    if unlistable is None and any(name.startswith("\\") for name, _ in found):
+        unlistable = base  # only for the trial folders whose names hold a glob character
+    return sorted(name for name, is_dir in found if is_dir and (trial is None or name == trial)), unlistable
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

@@ -98,26 +98,13 @@ def list_trajectories(trace_jobs: Path, trial: str | None = None) -> TrajectoryL
     """Every trial folder's trajectory files, classified by harbor.py's rules (one stat per file, none
     opened); trial folders sorted by name, segments by number. `trial`: that trial folder's alone, looked at
     directly (`rlsql trial`: one trial's files cost the same in a run of 45,000 as in one of 3,000)."""
-    from rlsql.core.exactpaths import has_glob, unlistable_parent
     from rlsql.core.settings import current
+    from rlsql.runs.harbor import trial_folders
 
     listing = TrajectoryListing()
     limit = current().trajectory_max_bytes
     base = str(trace_jobs)
-    unlistable = unlistable_parent(base)
-    if trial is not None and (not trial or "/" in trial or trial in (".", "..")):
-        return listing  # no trial folder of trace_jobs has such a name
-    if trial is None or (unlistable is None and has_glob(trial)):
-        try:
-            with os.scandir(trace_jobs) as entries:
-                found = [(e.name, _is_dir(e)) for e in entries]
-        except OSError:
-            return listing
-        if unlistable is None and any(name.startswith("\\") for name, _ in found):
-            unlistable = base  # only for the trial folders whose names hold a glob character
-        folders = sorted(name for name, is_dir in found if is_dir and (trial is None or name == trial))
-    else:
-        folders = [trial] if os.path.isdir(f"{base}/{trial}") else []
+    folders, unlistable = trial_folders(trace_jobs, trial)
     for folder in folders:
         listing.trials += 1
         files = _trial_files(base, folder, unlistable, limit)
@@ -159,13 +146,6 @@ def _trial_files(base: str, folder: str, unlistable: str | None, limit: int) -> 
         signature = None if info is None else (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
         files.append(SegmentFile(folder, segment, path, problem if isinstance(problem, str) else None, signature))
     return files
-
-
-def _is_dir(entry: os.DirEntry) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
 
 
 def trace_jobs_of(run: Run) -> Path | None:
