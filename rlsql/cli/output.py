@@ -100,7 +100,8 @@ def _say_written(out, written) -> None:
     if written is not None and written.records:
         say("too wide for the terminal: one field per line; -f csv or -o FILE gives the table")
     if out.kind == "file":
-        say(f"wrote {out.target}" + (f" ({written.rows:,} rows)" if written is not None else ""))
+        counted = "" if written is None else f" ({written.rows:,} row{'' if written.rows == 1 else 's'})"
+        say(f"wrote {out.target}{counted}")
 
 
 def emit_query(

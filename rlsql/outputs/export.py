@@ -638,4 +638,5 @@ def summary(written: Sequence[Written], out_dir: Path) -> str:
     rows = sum(w.rows for w in written)
     size = sum(w.bytes for w in written)
     what = "1 query or view" if len(written) == 1 else f"{len(written)} queries and views"
-    return f"exported {what} to {out_dir}: {files} file{'' if files == 1 else 's'}, {rows:,} rows, {_human(size)}"
+    counted = f"{files} file{'' if files == 1 else 's'}, {rows:,} row{'' if rows == 1 else 's'}"
+    return f"exported {what} to {out_dir}: {counted}, {_human(size)}"
