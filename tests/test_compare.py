@@ -304,3 +304,13 @@ def test_the_report_compares_with_the_baseline_when_given_one(tmp_path: Path) ->
 
     nobody = _report(runs, tmp_path / "nobody", baseline="no_such_run")
     assert "No run is named no_such_run: nothing to compare with." in nobody
+
+
+def test_alpha_past_one_is_a_usage_error(capsys, monkeypatch) -> None:
+    """A false discovery rate above 1 is no rate: `-p alpha=2` called every changed task regressed or improved.
+    It is refused before any file is read (the header's `max 1`), as a value below the minimum is."""
+    from tests.test_cli import run_main
+
+    for name in ("task_diff", "run_diff"):
+        code, _, err = run_main(["query", name, "-r", str(RUNS / "tiny"), "-p", "alpha=2"], capsys, monkeypatch)
+        assert code == 2 and err.strip() == "rlsql: error: parameter alpha: 2.0 is above the maximum 1", (name, err)

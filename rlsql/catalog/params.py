@@ -15,7 +15,7 @@ from rlsql.core.sqltext import literal, sql_type
 
 _PARAM = re.compile(
     r"^(?P<name>[a-z_][a-z0-9_]*)\s+(?P<type>INTEGER|DOUBLE|VARCHAR|BOOLEAN)\s*=\s*(?P<default>[^,:]+?)"
-    r"(?:\s*,\s*min\s+(?P<min>[-0-9.]+))?\s*:\s*(?P<doc>.+)$"
+    r"(?:\s*,\s*min\s+(?P<min>[-0-9.]+))?(?:\s*,\s*max\s+(?P<max>[-0-9.]+))?\s*:\s*(?P<doc>.+)$"
 )
 _TRUE = {"true", "1", "yes", "on"}
 #: DuckDB's INTEGER is 32-bit: a larger value would fail inside the query (exit 1) instead of here
@@ -31,17 +31,20 @@ class Param:
     default: Any
     minimum: float | None
     doc: str
+    maximum: float | None = None
 
     @classmethod
     def parse(cls, text: str, where: str) -> Param:
         match = _PARAM.match(text.strip())
         if not match:
-            raise CatalogError(f"{where}: cannot read param line {text!r} (want 'name TYPE = default[, min N]: doc')")
+            raise CatalogError(f"{where}: cannot read param line {text!r} "
+                               "(want 'name TYPE = default[, min N][, max N]: doc')")
         ptype = match["type"]
         raw_default = match["default"].strip()
-        param = cls(match["name"], ptype, None, float(match["min"]) if match["min"] else None, match["doc"].strip())
+        param = cls(match["name"], ptype, None, float(match["min"]) if match["min"] else None, match["doc"].strip(),
+                    float(match["max"]) if match["max"] else None)
         default = None if raw_default.upper() == "NULL" else param.convert(raw_default)
-        return cls(param.name, ptype, default, param.minimum, param.doc)
+        return cls(param.name, ptype, default, param.minimum, param.doc, param.maximum)
 
     def convert(self, raw: str) -> Any:
         """Turn the user's text into a value of the declared type, or raise UsageError."""
@@ -66,6 +69,8 @@ class Param:
             raise UsageError(f"parameter {self.name}: {raw!r} is not a number")
         if self.minimum is not None and isinstance(value, (int, float)) and value < self.minimum:
             raise UsageError(f"parameter {self.name}: {value} is below the minimum {self.minimum:g}")
+        if self.maximum is not None and isinstance(value, (int, float)) and value > self.maximum:
+            raise UsageError(f"parameter {self.name}: {value} is above the maximum {self.maximum:g}")
         return value
 
     def sql_default(self) -> str:

@@ -52,6 +52,7 @@ def _entry(f: SqlFile, types: dict[str, str]) -> dict:
         columns.append({"name": "*", "type": "DOUBLE or BIGINT", "description": f.column_docs["*"]})
     params = [
         {"name": p.name, "type": p.type, "doc": p.doc, "minimum": p.minimum, "minimum_text": _number(p.minimum),
+         "maximum": p.maximum, "maximum_text": _number(p.maximum),
          "default_text": "NULL" if p.default is None else str(p.default)}
         for p in declared_params(f.name)
     ]

@@ -48,7 +48,8 @@ RunsArg = Annotated[
 ParamsArg = Annotated[
     dict[str, str | int | float] | None,
     Field(
-        description="The query's parameters by name (see `list_queries` or `describe`: type, default, minimum), "
+        description="The query's parameters by name (see `list_queries` or `describe`: type, default, minimum, "
+        "maximum), "
         'e.g. {"span": 10}; omit for the defaults.'
     ),
 ]
@@ -137,7 +138,7 @@ class Tools:
 
     def list_queries(self) -> CallToolResult:
         """Every named query and view rlsql has: name, kind (query or view), description and parameters (name,
-        type, default, minimum, doc). Use a name with `describe`, `query`, or in `sql` as a table."""
+        type, default, minimum, maximum, doc). Use a name with `describe`, `query`, or in `sql` as a table."""
 
         def work() -> dict[str, Any]:
             return {
@@ -152,6 +153,7 @@ class Tools:
                                 "type": p.type,
                                 "default": core.json_cell(p.default),
                                 "minimum": p.minimum,
+                                "maximum": p.maximum,
                                 "doc": p.doc,
                             }
                             for p in i.params

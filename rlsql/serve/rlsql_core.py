@@ -88,6 +88,7 @@ class ParamInfo:
     default: Any
     minimum: float | None
     doc: str
+    maximum: float | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,8 @@ def items() -> list[Item]:
     """Every named query, then every view, each by name."""
     catalog = load_catalog()
     return [Item(f.name, f.kind, " ".join(f.description.split()),
-                 tuple(ParamInfo(p.name, p.type, p.default, p.minimum, p.doc) for p in declared_params(f.name)))
+                 tuple(ParamInfo(p.name, p.type, p.default, p.minimum, p.doc, p.maximum)
+                       for p in declared_params(f.name)))
             for f in [*catalog.queries(), *catalog.views()]]
 
 

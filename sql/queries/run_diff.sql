@@ -6,7 +6,7 @@
 --   than two tasks) and the success rates of both over the shared tasks' trials. One row per run other than
 --   the baseline, none when `baseline` names none of the runs.
 -- param: baseline VARCHAR = NULL: the run to compare the others with (default: the first run by name)
--- param: alpha DOUBLE = 0.05, min 0: the false discovery rate: a task whose q_value is below it changed
+-- param: alpha DOUBLE = 0.05, min 0, max 1: the false discovery rate: a task whose q_value is below it changed
 -- grain: run
 -- column: run: the run compared with the baseline: its folder's name
 -- column: baseline: the baseline run

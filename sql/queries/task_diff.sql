@@ -7,7 +7,7 @@
 --   relative 1e-7), its Benjamini-Hochberg q-value over the run's shared tasks, and a verdict. No rows when
 --   `baseline` names none of the runs. Ordered by run, q_value, task_name.
 -- param: baseline VARCHAR = NULL: the run to compare the others with (default: the first run by name)
--- param: alpha DOUBLE = 0.05, min 0: the false discovery rate: a task whose q_value is below it changed
+-- param: alpha DOUBLE = 0.05, min 0, max 1: the false discovery rate: a task whose q_value is below it changed
 -- grain: run, task_name
 -- column: run: the run compared with the baseline: its folder's name
 -- column: baseline: the baseline run
