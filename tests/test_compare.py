@@ -16,14 +16,13 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+import scipy.stats as stats
 import yaml
 
 import rlsql
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import FIXTURE_RUNS, ROOT, RUNS
-
-stats = pytest.importorskip("scipy.stats", reason="scipy (the test extra) checks the statistics")
 
 
 def write_trials(run: Path, outcomes: dict[str, list[float | None]]) -> Path:
@@ -222,7 +221,7 @@ def _bench(name: str):
 
 @pytest.mark.parametrize("span", [5, 2])
 def test_group_curves_equal_pandas_over_a_fleet(tmp_path: Path, span: int) -> None:
-    pd = pytest.importorskip("pandas", reason="pandas (the test extra) is the independent computation")
+    import pandas as pd
     fleet = _bench("make_fleet").make_fleet(16, tmp_path / "fleet", vary=True)
     baseline = _bench("pandas_baseline")
     curves = []

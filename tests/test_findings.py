@@ -419,7 +419,6 @@ def test_query_findings_in_every_format(fmt, capsys, monkeypatch) -> None:
 
 
 def test_the_report_opens_with_the_findings_worst_first(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib", reason="the report needs the report extra (matplotlib)")
     from rlsql.outputs.report import build_report
 
     a = metrics_run(tmp_path, "policy/raw_grad_norm", [10.0, 1.0, 1.0, 1.0, 1.0], name="a")
@@ -443,7 +442,6 @@ def test_the_report_opens_with_the_findings_worst_first(tmp_path: Path) -> None:
 
 
 def test_a_report_without_findings_says_so(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib", reason="the report needs the report extra (matplotlib)")
     from rlsql.outputs.report import build_report
 
     quiet = metrics_run(tmp_path, "reward/avg_raw_reward", [0.5, 0.5, 0.5])
@@ -462,7 +460,6 @@ def rlsql_runs(paths: list[Path]) -> list:
 
 
 def test_the_run_page_opens_with_its_findings_each_linking_to_its_query(tmp_path: Path) -> None:
-    pytest.importorskip("starlette", reason="rlsql serve needs the serve extra (starlette)")
     import re
 
     from tests.test_serve import client
@@ -490,7 +487,6 @@ def test_the_run_page_opens_with_its_findings_each_linking_to_its_query(tmp_path
 
 
 def test_the_fleet_table_counts_each_runs_findings_and_filters_on_them(tmp_path: Path) -> None:
-    pytest.importorskip("starlette", reason="rlsql serve needs the serve extra (starlette)")
     import re
 
     from tests.test_serve import client
@@ -530,7 +526,6 @@ def test_the_fleet_table_counts_each_runs_findings_and_filters_on_them(tmp_path:
 
 
 def test_an_exception_type_on_the_run_page_leads_to_its_failed_trials() -> None:
-    pytest.importorskip("starlette", reason="rlsql serve needs the serve extra (starlette)")
     import html
     import re
 

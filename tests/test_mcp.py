@@ -22,13 +22,11 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import ROOT, RUNS
-
-mcp = pytest.importorskip("mcp", reason="the MCP Python SDK is not installed: pip install '.[mcp]'")
-from mcp import Client, StdioServerParameters  # noqa: E402
 
 pytestmark = pytest.mark.slow
 SERVED = ["calendar", "harbor"]

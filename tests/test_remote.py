@@ -20,11 +20,6 @@ import rlsql
 from rlsql.catalog.catalog import load_catalog
 from tests.compare import assert_rows_match
 from tests.conftest import FIXTURE_RUNS, RUNS
-
-pytest.importorskip("moto.server", reason="moto[server] (the test extra) runs the S3 API these tests read")
-pytest.importorskip("s3fs", reason="s3fs (rlsql[s3]) is what rlsql reads s3:// runs with")
-pytest.importorskip("huggingface_hub", reason="huggingface_hub (rlsql[hf]) is what rlsql reads hf:// runs with")
-
 from tests.remote_stores import HubStore, S3Store, folder_files
 
 QUERIES = [q.name for q in load_catalog().queries()]

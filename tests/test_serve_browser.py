@@ -79,6 +79,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(runs: Path, tmp_path_factory: pytest.TempPathFactory):
     need_chromium()
+    yield from serving(runs, tmp_path_factory)
+
+
+def serving(runs: Path, tmp_path_factory: pytest.TempPathFactory):
+    """`rlsql serve -r RUNS` on a free port of 127.0.0.1, once it listens: {url, proc, log}; killed after."""
     port = free_port()
     env = {**os.environ, "RLSQL_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
     log = tmp_path_factory.mktemp("log") / "serve.log"
@@ -100,8 +105,8 @@ def server(runs: Path, tmp_path_factory: pytest.TempPathFactory):
         proc.wait()
 
 
-@pytest.fixture(scope="module")
-def browser(server):
+def need_playwright():
+    """playwright.sync_api, or the test skips saying why (fails where RLSQL_REQUIRE_BROWSER=1, as in CI)."""
     try:
         import playwright.sync_api as playwright
     except ImportError:
@@ -109,6 +114,12 @@ def browser(server):
         if browser_required():  # CI: a browser test that cannot drive the browser fails, as without Chromium
             pytest.fail(f"{reason}; {REQUIRE_BROWSER_ENV}=1 says it must run")
         pytest.skip(reason)
+    return playwright
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    playwright = need_playwright()
     with playwright.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium

@@ -8,14 +8,10 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests import oracle
 from tests.conftest import ROOT
 from tests.test_compare import hand_pair
 from tests.test_serve import chart_specs, client, close, tables
-
-pytest.importorskip("starlette", reason="rlsql serve needs the serve extra")
 
 
 def test_the_compare_page_shows_run_diff_and_the_task_grid(tmp_path: Path) -> None:

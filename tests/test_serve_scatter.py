@@ -9,19 +9,14 @@ was given, the points inside the range it draws, and the API's rows must all be 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
 
 import pytest
 import yaml
 
 from tests.conftest import RUNS
-from tests.test_serve_browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, free_port, load, need_chromium
+from tests.test_serve_browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, load, need_chromium, need_playwright, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SAMPLES = {"r0": 4, "r1": 4, "r2": 8, "r3": 8, "r4": 8, "r5": 8, "r6": 8, "r7": 8}
@@ -31,35 +26,15 @@ KEY = "generator.n_samples_per_prompt"
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory):
     need_chromium()
-    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install '.[test]')")
+    need_playwright()
     folder = tmp_path_factory.mktemp("scatter-runs")
     for name, samples in SAMPLES.items():
         shutil.copytree(RUNS / "tiny", folder / name)
         config = yaml.safe_load((folder / name / "rl_config.yaml").read_text())
         config["generator"]["n_samples_per_prompt"] = samples
         (folder / name / "rl_config.yaml").write_text(yaml.safe_dump(config))
-    port = free_port()
-    env = {**os.environ, "RLSQL_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
-    log = tmp_path_factory.mktemp("log") / "serve.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "rlsql", "serve", "-r", str(folder), "--port", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    deadline = time.monotonic() + 60
-    while True:  # the port answers once uvicorn listens
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"rlsql serve did not start: {log.read_text()}")
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    proc.kill()
-    proc.wait()
+    for started in serving(folder, tmp_path_factory):
+        yield started["url"]
 
 
 #: per series: the points uPlot was given (non-empty y) and those inside the index range it draws (idxs of the
@@ -82,7 +57,7 @@ DRAWN = """el => {
 
 
 def test_the_scatter_draws_every_run_sharing_an_x_value(fleet) -> None:
-    import playwright.sync_api as playwright
+    playwright = need_playwright()
 
     with urllib.request.urlopen(f"{fleet}/api/query/run_table.json?keys={KEY}") as answer:
         api = json.loads(answer.read())
