@@ -17,7 +17,7 @@ from pathlib import Path
 from rlsql.catalog import manifest
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
-from rlsql.outputs.exportmerge import merged_by_run
+from rlsql.outputs.exportmerge import partition_layout
 from rlsql.runs.folders import CONFIG_NAMES, CSV_ARTIFACTS, HARBOR_DIR, HARBOR_RESULT, resolve_runs
 
 DOCS = {"queries": "queries.md", "data-contract": "data-contract.md", "settings": "settings.md"}
@@ -62,9 +62,7 @@ def _entry(f: SqlFile, types: dict[str, str]) -> dict:
 
 def _export_layout(f: SqlFile) -> str | None:
     """How `export --partition-by run` writes `f`: one merged file, a hive tree, or None (no `run` column)."""
-    if "run" not in f.column_docs:
-        return None
-    return "merged" if merged_by_run(f) else "tree"
+    return partition_layout(f)
 
 
 def _environment():

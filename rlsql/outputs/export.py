@@ -57,7 +57,7 @@ from rlsql.outputs.exportmerge import (
     carried_config_keys,
     is_sources_sidecar,
     merge,
-    merged_by_run,
+    partition_layout,
     sidecar,
     sources_sidecar,
     sources_summary,
@@ -289,8 +289,8 @@ def export(
     suffix = EXPORT_FORMATS[fmt]
     # partitioned: a hive tree NAME/; merged (about one row per run) and unpartitioned: NAME.EXT
     # an item without a run column (group_curves: one row per config value and step, over every run) has
-    # nothing to split by: one file, written whole as without --partition-by
-    trees = {item.name for item in kept if partition_by and "run" in item.column_docs and not merged_by_run(item)}
+    # nothing to split by: one file, written whole as without --partition-by (partition_layout None)
+    trees = {item.name for item in kept if partition_by and partition_layout(item) == "tree"}
     targets = {item.name: out_dir / (item.name if item.name in trees else f"{item.name}{suffix}") for item in kept}
     check = functools.partial(_check_targets, kept, targets, trees, out_dir, fmt, runs, replace_all,
                               partition_by is not None)
@@ -377,7 +377,7 @@ def _write_items(
             set_before = set(values[item.name])
             for pname, value in values[item.name].items():
                 con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
-            whole = partition_by is None or "run" not in item.column_docs
+            whole = partition_by is None or partition_layout(item) is None
             select = _select(con, item.name, fmt, None if whole else partition_by)
             target = targets[item.name]
             try:

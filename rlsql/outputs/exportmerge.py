@@ -43,6 +43,14 @@ def grain_columns(item: SqlFile) -> list[str]:
     return [c.strip() for c in (item.grain or "").split(",") if c.strip()]
 
 
+def partition_layout(item: SqlFile) -> str | None:
+    """How `--partition-by run` writes `item`: "merged" (one file, merged run by run), "tree" (a partition per
+    run), or None: it has no run column to split by (group_curves), so one file written whole."""
+    if "run" not in item.column_docs:
+        return None
+    return "merged" if merged_by_run(item) else "tree"
+
+
 def merged_by_run(item: SqlFile) -> bool:
     """Does `--partition-by run` write `item` as one merged file (about one row per run)?"""
     grain = grain_columns(item)
