@@ -38,8 +38,14 @@ def main() -> None:
             for side, env in sides.items():
                 for label, command in COMMANDS.items():
                     start = time.perf_counter()
-                    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                   cwd=tempfile.gettempdir(), check=False)
+                    subprocess.run(
+                        command,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        env=env,
+                        cwd=tempfile.gettempdir(),
+                        check=False,
+                    )
                     times.setdefault((side, label), []).append(time.perf_counter() - start)
     print(f"median wall seconds of {rounds} interleaved rounds; load {os.getloadavg()[0]:.2f}")
     for label in COMMANDS:

@@ -34,12 +34,12 @@ NOTEBOOK = (
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MB) and stdout of one process under /usr/bin/time -v."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
-        done = subprocess.run(["/usr/bin/time", "-v", "-o", report.name, *cmd], capture_output=True, text=True,
-                              env=env)
+        done = subprocess.run(["/usr/bin/time", "-v", "-o", report.name, *cmd], capture_output=True, text=True, env=env)
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(cmd[:3])}…: exit {done.returncode}: {done.stderr.strip()[-300:]}")
-        fields = dict(line.strip().rsplit(": ", 1) for line in Path(report.name).read_text().splitlines()
-                      if ": " in line)
+        fields = dict(
+            line.strip().rsplit(": ", 1) for line in Path(report.name).read_text().splitlines() if ": " in line
+        )
     wall = fields["Elapsed (wall clock) time (h:mm:ss or m:ss)"].split(":")
     seconds = float(wall[-1]) + 60 * float(wall[-2]) + (3600 * float(wall[0]) if len(wall) == 3 else 0)
     return seconds, int(fields["Maximum resident set size (kbytes)"]) / 1024, done.stdout
@@ -80,9 +80,11 @@ def main() -> None:
                     if got != want:
                         raise SystemExit(f"{name} over {count} runs: connect() gave {got} rows, the CLI {want}")
                 c, n = statistics.median(walls["cli"]), statistics.median(walls["connect"])
-                print(f"| {count:,} | {name} | {c:.2f} | {n:.2f} | {n / c:.2f} | "
-                      f"{statistics.median(peaks['cli']):.0f} | {statistics.median(peaks['connect']):.0f} |",
-                      flush=True)
+                print(
+                    f"| {count:,} | {name} | {c:.2f} | {n:.2f} | {n / c:.2f} | "
+                    f"{statistics.median(peaks['cli']):.0f} | {statistics.median(peaks['connect']):.0f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,14 @@ MASK_DEFAULT = [
 ]
 ZERO_DEFAULT = ["AgentTimeoutError", "ContextLengthExceededError"]
 NUMBERS = [
-    "n_episodes", "reward", "trial_duration", "environment_setup_duration", "agent_setup_duration",
-    "agent_execution_duration", "agent_duration_sec", "verifier_duration",
+    "n_episodes",
+    "reward",
+    "trial_duration",
+    "environment_setup_duration",
+    "agent_setup_duration",
+    "agent_execution_duration",
+    "agent_duration_sec",
+    "verifier_duration",
 ]
 
 
@@ -62,8 +68,10 @@ def source(run: Path, columns: list[str]) -> str:
         elif c == "exception_type":
             exprs.append("coalesce(nullif(trim(exception_type), ''), 'No exception') AS exception_type")
         elif c == "n_episodes":  # a whole number of turns, else empty
-            exprs.append("CASE WHEN n_episodes = trunc(n_episodes) AND abs(n_episodes) <= 9007199254740992 "
-                         "THEN n_episodes END AS n_episodes")
+            exprs.append(
+                "CASE WHEN n_episodes = trunc(n_episodes) AND abs(n_episodes) <= 9007199254740992 "
+                "THEN n_episodes END AS n_episodes"
+            )
         else:
             exprs.append(f"CASE WHEN isfinite({c}) THEN {c} END AS {c}")
     return f"(SELECT {', '.join(exprs)} FROM read_csv('{quoted}', types = {{{types}}}))"
@@ -139,9 +147,13 @@ PHASES = {
 def trial_phases(run: Path) -> str:
     figures = []
     for p, e in PHASES.items():
-        figures += [f"median({e}) AS {p}_median", f"avg({e}) AS {p}_mean", f"sum({e}) AS {p}_total",
-                    f"coalesce(sum({e}) FILTER (WHERE trial_duration IS NOT NULL), 0) AS {p}_timed",
-                    f"count({e}) AS {p}_trials"]
+        figures += [
+            f"median({e}) AS {p}_median",
+            f"avg({e}) AS {p}_mean",
+            f"sum({e}) AS {p}_total",
+            f"coalesce(sum({e}) FILTER (WHERE trial_duration IS NOT NULL), 0) AS {p}_timed",
+            f"count({e}) AS {p}_trials",
+        ]
     residual = "trial_duration - " + " - ".join(f"coalesce({e}, 0)" for e in PHASES.values())
     return f"""SELECT sum(trial_duration) AS total, {", ".join(figures)},
         median({residual}) AS r_median, sum({residual}) AS r_total, count({residual}) AS r_n
@@ -201,12 +213,16 @@ def answer(name: str, run: Path) -> tuple[list[str], list[tuple]]:
             trials, names = per.get(t, (0, set()))
             per[t] = (trials + count, names | {exc})
         total = sum(c for _, _, c in rows)
-        out = [(t, per[t][0], 100.0 * per[t][0] / total, ", ".join(sorted(per[t][1])))
-               for t in ("none", "passthrough", "mask", "zero") if t in per]
+        out = [
+            (t, per[t][0], 100.0 * per[t][0] / total, ", ".join(sorted(per[t][1])))
+            for t in ("none", "passthrough", "mask", "zero")
+            if t in per
+        ]
         return ["treatment", "trials", "pct", "exception_types"], out
     if name == "trial_phases":
         return ["phase", "median_s", "mean_s", "total_s", "share_of_trial", "trials"], phase_rows(
-            dict(zip(columns, rows[0], strict=True)))
+            dict(zip(columns, rows[0], strict=True))
+        )
     return columns, rows
 
 
@@ -217,8 +233,11 @@ def phase_rows(f: dict) -> list[tuple]:
     def share(amount: float) -> float | None:
         return amount / f["total"] if f["total"] else None
 
-    out = [(p, f[f"{p}_median"], f[f"{p}_mean"], f[f"{p}_total"], share(f[f"{p}_timed"]), f[f"{p}_trials"])
-           for p in PHASES if f[f"{p}_trials"]]
+    out = [
+        (p, f[f"{p}_median"], f[f"{p}_mean"], f[f"{p}_total"], share(f[f"{p}_timed"]), f[f"{p}_trials"])
+        for p in PHASES
+        if f[f"{p}_trials"]
+    ]
     if f["r_n"]:
         total = f["r_total"]
         if total >= 0:

@@ -66,8 +66,12 @@ def timed(cmd: list[str], env: dict | None = None) -> dict:
     """Wall seconds and peak RSS (MB) of one fresh process, via /usr/bin/time -v."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
         start = time.perf_counter()
-        proc = subprocess.run(["/usr/bin/time", "-v", "-o", tf.name, *cmd], capture_output=True, text=True,
-                              env={**os.environ, **(env or {})})
+        proc = subprocess.run(
+            ["/usr/bin/time", "-v", "-o", tf.name, *cmd],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
         wall = time.perf_counter() - start
         rss = 0
         cpu = 0.0
@@ -78,9 +82,16 @@ def timed(cmd: list[str], env: dict | None = None) -> dict:
                 cpu += float(line.split(":")[1])
     out = proc.stdout.strip().splitlines()[-1:] if cmd[0] == sys.executable and "-c" in cmd else []
     # the machine is shared: CPU seconds (user + system, all threads) and the load average beside the wall time
-    return {"cmd": " ".join(cmd), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "rss_mb": round(rss),
-            "load": round(os.getloadavg()[0], 1), "rc": proc.returncode,
-            "err": proc.stderr.strip().splitlines()[-1:] if proc.returncode else [], "out": out}
+    return {
+        "cmd": " ".join(cmd),
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "rss_mb": round(rss),
+        "load": round(os.getloadavg()[0], 1),
+        "rc": proc.returncode,
+        "err": proc.stderr.strip().splitlines()[-1:] if proc.returncode else [],
+        "out": out,
+    }
 
 
 def rlsql_exe() -> str:
@@ -122,24 +133,36 @@ def bench(root: Path, only: set[str] | None, scratch: Path, queries: list[str] |
             add(f"connect + `{sql}`", [sys.executable, "-c", CONNECT_SNIPPET, runs, sql], nocache)
     if want("queries"):
         for name in queries or query_names():
-            add(f"query {name}", [exe, "query", name, "-r", runs, "-f", "csv", "-o", str(scratch / f"{name}.csv")],
-                nocache)
+            add(
+                f"query {name}",
+                [exe, "query", name, "-r", runs, "-f", "csv", "-o", str(scratch / f"{name}.csv")],
+                nocache,
+            )
     if want("check"):
         add("check", [exe, "check", "-r", runs, "-f", "json"], nocache)
     if want("export"):
         add("export --all (unpartitioned)", [exe, "export", "--all", "-r", runs, "-o", str(scratch / "flat")], nocache)
-        add("export --all --partition-by run",
-            [exe, "export", "--all", "-r", runs, "-o", str(scratch / "parts"), "--partition-by", "run"], nocache)
+        add(
+            "export --all --partition-by run",
+            [exe, "export", "--all", "-r", runs, "-o", str(scratch / "parts"), "--partition-by", "run"],
+            nocache,
+        )
         for label, folder in (("unpartitioned", "flat"), ("partitioned", "parts")):
             entries = [scratch / folder, *(scratch / folder).rglob("*")]
             files = [p.lstat() for p in entries if p.is_file()]
             folders = [p.lstat() for p in entries if p.is_dir()]
             # bytes: the files' sizes; du_sb: what `du -sb` adds up (folders' own sizes too, 4,096 B each on
             # ext4); allocated: the blocks on disk (`du -s --block-size=1`: a small file takes a whole block)
-            results.append({"what": f"export size, {label}", "bytes": sum(st.st_size for st in files),
-                            "du_sb": sum(st.st_size for st in files + folders),
-                            "allocated": sum(st.st_blocks * 512 for st in files + folders),
-                            "files": len(files), "folders": len(folders)})
+            results.append(
+                {
+                    "what": f"export size, {label}",
+                    "bytes": sum(st.st_size for st in files),
+                    "du_sb": sum(st.st_size for st in files + folders),
+                    "allocated": sum(st.st_blocks * 512 for st in files + folders),
+                    "files": len(files),
+                    "folders": len(folders),
+                }
+            )
             print(json.dumps(results[-1]), flush=True)
     if want("report"):
         ten = sorted(p for p in (root / "runs").iterdir() if p.is_dir())[:10]
@@ -150,14 +173,21 @@ def bench(root: Path, only: set[str] | None, scratch: Path, queries: list[str] |
     if want("cache"):
         cache = {"RLSQL_CACHE_DIR": str(scratch / "cache")}
         add("cache build", [exe, "cache", "build", "-r", runs], cache)
-        add("query run_overview, cached", [exe, "query", "run_overview", "-r", runs, "-f", "csv",
-                                           "-o", str(scratch / "cached.csv")], cache)
+        add(
+            "query run_overview, cached",
+            [exe, "query", "run_overview", "-r", runs, "-f", "csv", "-o", str(scratch / "cached.csv")],
+            cache,
+        )
     if want("pandas"):
-        add("pandas: turn_stats over the fleet",
-            [sys.executable, str(REPO / "bench" / "fleet_baselines.py"), "pandas", runs])
+        add(
+            "pandas: turn_stats over the fleet",
+            [sys.executable, str(REPO / "bench" / "fleet_baselines.py"), "pandas", runs],
+        )
     if want("polars"):
-        add("polars: turn_stats over the fleet",
-            [sys.executable, str(REPO / "bench" / "fleet_baselines.py"), "polars", runs])
+        add(
+            "polars: turn_stats over the fleet",
+            [sys.executable, str(REPO / "bench" / "fleet_baselines.py"), "polars", runs],
+        )
     return results
 
 

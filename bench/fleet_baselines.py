@@ -51,8 +51,15 @@ def with_pandas(root: Path) -> str:
     for name, path in files(root):
         df = pd.read_csv(path)
         turns = pd.to_numeric(df.get("n_episodes"), errors="coerce")
-        frames.append({"run": name, "trials": len(df), "mean_turns": turns.mean(),
-                       "median_turns": turns.median(), "max_turns": turns.max()})
+        frames.append(
+            {
+                "run": name,
+                "trials": len(df),
+                "mean_turns": turns.mean(),
+                "median_turns": turns.median(),
+                "max_turns": turns.max(),
+            }
+        )
     return pd.DataFrame(frames).to_csv(index=False)
 
 

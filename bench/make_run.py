@@ -317,7 +317,8 @@ def vllm_sql(seconds: int, logs: int) -> str:
 
     def by_log(key: str, idx: int) -> str:
         cases = " ".join(
-            f"WHEN {k} THEN {VLLM_PROFILES[k % 3][key][idx]!r}" for k in range(min(logs, 3))  # type: ignore[index]
+            f"WHEN {k} THEN {VLLM_PROFILES[k % 3][key][idx]!r}"
+            for k in range(min(logs, 3))  # type: ignore[index]
         )
         return f"CASE log_no % 3 {cases} END"
 

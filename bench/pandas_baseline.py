@@ -47,8 +47,16 @@ def newest(run: Path, suffix: str, plain: str | None = None) -> Path:
 
 
 TRIAL_NUMBERS = [
-    "n_episodes", "n_input_tokens", "n_output_tokens", "reward", "agent_duration_sec", "trial_duration",
-    "environment_setup_duration", "agent_setup_duration", "agent_execution_duration", "verifier_duration",
+    "n_episodes",
+    "n_input_tokens",
+    "n_output_tokens",
+    "reward",
+    "agent_duration_sec",
+    "trial_duration",
+    "environment_setup_duration",
+    "agent_setup_duration",
+    "agent_execution_duration",
+    "verifier_duration",
 ]
 
 
@@ -95,8 +103,12 @@ def turn_percentiles(run: Path) -> pd.DataFrame:
 
     def row(label: str, s: pd.Series) -> dict:
         q = s.quantile(QUANTILES)
-        return {"exception_type": label, "trials": len(s), **{f"p{round(k * 100)}": q[k] for k in QUANTILES},
-                "max": s.max()}
+        return {
+            "exception_type": label,
+            "trials": len(s),
+            **{f"p{round(k * 100)}": q[k] for k in QUANTILES},
+            "max": s.max(),
+        }
 
     rows = [row("All trials", df["n_episodes"])]
     rows += [row(name, g) for name, g in sorted(df.groupby("exception_type")["n_episodes"])]
@@ -201,8 +213,9 @@ PHASES = {
 
 def trial_phases(run: Path) -> pd.DataFrame:
     df = trials(run)
-    phases = pd.DataFrame({p: df[cols[0]].fillna(df[cols[1]]) if len(cols) > 1 else df[cols[0]]
-                           for p, cols in PHASES.items()})
+    phases = pd.DataFrame(
+        {p: df[cols[0]].fillna(df[cols[1]]) if len(cols) > 1 else df[cols[0]] for p, cols in PHASES.items()}
+    )
     columns = ["phase", "median_s", "mean_s", "total_s", "share_of_trial", "trials"]
     if phases.notna().sum().sum() == 0:
         return with_run(pd.DataFrame(columns=columns), run)  # no phase figures at all: no rows
@@ -214,8 +227,14 @@ def trial_phases(run: Path) -> pd.DataFrame:
         return amount / total if total else None
 
     rows = [
-        {"phase": p, "median_s": s.median(), "mean_s": s.mean(), "total_s": s.sum(),
-         "share_of_trial": share(s[timed].sum()), "trials": int(s.count())}
+        {
+            "phase": p,
+            "median_s": s.median(),
+            "mean_s": s.mean(),
+            "total_s": s.sum(),
+            "share_of_trial": share(s[timed].sum()),
+            "trials": int(s.count()),
+        }
         for p, s in phases.items()
         if s.count()
     ]
@@ -223,10 +242,16 @@ def trial_phases(run: Path) -> pd.DataFrame:
     residual = (duration - phases.fillna(0).sum(axis=1))[timed]
     if len(residual):
         r_total = residual.sum()
-        rows.append({"phase": "unattributed" if r_total >= 0 else "overlap",
-                     "median_s": residual.median() if r_total >= 0 else -residual.median(),
-                     "mean_s": abs(r_total) / len(residual), "total_s": abs(r_total),
-                     "share_of_trial": share(r_total) if r_total >= 0 else None, "trials": len(residual)})
+        rows.append(
+            {
+                "phase": "unattributed" if r_total >= 0 else "overlap",
+                "median_s": residual.median() if r_total >= 0 else -residual.median(),
+                "mean_s": abs(r_total) / len(residual),
+                "total_s": abs(r_total),
+                "share_of_trial": share(r_total) if r_total >= 0 else None,
+                "trials": len(residual),
+            }
+        )
     return with_run(pd.DataFrame(rows, columns=columns), run)
 
 
@@ -276,8 +301,11 @@ def reward_curve(run: Path, span: int = 5) -> pd.DataFrame:
 def async_health(run: Path) -> pd.DataFrame:
     df = metrics(run)
     steps = deduplicated(df)
-    discards = steps["async/discarded_count"].gt(0).where(steps["async/discarded_count"].notna(),
-                                                          steps["async/discard_rate"].gt(0))
+    discards = (
+        steps["async/discarded_count"]
+        .gt(0)
+        .where(steps["async/discarded_count"].notna(), steps["async/discard_rate"].gt(0))
+    )
     row = {
         "mean_staleness": df["async/staleness_mean"].mean(),
         "max_staleness": df["async/staleness_max"].max(),

@@ -47,6 +47,7 @@ def with_field_metadata(path: Path, target: Path) -> None:
 
 def readers(path: Path, column: str) -> dict[str, str]:
     """What each reader shows of `column`'s description in `path` ('-' where it shows none)."""
+
     def short(text: object) -> str:
         return "-" if not text else str(text)[:48]
 
@@ -58,10 +59,12 @@ def readers(path: Path, column: str) -> dict[str, str]:
     con = duckdb.connect()
     kv = dict(con.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)", [str(path)]).fetchall())
     con.execute("CREATE TABLE t AS SELECT * FROM read_parquet(?)", [str(path)])
-    comment = con.execute("SELECT comment FROM duckdb_columns() WHERE table_name = 't' AND column_name = ?",
-                          [column]).fetchone()
-    chunk = con.execute("SELECT key_value_metadata FROM parquet_metadata(?) WHERE path_in_schema = ? LIMIT 1",
-                        [str(path), column]).fetchone()
+    comment = con.execute(
+        "SELECT comment FROM duckdb_columns() WHERE table_name = 't' AND column_name = ?", [column]
+    ).fetchone()
+    chunk = con.execute(
+        "SELECT key_value_metadata FROM parquet_metadata(?) WHERE path_in_schema = ? LIMIT 1", [str(path), column]
+    ).fetchone()
 
     def from_json(text: str | bytes | None) -> str:
         # a column passed through from a file (a config key) shares the description under `*`
@@ -84,11 +87,14 @@ def sizes(folder: Path, out: Path) -> None:
     export(out, [folder], "run_table")
     path = out / "run_table.parquet"
     listed = out / json.loads(pq.read_schema(path).metadata[b"rlsql.sources"])["list"]
-    kv = dict(duckdb.execute("SELECT decode(key), octet_length(value) FROM parquet_kv_metadata(?)",
-                             [str(path)]).fetchall())
-    print(f"\nrun_table over {folder}: run_table.parquet {path.stat().st_size:,} B, of which rlsql.sources "
-          f"{kv['rlsql.sources']:,} B, rlsql.runs {kv['rlsql.runs']:,} B, rlsql.columns {kv['rlsql.columns']:,} B, "
-          f"PANDAS_ATTRS {kv['PANDAS_ATTRS']:,} B; beside it {listed.name} {listed.stat().st_size:,} B")
+    kv = dict(
+        duckdb.execute("SELECT decode(key), octet_length(value) FROM parquet_kv_metadata(?)", [str(path)]).fetchall()
+    )
+    print(
+        f"\nrun_table over {folder}: run_table.parquet {path.stat().st_size:,} B, of which rlsql.sources "
+        f"{kv['rlsql.sources']:,} B, rlsql.runs {kv['rlsql.runs']:,} B, rlsql.columns {kv['rlsql.columns']:,} B, "
+        f"PANDAS_ATTRS {kv['PANDAS_ATTRS']:,} B; beside it {listed.name} {listed.stat().st_size:,} B"
+    )
 
 
 def main(argv: list[str]) -> None:
@@ -98,10 +104,15 @@ def main(argv: list[str]) -> None:
         with_field_metadata(out / "trials.parquet", Path(tmp) / "trials-field-metadata.parquet")
         own = json.loads(pq.read_schema(out / "run_table.parquet").metadata[b"rlsql.columns"])
         config_column = next(c for c in pq.read_schema(out / "run_table.parquet").names if c not in own)
-        cases = [("rlsql export trials.parquet", out / "trials.parquet", "effective_treatment"),
-                 ("rlsql export run_table.parquet (a config column)", out / "run_table.parquet", config_column),
-                 ("the same trials rewritten by pyarrow with field metadata",
-                  Path(tmp) / "trials-field-metadata.parquet", "effective_treatment")]
+        cases = [
+            ("rlsql export trials.parquet", out / "trials.parquet", "effective_treatment"),
+            ("rlsql export run_table.parquet (a config column)", out / "run_table.parquet", config_column),
+            (
+                "the same trials rewritten by pyarrow with field metadata",
+                Path(tmp) / "trials-field-metadata.parquet",
+                "effective_treatment",
+            ),
+        ]
         for label, path, column in cases:
             print(f"\n{label}, column {column}:")
             for reader, shown in readers(path, column).items():

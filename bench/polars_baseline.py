@@ -93,10 +93,18 @@ def with_run(df: pl.DataFrame, run: Path) -> pl.DataFrame:
 
 def turn_stats(run: Path) -> pl.DataFrame:
     n = pl.col("n_episodes")
-    out = scan(run, ["n_episodes"]).select(
-        n.count().alias("trials"), n.mean().alias("mean"), n.median().alias("median"),
-        n.std().alias("std"), n.min().alias("min"), n.max().alias("max"),
-    ).collect()
+    out = (
+        scan(run, ["n_episodes"])
+        .select(
+            n.count().alias("trials"),
+            n.mean().alias("mean"),
+            n.median().alias("median"),
+            n.std().alias("std"),
+            n.min().alias("min"),
+            n.max().alias("max"),
+        )
+        .collect()
+    )
     return with_run(out, run)
 
 
@@ -158,8 +166,11 @@ def routing(run: Path) -> Callable[[str], str]:
     if path.exists():
         walk(yaml.safe_load(path.read_text(encoding="utf-8")))
     lists = {}
-    for key, default in (("passthrough_exceptions", []), ("mask_exceptions", MASK_DEFAULT),
-                         ("zero_exceptions", ZERO_DEFAULT)):
+    for key, default in (
+        ("passthrough_exceptions", []),
+        ("mask_exceptions", MASK_DEFAULT),
+        ("zero_exceptions", ZERO_DEFAULT),
+    ):
         value = found.get(key)
         lists[key] = value if isinstance(value, list) else default
     default = str(found.get("default_error_treatment", "zero")).lower()
@@ -187,7 +198,8 @@ def exception_distribution(run: Path) -> pl.DataFrame:
     )
     route = routing(run)
     out = out.select(
-        "exception_type", "trials",
+        "exception_type",
+        "trials",
         (100.0 * pl.col("trials") / pl.col("trials").sum()).alias("pct"),
         pl.col("exception_type").map_elements(route, return_dtype=pl.String).alias("treatment"),
     )
@@ -211,8 +223,12 @@ def exception_treatment(run: Path) -> pl.DataFrame:
         trials, names = per_treatment.get(treatment, (0, set()))
         per_treatment[treatment] = (trials + count, names | {name})
     rows = [
-        {"treatment": t, "trials": per_treatment[t][0], "pct": 100.0 * per_treatment[t][0] / total,
-         "exception_types": ", ".join(sorted(per_treatment[t][1]))}
+        {
+            "treatment": t,
+            "trials": per_treatment[t][0],
+            "pct": 100.0 * per_treatment[t][0] / total,
+            "exception_types": ", ".join(sorted(per_treatment[t][1])),
+        }
         for t in ("none", "passthrough", "mask", "zero")
         if t in per_treatment
     ]
@@ -222,13 +238,17 @@ def exception_treatment(run: Path) -> pl.DataFrame:
 
 def reward_summary(run: Path) -> pl.DataFrame:
     reward = pl.col("reward")
-    out = scan(run, ["reward", "n_episodes"]).select(
-        pl.len().alias("trials"),
-        reward.count().alias("trials_with_reward"),
-        reward.mean().alias("mean_reward"),
-        (reward > 0).mean().alias("success_rate"),
-        pl.col("n_episodes").count().alias("trials_with_turns"),
-    ).collect()
+    out = (
+        scan(run, ["reward", "n_episodes"])
+        .select(
+            pl.len().alias("trials"),
+            reward.count().alias("trials_with_reward"),
+            reward.mean().alias("mean_reward"),
+            (reward > 0).mean().alias("success_rate"),
+            pl.col("n_episodes").count().alias("trials_with_turns"),
+        )
+        .collect()
+    )
     return with_run(out, run)
 
 
@@ -242,8 +262,13 @@ def trial_phases(run: Path) -> pl.DataFrame:
     residual = pl.when(timed).then(duration - pl.sum_horizontal([e.fill_null(0) for e in phase.values()]))
     figures = [duration.sum().alias("total"), duration.count().alias("timed")]
     for p, e in phase.items():
-        figures += [e.median().alias(f"{p}_median"), e.mean().alias(f"{p}_mean"), e.sum().alias(f"{p}_total"),
-                    e.filter(timed).sum().alias(f"{p}_timed"), e.count().alias(f"{p}_trials")]
+        figures += [
+            e.median().alias(f"{p}_median"),
+            e.mean().alias(f"{p}_mean"),
+            e.sum().alias(f"{p}_total"),
+            e.filter(timed).sum().alias(f"{p}_timed"),
+            e.count().alias(f"{p}_trials"),
+        ]
     figures += [residual.median().alias("r_median"), residual.sum().alias("r_total"), residual.count().alias("r_n")]
     f = lf.select(figures).collect().row(0, named=True)
     rows: list[dict[str, object]] = []
@@ -255,20 +280,39 @@ def trial_phases(run: Path) -> pl.DataFrame:
 
     for p in PHASES:
         if f[f"{p}_trials"]:
-            rows.append({"phase": p, "median_s": f[f"{p}_median"], "mean_s": f[f"{p}_mean"],
-                         "total_s": f[f"{p}_total"], "share_of_trial": share(f[f"{p}_timed"]),
-                         "trials": f[f"{p}_trials"]})
+            rows.append(
+                {
+                    "phase": p,
+                    "median_s": f[f"{p}_median"],
+                    "mean_s": f[f"{p}_mean"],
+                    "total_s": f[f"{p}_total"],
+                    "share_of_trial": share(f[f"{p}_timed"]),
+                    "trials": f[f"{p}_trials"],
+                }
+            )
     if f["r_n"]:
         total = f["r_total"]
-        rows.append({"phase": "unattributed" if total >= 0 else "overlap",
-                     "median_s": f["r_median"] if total >= 0 else -f["r_median"],
-                     "mean_s": abs(total) / f["r_n"], "total_s": abs(total),
-                     "share_of_trial": share(total) if total >= 0 else None, "trials": f["r_n"]})
+        rows.append(
+            {
+                "phase": "unattributed" if total >= 0 else "overlap",
+                "median_s": f["r_median"] if total >= 0 else -f["r_median"],
+                "mean_s": abs(total) / f["r_n"],
+                "total_s": abs(total),
+                "share_of_trial": share(total) if total >= 0 else None,
+                "trials": f["r_n"],
+            }
+        )
     return with_run(pl.DataFrame(rows, schema=PHASE_SCHEMA), run)
 
 
-PHASE_SCHEMA = {"phase": pl.String, "median_s": pl.Float64, "mean_s": pl.Float64, "total_s": pl.Float64,
-                "share_of_trial": pl.Float64, "trials": pl.Int64}
+PHASE_SCHEMA = {
+    "phase": pl.String,
+    "median_s": pl.Float64,
+    "mean_s": pl.Float64,
+    "total_s": pl.Float64,
+    "share_of_trial": pl.Float64,
+    "trials": pl.Int64,
+}
 
 STATISTICS: dict[str, Callable[[Path], pl.DataFrame]] = {
     f.__name__: f

@@ -32,8 +32,16 @@ from rlsql.engine.statements import query_connection
 from rlsql.runs.folders import resolve_runs
 
 BENCH = Path(__file__).resolve().parent
-QUERIES = ["turn_stats", "turns_by_exception", "turns_by_outcome", "turn_percentiles", "exception_distribution",
-           "exception_treatment", "reward_summary", "trial_phases"]
+QUERIES = [
+    "turn_stats",
+    "turns_by_exception",
+    "turns_by_outcome",
+    "turn_percentiles",
+    "exception_distribution",
+    "exception_treatment",
+    "reward_summary",
+    "trial_phases",
+]
 
 
 def baseline_module():
@@ -48,14 +56,15 @@ def cpu() -> float:
     return u.ru_utime + u.ru_stime
 
 
-def paired(a: tuple[duckdb.DuckDBPyConnection, str], b: tuple[duckdb.DuckDBPyConnection, str],
-           repeat: int) -> tuple[list[float], list[float], list[float], list[float]]:
+def paired(
+    a: tuple[duckdb.DuckDBPyConnection, str], b: tuple[duckdb.DuckDBPyConnection, str], repeat: int
+) -> tuple[list[float], list[float], list[float], list[float]]:
     """Wall and CPU seconds of a and b, run alternately (a b, b a, ...) after one warm-up each."""
     for con, sql in (a, b):
         con.execute(sql).fetchall()
     out: dict[int, tuple[list[float], list[float]]] = {0: ([], []), 1: ([], [])}
     for i in range(repeat):
-        for k in ((0, 1) if i % 2 == 0 else (1, 0)):
+        for k in (0, 1) if i % 2 == 0 else (1, 0):
             con, sql = (a, b)[k]
             w, c = time.perf_counter(), cpu()
             con.execute(sql).fetchall()
@@ -96,8 +105,9 @@ def main() -> None:
         if args.plans:
             args.plans.mkdir(parents=True, exist_ok=True)
             (args.plans / f"{label}_{name}_rlsql.txt").write_text(sql + "\n\n" + plan(con, sql), encoding="utf-8")
-            (args.plans / f"{label}_{name}_bare.txt").write_text(bare_sql + "\n\n" + plan(bcon, bare_sql),
-                                                                   encoding="utf-8")
+            (args.plans / f"{label}_{name}_bare.txt").write_text(
+                bare_sql + "\n\n" + plan(bcon, bare_sql), encoding="utf-8"
+            )
 
 
 if __name__ == "__main__":

@@ -123,54 +123,85 @@ def main(argv: list[str] | None = None) -> None:
 
     runs = resolve_runs([run])
     view_con = open_connection(runs, ["turn_stats", "exception_treatment", "turns_by_outcome"], load_catalog())
-    sql("rlsql: SELECT * FROM turn_stats (run_files LEFT JOIN trials, then aggregate)",
-        "SELECT * FROM turn_stats", view_con)
-    sql("rewrite: the same aggregates FROM trials GROUP BY run (no run_files join)",
-        f"SELECT run, {AGG} FROM trials GROUP BY run", view_con)
-    sql("rewrite: the same aggregates FROM trials_src (no exception_routing join either)",
-        f"SELECT run, {AGG} FROM trials_src GROUP BY run", view_con)
+    sql(
+        "rlsql: SELECT * FROM turn_stats (run_files LEFT JOIN trials, then aggregate)",
+        "SELECT * FROM turn_stats",
+        view_con,
+    )
+    sql(
+        "rewrite: the same aggregates FROM trials GROUP BY run (no run_files join)",
+        f"SELECT run, {AGG} FROM trials GROUP BY run",
+        view_con,
+    )
+    sql(
+        "rewrite: the same aggregates FROM trials_src (no exception_routing join either)",
+        f"SELECT run, {AGG} FROM trials_src GROUP BY run",
+        view_con,
+    )
     sql("rlsql: SELECT * FROM turns_by_outcome", "SELECT * FROM turns_by_outcome", view_con)
-    sql("rewrite: turns_by_outcome over trials_src (no exception_routing join)",
+    sql(
+        "rewrite: turns_by_outcome over trials_src (no exception_routing join)",
         "SELECT run, CASE WHEN reward > 0 THEN 'Success' WHEN reward = 0 THEN 'Failure' END AS outcome, count(*), "
         "avg(n_episodes), quantile_cont(n_episodes, 0.5) FROM trials_src "
-        "WHERE n_episodes IS NOT NULL AND reward >= 0 GROUP BY ALL", view_con)
-    sql("rlsql: SELECT * FROM exception_treatment (list(exception_type) per group)",
-        "SELECT * FROM exception_treatment", view_con)
-    sql("rewrite: exception_treatment with list(DISTINCT exception_type)",
+        "WHERE n_episodes IS NOT NULL AND reward >= 0 GROUP BY ALL",
+        view_con,
+    )
+    sql(
+        "rlsql: SELECT * FROM exception_treatment (list(exception_type) per group)",
+        "SELECT * FROM exception_treatment",
+        view_con,
+    )
+    sql(
+        "rewrite: exception_treatment with list(DISTINCT exception_type)",
         "SELECT run, effective_treatment, count(*), 100.0 * count(*) / sum(count(*)) OVER (PARTITION BY run), "
         "array_to_string(list_sort(list(DISTINCT exception_type)), ', ') FROM trials GROUP BY run, effective_treatment",
-        view_con)
+        view_con,
+    )
     base = read_csv_sql(path)
     rejects = read_csv_sql(path, ", ignore_errors = true, store_rejects = true")
     sql("bare read_csv, columns declared: count(*) only", f"SELECT count(*) FROM {base}")
     sql("bare read_csv: turn_stats aggregates", f"SELECT {AGG} FROM {base}")
-    sql("+ row_number() OVER () in the scan",
-        f"SELECT {AGG} FROM (SELECT row_number() OVER () AS row_no, * FROM {base})")
+    sql(
+        "+ row_number() OVER () in the scan",
+        f"SELECT {AGG} FROM (SELECT row_number() OVER () AS row_no, * FROM {base})",
+    )
     sql("+ ignore_errors, store_rejects (no row_number)", f"SELECT {AGG} FROM {rejects}")
-    sql("+ row_number() and ignore_errors/store_rejects",
-        f"SELECT {AGG} FROM (SELECT row_number() OVER () AS row_no, * FROM {rejects})")
+    sql(
+        "+ row_number() and ignore_errors/store_rejects",
+        f"SELECT {AGG} FROM (SELECT row_number() OVER () AS row_no, * FROM {rejects})",
+    )
     guarded = ", ".join(
         f"CASE WHEN isfinite({k}) THEN {k} END AS {k}" if v == "DOUBLE" else k for k, v in COLUMNS.items()
     )
-    sql("+ row_number(), rejects and isfinite guards (= the source view)",
-        f"SELECT {AGG} FROM (SELECT row_number() OVER () AS row_no, {guarded} FROM {rejects})")
-    sql("exception_distribution-like: group by type, min(row_no) (row_number needed)",
+    sql(
+        "+ row_number(), rejects and isfinite guards (= the source view)",
+        f"SELECT {AGG} FROM (SELECT row_number() OVER () AS row_no, {guarded} FROM {rejects})",
+    )
+    sql(
+        "exception_distribution-like: group by type, min(row_no) (row_number needed)",
         f"SELECT coalesce(exception_type, 'No exception') AS e, count(*), min(row_no) FROM "
-        f"(SELECT row_number() OVER () AS row_no, * FROM {base}) GROUP BY e")
-    sql("turn_percentiles-like: 5 quantiles per type, bare read_csv",
+        f"(SELECT row_number() OVER () AS row_no, * FROM {base}) GROUP BY e",
+    )
+    sql(
+        "turn_percentiles-like: 5 quantiles per type, bare read_csv",
         f"SELECT exception_type, quantile_cont(n_episodes, [0.5, 0.75, 0.9, 0.95, 0.99]) FROM {base} "
-        f"WHERE n_episodes IS NOT NULL GROUP BY ALL")
+        f"WHERE n_episodes IS NOT NULL GROUP BY ALL",
+    )
     with tempfile.TemporaryDirectory(prefix="rlsql-probe-") as tmp:
         parquet = Path(tmp) / "trials.parquet"
         start, cpu = time.perf_counter(), cpu_now()
         con.execute(f"COPY (SELECT row_number() OVER () AS row_no, * FROM {base}) TO '{parquet}' (FORMAT parquet)")
         size = parquet.stat().st_size / 1e6
-        report(f"one-off: CSV -> Parquet copy with row_no ({size:.0f} MB)",
-               (time.perf_counter() - start, cpu_now() - cpu, float("nan")))
+        report(
+            f"one-off: CSV -> Parquet copy with row_no ({size:.0f} MB)",
+            (time.perf_counter() - start, cpu_now() - cpu, float("nan")),
+        )
         sql("Parquet copy: turn_stats aggregates", f"SELECT {AGG} FROM '{parquet}'")
-        sql("Parquet copy: turn_percentiles-like",
+        sql(
+            "Parquet copy: turn_percentiles-like",
             f"SELECT exception_type, quantile_cont(n_episodes, [0.5, 0.75, 0.9, 0.95, 0.99]) FROM '{parquet}' "
-            f"WHERE n_episodes IS NOT NULL GROUP BY ALL")
+            f"WHERE n_episodes IS NOT NULL GROUP BY ALL",
+        )
     if not args.skip_pandas:
         import pandas as pd
 
@@ -186,10 +217,14 @@ def main(argv: list[str] | None = None) -> None:
         pandas_variant("pandas read_csv engine='pyarrow'", engine="pyarrow")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    lines = [f"Scan probe on `{path}` ({path.stat().st_size / 1e6:.0f} MB), median of {args.repeat}, in-process "
-             f"(file in the OS cache); load average at the end {load}; process peak RSS {peak:.0f} MB "
-             "(pandas included). Peak buffer = DuckDB's own accounting from its JSON profile.", "",
-             "| variant | wall s | CPU s | peak buffer MiB |", "|---|---:|---:|---:|"]
+    lines = [
+        f"Scan probe on `{path}` ({path.stat().st_size / 1e6:.0f} MB), median of {args.repeat}, in-process "
+        f"(file in the OS cache); load average at the end {load}; process peak RSS {peak:.0f} MB "
+        "(pandas included). Peak buffer = DuckDB's own accounting from its JSON profile.",
+        "",
+        "| variant | wall s | CPU s | peak buffer MiB |",
+        "|---|---:|---:|---:|",
+    ]
     lines += [
         f"| {label} | {wall:.3f} | {cpu:.3f} | {'-' if mib != mib else f'{mib:.0f}'} |"
         for label, (wall, cpu, mib) in results

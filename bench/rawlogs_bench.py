@@ -117,8 +117,13 @@ def cold(query: str, run: Path, repeat: int, env: dict | None = None) -> tuple[f
     for _ in range(repeat):
         before = os.times()
         began = time.perf_counter()
-        subprocess.run([exe, "query", query, "--run", str(run), "-f", "csv"], check=True, capture_output=True,
-                       text=True, env={**os.environ, **(env or {})})
+        subprocess.run(
+            [exe, "query", query, "--run", str(run), "-f", "csv"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
         wall = time.perf_counter() - began
         after = os.times()
         cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
@@ -149,8 +154,11 @@ def grow(raw: Path, cache_dir: Path, log: str, rounds: int = 3) -> None:
 
         tail = [line.split(": cache entry updated: ")[1] for line in done.stderr.splitlines() if "updated" in line]
         same = "same answers" if done.stdout == plain.stdout else "ANSWERS DIFFER"
-        print(f"grown: cached {t1 - t0:.2f} s ({cpu(c0, c1):.2f} CPU), in place {t2 - t1:.2f} s "
-              f"({cpu(c1, c2):.2f} CPU), {same}; {'; '.join(tail)}; load {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"grown: cached {t1 - t0:.2f} s ({cpu(c0, c1):.2f} CPU), in place {t2 - t1:.2f} s "
+            f"({cpu(c1, c2):.2f} CPU), {same}; {'; '.join(tail)}; load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     step.unlink()
 
 
@@ -160,8 +168,12 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path("/tmp/rlsql-rawlogs-bench"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--queries", default=",".join(QUERIES), help="comma-separated named queries to time")
-    parser.add_argument("--grow", metavar="LOG", help="after the table, append one step to logs/LOG 3 times "
-                        "and time the cached query against in place (changes ROOT's logs)")
+    parser.add_argument(
+        "--grow",
+        metavar="LOG",
+        help="after the table, append one step to logs/LOG 3 times "
+        "and time the cached query against in place (changes ROOT's logs)",
+    )
     parser.add_argument("--reuse", action="store_true", help="keep the logs and CSVs ROOT holds from an earlier run")
     args = parser.parse_args()
     began = time.perf_counter()
@@ -180,13 +192,18 @@ def main() -> None:
     cached = {"RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto"}
     exe = str(Path(sys.executable).parent / "rlsql")
     before, began = os.times(), time.perf_counter()
-    subprocess.run([exe, "cache", "build", "--run", str(raw)], check=True, capture_output=True,
-                   env={**os.environ, **cached})
+    subprocess.run(
+        [exe, "cache", "build", "--run", str(raw)], check=True, capture_output=True, env={**os.environ, **cached}
+    )
     after = os.times()
-    print(f"rlsql cache build: {time.perf_counter() - began:.2f} s "
-          f"({after.children_user - before.children_user + after.children_system - before.children_system:.2f} CPU)")
-    print(f"load average {os.getloadavg()[0]:.1f}; wall s (CPU s = user + system, all threads); ratios of wall "
-          "over the CSV query's")
+    print(
+        f"rlsql cache build: {time.perf_counter() - began:.2f} s "
+        f"({after.children_user - before.children_user + after.children_system - before.children_system:.2f} CPU)"
+    )
+    print(
+        f"load average {os.getloadavg()[0]:.1f}; wall s (CPU s = user + system, all threads); ratios of wall "
+        "over the CSV query's"
+    )
     print(f"{'query':<18} {'CSVs':>12} {'in place':>12} {'ratio':>5} {'cached':>12} {'ratio':>5}")
     for query in args.queries.split(","):
         over_csv = cold(query, csv, args.repeat, in_place)
@@ -196,8 +213,11 @@ def main() -> None:
         def cell(t: tuple[float, float]) -> str:
             return f"{t[0]:.2f} ({t[1]:.2f})"
 
-        print(f"{query:<18} {cell(over_csv):>12} {cell(over_logs):>12} {over_logs[0] / over_csv[0]:>5.1f} "
-              f"{cell(from_cache):>12} {from_cache[0] / over_csv[0]:>5.1f}", flush=True)
+        print(
+            f"{query:<18} {cell(over_csv):>12} {cell(over_logs):>12} {over_logs[0] / over_csv[0]:>5.1f} "
+            f"{cell(from_cache):>12} {from_cache[0] / over_csv[0]:>5.1f}",
+            flush=True,
+        )
     print(f"load average {os.getloadavg()[0]:.1f}")
     if args.grow:
         grow(raw, cache_dir, args.grow)

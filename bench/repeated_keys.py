@@ -21,15 +21,17 @@ import time
 import duckdb
 
 #: the structure trajectory_steps_src declares (sql/sources/_trajectory_files.sql.j2 with its step fields)
-STRUCTURE = ('{"agent": {"model_name": "JSON"}, "steps": [{"step_id": "JSON", "source": "JSON", '
-             '"is_copied_context": "JSON", "timestamp": "JSON", "model_name": "JSON", "message": "JSON", '
-             '"reasoning_content": "JSON", "tool_calls": [{"function_name": "JSON"}], "metrics": {"prompt_tokens": '
-             '"JSON", "completion_tokens": "JSON", "cached_tokens": "JSON", "cost_usd": "JSON"}}]}')
+STRUCTURE = (
+    '{"agent": {"model_name": "JSON"}, "steps": [{"step_id": "JSON", "source": "JSON", '
+    '"is_copied_context": "JSON", "timestamp": "JSON", "model_name": "JSON", "message": "JSON", '
+    '"reasoning_content": "JSON", "tool_calls": [{"function_name": "JSON"}], "metrics": {"prompt_tokens": '
+    '"JSON", "completion_tokens": "JSON", "cached_tokens": "JSON", "cost_usd": "JSON"}}]}'
+)
 STATEMENTS = {
     "from_json (the sources' parse)": f"SELECT count(try(from_json(text, '{STRUCTURE}'))) FROM f",
     "json_keys of the steps": "SELECT sum(len(json_keys(text, '$.steps[*]'))) FROM f",
     "json_keys of the steps and tool calls": "SELECT sum(len(json_keys(text, '$.steps[*]'))) "
-                                             "+ sum(len(json_keys(text, '$.steps[*].tool_calls[*]'))) FROM f",
+    "+ sum(len(json_keys(text, '$.steps[*].tool_calls[*]'))) FROM f",
 }
 
 

@@ -400,8 +400,14 @@ def to_markdown(res: Results) -> str:
     ]
     for row in res.rows:
         cold = row.cold
-        cold_cell = "-" if cold is None else (
-            f"{fmt_s(cold.median_s)} ({fmt_s(cold.min_s)}-{fmt_s(cold.max_s)})" if cold.ok else f"FAILED: {cold.note}"
+        cold_cell = (
+            "-"
+            if cold is None
+            else (
+                f"{fmt_s(cold.median_s)} ({fmt_s(cold.min_s)}-{fmt_s(cold.max_s)})"
+                if cold.ok
+                else f"FAILED: {cold.note}"
+            )
         )
         rss = "-" if cold is None or not cold.ok else f"{cold.peak_rss_mb:.0f}"
         pandas = row.pandas
@@ -412,37 +418,62 @@ def to_markdown(res: Results) -> str:
             speed = f"{pandas.median_s / cold.median_s:.1f}x"
         cold_cpu = fmt_s(cold.cpu_s) if cold and cold.ok else "-"
         p_cpu = fmt_s(pandas.cpu_s) if pandas and pandas.ok else "-"
-        lines.append(f"| {row.name} | {cold_cell} | {cold_cpu} | {rss} | {fmt_s(row.warm_s)} | {p_cell} | {p_cpu} "
-                     f"| {p_rss} | {speed} |")
+        lines.append(
+            f"| {row.name} | {cold_cell} | {cold_cpu} | {rss} | {fmt_s(row.warm_s)} | {p_cell} | {p_cpu} "
+            f"| {p_rss} | {speed} |"
+        )
     if res.warm_connect_s is not None:
-        lines += ["", f"Warm: `rlsql.connect()` (every view and macro) took {fmt_s(res.warm_connect_s)} s; "
-                  f"the warm process peaked at {res.warm_peak_rss_mb:.0f} MB."]
+        lines += [
+            "",
+            f"Warm: `rlsql.connect()` (every view and macro) took {fmt_s(res.warm_connect_s)} s; "
+            f"the warm process peaked at {res.warm_peak_rss_mb:.0f} MB.",
+        ]
     if res.report is not None:
-        lines += ["", f"`rlsql report` cold: {fmt_s(res.report.median_s)} s median "
-                  f"({fmt_s(res.report.min_s)}-{fmt_s(res.report.max_s)}), peak RSS {res.report.peak_rss_mb:.0f} MB"
-                  + ("" if res.report.ok else f" (FAILED: {res.report.note})") + "."]
+        lines += [
+            "",
+            f"`rlsql report` cold: {fmt_s(res.report.median_s)} s median "
+            f"({fmt_s(res.report.min_s)}-{fmt_s(res.report.max_s)}), peak RSS {res.report.peak_rss_mb:.0f} MB"
+            + ("" if res.report.ok else f" (FAILED: {res.report.note})")
+            + ".",
+        ]
     elif res.report_note:
         lines += ["", res.report_note]
     if res.python_startup_s is not None:
         lines += ["", f"Bare interpreter start (`python -c pass`): {fmt_s(res.python_startup_s)} s."]
     if res.startup:
         phases = list(next(iter(res.startup.values())))
-        lines += ["", "Start-up breakdown (median seconds per phase, fresh process each):", "",
-                  "| query | " + " | ".join(phases) + " | total |", "|---|" + "---:|" * (len(phases) + 1)]
+        lines += [
+            "",
+            "Start-up breakdown (median seconds per phase, fresh process each):",
+            "",
+            "| query | " + " | ".join(phases) + " | total |",
+            "|---|" + "---:|" * (len(phases) + 1),
+        ]
         for name, parts in res.startup.items():
             total = sum(parts.values())
             lines.append(f"| {name} | " + " | ".join(f"{parts[p]:.3f}" for p in phases) + f" | {total:.3f} |")
     if res.importtime:
         total_ms = sum(us for _, us, _ in res.importtime) / 1000
-        lines += ["", f"`python -X importtime -m rlsql query {next(iter(res.startup), '...')}`: self time summed per "
-                  f"top-level package (top 15 sum to {total_ms:.0f} ms):", "",
-                  "| package | modules | ms |", "|---|---:|---:|"]
+        lines += [
+            "",
+            f"`python -X importtime -m rlsql query {next(iter(res.startup), '...')}`: self time summed per "
+            f"top-level package (top 15 sum to {total_ms:.0f} ms):",
+            "",
+            "| package | modules | ms |",
+            "|---|---:|---:|",
+        ]
         lines += [f"| {m} | {n} | {us / 1000:.1f} |" for m, us, n in res.importtime]
     if res.scans:
-        lines += ["", "CSV scans in each query's physical plan (EXPLAIN; a file read twice counts twice):", "",
-                  "| query | trials | metrics | vllm |", "|---|---:|---:|---:|"]
-        lines += [f"| {q} | {c.get('trials', 0)} | {c.get('metrics', 0)} | {c.get('vllm', 0)} |"
-                  for q, c in res.scans.items()]
+        lines += [
+            "",
+            "CSV scans in each query's physical plan (EXPLAIN; a file read twice counts twice):",
+            "",
+            "| query | trials | metrics | vllm |",
+            "|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {q} | {c.get('trials', 0)} | {c.get('metrics', 0)} | {c.get('vllm', 0)} |" for q, c in res.scans.items()
+        ]
     if res.plans:
         lines += ["", "EXPLAIN ANALYZE plans: " + ", ".join(f"`{Path(p).relative_to(ROOT)}`" for p in res.plans)]
     return "\n".join(lines) + "\n"
@@ -497,12 +528,17 @@ def main(argv: list[str] | None = None) -> None:
         row = Row(name)
         if not args.skip_cold:
             row.cold = measure([exe, "query", name, "--run", run, "-f", "csv"], args.repeat)
-            print(f"  cold   {name:24} {fmt_s(row.cold.median_s):>8} s {row.cold.peak_rss_mb:7.0f} MB {row.cold.note}",
-                  file=sys.stderr)
+            print(
+                f"  cold   {name:24} {fmt_s(row.cold.median_s):>8} s {row.cold.peak_rss_mb:7.0f} MB {row.cold.note}",
+                file=sys.stderr,
+            )
         if not args.skip_pandas and name in baseline:
             row.pandas = measure([PY, str(BENCH / "pandas_baseline.py"), name, run], args.repeat)
-            print(f"  pandas {name:24} {fmt_s(row.pandas.median_s):>8} s {row.pandas.peak_rss_mb:7.0f} MB "
-                  f"{row.pandas.note}", file=sys.stderr)
+            print(
+                f"  pandas {name:24} {fmt_s(row.pandas.median_s):>8} s {row.pandas.peak_rss_mb:7.0f} MB "
+                f"{row.pandas.note}",
+                file=sys.stderr,
+            )
         res.rows.append(row)
 
     if not args.skip_warm:
@@ -520,10 +556,13 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  note: {res.report_note}", file=sys.stderr)
         else:
             with tempfile.TemporaryDirectory(prefix="rlsql-bench-report-") as tmp:
-                res.report = measure([exe, "report", "--run", run, "-o", str(Path(tmp) / "out")],
-                                     max(1, min(args.repeat, 3)))
-            print(f"  report {fmt_s(res.report.median_s)} s {res.report.peak_rss_mb:.0f} MB {res.report.note}",
-                  file=sys.stderr)
+                res.report = measure(
+                    [exe, "report", "--run", run, "-o", str(Path(tmp) / "out")], max(1, min(args.repeat, 3))
+                )
+            print(
+                f"  report {fmt_s(res.report.median_s)} s {res.report.peak_rss_mb:.0f} MB {res.report.note}",
+                file=sys.stderr,
+            )
 
     if args.profile:
         res.python_startup_s = measure([PY, "-c", "pass"], args.repeat).median_s

@@ -30,8 +30,15 @@ import urllib.request
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def free_port() -> int:
@@ -44,9 +51,17 @@ class Server:
     def __init__(self, runs: list[Path]):
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rlsql", "serve", "--port", str(self.port),
-             *(a for r in runs for a in ("-r", str(r)))],
-            stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "rlsql",
+                "serve",
+                "--port",
+                str(self.port),
+                *(a for r in runs for a in ("-r", str(r))),
+            ],
+            stderr=subprocess.DEVNULL,
+        )
         self.url = f"http://127.0.0.1:{self.port}"
         while True:
             try:
@@ -132,7 +147,10 @@ def live_latency(run: Path, rounds: int) -> list[float]:
                         fh.write(",".join(last[h] for h in header) + "\n")
                     page.wait_for_function(
                         "s => JSON.parse(document.querySelector(\"script.chart-spec[data-for='chart-reward']\")"
-                        ".textContent).x.includes(s)", arg=step, timeout=60_000)
+                        ".textContent).x.includes(s)",
+                        arg=step,
+                        timeout=60_000,
+                    )
                     times.append(time.perf_counter() - start)
                 browser.close()
         finally:
@@ -155,8 +173,9 @@ def poll_cost(fleet: Path, rounds: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--run", type=Path, required=True,
-                        help="a run of the real run's size (make_run.py --preset real)")
+    parser.add_argument(
+        "--run", type=Path, required=True, help="a run of the real run's size (make_run.py --preset real)"
+    )
     parser.add_argument("--fleet", type=Path, required=True, help="a folder of 1,000 runs (make_fleet.py 1000)")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
@@ -165,17 +184,27 @@ def main() -> None:
 
     server = Server([args.run])
     try:
-        for label, path in [("run page", f"/run?run={name}"),
-                            ("run page, new smoothing (span=9)", f"/run?run={name}&span=9"),
-                            ("trials page (45,711 trials), Failure, by turns",
-                             f"/trials?run={name}&outcome=Failure&sort=n_episodes&desc=1"),
-                            ("API reward_curve", f"/api/query/reward_curve?run={name}")]:
+        for label, path in [
+            ("run page", f"/run?run={name}"),
+            ("run page, new smoothing (span=9)", f"/run?run={name}&span=9"),
+            (
+                "trials page (45,711 trials), Failure, by turns",
+                f"/trials?run={name}&outcome=Failure&sort=n_episodes&desc=1",
+            ),
+            ("API reward_curve", f"/api/query/reward_curve?run={name}"),
+        ]:
             cold, warm, worst = cold_warm(server, path, args.rounds)
             rows.append((label, ms(cold), ms(warm), ms(worst)))
         # a smoothing value not asked before, with the rest of the page kept: what moving the slider costs
         fresh = [server.get(f"/run?run={name}&span={span}") for span in range(11, 11 + args.rounds)]
-        rows.append(("run page, each new smoothing value after the first load", "", ms(statistics.median(fresh)),
-                     ms(max(fresh))))
+        rows.append(
+            (
+                "run page, each new smoothing value after the first load",
+                "",
+                ms(statistics.median(fresh)),
+                ms(max(fresh)),
+            )
+        )
         loads = browser_loads({"run page in Chromium": f"{server.url}/run?run={name}"}, args.rounds)
         run_rss = server.rss()
     finally:
@@ -196,14 +225,16 @@ def main() -> None:
     for label, times in loads.items():
         rows.append((label, "", ms(statistics.median(times)), ms(max(times))))
     live = live_latency(args.run, args.rounds)
-    rows.append(("live: metrics row appended -> drawn on the open run page", "", ms(statistics.median(live)),
-                 ms(max(live))))
+    rows.append(
+        ("live: metrics row appended -> drawn on the open run page", "", ms(statistics.median(live)), ms(max(live)))
+    )
     rows.append((f"watcher: one look at {runs:,} runs' files", "", ms(poll_cost(args.fleet, args.rounds)), ""))
 
     load = os.getloadavg()
     print(f"rlsql serve, {dt.date.today()}, {os.cpu_count()} cores, load {load[0]:.1f}, rounds {args.rounds}")
-    print(f"server memory: run {run_rss[0]} MB (peak {run_rss[1]} MB); "
-          f"fleet {fleet_rss[0]} MB (peak {fleet_rss[1]} MB)\n")
+    print(
+        f"server memory: run {run_rss[0]} MB (peak {run_rss[1]} MB); fleet {fleet_rss[0]} MB (peak {fleet_rss[1]} MB)\n"
+    )
     print("| what | cold (first request) | after the first load: median | max |")
     print("|---|---:|---:|---:|")
     for row in rows:

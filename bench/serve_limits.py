@@ -51,8 +51,12 @@ def run_case(name: str, run: Path, code: Path, cap_kb: int) -> tuple[float, int,
     with socket.socket() as probe:  # a free port (before issue 42, `--port 0` printed port 0)
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "rlsql", "serve", "-r", f"r={run}", "--port", str(port)],
-                            stderr=subprocess.DEVNULL, env=env, cwd="/")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlsql", "serve", "-r", f"r={run}", "--port", str(port)],
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd="/",
+    )
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()

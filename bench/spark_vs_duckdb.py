@@ -85,8 +85,12 @@ def time_duckdb(fleet: Path, name: str) -> dict:
     """A cold `rlsql query` process: wall, CPU (user+sys, DuckDB's threads included), peak RSS."""
     with tempfile.TemporaryFile() as err:  # a file, not a pipe: a fleet's warnings would fill a pipe and block
         started = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "rlsql", "query", name, "-r", str(fleet), "-f", "csv"],
-                                stdout=subprocess.DEVNULL, stderr=err, env=child_env())
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rlsql", "query", name, "-r", str(fleet), "-f", "csv"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=child_env(),
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         if status != 0:
@@ -96,8 +100,13 @@ def time_duckdb(fleet: Path, name: str) -> dict:
 
 
 def warm_duckdb(fleet: Path, name: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", WARM_CHILD, str(fleet), name],
-                         check=True, capture_output=True, text=True, env=child_env())
+    out = subprocess.run(
+        [sys.executable, "-c", WARM_CHILD, str(fleet), name],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=child_env(),
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -172,8 +181,10 @@ def measure(fleet: Path, args: argparse.Namespace) -> None:
     session_cpu = spark_cpu(pid) - cpu0
     figures.update(spark_session_s=session_s, spark_session_cpu=session_cpu)
     print(f"local Spark session start {session_s:.1f} s, {session_cpu:.1f} CPU-s (load {load()})\n")
-    print("| query | DuckDB cold process: wall / CPU / RSS | DuckDB warm: wall / CPU | Spark cold (fresh catalogue): "
-          "wall / CPU | Spark warm: wall / CPU | Spark / DuckDB, cold CPU | JVM peak RSS so far | load |")
+    print(
+        "| query | DuckDB cold process: wall / CPU / RSS | DuckDB warm: wall / CPU | Spark cold (fresh catalogue): "
+        "wall / CPU | Spark warm: wall / CPU | Spark / DuckDB, cold CPU | JVM peak RSS so far | load |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for name in args.queries:
         objects = SparkCatalog(spark, runs)
@@ -186,12 +197,22 @@ def measure(fleet: Path, args: argparse.Namespace) -> None:
         objects.close()
         d = duck[name]
         peak = jvm_peak_mb(pid)
-        figures["queries"][name] = {"duckdb": d, "spark_cold": cold, "spark_cold_cpu": cold_cpu, "spark_warm": warm,
-                                    "spark_warm_cpu": warm_cpu, "jvm_peak_mb": peak, "load": load()}
-        print(f"| {name} | {d['cold']['wall']:.2f} s / {d['cold']['cpu']:.2f} / {d['cold']['rss_mb']:.0f} MB "
-              f"| {d['warm']:.2f} s / {d['warm_cpu']:.2f} | {cold:.2f} s / {cold_cpu:.1f} "
-              f"| {warm:.2f} s / {warm_cpu:.1f} "
-              f"| {cold_cpu / d['cold']['cpu']:.0f}x | {peak:.0f} MB | {d['load']} / {load()} |", flush=True)
+        figures["queries"][name] = {
+            "duckdb": d,
+            "spark_cold": cold,
+            "spark_cold_cpu": cold_cpu,
+            "spark_warm": warm,
+            "spark_warm_cpu": warm_cpu,
+            "jvm_peak_mb": peak,
+            "load": load(),
+        }
+        print(
+            f"| {name} | {d['cold']['wall']:.2f} s / {d['cold']['cpu']:.2f} / {d['cold']['rss_mb']:.0f} MB "
+            f"| {d['warm']:.2f} s / {d['warm_cpu']:.2f} | {cold:.2f} s / {cold_cpu:.1f} "
+            f"| {warm:.2f} s / {warm_cpu:.1f} "
+            f"| {cold_cpu / d['cold']['cpu']:.0f}x | {peak:.0f} MB | {d['load']} / {load()} |",
+            flush=True,
+        )
     figures["load_end"] = load()
     print(f"\nload average (1/5/15 min) at the end: {load()}")
     if args.json:

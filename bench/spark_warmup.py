@@ -65,16 +65,20 @@ def main() -> int:
         for query in catalog.queries():
             with contextlib.suppress(RlsqlError):  # refused alike on DuckDB (test_spark.py checks that)
                 run_query_spark(query.name, runs, {}, objects=objects)
-        print(f"{round_} round: {time.monotonic() - started:.1f} s, JVM {jvm_cpu() - cpu:.1f} CPU-s "
-              f"(creating the {len(objects.created)} objects {created:.1f})")
+        print(
+            f"{round_} round: {time.monotonic() - started:.1f} s, JVM {jvm_cpu() - cpu:.1f} CPU-s "
+            f"(creating the {len(objects.created)} objects {created:.1f})"
+        )
         if round_ == "second":  # over the views still there: only planning, warm
             # each view's SQL as it was created (a source's is ""; a recursive query's helpers come first)
             statements = [part for sql in objects.created.values() if sql for part in sql.split("\n;\n")]
             cpu, started = jvm_cpu(), time.monotonic()
             for sql in statements:
                 spark.sql(sql)._jdf.queryExecution().executedPlan()  # pyspark has no public call for it
-            print(f"planning the {len(statements)} view statements again: {time.monotonic() - started:.1f} s, "
-                  f"JVM {jvm_cpu() - cpu:.1f} CPU-s")
+            print(
+                f"planning the {len(statements)} view statements again: {time.monotonic() - started:.1f} s, "
+                f"JVM {jvm_cpu() - cpu:.1f} CPU-s"
+            )
         objects.close()
     spark.stop()
     return 0

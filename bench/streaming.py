@@ -29,8 +29,10 @@ RLSQL = str(Path(sys.executable).parent / "rlsql")
 
 def cases(run: Path, out: Path) -> dict[str, list[str]]:
     r = ["-r", str(run)]
-    found = {f"query-{fmt}": ["query", "trials", *r, "-f", fmt, "-o", str(out / f"q.{fmt}")]
-             for fmt in ("csv", "json", "jsonl", "markdown", "table")}
+    found = {
+        f"query-{fmt}": ["query", "trials", *r, "-f", fmt, "-o", str(out / f"q.{fmt}")]
+        for fmt in ("csv", "json", "jsonl", "markdown", "table")
+    }
     for fmt in ("csv", "json", "parquet"):
         found[f"export-{fmt}"] = ["export", "trials", *r, "-f", fmt, "-o", str(out / f"e-{fmt}")]
     found["sql-csv"] = ["sql", "SELECT * FROM trials", *r, "-f", "csv", "-o", str(out / "s.csv")]
@@ -53,8 +55,11 @@ def main() -> None:
             result = timed([RLSQL, *command], env={"RLSQL_CACHE": "off"})
             size = sum(p.stat().st_size for p in Path(scratch).rglob("*") if p.is_file()) / 2**20
             status = "ok" if result["rc"] == 0 else f"exit {result['rc']}: {' '.join(result['err'])}"
-            print(f"| {name} | {result['wall_s']:.1f} | {result['cpu_s']:.1f} | {result['rss_mb']:,} | {size:,.0f} "
-                  f"| {status} |", flush=True)
+            print(
+                f"| {name} | {result['wall_s']:.1f} | {result['cpu_s']:.1f} | {result['rss_mb']:,} | {size:,.0f} "
+                f"| {status} |",
+                flush=True,
+            )
             for entry in Path(scratch).iterdir():
                 shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
 

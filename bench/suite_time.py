@@ -36,15 +36,20 @@ def machine_cpu() -> dict[str, float]:
     """The first line of /proc/stat (every CPU, since boot), in seconds."""
     ticks = os.sysconf("SC_CLK_TCK")
     with open("/proc/stat", encoding="ascii") as stat:
-        values = stat.readline().split()[1:1 + len(STAT_FIELDS)]
+        values = stat.readline().split()[1 : 1 + len(STAT_FIELDS)]
     return {name: int(v) / ticks for name, v in zip(STAT_FIELDS, values, strict=True)}
 
 
 def main(argv: list[str]) -> int:
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     out = Path(tempfile.mkdtemp(prefix="suite-time-"))
-    env = {**os.environ, OUT_ENV: str(out), "RLSQL_REQUIRE_SPARK": "1", "RLSQL_REQUIRE_BROWSER": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        OUT_ENV: str(out),
+        "RLSQL_REQUIRE_SPARK": "1",
+        "RLSQL_REQUIRE_BROWSER": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")])),
+    }
     load_before = os.getloadavg()
     before, started = machine_cpu(), time.monotonic()
     code = subprocess.run([*CI_COMMAND, "-p", "suite_time", *extra], cwd=ROOT, env=env).returncode
@@ -56,8 +61,10 @@ def main(argv: list[str]) -> int:
     files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for worker in sorted(out.glob("*.json")):
         tests = json.loads(worker.read_text())
-        print(f"{worker.stem}: {sum(t[0] for t in tests.values()):.1f} s of tests, "
-              f"{sum(t[1] for t in tests.values()):.1f} CPU-s (self + waited-for children)")
+        print(
+            f"{worker.stem}: {sum(t[0] for t in tests.values()):.1f} s of tests, "
+            f"{sum(t[1] for t in tests.values()):.1f} CPU-s (self + waited-for children)"
+        )
         for nodeid, (seconds, cpu) in tests.items():
             entry = files[nodeid.split("::", 1)[0]]
             entry[0] += seconds

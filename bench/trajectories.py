@@ -44,12 +44,50 @@ OUT = Path("/tmp") / "rlsql-trajbench-out.csv"
 
 TASKS = 500
 FUNCTIONS = ("bash_command",)
-COMMANDS = ["ls -la\n", "cat calendar.json\n", "python3 solve.py\n", "grep -n 'meeting' notes.txt\n",
-            "cd /app && ls\n", "python3 -c 'import json; print(json.load(open(\"c.json\")))'\n",
-            "sed -n '1,40p' schedule.py\n", "pytest -q\n", "echo done > /tmp/out\n", "head -c 400 events.ics\n"]
-WORDS = ["the", "calendar", "event", "meeting", "schedule", "file", "output", "command", "check", "python", "test",
-         "result", "move", "next", "update", "fix", "error", "line", "value", "list", "date", "time", "zone", "user",
-         "agent", "task", "json", "parse", "read", "write"]
+COMMANDS = [
+    "ls -la\n",
+    "cat calendar.json\n",
+    "python3 solve.py\n",
+    "grep -n 'meeting' notes.txt\n",
+    "cd /app && ls\n",
+    "python3 -c 'import json; print(json.load(open(\"c.json\")))'\n",
+    "sed -n '1,40p' schedule.py\n",
+    "pytest -q\n",
+    "echo done > /tmp/out\n",
+    "head -c 400 events.ics\n",
+]
+WORDS = [
+    "the",
+    "calendar",
+    "event",
+    "meeting",
+    "schedule",
+    "file",
+    "output",
+    "command",
+    "check",
+    "python",
+    "test",
+    "result",
+    "move",
+    "next",
+    "update",
+    "fix",
+    "error",
+    "line",
+    "value",
+    "list",
+    "date",
+    "time",
+    "zone",
+    "user",
+    "agent",
+    "task",
+    "json",
+    "parse",
+    "read",
+    "write",
+]
 
 
 def words(rng: random.Random, n: int) -> str:
@@ -63,17 +101,38 @@ def numbers(rng: random.Random, n: int, floats: bool) -> str:
     return "[" + ", ".join(str(rng.randrange(151_000)) for _ in range(n)) + "]"
 
 
-def trajectory(rng: random.Random, trial: str, turns: int, start: float, loop: bool, big_prompt: bool,
-               arrays: bool, segment: int = 0, copied: int = 0) -> tuple[str, float]:
+def trajectory(
+    rng: random.Random,
+    trial: str,
+    turns: int,
+    start: float,
+    loop: bool,
+    big_prompt: bool,
+    arrays: bool,
+    segment: int = 0,
+    copied: int = 0,
+) -> tuple[str, float]:
     """One ATIF document's text (and the time its last step ends), with numeric arrays on one line."""
     arrays_text: dict[str, str] = {}
     steps: list[dict] = []
     t = start
     for i in range(copied):  # a continuation's copied context: earlier messages, no metrics
-        steps.append({"step_id": len(steps) + 1, "source": "agent" if i % 2 else "user",
-                      "message": words(rng, 60), "is_copied_context": True})
-    steps.append({"step_id": len(steps) + 1, "timestamp": _stamp(t), "source": "user",
-                  "message": "Task: " + words(rng, rng.randint(400, 900))})
+        steps.append(
+            {
+                "step_id": len(steps) + 1,
+                "source": "agent" if i % 2 else "user",
+                "message": words(rng, 60),
+                "is_copied_context": True,
+            }
+        )
+    steps.append(
+        {
+            "step_id": len(steps) + 1,
+            "timestamp": _stamp(t),
+            "source": "user",
+            "message": "Task: " + words(rng, rng.randint(400, 900)),
+        }
+    )
     context = rng.randint(1500, 4000)
     loop_call = rng.choice(COMMANDS)
     for turn in range(turns):
@@ -81,12 +140,20 @@ def trajectory(rng: random.Random, trial: str, turns: int, start: float, loop: b
         calls = []
         for k in range(rng.randint(1, 3)):
             keystrokes = loop_call if loop and k == 0 else rng.choice(COMMANDS)
-            calls.append({"tool_call_id": f"call_{turn}_{k + 1}", "function_name": "bash_command",
-                          "arguments": {"keystrokes": keystrokes, "duration": rng.choice([0.1, 1.0, 5.0])}})
+            calls.append(
+                {
+                    "tool_call_id": f"call_{turn}_{k + 1}",
+                    "function_name": "bash_command",
+                    "arguments": {"keystrokes": keystrokes, "duration": rng.choice([0.1, 1.0, 5.0])},
+                }
+            )
         completion = rng.randint(120, 800)
         context += completion + rng.randint(200, 1500)
-        metrics: dict = {"prompt_tokens": context, "completion_tokens": completion,
-                         "cached_tokens": int(context * rng.uniform(0.5, 0.95))}
+        metrics: dict = {
+            "prompt_tokens": context,
+            "completion_tokens": completion,
+            "cached_tokens": int(context * rng.uniform(0.5, 0.95)),
+        }
         if arrays:
             for name, n, floats in (("completion_token_ids", completion, False), ("logprobs", completion, True)):
                 key = f"@@{len(arrays_text)}@@"
@@ -96,20 +163,40 @@ def trajectory(rng: random.Random, trial: str, turns: int, start: float, loop: b
             key = f"@@{len(arrays_text)}@@"
             arrays_text[key] = numbers(rng, rng.randint(20_000, 30_000), False)
             metrics["prompt_token_ids"] = key
-        steps.append({
-            "step_id": len(steps) + 1, "timestamp": _stamp(t), "source": "agent",
+        steps.append(
+            {
+                "step_id": len(steps) + 1,
+                "timestamp": _stamp(t),
+                "source": "agent",
+                "model_name": "hosted_vllm/calendar-8b",
+                "message": "Analysis: "
+                + words(rng, rng.randint(80, 300))
+                + "\nPlan: "
+                + words(rng, rng.randint(30, 120)),
+                "tool_calls": calls,
+                "observation": {
+                    "results": [
+                        {
+                            "source_call_id": calls[0]["tool_call_id"] if len(calls) == 1 else None,
+                            "content": "$ " + words(rng, rng.randint(60, 500)),
+                        }
+                    ]
+                },
+                "metrics": metrics,
+            }
+        )
+    doc = {
+        "schema_version": "ATIF-v1.6",
+        "session_id": f"{trial}-cont-{segment}" if segment else trial,
+        "agent": {
+            "name": "terminus-2",
+            "version": "2.0.0",
             "model_name": "hosted_vllm/calendar-8b",
-            "message": "Analysis: " + words(rng, rng.randint(80, 300)) + "\nPlan: " + words(rng, rng.randint(30, 120)),
-            "tool_calls": calls,
-            "observation": {"results": [{"source_call_id": calls[0]["tool_call_id"] if len(calls) == 1 else None,
-                                         "content": "$ " + words(rng, rng.randint(60, 500))}]},
-            "metrics": metrics,
-        })
-    doc = {"schema_version": "ATIF-v1.6", "session_id": f"{trial}-cont-{segment}" if segment else trial,
-           "agent": {"name": "terminus-2", "version": "2.0.0", "model_name": "hosted_vllm/calendar-8b",
-                     "extra": {"parser": "json"}},
-           "steps": steps,
-           "final_metrics": {"total_prompt_tokens": context, "total_completion_tokens": 0, "total_cached_tokens": 0}}
+            "extra": {"parser": "json"},
+        },
+        "steps": steps,
+        "final_metrics": {"total_prompt_tokens": context, "total_completion_tokens": 0, "total_cached_tokens": 0},
+    }
     text = json.dumps(doc, indent=2)
     if arrays_text:
         text = re.sub(r'"(@@\d+@@)"', lambda m: arrays_text[m.group(1)], text)
@@ -149,13 +236,19 @@ def generate(root: Path, trials: int, seed: int = 26) -> None:
             total += len(text)
         reward = 1.0 if rng.random() < (0.5 if loop else 0.9) else 0.0
         exception = "AgentTimeoutError" if loop and rng.random() < 0.5 else None
-        result = {"task_name": trial.split("__")[0], "trial_name": trial,
-                  "agent_result": {"n_input_tokens": 1000 * turns, "n_output_tokens": 300 * turns,
-                                   "metadata": {"n_episodes": turns}},
-                  "verifier_result": {"rewards": {"reward": reward}},
-                  "exception_info": ({"exception_type": exception, "exception_message": "timed out"}
-                                     if exception else None),
-                  "started_at": _stamp(start + 37 * i), "finished_at": _stamp(t + 5)}
+        result = {
+            "task_name": trial.split("__")[0],
+            "trial_name": trial,
+            "agent_result": {
+                "n_input_tokens": 1000 * turns,
+                "n_output_tokens": 300 * turns,
+                "metadata": {"n_episodes": turns},
+            },
+            "verifier_result": {"rewards": {"reward": reward}},
+            "exception_info": ({"exception_type": exception, "exception_message": "timed out"} if exception else None),
+            "started_at": _stamp(start + 37 * i),
+            "finished_at": _stamp(t + 5),
+        }
         (trace_jobs / trial / "result.json").write_text(json.dumps(result, indent=4))
     print(f"{root}: {trials} trials, {total / 1e9:.2f} GB of trajectories")
 
@@ -247,8 +340,11 @@ def measure(runs: list[Path], repeats: int, queries: Sequence[str] = QUERIES) ->
                 ours.append(timed([*rlsql, "query", query, "-r", str(run), "-f", "csv", "-o", str(OUT)], env))
                 theirs.append(timed([sys.executable, str(script), str(run), query]))
             o, s = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in theirs)
-            print(f"| {trials:,} | {files:,} | {size:.2f} | {query} | {o:.2f} | {max(p for _, p in ours) / 1024:.0f} "
-                  f"| {s:.2f} | {max(p for _, p in theirs) / 1024:.0f} | {s / o:.1f}x |", flush=True)
+            print(
+                f"| {trials:,} | {files:,} | {size:.2f} | {query} | {o:.2f} | {max(p for _, p in ours) / 1024:.0f} "
+                f"| {s:.2f} | {max(p for _, p in theirs) / 1024:.0f} | {s / o:.1f}x |",
+                flush=True,
+            )
 
 
 def after_cache_build(runs: list[Path], repeats: int) -> None:
@@ -274,8 +370,11 @@ def after_cache_build(runs: list[Path], repeats: int) -> None:
                 ours.append(timed([*rlsql, "query", query, "-r", str(run), "-f", "csv", "-o", str(OUT)], env))
                 theirs.append(timed([sys.executable, str(script), str(run), query]))
             o, s = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in theirs)
-            print(f"| {trials:,} | {build:.1f} | {build_peak / 1024:.0f} | {query} | {o:.2f} "
-                  f"| {max(p for _, p in ours) / 1024:.0f} | {s:.2f} | {s / o:.1f}x |", flush=True)
+            print(
+                f"| {trials:,} | {build:.1f} | {build_peak / 1024:.0f} | {query} | {o:.2f} "
+                f"| {max(p for _, p in ours) / 1024:.0f} | {s:.2f} | {s / o:.1f}x |",
+                flush=True,
+            )
 
 
 def main(argv: list[str]) -> None:

@@ -109,8 +109,9 @@ class Environments:
         if run_dir not in self.built:
             folder = self.scratch / f"cache-{len(self.built)}"
             env = {**self.base, "RLSQL_CACHE_DIR": str(folder)}
-            subprocess.run([RLSQL, "cache", "build", "--run", str(run_dir)], env=env, check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [RLSQL, "cache", "build", "--run", str(run_dir)], env=env, check=True, stdout=subprocess.DEVNULL
+            )
             self.built[run_dir] = folder
         return self.built[run_dir]
 
@@ -172,8 +173,9 @@ def order(tools: list[str], round_no: int) -> list[str]:
     return tools if round_no % 2 == 0 else tools[::-1]
 
 
-def measure(label: str, run_dir: Path, names: list[str], tools: list[str], pairs: int,
-            envs: Environments) -> dict[str, dict[str, Cell]]:
+def measure(
+    label: str, run_dir: Path, names: list[str], tools: list[str], pairs: int, envs: Environments
+) -> dict[str, dict[str, Cell]]:
     results: dict[str, dict[str, Cell]] = {}
     for name in names:
         row = results[name] = {t: Cell() for t in tools}
@@ -203,8 +205,7 @@ def measure(label: str, run_dir: Path, names: list[str], tools: list[str], pairs
 
 def paired_ratio(a: Cell, b: Cell, what: str) -> float:
     """Median over rounds of a's value over b's in the same round."""
-    ratios = [getattr(x, what) / getattr(y, what) for x, y in zip(a.runs, b.runs, strict=False)
-              if getattr(y, what) > 0]
+    ratios = [getattr(x, what) / getattr(y, what) for x, y in zip(a.runs, b.runs, strict=False) if getattr(y, what) > 0]
     return statistics.median(ratios) if ratios else math.nan
 
 
@@ -212,8 +213,14 @@ def fmt(x: float, digits: int = 2) -> str:
     return "-" if math.isnan(x) else f"{x:.{digits}f}"
 
 
-def markdown(label: str, run_dir: Path, results: dict[str, dict[str, Cell]], tools: list[str],
-             pairs: int, load: tuple[float, float]) -> str:
+def markdown(
+    label: str,
+    run_dir: Path,
+    results: dict[str, dict[str, Cell]],
+    tools: list[str],
+    pairs: int,
+    load: tuple[float, float],
+) -> str:
     base = "rlsql" if "rlsql" in tools else tools[0]
     others = [t for t in tools if t != base]
     lines = [
@@ -249,15 +256,23 @@ def trial_rows(run_dir: Path) -> int:
 
 def versions() -> str:
     def version(module: str) -> str:
-        done = subprocess.run([PY, "-c", f"import {module}; print({module}.__version__)"],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [PY, "-c", f"import {module}; print({module}.__version__)"], capture_output=True, text=True
+        )
         return done.stdout.strip() or "absent"
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                           capture_output=True, text=True).stdout.strip()
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
     return (
         f"- machine: {os.cpu_count()} CPUs ({cpu}), {platform.system()} {platform.release()}\n"
         f"- Python {platform.python_version()}, duckdb {version('duckdb')}, polars {version('polars')}, "
@@ -271,8 +286,13 @@ def versions() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", action="append", required=True, metavar="LABEL=DIR",
-                        help="a run folder to measure, with its label (repeatable)")
+    parser.add_argument(
+        "--run",
+        action="append",
+        required=True,
+        metavar="LABEL=DIR",
+        help="a run folder to measure, with its label (repeatable)",
+    )
     parser.add_argument("--pairs", type=int, default=5, help="timed rounds per query (default 5)")
     parser.add_argument("--queries", default=",".join(QUERIES), help="comma-separated trial queries")
     parser.add_argument("--tools", default="rlsql,polars,pandas,duckdb", help=f"comma-separated, of {TOOLS}")
@@ -297,8 +317,10 @@ def main(argv: list[str] | None = None) -> None:
             results = measure(label, run_dir, names, tools, args.pairs, envs)
             after = os.getloadavg()[0]
             out.append(markdown(label, run_dir, results, tools, args.pairs, (before, after)))
-            raw[label] = {q: {t: [r.__dict__ | {"output": None} for r in c.runs] for t, c in row.items()}
-                          for q, row in results.items()}
+            raw[label] = {
+                q: {t: [r.__dict__ | {"output": None} for r in c.runs] for t, c in row.items()}
+                for q, row in results.items()
+            }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # only the folder this run made
     text = "\n".join(out)

@@ -44,5 +44,10 @@ def read_turns_export(path: Path, fmt: str) -> list[dict]:
     if fmt == "json":
         return json.loads(path.read_text())
     with path.open(newline="") as fh:
-        return [{k: (float(v) if k.startswith(("mean", "median")) else int(v) if k == "trials" else v)
-                 for k, v in row.items()} for row in csv.DictReader(fh)]
+        return [
+            {
+                k: (float(v) if k.startswith(("mean", "median")) else int(v) if k == "trials" else v)
+                for k, v in row.items()
+            }
+            for row in csv.DictReader(fh)
+        ]

@@ -30,8 +30,10 @@ for _name in ("RLSQL_CACHE", "RLSQL_FROM_LOGS", "RLSQL_ENGINE"):  # a developer'
 SPARK_TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
 # A 2 GB driver: with every object of the five fixture runs created and cached at once (test_spark's "all"),
 # a 1 GB one spent its time in full collections (old generation at 99 %, 27 s of full GC in two minutes).
-SPARK_TEST_CONF = ("spark.driver.memory=2g spark.sql.codegen.wholeStage=false "
-                   "spark.sql.codegen.factoryMode=NO_CODEGEN spark.sql.adaptive.enabled=false")
+SPARK_TEST_CONF = (
+    "spark.driver.memory=2g spark.sql.codegen.wholeStage=false "
+    "spark.sql.codegen.factoryMode=NO_CODEGEN spark.sql.adaptive.enabled=false"
+)
 os.environ.setdefault("RLSQL_SPARK_JAVA_OPTIONS", SPARK_TEST_JAVA_OPTIONS)
 os.environ.setdefault("RLSQL_SPARK_CONF", SPARK_TEST_CONF)
 
@@ -165,8 +167,10 @@ def refused_by_mode() -> list[str]:
         return []
     setpriv = shutil.which("setpriv")
     if setpriv is None:
-        pytest.skip("running as root, and no setpriv (util-linux) to drop the capabilities that let root read "
-                    "any file: the kernel cannot be made to refuse one")
+        pytest.skip(
+            "running as root, and no setpriv (util-linux) to drop the capabilities that let root read "
+            "any file: the kernel cannot be made to refuse one"
+        )
     caps = "-dac_override,-dac_read_search"
     return [setpriv, f"--inh-caps={caps}", f"--bounding-set={caps}"]
 
@@ -194,11 +198,29 @@ def rlsql_exe() -> str:
 #: server's JVM starting) takes its place by length: run last of all, it left the other worker idle for
 #: its whole length at the end (session 6: the workers ended 11 s apart).
 LONGEST_FIRST = [
-    "test_spark.py", "test_report.py", "test_logcache.py", "test_fleet.py", "test_export_merge.py", "test_cache.py",
-    "test_writes.py", "test_spark_connect.py", "test_rawlogs.py", "test_kill9.py",
-    "test_shell.py", "test_column_docs.py", "test_queries.py", "test_adversarial.py",
-    "test_turn_counts.py", "test_many_runs.py", "test_harbor_damage.py", "test_harlequin.py", "test_grain.py",
-    "test_export.py", "test_catalog.py", "test_damaged.py", "test_baselines.py",
+    "test_spark.py",
+    "test_report.py",
+    "test_logcache.py",
+    "test_fleet.py",
+    "test_export_merge.py",
+    "test_cache.py",
+    "test_writes.py",
+    "test_spark_connect.py",
+    "test_rawlogs.py",
+    "test_kill9.py",
+    "test_shell.py",
+    "test_column_docs.py",
+    "test_queries.py",
+    "test_adversarial.py",
+    "test_turn_counts.py",
+    "test_many_runs.py",
+    "test_harbor_damage.py",
+    "test_harlequin.py",
+    "test_grain.py",
+    "test_export.py",
+    "test_catalog.py",
+    "test_damaged.py",
+    "test_baselines.py",
 ]
 
 
@@ -206,8 +228,11 @@ LONGEST_FIRST = [
 #: which then builds the fixture once (each worker is a process of its own and builds its own session
 #: fixtures). tiny_report: test_report and test_golden; fixture_connections and bound_columns: test_column_docs,
 #: test_schema and test_grain (each built on both workers cost ~2.5 CPU-s more; bench/RESULTS.md at 9434c57, session 5).
-SAME_WORKER = {"test_golden.py": "test_report.py", "test_schema.py": "test_column_docs.py",
-               "test_grain.py": "test_column_docs.py"}
+SAME_WORKER = {
+    "test_golden.py": "test_report.py",
+    "test_schema.py": "test_column_docs.py",
+    "test_grain.py": "test_column_docs.py",
+}
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):

@@ -283,6 +283,7 @@ def _json_number(value: Any, whole: bool) -> float | int | None:
 def _glob_fails(trace_jobs: Path, name: str, entries: list[str]) -> bool:
     """DuckDB lists the folder above every path segment with a glob character, and that listing
     fails when the folder holds a name starting with a backslash: rlsql skips such files."""
+
     def starts_with_backslash(folder: Path) -> bool:
         return any(n.startswith("\\") for n in os.listdir(folder))
 
@@ -1254,8 +1255,9 @@ def q_compare_runs(run: str, run_dir: Path, span: int = 5, run_dirs: list[Path] 
     ]
 
 
-def q_run_summary(run: str, run_dir: Path, span: int = 5, save_every: int | None = None,
-                  run_dirs: list[Path] | None = None) -> list[Row]:
+def q_run_summary(
+    run: str, run_dir: Path, span: int = 5, save_every: int | None = None, run_dirs: list[Path] | None = None
+) -> list[Row]:
     """The run_summary view: compare_runs' figures, trials_with_reward, the best checkpoint's step and
     EMA, training_time_s = sum of timing/step over every metric row, mean_staleness (async_health),
     and the direct child of `step` with the highest mean seconds (timing_breakdown; ties by name)."""
@@ -1265,37 +1267,48 @@ def q_run_summary(run: str, run_dir: Path, span: int = 5, save_every: int | None
     health = q_async_health(run, run_dir)
     rows = read_metric_rows(run_dir)
     times = _nums([r.get("timing/step") for r in rows])
-    children = [r for r in q_timing_breakdown(run, run_dir)
-                if r["within"] == "step" and r["span"] not in ("unattributed", "overlap")]
+    children = [
+        r
+        for r in q_timing_breakdown(run, run_dir)
+        if r["within"] == "step" and r["span"] not in ("unattributed", "overlap")
+    ]
     slowest = None
     for r in sorted(children, key=lambda r: r["span"]):  # by name: strict > keeps the first of a tie
         if slowest is None or r["mean_seconds"] > slowest["mean_seconds"]:
             slowest = r
-    return [{
-        "run": run,
-        "steps": compare["steps"],
-        "trials": compare["trials"],
-        "trials_with_reward": summary[0]["trials_with_reward"] if summary else None,
-        "success_rate": compare["success_rate"],
-        "mean_reward": compare["mean_reward"],
-        "final_ema": compare["final_ema"],
-        "best_ema": compare["best_ema"],
-        "best_ema_step": compare["best_ema_step"],
-        "best_checkpoint_step": best[0]["step"] if best else None,
-        "best_checkpoint_ema": best[0]["ema"] if best else None,
-        "mean_step_time_s": compare["mean_step_time_s"],
-        "training_time_s": math.fsum(times) if times else None,
-        "timeout_rate": compare["timeout_rate"],
-        "context_length_rate": compare["context_length_rate"],
-        "mean_staleness": health[0]["mean_staleness"] if health else None,
-        "slowest_span": slowest["span"] if slowest else None,
-        "slowest_span_mean_s": slowest["mean_seconds"] if slowest else None,
-        "slowest_span_share": slowest["share_of_within"] if slowest else None,
-    }]
+    return [
+        {
+            "run": run,
+            "steps": compare["steps"],
+            "trials": compare["trials"],
+            "trials_with_reward": summary[0]["trials_with_reward"] if summary else None,
+            "success_rate": compare["success_rate"],
+            "mean_reward": compare["mean_reward"],
+            "final_ema": compare["final_ema"],
+            "best_ema": compare["best_ema"],
+            "best_ema_step": compare["best_ema_step"],
+            "best_checkpoint_step": best[0]["step"] if best else None,
+            "best_checkpoint_ema": best[0]["ema"] if best else None,
+            "mean_step_time_s": compare["mean_step_time_s"],
+            "training_time_s": math.fsum(times) if times else None,
+            "timeout_rate": compare["timeout_rate"],
+            "context_length_rate": compare["context_length_rate"],
+            "mean_staleness": health[0]["mean_staleness"] if health else None,
+            "slowest_span": slowest["span"] if slowest else None,
+            "slowest_span_mean_s": slowest["mean_seconds"] if slowest else None,
+            "slowest_span_share": slowest["share_of_within"] if slowest else None,
+        }
+    ]
 
 
-def q_run_table_map(run: str, run_dir: Path, span: int = 5, save_every: int | None = None, keys: str | None = None,
-                    run_dirs: list[Path] | None = None) -> list[Row]:
+def q_run_table_map(
+    run: str,
+    run_dir: Path,
+    span: int = 5,
+    save_every: int | None = None,
+    keys: str | None = None,
+    run_dirs: list[Path] | None = None,
+) -> list[Row]:
     """run_summary plus `config`: key -> the run's value text (None where it lacks the key) for the
     given comma-separated keys, else for the keys whose values differ between the runs with a config."""
     row = q_run_summary(run, run_dir, span, save_every, run_dirs)[0]
@@ -1309,8 +1322,14 @@ def q_run_table_map(run: str, run_dir: Path, span: int = 5, save_every: int | No
     return [{**row, "config": {k: own[k][1] if k in own else None for k in chosen}}]
 
 
-def q_run_table(run: str, run_dir: Path, span: int = 5, save_every: int | None = None, keys: str | None = None,
-                run_dirs: list[Path] | None = None) -> list[Row]:
+def q_run_table(
+    run: str,
+    run_dir: Path,
+    span: int = 5,
+    save_every: int | None = None,
+    keys: str | None = None,
+    run_dirs: list[Path] | None = None,
+) -> list[Row]:
     """run_table_map with its `config` spread into one column per key (sorted), named by the key, or
     `config.KEY` where a headline column (compared case-insensitively) has that name."""
     row = q_run_table_map(run, run_dir, span, save_every, keys, run_dirs)[0]
@@ -1377,13 +1396,22 @@ def v_log_summary(run: str, run_dir: Path) -> list[Row]:
         def mean(column: str | None, mine: list[Row] = mine) -> float | None:
             return _mean(_nums([r.get(column) for r in mine])) if column else None
 
-        out.append({
-            "run": run, "log_file": log, "rows": len(mine),
-            "first_step": min(steps) if steps else None, "last_step": max(steps) if steps else None,
-            "mean_reward": mean("reward/avg_raw_reward"), "mean_pass_at_k": mean(pass_col), "k": k,
-            "mean_step_s": mean("timing/step"), "mean_generation_wait_s": mean("timing/wait_for_generation_buffer"),
-            "mean_tokens": mean("generate/avg_num_tokens"), "mean_staleness": mean("async/staleness_mean"),
-        })
+        out.append(
+            {
+                "run": run,
+                "log_file": log,
+                "rows": len(mine),
+                "first_step": min(steps) if steps else None,
+                "last_step": max(steps) if steps else None,
+                "mean_reward": mean("reward/avg_raw_reward"),
+                "mean_pass_at_k": mean(pass_col),
+                "k": k,
+                "mean_step_s": mean("timing/step"),
+                "mean_generation_wait_s": mean("timing/wait_for_generation_buffer"),
+                "mean_tokens": mean("generate/avg_num_tokens"),
+                "mean_staleness": mean("async/staleness_mean"),
+            }
+        )
     return out
 
 
@@ -1405,21 +1433,31 @@ def v_progression_rows(run: str, run_dir: Path) -> list[Row]:
             first.setdefault(r["step"], i)
             counts[r["step"]] = counts.get(r["step"], 0) + 1
     out = []
-    for i, r in sorted(((i, r) for i, r in enumerate(rows) if r["step"] is not None),
-                       key=lambda p: (p[1]["step"], p[0])):
-        out.append({
-            "run": run, "step": r["step"], "log_file": r.get("log_file"), "used": first[r["step"]] == i,
-            "rerun": counts[r["step"]] > 1, "reward": _fnum(r.get("reward/avg_raw_reward")),
-            "pass_at_k": _fnum(r.get(pass_col)) if pass_col else None,
-            "kl_or_entropy": _fnum(r.get(kl)) if kl else None, "loss": _fnum(r.get(loss)) if loss else None,
-            "kl_or_entropy_metric": kl, "loss_metric": loss,
-            "epoch": _fnum(r.get("trainer/epoch")), "grad_norm": _fnum(r.get("policy/raw_grad_norm")),
-            "ppo_clip_ratio": _fnum(r.get("policy/ppo_clip_ratio")),
-            "policy_loss": _fnum(r.get("policy/policy_loss")),
-            "log_ratio_mean": _fnum(r.get("policy/log_ratio_abs_mean")),
-            "step_seconds": _fnum(r.get("timing/step")),
-            "generation_wait_seconds": _fnum(r.get("timing/wait_for_generation_buffer")),
-        })
+    for i, r in sorted(
+        ((i, r) for i, r in enumerate(rows) if r["step"] is not None), key=lambda p: (p[1]["step"], p[0])
+    ):
+        out.append(
+            {
+                "run": run,
+                "step": r["step"],
+                "log_file": r.get("log_file"),
+                "used": first[r["step"]] == i,
+                "rerun": counts[r["step"]] > 1,
+                "reward": _fnum(r.get("reward/avg_raw_reward")),
+                "pass_at_k": _fnum(r.get(pass_col)) if pass_col else None,
+                "kl_or_entropy": _fnum(r.get(kl)) if kl else None,
+                "loss": _fnum(r.get(loss)) if loss else None,
+                "kl_or_entropy_metric": kl,
+                "loss_metric": loss,
+                "epoch": _fnum(r.get("trainer/epoch")),
+                "grad_norm": _fnum(r.get("policy/raw_grad_norm")),
+                "ppo_clip_ratio": _fnum(r.get("policy/ppo_clip_ratio")),
+                "policy_loss": _fnum(r.get("policy/policy_loss")),
+                "log_ratio_mean": _fnum(r.get("policy/log_ratio_abs_mean")),
+                "step_seconds": _fnum(r.get("timing/step")),
+                "generation_wait_seconds": _fnum(r.get("timing/wait_for_generation_buffer")),
+            }
+        )
     return out
 
 
@@ -1437,23 +1475,41 @@ def v_timing_table(run: str, run_dir: Path) -> list[Row]:
         elif span == "overlap":
             share = None
         else:
-            ratios = [(_fnum(r.get(f"timing/{span}")) or 0.0) / r["timing/step"]
-                      for r in rows if isinstance(r.get("timing/step"), float) and r["timing/step"] > 0]
+            ratios = [
+                (_fnum(r.get(f"timing/{span}")) or 0.0) / r["timing/step"]
+                for r in rows
+                if isinstance(r.get("timing/step"), float) and r["timing/step"] > 0
+            ]
             share = _mean(ratios)
-        out.append({"run": run, "span": span, "within": b["within"], "mean_seconds": b["mean_seconds"],
-                    "share_of_within": b["share_of_within"], "share_of_step": share, "steps": b["steps"]})
+        out.append(
+            {
+                "run": run,
+                "span": span,
+                "within": b["within"],
+                "mean_seconds": b["mean_seconds"],
+                "share_of_within": b["share_of_within"],
+                "share_of_step": share,
+                "steps": b["steps"],
+            }
+        )
     return out
 
 
 def v_step_signals(run: str, run_dir: Path) -> list[Row]:
     """Per deduplicated step: entropy, grad norm, |log ratio| mean, agent timeouts and context-length
     errors per batch (batch_errors/avg_*)."""
-    return [{
-        "run": run, "step": r["step"], "entropy": _fnum(r.get("policy/policy_entropy")),
-        "grad_norm": _fnum(r.get("policy/raw_grad_norm")), "log_ratio_mean": _fnum(r.get("policy/log_ratio_abs_mean")),
-        "timeouts_per_batch": _fnum(r.get("batch_errors/avg_AgentTimeoutError")),
-        "context_length_per_batch": _fnum(r.get("batch_errors/avg_ContextLengthExceededError")),
-    } for r in dedup_steps(read_metric_rows(run_dir))]
+    return [
+        {
+            "run": run,
+            "step": r["step"],
+            "entropy": _fnum(r.get("policy/policy_entropy")),
+            "grad_norm": _fnum(r.get("policy/raw_grad_norm")),
+            "log_ratio_mean": _fnum(r.get("policy/log_ratio_abs_mean")),
+            "timeouts_per_batch": _fnum(r.get("batch_errors/avg_AgentTimeoutError")),
+            "context_length_per_batch": _fnum(r.get("batch_errors/avg_ContextLengthExceededError")),
+        }
+        for r in dedup_steps(read_metric_rows(run_dir))
+    ]
 
 
 #: view name -> oracle function (run, run_dir) -> rows, for the report's views
@@ -1506,13 +1562,41 @@ def expected_view(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
 _SEGMENT_NAME = re.compile(r"^trajectory\.cont-([1-9][0-9]*)\.json$")
 #: "ISO 8601 as Harbor writes it": a date, then an optional time to the microsecond with an optional Z or
 #: +HH:MM / -HH:MM offset (docs/trajectories.md, `ts`)
-_ISO_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?"
-                        r"(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)?)?$")
-TRAJECTORY_STEP_COLUMNS = ["run", "trial_name", "segment", "step_id", "turn", "source", "ts", "model_name",
-                           "message_chars", "reasoning_chars", "tool_calls", "prompt_tokens", "completion_tokens",
-                           "cached_tokens", "cost_usd", "copied"]
-TOOL_CALL_COLUMNS = ["run", "trial_name", "segment", "step_id", "turn", "call_index", "tool_call_id",
-                     "function_name", "arguments", "observation_chars", "copied"]
+_ISO_STAMP = re.compile(
+    r"^\d{4}-\d{2}-\d{2}(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?"
+    r"(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)?)?$"
+)
+TRAJECTORY_STEP_COLUMNS = [
+    "run",
+    "trial_name",
+    "segment",
+    "step_id",
+    "turn",
+    "source",
+    "ts",
+    "model_name",
+    "message_chars",
+    "reasoning_chars",
+    "tool_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cost_usd",
+    "copied",
+]
+TOOL_CALL_COLUMNS = [
+    "run",
+    "trial_name",
+    "segment",
+    "step_id",
+    "turn",
+    "call_index",
+    "tool_call_id",
+    "function_name",
+    "arguments",
+    "observation_chars",
+    "copied",
+]
 TOOL_CALL_NAME_COLUMNS = ["run", "trial_name", "segment", "step_id", "call_index", "function_name", "copied"]
 TOOL_CALL_ARGUMENT_COLUMNS = [c for c in TOOL_CALL_COLUMNS if c != "observation_chars"]
 
@@ -1572,8 +1656,11 @@ def _chars(value: Any) -> int:
     if isinstance(value, str):
         return len(value)
     if isinstance(value, list):
-        return sum(len(p["text"]) for p in value
-                   if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
+        return sum(
+            len(p["text"])
+            for p in value
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        )
     return 0
 
 
@@ -1636,18 +1723,25 @@ def trajectory_rows(run_dir: Path | str) -> tuple[list[Row], list[Row]]:
             tool_calls = step.get("tool_calls") if isinstance(step.get("tool_calls"), list) else []
             cost = metrics.get("cost_usd")
             row = {
-                "run": run, "trial_name": trial, "segment": segment, "step_id": step["step_id"], "turn": None,
-                "source": _string(step.get("source")), "ts": _utc(step.get("timestamp")),
+                "run": run,
+                "trial_name": trial,
+                "segment": segment,
+                "step_id": step["step_id"],
+                "turn": None,
+                "source": _string(step.get("source")),
+                "ts": _utc(step.get("timestamp")),
                 "model_name": _string(step.get("model_name")) or _string(agent.get("model_name")),
                 "message_chars": _chars(step.get("message")),
-                "reasoning_chars": len(step["reasoning_content"]) if isinstance(step.get("reasoning_content"), str)
+                "reasoning_chars": len(step["reasoning_content"])
+                if isinstance(step.get("reasoning_content"), str)
                 else 0,
                 "tool_calls": len(tool_calls),
                 "prompt_tokens": _count(metrics.get("prompt_tokens")),
                 "completion_tokens": _count(metrics.get("completion_tokens")),
                 "cached_tokens": _count(metrics.get("cached_tokens")),
-                "cost_usd": float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool)
-                and math.isfinite(cost) else None,
+                "cost_usd": float(cost)
+                if isinstance(cost, int | float) and not isinstance(cost, bool) and math.isfinite(cost)
+                else None,
                 "copied": step.get("is_copied_context") is True,
                 "_index": index,
             }
@@ -1658,15 +1752,30 @@ def trajectory_rows(run_dir: Path | str) -> tuple[list[Row], list[Row]]:
                 call = call if isinstance(call, dict) else {}
                 call_id = _string(call.get("tool_call_id"))
                 arguments = call.get("arguments")
-                calls.append({
-                    "run": run, "trial_name": trial, "segment": segment, "step_id": step["step_id"], "turn": row,
-                    "call_index": i, "tool_call_id": call_id, "function_name": _string(call.get("function_name")),
-                    "arguments": canonical(arguments) if arguments is not None
-                    and _depth(arguments) <= MAX_ARGUMENT_DEPTH else None,
-                    "observation_chars": sum(_chars(r.get("content")) for r in results if isinstance(r, dict)
-                                             and call_id is not None and _string(r.get("source_call_id")) == call_id),
-                    "copied": row["copied"], "_index": index,
-                })
+                calls.append(
+                    {
+                        "run": run,
+                        "trial_name": trial,
+                        "segment": segment,
+                        "step_id": step["step_id"],
+                        "turn": row,
+                        "call_index": i,
+                        "tool_call_id": call_id,
+                        "function_name": _string(call.get("function_name")),
+                        "arguments": canonical(arguments)
+                        if arguments is not None and _depth(arguments) <= MAX_ARGUMENT_DEPTH
+                        else None,
+                        "observation_chars": sum(
+                            _chars(r.get("content"))
+                            for r in results
+                            if isinstance(r, dict)
+                            and call_id is not None
+                            and _string(r.get("source_call_id")) == call_id
+                        ),
+                        "copied": row["copied"],
+                        "_index": index,
+                    }
+                )
     # turn: "1-based ordinal of this step among the trial's agent steps that are not copied context, ordered
     # by (segment, step_id)" (a step_id written twice: by its place in the file)
     steps.sort(key=lambda r: (r["trial_name"], r["segment"], r["step_id"], r["_index"]))
@@ -1677,8 +1786,10 @@ def trajectory_rows(run_dir: Path | str) -> tuple[list[Row], list[Row]]:
     for call in calls:
         call["turn"] = call["turn"]["turn"]
     calls.sort(key=lambda r: (r["trial_name"], r["segment"], r["step_id"], r["_index"], r["call_index"]))
-    return ([{k: r[k] for k in TRAJECTORY_STEP_COLUMNS} for r in steps],
-            [{k: r[k] for k in TOOL_CALL_COLUMNS} for r in calls])
+    return (
+        [{k: r[k] for k in TRAJECTORY_STEP_COLUMNS} for r in steps],
+        [{k: r[k] for k in TOOL_CALL_COLUMNS} for r in calls],
+    )
 
 
 def expected_trajectory_view(name: str, run_dirs: list[Path]) -> list[Row]:
@@ -1704,7 +1815,7 @@ def _trial_facts(run_dir: Path) -> dict[str, Row]:
 
 
 def _outcome(trial: Row | None) -> str:
-    """"a trajectory whose trial has no outcome (no reward, or no trials row at all) is No reward"."""
+    """ "a trajectory whose trial has no outcome (no reward, or no trials row at all) is No reward"."""
     reward = trial["reward"] if trial else None
     if reward is None:
         return "No reward"
@@ -1724,9 +1835,17 @@ def q_tool_usage(run: str, run_dir: Path) -> list[Row]:
     for name, group in by.items():
         trials = {c["trial_name"] for c in group}
         outcomes = [_outcome(facts.get(t)) for t in trials]
-        rows.append({"run": run, "function_name": name, "calls": len(group), "trials": len(trials),
-                     "success_trials": outcomes.count("Success"), "failure_trials": outcomes.count("Failure"),
-                     "mean_calls_per_trial": len(group) / len(trials)})
+        rows.append(
+            {
+                "run": run,
+                "function_name": name,
+                "calls": len(group),
+                "trials": len(trials),
+                "success_trials": outcomes.count("Success"),
+                "failure_trials": outcomes.count("Failure"),
+                "mean_calls_per_trial": len(group) / len(trials),
+            }
+        )
     return sorted(rows, key=lambda r: (-r["calls"], _none_last(r["function_name"])))
 
 
@@ -1745,22 +1864,30 @@ def q_token_usage(run: str, run_dir: Path) -> list[Row]:
         if not trials:
             continue
         agent = {t: [s for s in per_trial[t] if s["source"] == "agent"] for t in trials}
-        sums = {metric: [sum(v) for t in trials if (v := [s[metric] for s in agent[t] if s[metric] is not None])]
-                for metric in ("prompt_tokens", "completion_tokens")}
-        both = [s for t in trials for s in agent[t]
-                if s["prompt_tokens"] is not None and s["cached_tokens"] is not None]
+        sums = {
+            metric: [sum(v) for t in trials if (v := [s[metric] for s in agent[t] if s[metric] is not None])]
+            for metric in ("prompt_tokens", "completion_tokens")
+        }
+        both = [
+            s for t in trials for s in agent[t] if s["prompt_tokens"] is not None and s["cached_tokens"] is not None
+        ]
         prompt_sum = sum(s["prompt_tokens"] for s in both)
         completions = sums["completion_tokens"]
         prompts = [s["prompt_tokens"] for t in trials for s in agent[t] if s["prompt_tokens"] is not None]
-        rows.append({
-            "run": run, "outcome": outcome, "trials": len(trials), "agent_steps": sum(len(a) for a in agent.values()),
-            "mean_prompt_tokens": _mean([float(v) for v in sums["prompt_tokens"]]),
-            "mean_completion_tokens": _mean([float(v) for v in completions]),
-            "cached_share": sum(s["cached_tokens"] for s in both) / prompt_sum if prompt_sum > 0 else None,
-            "p50_completion_tokens": percentile(completions, 0.5),
-            "p90_completion_tokens": percentile(completions, 0.9),
-            "max_step_prompt_tokens": max(prompts) if prompts else None,
-        })
+        rows.append(
+            {
+                "run": run,
+                "outcome": outcome,
+                "trials": len(trials),
+                "agent_steps": sum(len(a) for a in agent.values()),
+                "mean_prompt_tokens": _mean([float(v) for v in sums["prompt_tokens"]]),
+                "mean_completion_tokens": _mean([float(v) for v in completions]),
+                "cached_share": sum(s["cached_tokens"] for s in both) / prompt_sum if prompt_sum > 0 else None,
+                "p50_completion_tokens": percentile(completions, 0.5),
+                "p90_completion_tokens": percentile(completions, 0.9),
+                "max_step_prompt_tokens": max(prompts) if prompts else None,
+            }
+        )
     return rows
 
 
@@ -1778,13 +1905,23 @@ def q_looping_trials(run: str, run_dir: Path, min_repeats: int = 3) -> list[Row]
         if len(group) < min_repeats:
             continue
         fact = facts.get(trial)
-        rows.append({"run": run, "trial_name": trial, "outcome": _outcome(fact),
-                     "exception_type": fact["exception_type"] if fact else None,
-                     "n_episodes": fact["n_episodes"] if fact else None, "function_name": name,
-                     "arguments": arguments, "repeats": len(group), "first_turn": group[0]["turn"],
-                     "last_turn": group[-1]["turn"]})
-    return sorted(rows, key=lambda r: (-r["repeats"], r["trial_name"], _none_last(r["function_name"]),
-                                       _none_last(r["arguments"])))
+        rows.append(
+            {
+                "run": run,
+                "trial_name": trial,
+                "outcome": _outcome(fact),
+                "exception_type": fact["exception_type"] if fact else None,
+                "n_episodes": fact["n_episodes"] if fact else None,
+                "function_name": name,
+                "arguments": arguments,
+                "repeats": len(group),
+                "first_turn": group[0]["turn"],
+                "last_turn": group[-1]["turn"],
+            }
+        )
+    return sorted(
+        rows, key=lambda r: (-r["repeats"], r["trial_name"], _none_last(r["function_name"]), _none_last(r["arguments"]))
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1792,14 +1929,35 @@ def q_looping_trials(run: str, run_dir: Path, min_repeats: int = 3) -> list[Row]
 # --------------------------------------------------------------------------------------------
 
 FINDING_DEFAULTS: dict[str, Any] = {
-    "slow_factor": 5.0, "critical_factor": 20.0, "idle_share": 0.5, "kv_full_pct": 95.0, "kv_share": 0.1,
-    "waiting_share": 0.25, "span": 5, "drop": 0.1, "rising_steps": 10, "spike_factor": 10.0, "entropy_floor": 0.25,
-    "entropy_first_steps": 5, "staleness_factor": 3.0, "discard_rate": 0.05, "timeout_share": 0.05,
-    "masked_share": 0.05, "no_reward_share": 0.01, "min_repeats": 3, "looping_share": 0.1,
+    "slow_factor": 5.0,
+    "critical_factor": 20.0,
+    "idle_share": 0.5,
+    "kv_full_pct": 95.0,
+    "kv_share": 0.1,
+    "waiting_share": 0.25,
+    "span": 5,
+    "drop": 0.1,
+    "rising_steps": 10,
+    "spike_factor": 10.0,
+    "entropy_floor": 0.25,
+    "entropy_first_steps": 5,
+    "staleness_factor": 3.0,
+    "discard_rate": 0.05,
+    "timeout_share": 0.05,
+    "masked_share": 0.05,
+    "no_reward_share": 0.01,
+    "min_repeats": 3,
+    "looping_share": 0.1,
 }
 #: the spans the trainer declares directly under `step` (docs/semantics.md, timing spans)
-STEP_CHILD_SPANS = ("wait_for_generation_buffer", "convert_to_training_input", "run_training", "sync_weights",
-                    "generate", "postprocess_generator_output")
+STEP_CHILD_SPANS = (
+    "wait_for_generation_buffer",
+    "convert_to_training_input",
+    "run_training",
+    "sync_weights",
+    "generate",
+    "postprocess_generator_output",
+)
 _SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 
 
@@ -1846,11 +2004,31 @@ def _k_of_n(k: int, n: int, what: str) -> str:
     return f"{k:,} of {n:,} {what} ({_percent(k / n)})"
 
 
-def _finding(run: str, kind: str, severity: str, log_file: str | None, steps: tuple[int, int] | None, metric: str,
-             value: float, baseline: float, message: str, evidence: str) -> Row:
-    return {"run": run, "kind": kind, "severity": severity, "log_file": log_file,
-            "step_from": steps[0] if steps else None, "step_to": steps[1] if steps else None, "metric": metric,
-            "value": value, "baseline": baseline, "message": message, "evidence": evidence}
+def _finding(
+    run: str,
+    kind: str,
+    severity: str,
+    log_file: str | None,
+    steps: tuple[int, int] | None,
+    metric: str,
+    value: float,
+    baseline: float,
+    message: str,
+    evidence: str,
+) -> Row:
+    return {
+        "run": run,
+        "kind": kind,
+        "severity": severity,
+        "log_file": log_file,
+        "step_from": steps[0] if steps else None,
+        "step_to": steps[1] if steps else None,
+        "metric": metric,
+        "value": value,
+        "baseline": baseline,
+        "message": message,
+        "evidence": evidence,
+    }
 
 
 def _stretches(firing: list[tuple[int, Row, float, float]], lowest: bool) -> list[dict[str, Any]]:
@@ -1869,9 +2047,16 @@ def _stretches(firing: list[tuple[int, Row, float, float]], lowest: bool) -> lis
             if (item[2] < worst[2]) if lowest else (item[2] > worst[2]):
                 worst = item
         logs = {g[1].get("log_file") for g in group}
-        out.append({"step_from": group[0][1]["step"], "step_to": group[-1][1]["step"],
-                    "log_file": logs.pop() if len(logs) == 1 else None, "worst": worst[1],
-                    "value": worst[2], "baseline": worst[3]})
+        out.append(
+            {
+                "step_from": group[0][1]["step"],
+                "step_to": group[-1][1]["step"],
+                "log_file": logs.pop() if len(logs) == 1 else None,
+                "worst": worst[1],
+                "value": worst[2],
+                "baseline": worst[3],
+            }
+        )
     return out
 
 
@@ -1889,8 +2074,9 @@ def _step_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
         return []
     last = steps[-1]["step"]
     # a step is complete when it has timing/step or a later step exists (the one being written has no step time)
-    done = [(pos, row) for pos, row in enumerate(steps)
-            if isinstance(row.get("timing/step"), float) or row["step"] < last]
+    done = [
+        (pos, row) for pos, row in enumerate(steps) if isinstance(row.get("timing/step"), float) or row["step"] < last
+    ]
     word = shell_word(run)
     out: list[Row] = []
 
@@ -1908,29 +2094,59 @@ def _step_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
     for s in slow:
         ratio = s["value"] / s["baseline"]
         if s["step_from"] == s["step_to"]:
-            text = (f"step {s['worst']['step']} took {duration_text(s['value'])}, {_times(ratio)} the median step "
-                    f"({duration_text(s['baseline'])})")
+            text = (
+                f"step {s['worst']['step']} took {duration_text(s['value'])}, {_times(ratio)} the median step "
+                f"({duration_text(s['baseline'])})"
+            )
         else:
-            text = (f"{_steps_text(s)} each took {number_text(p['slow_factor'])}x the median step "
-                    f"({duration_text(s['baseline'])})"
-                    f" or more; the slowest, step {s['worst']['step']}, took {duration_text(s['value'])} "
-                    f"({_times(ratio)})")
-        children = [(s["worst"][f"timing/{c}"], c) for c in STEP_CHILD_SPANS
-                    if isinstance(s["worst"].get(f"timing/{c}"), float)]
+            text = (
+                f"{_steps_text(s)} each took {number_text(p['slow_factor'])}x the median step "
+                f"({duration_text(s['baseline'])})"
+                f" or more; the slowest, step {s['worst']['step']}, took {duration_text(s['value'])} "
+                f"({_times(ratio)})"
+            )
+        children = [
+            (s["worst"][f"timing/{c}"], c) for c in STEP_CHILD_SPANS if isinstance(s["worst"].get(f"timing/{c}"), float)
+        ]
         if children:
             seconds, span = min(children, key=lambda c: (-c[0], c[1]))
             text += f"; {duration_text(seconds)} of it in {span}"
         severity = "critical" if s["value"] >= p["critical_factor"] * s["baseline"] else "warning"
-        out.append(_finding(run, "slow_step", severity, s["log_file"], (s["step_from"], s["step_to"]), "timing/step",
-                            s["value"], s["baseline"], text, f"rlsql query step_timing --run {word}"))
+        out.append(
+            _finding(
+                run,
+                "slow_step",
+                severity,
+                s["log_file"],
+                (s["step_from"], s["step_to"]),
+                "timing/step",
+                s["value"],
+                s["baseline"],
+                text,
+                f"rlsql query step_timing --run {word}",
+            )
+        )
 
     spikes, _ = over_median("policy/raw_grad_norm", p["spike_factor"])
     for s in spikes:
-        text = (f"{_steps_text(s)}: policy/raw_grad_norm reached {number_text(s['value'])}{_at_worst(s)}, "
-                f"{_times(s['value'] / s['baseline'])} its run median {number_text(s['baseline'])}")
-        out.append(_finding(run, "grad_spike", "warning", s["log_file"], (s["step_from"], s["step_to"]),
-                            "policy/raw_grad_norm", s["value"], s["baseline"], text,
-                            f"rlsql query step_signals --run {word}"))
+        text = (
+            f"{_steps_text(s)}: policy/raw_grad_norm reached {number_text(s['value'])}{_at_worst(s)}, "
+            f"{_times(s['value'] / s['baseline'])} its run median {number_text(s['baseline'])}"
+        )
+        out.append(
+            _finding(
+                run,
+                "grad_spike",
+                "warning",
+                s["log_file"],
+                (s["step_from"], s["step_to"]),
+                "policy/raw_grad_norm",
+                s["value"],
+                s["baseline"],
+                text,
+                f"rlsql query step_signals --run {word}",
+            )
+        )
 
     entropy = series("policy/policy_entropy")
     if entropy:
@@ -1938,26 +2154,58 @@ def _step_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
         assert early is not None
         lows = [(pos, row, v, early) for pos, row, v in entropy if v < p["entropy_floor"] * early]
         for s in _stretches(lows, True):
-            text = (f"{_steps_text(s)}: policy/policy_entropy fell to {number_text(s['value'])}{_at_worst(s)}, below "
-                    f"{number_text(p['entropy_floor'])}x its mean over the first {p['entropy_first_steps']} steps "
-                    f"({number_text(s['baseline'])})")
-            out.append(_finding(run, "entropy_collapse", "warning", s["log_file"], (s["step_from"], s["step_to"]),
-                                "policy/policy_entropy", s["value"], s["baseline"], text,
-                                f"rlsql query step_signals --run {word}"))
+            text = (
+                f"{_steps_text(s)}: policy/policy_entropy fell to {number_text(s['value'])}{_at_worst(s)}, below "
+                f"{number_text(p['entropy_floor'])}x its mean over the first {p['entropy_first_steps']} steps "
+                f"({number_text(s['baseline'])})"
+            )
+            out.append(
+                _finding(
+                    run,
+                    "entropy_collapse",
+                    "warning",
+                    s["log_file"],
+                    (s["step_from"], s["step_to"]),
+                    "policy/policy_entropy",
+                    s["value"],
+                    s["baseline"],
+                    text,
+                    f"rlsql query step_signals --run {word}",
+                )
+            )
 
     stale, _ = over_median("async/staleness_mean", p["staleness_factor"])
-    discards = _stretches([(pos, row, v, float(p["discard_rate"])) for pos, row, v in series("async/discard_rate")
-                           if v >= p["discard_rate"]], False)
+    discards = _stretches(
+        [
+            (pos, row, v, float(p["discard_rate"]))
+            for pos, row, v in series("async/discard_rate")
+            if v >= p["discard_rate"]
+        ],
+        False,
+    )
     for metric, found in (("async/staleness_mean", stale), ("async/discard_rate", discards)):
         for s in found:
             if metric == "async/discard_rate":
                 detail = f"{_percent(s['value'])}{_at_worst(s)}, at or above {_percent(s['baseline'])}"
             else:
-                detail = (f"{number_text(s['value'])}{_at_worst(s)}, {_times(s['value'] / s['baseline'])} its run "
-                          f"median {number_text(s['baseline'])}")
-            out.append(_finding(run, "staleness", "warning", s["log_file"], (s["step_from"], s["step_to"]), metric,
-                                s["value"], s["baseline"], f"{_steps_text(s)}: {metric} reached {detail}",
-                                f"rlsql query async_health --run {word}"))
+                detail = (
+                    f"{number_text(s['value'])}{_at_worst(s)}, {_times(s['value'] / s['baseline'])} its run "
+                    f"median {number_text(s['baseline'])}"
+                )
+            out.append(
+                _finding(
+                    run,
+                    "staleness",
+                    "warning",
+                    s["log_file"],
+                    (s["step_from"], s["step_to"]),
+                    metric,
+                    s["value"],
+                    s["baseline"],
+                    f"{_steps_text(s)}: {metric} reached {detail}",
+                    f"rlsql query async_health --run {word}",
+                )
+            )
 
     # the reward EMA over the complete steps with one; the checkpoint the selector picks (q_best_checkpoint)
     span = p["span"]
@@ -1970,27 +2218,61 @@ def _step_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
         if top - ema >= p["drop"]:
             drops.append((pos, row, ema, top))
     for s in _stretches(drops, True):
-        text = (f"{_steps_text(s)}: the reward EMA ({span}-step) fell to {number_text(s['value'])}{_at_worst(s)}, "
-                f"{number_text(s['baseline'] - s['value'])} below its running maximum {number_text(s['baseline'])}")
-        out.append(_finding(run, "reward_drop", "critical", s["log_file"], (s["step_from"], s["step_to"]),
-                            "reward/avg_raw_reward", s["value"], s["baseline"], text,
-                            f"rlsql query reward_curve --run {word} -p span={span}"))
+        text = (
+            f"{_steps_text(s)}: the reward EMA ({span}-step) fell to {number_text(s['value'])}{_at_worst(s)}, "
+            f"{number_text(s['baseline'] - s['value'])} below its running maximum {number_text(s['baseline'])}"
+        )
+        out.append(
+            _finding(
+                run,
+                "reward_drop",
+                "critical",
+                s["log_file"],
+                (s["step_from"], s["step_to"]),
+                "reward/avg_raw_reward",
+                s["value"],
+                s["baseline"],
+                text,
+                f"rlsql query reward_curve --run {word} -p span={span}",
+            )
+        )
 
     best = q_best_checkpoint(run, run_dir, span)[0]
     save_every = best["save_every"]
-    eligible = [r["step"] for r in curve.values()
-                if r["ema"] is not None and r["step"] % save_every == 0 and r["step"] >= 2 * save_every]
+    eligible = [
+        r["step"]
+        for r in curve.values()
+        if r["ema"] is not None and r["step"] % save_every == 0 and r["step"] >= 2 * save_every
+    ]
     complete_steps = {row["step"]: row for _, row in done}
     n = p["rising_steps"]
-    if (best["step"] is not None and best["step"] == max(eligible) and best["step"] in complete_steps
-            and len(emas) >= n and emas[-1][2] > emas[-n][2]):
+    if (
+        best["step"] is not None
+        and best["step"] == max(eligible)
+        and best["step"] in complete_steps
+        and len(emas) >= n
+        and emas[-1][2] > emas[-n][2]
+    ):
         first, last_ema = emas[-n][2], emas[-1][2]
-        text = (f"the checkpoint picked, step {best['step']}, is the last eligible step, and the reward EMA "
-                f"({span}-step) rose from {number_text(first)} to {number_text(last_ema)} over the last {n} steps: "
-                "training may not have converged")
-        out.append(_finding(run, "still_improving", "info", complete_steps[best["step"]].get("log_file"),
-                            (best["step"], best["step"]), "reward/avg_raw_reward", last_ema, first, text,
-                            f"rlsql query best_checkpoint --run {word} -p span={span}"))
+        text = (
+            f"the checkpoint picked, step {best['step']}, is the last eligible step, and the reward EMA "
+            f"({span}-step) rose from {number_text(first)} to {number_text(last_ema)} over the last {n} steps: "
+            "training may not have converged"
+        )
+        out.append(
+            _finding(
+                run,
+                "still_improving",
+                "info",
+                complete_steps[best["step"]].get("log_file"),
+                (best["step"], best["step"]),
+                "reward/avg_raw_reward",
+                last_ema,
+                first,
+                text,
+                f"rlsql query best_checkpoint --run {word} -p span={span}",
+            )
+        )
     return out
 
 
@@ -2003,19 +2285,49 @@ def _vllm_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
     for log, lines in logs.items():
         n = len(lines)
         rules = [
-            ("idle_engines", "warning", "total_running_requests", p["idle_share"],
-             sum(1 for r in lines if r.get("total_running_requests") == 0),
-             "show no running request: its engines sat idle"),
-            ("kv_cache_pressure", "warning", "avg_gpu_kv_cache_usage_pct", p["kv_share"],
-             sum(1 for r in lines if (v := r.get("avg_gpu_kv_cache_usage_pct")) is not None and v >= p["kv_full_pct"]),
-             f"have a KV-cache usage of {number_text(p['kv_full_pct'])}% or more"),
-            ("waiting_requests", "info", "total_waiting_requests", p["waiting_share"],
-             sum(1 for r in lines if (r.get("total_waiting_requests") or 0) > 0), "have requests waiting"),
+            (
+                "idle_engines",
+                "warning",
+                "total_running_requests",
+                p["idle_share"],
+                sum(1 for r in lines if r.get("total_running_requests") == 0),
+                "show no running request: its engines sat idle",
+            ),
+            (
+                "kv_cache_pressure",
+                "warning",
+                "avg_gpu_kv_cache_usage_pct",
+                p["kv_share"],
+                sum(
+                    1 for r in lines if (v := r.get("avg_gpu_kv_cache_usage_pct")) is not None and v >= p["kv_full_pct"]
+                ),
+                f"have a KV-cache usage of {number_text(p['kv_full_pct'])}% or more",
+            ),
+            (
+                "waiting_requests",
+                "info",
+                "total_waiting_requests",
+                p["waiting_share"],
+                sum(1 for r in lines if (r.get("total_waiting_requests") or 0) > 0),
+                "have requests waiting",
+            ),
         ]
         for kind, severity, metric, threshold, k, what in rules:
             if k / n >= threshold:
-                out.append(_finding(run, kind, severity, log, None, metric, k / n, float(threshold),
-                                    f"{log}: {_k_of_n(k, n, 'vLLM stat lines')} {what}", evidence))
+                out.append(
+                    _finding(
+                        run,
+                        kind,
+                        severity,
+                        log,
+                        None,
+                        metric,
+                        k / n,
+                        float(threshold),
+                        f"{log}: {_k_of_n(k, n, 'vLLM stat lines')} {what}",
+                        evidence,
+                    )
+                )
     return out
 
 
@@ -2027,31 +2339,70 @@ def _trial_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
         route = routing(run_dir)
         n = len(trials)
         rules = [
-            ("timeouts", "warning", "exception_type", p["timeout_share"],
-             sum(1 for t in trials if t["exception_type"] == "AgentTimeoutError"), "ended in AgentTimeoutError",
-             "exception_distribution"),
-            ("masked_trials", "warning", "effective_treatment", p["masked_share"],
-             sum(1 for t in trials if effective_treatment(t, route) == "mask"),
-             "are masked: their exception keeps them out of training", "exception_treatment"),
-            ("no_reward", "info", "reward", p["no_reward_share"],
-             sum(1 for t in trials if t["exception_type"] == NO_EXCEPTION and t["reward"] is None),
-             "have no exception and no reward", "reward_summary"),
+            (
+                "timeouts",
+                "warning",
+                "exception_type",
+                p["timeout_share"],
+                sum(1 for t in trials if t["exception_type"] == "AgentTimeoutError"),
+                "ended in AgentTimeoutError",
+                "exception_distribution",
+            ),
+            (
+                "masked_trials",
+                "warning",
+                "effective_treatment",
+                p["masked_share"],
+                sum(1 for t in trials if effective_treatment(t, route) == "mask"),
+                "are masked: their exception keeps them out of training",
+                "exception_treatment",
+            ),
+            (
+                "no_reward",
+                "info",
+                "reward",
+                p["no_reward_share"],
+                sum(1 for t in trials if t["exception_type"] == NO_EXCEPTION and t["reward"] is None),
+                "have no exception and no reward",
+                "reward_summary",
+            ),
         ]
         for kind, severity, metric, threshold, k, what, query in rules:
             if k / n >= threshold:
-                out.append(_finding(run, kind, severity, None, None, metric, k / n, float(threshold),
-                                    f"{_k_of_n(k, n, 'trials')} {what}", f"rlsql query {query} --run {word}"))
+                out.append(
+                    _finding(
+                        run,
+                        kind,
+                        severity,
+                        None,
+                        None,
+                        metric,
+                        k / n,
+                        float(threshold),
+                        f"{_k_of_n(k, n, 'trials')} {what}",
+                        f"rlsql query {query} --run {word}",
+                    )
+                )
     if trajectory_files(run_dir)[0]:
         steps, _ = trajectory_rows(run_dir)
         with_trajectory = {s["trial_name"] for s in steps}
         looping = {r["trial_name"] for r in q_looping_trials(run, run_dir, p["min_repeats"])}
         if with_trajectory and len(looping) / len(with_trajectory) >= p["looping_share"]:
             k, n = len(looping), len(with_trajectory)
-            out.append(_finding(run, "looping", "warning", None, None, "looping_trials", k / n,
-                                float(p["looping_share"]),
-                                f"{_k_of_n(k, n, 'trials with a trajectory')} repeat a call {p['min_repeats']} "
-                                "times or more",
-                                f"rlsql query looping_trials --run {word} -p min_repeats={p['min_repeats']}"))
+            out.append(
+                _finding(
+                    run,
+                    "looping",
+                    "warning",
+                    None,
+                    None,
+                    "looping_trials",
+                    k / n,
+                    float(p["looping_share"]),
+                    f"{_k_of_n(k, n, 'trials with a trajectory')} repeat a call {p['min_repeats']} times or more",
+                    f"rlsql query looping_trials --run {word} -p min_repeats={p['min_repeats']}",
+                )
+            )
     return out
 
 
@@ -2061,8 +2412,16 @@ def q_findings(run: str, run_dir: Path, **params: Any) -> list[Row]:
     assert not unknown, unknown
     p = {**FINDING_DEFAULTS, **params}
     rows = _step_findings(run, run_dir, p) + _vllm_findings(run, run_dir, p) + _trial_findings(run, run_dir, p)
-    return sorted(rows, key=lambda r: (_SEVERITY_RANK[r["severity"]], _none_last(r["step_from"]), r["kind"],
-                                       r["metric"], _none_last(r["log_file"])))
+    return sorted(
+        rows,
+        key=lambda r: (
+            _SEVERITY_RANK[r["severity"]],
+            _none_last(r["step_from"]),
+            r["kind"],
+            r["metric"],
+            _none_last(r["log_file"]),
+        ),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -2086,8 +2445,9 @@ def fisher_two_sided(a: int, b: int, c: int, d: int) -> float:
     likely than the observed table (x = a) times 1 + 1e-7, at most 1."""
     n1, n2, k = a + b, c + d, a + c
     total = math.comb(n1 + n2, k)
-    probability = {x: Fraction(math.comb(n1, x) * math.comb(n2, k - x), total)
-                   for x in range(max(0, k - n2), min(n1, k) + 1)}
+    probability = {
+        x: Fraction(math.comb(n1, x) * math.comb(n2, k - x), total) for x in range(max(0, k - n2), min(n1, k) + 1)
+    }
     limit = probability[a] * _FISHER_TOLERANCE
     return min(1.0, float(sum(p for p in probability.values() if p <= limit)))
 
@@ -2124,8 +2484,9 @@ def _baseline(run_dirs: list[Path], baseline: str | None) -> Path | None:
     return by_name.get(name)
 
 
-def q_task_diff(run: str, run_dir: Path, baseline: str | None = None, alpha: float = 0.05,
-                run_dirs: list[Path] | None = None) -> list[Row]:
+def q_task_diff(
+    run: str, run_dir: Path, baseline: str | None = None, alpha: float = 0.05, run_dirs: list[Path] | None = None
+) -> list[Row]:
     """The run against the baseline over the tasks both ran with a reward: Fisher's p-value per task,
     Benjamini-Hochberg over those tasks, verdict by the sign of delta where q < alpha; by q, then task."""
     base_dir = _baseline(run_dirs or [run_dir], baseline)
@@ -2135,12 +2496,21 @@ def q_task_diff(run: str, run_dir: Path, baseline: str | None = None, alpha: flo
     rows = []
     for task in sorted(set(base) & set(own)):
         (n1, s1), (n2, s2) = base[task], own[task]
-        rows.append({
-            "run": run, "baseline": run_name(base_dir), "task_name": task,
-            "trials_base": n1, "successes_base": s1, "trials_run": n2, "successes_run": s2,
-            "rate_base": s1 / n1, "rate_run": s2 / n2, "delta": s2 / n2 - s1 / n1,
-            "p_value": fisher_two_sided(s1, n1 - s1, s2, n2 - s2),
-        })
+        rows.append(
+            {
+                "run": run,
+                "baseline": run_name(base_dir),
+                "task_name": task,
+                "trials_base": n1,
+                "successes_base": s1,
+                "trials_run": n2,
+                "successes_run": s2,
+                "rate_base": s1 / n1,
+                "rate_run": s2 / n2,
+                "delta": s2 / n2 - s1 / n1,
+                "p_value": fisher_two_sided(s1, n1 - s1, s2, n2 - s2),
+            }
+        )
     for row, q in zip(rows, benjamini_hochberg([r["p_value"] for r in rows]), strict=True):
         row["q_value"] = q
         changed = q < alpha and row["successes_run"] * row["trials_base"] != row["successes_base"] * row["trials_run"]
@@ -2148,8 +2518,9 @@ def q_task_diff(run: str, run_dir: Path, baseline: str | None = None, alpha: flo
     return sorted(rows, key=lambda r: (r["q_value"], r["task_name"]))
 
 
-def q_run_diff(run: str, run_dir: Path, baseline: str | None = None, alpha: float = 0.05,
-               run_dirs: list[Path] | None = None) -> list[Row]:
+def q_run_diff(
+    run: str, run_dir: Path, baseline: str | None = None, alpha: float = 0.05, run_dirs: list[Path] | None = None
+) -> list[Row]:
     """task_diff in one line: counts, the mean delta with mean -/+ 1.96 sd / sqrt(n), success over the
     shared tasks' trials; a row for every run but the baseline, when the baseline is one of the runs."""
     base_dir = _baseline(run_dirs or [run_dir], baseline)
@@ -2164,15 +2535,20 @@ def q_run_diff(run: str, run_dir: Path, baseline: str | None = None, alpha: floa
         n = sum(t[trials] for t in tasks)
         return sum(t[successes] for t in tasks) / n if n else None
 
-    return [{
-        "run": run, "baseline": run_name(base_dir), "shared_tasks": len(tasks),
-        "improved": sum(t["verdict"] == "improved" for t in tasks),
-        "regressed": sum(t["verdict"] == "regressed" for t in tasks),
-        "mean_delta": mean,
-        "ci_low": mean - half if mean is not None and half is not None else None,
-        "ci_high": mean + half if mean is not None and half is not None else None,
-        "success_base": rate("successes_base", "trials_base"), "success_run": rate("successes_run", "trials_run"),
-    }]
+    return [
+        {
+            "run": run,
+            "baseline": run_name(base_dir),
+            "shared_tasks": len(tasks),
+            "improved": sum(t["verdict"] == "improved" for t in tasks),
+            "regressed": sum(t["verdict"] == "regressed" for t in tasks),
+            "mean_delta": mean,
+            "ci_low": mean - half if mean is not None and half is not None else None,
+            "ci_high": mean + half if mean is not None and half is not None else None,
+            "success_base": rate("successes_base", "trials_base"),
+            "success_run": rate("successes_run", "trials_run"),
+        }
+    ]
 
 
 def q_group_curves(run_dirs: list[Path], key: str | None = None, span: int = 5) -> list[Row]:
@@ -2192,11 +2568,20 @@ def q_group_curves(run_dirs: list[Path], key: str | None = None, span: int = 5) 
         mean = statistics.fmean(emas)
         std = statistics.stdev(emas) if len(emas) > 1 else None
         half = 1.96 * std / math.sqrt(len(emas)) if std is not None else None
-        out.append({
-            "key": key, "value": value, "step": step, "runs": len(emas), "mean_ema": mean, "std_ema": std,
-            "ci_low": mean - half if half is not None else None, "ci_high": mean + half if half is not None else None,
-            "min_ema": min(emas), "max_ema": max(emas),
-        })
+        out.append(
+            {
+                "key": key,
+                "value": value,
+                "step": step,
+                "runs": len(emas),
+                "mean_ema": mean,
+                "std_ema": std,
+                "ci_low": mean - half if half is not None else None,
+                "ci_high": mean + half if half is not None else None,
+                "min_ema": min(emas),
+                "max_ema": max(emas),
+            }
+        )
     return out
 
 
@@ -2226,10 +2611,27 @@ QUERIES: dict[str, Callable[..., list[Row]]] = {
     "findings": q_findings,
 }
 
-RUN_SUMMARY_COLUMNS = ["run", "steps", "trials", "trials_with_reward", "success_rate", "mean_reward", "final_ema",
-                       "best_ema", "best_ema_step", "best_checkpoint_step", "best_checkpoint_ema", "mean_step_time_s",
-                       "training_time_s", "timeout_rate", "context_length_rate", "mean_staleness", "slowest_span",
-                       "slowest_span_mean_s", "slowest_span_share"]
+RUN_SUMMARY_COLUMNS = [
+    "run",
+    "steps",
+    "trials",
+    "trials_with_reward",
+    "success_rate",
+    "mean_reward",
+    "final_ema",
+    "best_ema",
+    "best_ema_step",
+    "best_checkpoint_step",
+    "best_checkpoint_ema",
+    "mean_step_time_s",
+    "training_time_s",
+    "timeout_rate",
+    "context_length_rate",
+    "mean_staleness",
+    "slowest_span",
+    "slowest_span_mean_s",
+    "slowest_span_share",
+]
 
 # queries.md: the columns of each query, in order
 COLUMNS: dict[str, list[str]] = {
@@ -2293,7 +2695,7 @@ def expected(name: str, run_dirs: list[Path], **params: Any) -> list[Row]:
     with _one_call():
         for run_dir in sorted((Path(d) for d in run_dirs), key=run_name):
             for row in query(run_name(run_dir), run_dir, **params):
-                fixed = list(row)[:len(COLUMNS[name])] if name == "run_table" else list(row)
+                fixed = list(row)[: len(COLUMNS[name])] if name == "run_table" else list(row)
                 assert fixed == COLUMNS[name], (name, list(row))
                 out.append(row)
     return out

@@ -56,8 +56,11 @@ def issues(run: Path) -> list[tuple[int | None, str]]:
 
 
 def digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 # -- item 3: a path is a file, never a glob pattern ---------------------------------------------------
@@ -100,8 +103,10 @@ def test_a_file_outside_the_list_is_an_error_not_filtered(tmp_path: Path, monkey
     # the read_csv macro (sources/_csv_reader.sql.j2) is imported, and Jinja keeps an imported template's
     # module with the filters it was made with: no template cache while the filter is swapped
     monkeypatch.setattr(load_catalog().env, "cache", None)
-    with pytest.raises(rlsql.DataError, match=re.escape(f"{tmp_path / 'run1' / TRIALS}: DuckDB read this file, "
-                                                        "which is not one of the files listed")):
+    with pytest.raises(
+        rlsql.DataError,
+        match=re.escape(f"{tmp_path / 'run1' / TRIALS}: DuckDB read this file, which is not one of the files listed"),
+    ):
         rlsql.query("reward_summary", [tmp_path / "run[1]"])
 
 
@@ -144,19 +149,23 @@ def header_case(tmp_path: Path, header: str) -> tuple[Path, Path]:
     return bad, good
 
 
-@pytest.mark.parametrize("header,problem", [
-    ("task_name,trial_name,n_episodes,reward,reward\n", "header repeats column reward"),
-    ("task_name,trial_name,n_episodes,,reward\n", "header has an empty column name (column 4)"),
-    ("task_name;trial_name;n_episodes;exception_type;reward\n", "delimiter is not a comma"),
-    ("task_name\ttrial_name\tn_episodes\texception_type\treward\n", "delimiter is not a comma"),
-])
+@pytest.mark.parametrize(
+    "header,problem",
+    [
+        ("task_name,trial_name,n_episodes,reward,reward\n", "header repeats column reward"),
+        ("task_name,trial_name,n_episodes,,reward\n", "header has an empty column name (column 4)"),
+        ("task_name;trial_name;n_episodes;exception_type;reward\n", "delimiter is not a comma"),
+        ("task_name\ttrial_name\tn_episodes\texception_type\treward\n", "delimiter is not a comma"),
+    ],
+)
 def test_header_that_cannot_be_read_skips_the_file_naming_line_1(tmp_path: Path, header: str, problem: str) -> None:
     bad, good = header_case(tmp_path, header)
     rows, warned = caught_query("turn_stats", [bad, good])
     assert [(r["run"], r["trials"]) for r in rows] == [("bad", 0), ("good", 2)]
     assert f"{bad / TRIALS}:1: {problem}" in warned and "file skipped" in warned
-    assert any(line == 1 and p.startswith(problem) and p.endswith("; file skipped, no rows read")
-               for line, p in issues(bad))
+    assert any(
+        line == 1 and p.startswith(problem) and p.endswith("; file skipped, no rows read") for line, p in issues(bad)
+    )
 
 
 def test_spaces_around_header_names_are_stripped_with_a_warning(tmp_path: Path) -> None:
@@ -186,8 +195,12 @@ def test_unlistable_sub_folder_is_skipped_with_a_warning(tmp_path: Path) -> None
     locked.mkdir()
     locked.chmod(0)
     try:
-        done = subprocess.run([*refused_by_mode(), sys.executable, "-m", "rlsql", "runs", "-r", str(tmp_path / "runs"),
-                               "-f", "json"], capture_output=True, text=True, env={**os.environ, "RLSQL_CACHE": "off"})
+        done = subprocess.run(
+            [*refused_by_mode(), sys.executable, "-m", "rlsql", "runs", "-r", str(tmp_path / "runs"), "-f", "json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "RLSQL_CACHE": "off"},
+        )
     finally:
         locked.chmod(0o755)
     assert done.returncode == 0, done.stderr
@@ -248,7 +261,8 @@ def test_stray_cr_through_the_cli_exits_0_with_one_warning(tmp_path: Path, capsy
     assert out.splitlines()[1].startswith("a,2,2.0"), out
     assert [line for line in err.splitlines() if "carriage return" in line] == [
         f"rlsql: warning: {bad}:3: a carriage return (CR) inside a line: DuckDB cannot parse the file; "
-        "file skipped, no rows read"]
+        "file skipped, no rows read"
+    ]
     assert "Traceback" not in err and bad.read_bytes() == before
 
 
@@ -256,8 +270,9 @@ def test_stray_cr_through_the_cli_exits_0_with_one_warning(tmp_path: Path, capsy
 
 
 def test_out_of_range_turns_are_a_bad_cell_not_a_failed_query(tmp_path: Path) -> None:
-    run = write(tmp_path / "r", TRIALS, HEADER + "t,t__1,99999999999999999999,,1.0\nt,t__2,4,,0.0\n"
-                "t,t__3,2.5,,1.0\n").parent
+    run = write(
+        tmp_path / "r", TRIALS, HEADER + "t,t__1,99999999999999999999,,1.0\nt,t__2,4,,0.0\nt,t__3,2.5,,1.0\n"
+    ).parent
     rows, _ = caught_query("turn_stats", [run])
     # by hand: only t__2's 4 turns are an integer in range; the other two cells are bad, not rounded
     assert (rows[0]["trials"], rows[0]["max"], rows[0]["min"]) == (1, 4, 4)
@@ -268,28 +283,39 @@ def test_out_of_range_turns_are_a_bad_cell_not_a_failed_query(tmp_path: Path) ->
 
 
 def test_a_query_names_the_file_and_lines_of_bad_whole_number_cells(tmp_path: Path) -> None:
-    path = write(tmp_path / "r", TRIALS, HEADER + "t,t__1,99999999999999999999,,1.0\nt,t__2,4,,0.0\n"
-                 "t,t__3,2.5,,1.0\nt,t__4,3.0,,1.0\nt,t__5,nan,,1.0\n")
+    path = write(
+        tmp_path / "r",
+        TRIALS,
+        HEADER + "t,t__1,99999999999999999999,,1.0\nt,t__2,4,,0.0\nt,t__3,2.5,,1.0\nt,t__4,3.0,,1.0\nt,t__5,nan,,1.0\n",
+    )
     rows, said = caught_query("turn_stats", [path.parent])
     assert (rows[0]["trials"], rows[0]["min"], rows[0]["max"]) == (2, 3, 4)  # 4 and 3.0 only
     # by hand: lines 2 and 4 hold the bad cells; 3.0 is 3 and nan is empty (as in every numeric column)
-    assert (f"{path}: 2 cells not a whole number up to 2**53, read as empty "
-            "(line 2: column n_episodes: '99999999999999999999'; line 4: column n_episodes: '2.5')") in said
+    assert (
+        f"{path}: 2 cells not a whole number up to 2**53, read as empty "
+        "(line 2: column n_episodes: '99999999999999999999'; line 4: column n_episodes: '2.5')"
+    ) in said
     assert said.count("whole number") == 1
 
 
 def test_a_query_names_the_line_of_a_bad_step(tmp_path: Path) -> None:
-    path = write(tmp_path / "r", METRICS, "log_file,trainer/global_step,reward/avg_raw_reward\n"
-                 "j,1,0.5\nj,2.5,0.7\nj,3,0.9\n")
+    path = write(
+        tmp_path / "r", METRICS, "log_file,trainer/global_step,reward/avg_raw_reward\nj,1,0.5\nj,2.5,0.7\nj,3,0.9\n"
+    )
     rows, said = caught_query("reward_curve", [path.parent])
     assert [r["step"] for r in rows] == [1, 3]
-    assert f"{path}: 1 cell not a whole number up to 2**53, read as empty (line 3: column trainer/global_step: '2.5')" \
+    assert (
+        f"{path}: 1 cell not a whole number up to 2**53, read as empty (line 3: column trainer/global_step: '2.5')"
         in said
+    )
 
 
 def test_out_of_range_step_does_not_crash_check(tmp_path: Path) -> None:
-    run = write(tmp_path / "r", METRICS, "log_file,trainer/global_step,reward/avg_raw_reward\n"
-                "j,1,0.5\nj,99999999999999999999,0.7\nj,3,0.9\n").parent
+    run = write(
+        tmp_path / "r",
+        METRICS,
+        "log_file,trainer/global_step,reward/avg_raw_reward\nj,1,0.5\nj,99999999999999999999,0.7\nj,3,0.9\n",
+    ).parent
     found = issues(run)
     assert any(line == 3 and "trainer/global_step" in p for line, p in found), found
     rows, _ = caught_query("reward_curve", [run])
@@ -351,8 +377,9 @@ def test_check_accounts_for_every_line_even_when_duckdb_drops_one(long_line_run:
 
 # -- property test: random folder trees and names, answers equal the oracle's, no byte changes ----------
 
-SOURCES = {name: sorted(p.name for p in (RUNS / name).iterdir() if p.is_file())
-           for name in ("tiny", "newest", "harbor_csv")}
+SOURCES = {
+    name: sorted(p.name for p in (RUNS / name).iterdir() if p.is_file()) for name in ("tiny", "newest", "harbor_csv")
+}
 HOSTILE_CHARS = "[]*?'\";\n\\ ab1_-.é"
 names = st.text(alphabet=HOSTILE_CHARS, min_size=1, max_size=6).filter(lambda n: n not in (".", ".."))
 stamps = st.sampled_from(["20250101_000000", "20260105_120000", "20261231_235959"])
@@ -392,8 +419,12 @@ def test_random_trees_answer_as_the_oracle_and_stay_untouched(tmp_path_factory, 
     # a path with a backslash and a glob character is skipped on purpose (test above), not answered
     assume(not any("\\" in f"{top}/{folder}" and any(c in f"{top}/{folder}" for c in "[]*?") for folder, _, _ in trees))
     # ...and so is a globbed path beside a folder whose name starts with a backslash (next test)
-    assume(not (any(folder.split("/")[0].startswith("\\") for folder, _, _ in trees)
-                and any(c in f"{top}/{folder}" for folder, _, _ in trees for c in "[]*?")))
+    assume(
+        not (
+            any(folder.split("/")[0].startswith("\\") for folder, _, _ in trees)
+            and any(c in f"{top}/{folder}" for folder, _, _ in trees for c in "[]*?")
+        )
+    )
     root = tmp_path_factory.mktemp("tree") / top
     run_dirs = []
     for folder, source, files in trees:
@@ -405,8 +436,9 @@ def test_random_trees_answer_as_the_oracle_and_stay_untouched(tmp_path_factory, 
     before = digest(root)
     spec = [root] if as_folder else run_dirs
     for name in PROPERTY_QUERIES:
-        if not any(oracle.find_artifacts(d)["vllm" if name == "vllm_summary" else "trials"] for d in run_dirs) \
-                and name in ("vllm_summary", "reward_summary", "exception_distribution"):
+        if not any(
+            oracle.find_artifacts(d)["vllm" if name == "vllm_summary" else "trials"] for d in run_dirs
+        ) and name in ("vllm_summary", "reward_summary", "exception_distribution"):
             with pytest.raises(rlsql.DataError):
                 rlsql.query(name, spec)
             continue

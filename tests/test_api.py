@@ -14,8 +14,16 @@ from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import RUNS
 
-TRIAL_QUERIES = ["turn_stats", "turn_percentiles", "turns_by_exception", "turns_by_outcome",
-                 "exception_distribution", "exception_treatment", "reward_summary", "trial_phases"]
+TRIAL_QUERIES = [
+    "turn_stats",
+    "turn_percentiles",
+    "turns_by_exception",
+    "turns_by_outcome",
+    "exception_distribution",
+    "exception_treatment",
+    "reward_summary",
+    "trial_phases",
+]
 
 
 def test_result_gives_rows_dataframe_and_arrow() -> None:
@@ -49,8 +57,10 @@ def test_connect_gives_every_view_and_macro() -> None:
     assert {"trials", "steps", "metric_rows", "metrics_long", "vllm_seconds", "config", "span_seconds"} <= views
     assert {"turns_by_exception", "best_checkpoint"} <= views
     trials = con.execute("SELECT run, count(*) FROM trials GROUP BY run ORDER BY run").fetchall()
-    assert trials == [("newest", len(oracle.read_trials(RUNS / "newest"))),
-                      ("tiny", len(oracle.read_trials(RUNS / "tiny")))]
+    assert trials == [
+        ("newest", len(oracle.read_trials(RUNS / "newest"))),
+        ("tiny", len(oracle.read_trials(RUNS / "tiny"))),
+    ]
 
 
 def test_a_connection_sees_a_live_run_grow(tmp_path: Path) -> None:
@@ -105,10 +115,14 @@ def make_run(root: Path, name: str, trials: str | None = None, metrics: str | No
 @pytest.mark.parametrize("name", TRIAL_QUERIES)
 def test_older_trials_file_with_fewer_columns(tmp_path: Path, name: str) -> None:
     # an older parser: no token columns, no durations, columns in another order, CRLF, a UTF-8 BOM
-    run = make_run(tmp_path, "old", trials=(
-        "\ufeffreward,exception_type,n_episodes,trial_name,task_name\r\n"
-        "1.0,,3.0,a__1,a\r\n0.0,AgentTimeoutError,1.0,a__2,a\r\n,DaytonaError,,b__1,b\r\n1.0,,4.0,b__2,b\r\n"
-    ))
+    run = make_run(
+        tmp_path,
+        "old",
+        trials=(
+            "\ufeffreward,exception_type,n_episodes,trial_name,task_name\r\n"
+            "1.0,,3.0,a__1,a\r\n0.0,AgentTimeoutError,1.0,a__2,a\r\n,DaytonaError,,b__1,b\r\n1.0,,4.0,b__2,b\r\n"
+        ),
+    )
     assert_rows_match(rlsql.query(name, [run]).to_dicts(), oracle.expected(name, [run]), f"{name} on older file")
 
 
@@ -120,14 +134,17 @@ def test_header_only_trials_file(tmp_path: Path, name: str) -> None:
 
 def test_metrics_with_missing_reward_and_timing_columns(tmp_path: Path) -> None:
     run = make_run(tmp_path, "bare", metrics="log_file,policy/policy_entropy,global_step\njob_1,0.5,1\njob_1,0.4,2\n")
-    for name in ("run_overview", "reward_curve", "best_checkpoint", "async_health", "timing_breakdown",
-                 "step_timing"):
+    for name in ("run_overview", "reward_curve", "best_checkpoint", "async_health", "timing_breakdown", "step_timing"):
         assert_rows_match(rlsql.query(name, [run]).to_dicts(), oracle.expected(name, [run]), name)
 
 
 def test_unreadable_rows_are_skipped_with_a_warning_naming_file_and_line(tmp_path: Path) -> None:
-    run = make_run(tmp_path, "bad", trials="task_name,trial_name,n_episodes,exception_type,reward\n"
-                                           "t,t__1,2,,1.0\nt,t__2,abc,,1.0\nt,t__3,4,,0.0,extra\nt,t__4,nan,,1.0\nt,t__5,6")
+    run = make_run(
+        tmp_path,
+        "bad",
+        trials="task_name,trial_name,n_episodes,exception_type,reward\n"
+        "t,t__1,2,,1.0\nt,t__2,abc,,1.0\nt,t__3,4,,0.0,extra\nt,t__4,nan,,1.0\nt,t__5,6",
+    )
     with pytest.warns(rlsql.RlsqlWarning) as caught:
         rows = rlsql.query("turn_stats", [run]).to_dicts()
     # by hand: t__1 (2 turns) is read; t__4's nan reads as empty; lines 3, 4 and 6 cannot be read

@@ -38,8 +38,9 @@ def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     (runs / "badcfg" / "rl_config.yaml").write_text("trainer: [unclosed\n")
     refused = {next((runs / "nolog" / "logs").glob("*554410.out")), next((runs / "nocsv").glob("*_trial_results.csv"))}
     real = folders.unreadable
-    monkeypatch.setattr(folders, "unreadable",
-                        lambda path: "cannot read (Permission denied)" if Path(path) in refused else real(path))
+    monkeypatch.setattr(
+        folders, "unreadable", lambda path: "cannot read (Permission denied)" if Path(path) in refused else real(path)
+    )
     real_first_line = folders._first_line
 
     def first_line(path):
@@ -52,8 +53,13 @@ def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 
 
 COMMANDS = [
-    ["query", "turn_stats"], ["query", "reward_curve"], ["query", "vllm_summary"], ["query", "run_table"],
-    ["sql", "SELECT run, count(*) AS n FROM trials GROUP BY run ORDER BY run"], ["check"], ["runs"],
+    ["query", "turn_stats"],
+    ["query", "reward_curve"],
+    ["query", "vllm_summary"],
+    ["query", "run_table"],
+    ["sql", "SELECT run, count(*) AS n FROM trials GROUP BY run ORDER BY run"],
+    ["check"],
+    ["runs"],
 ]
 
 
@@ -78,13 +84,15 @@ def test_every_command_answers_the_other_runs_and_exits_0(args, fleet, capsys, m
 
 def test_export_and_report_answer_the_other_runs_and_exit_0(fleet, tmp_path, capsys, monkeypatch) -> None:
     out = tmp_path / "bi"
-    code, _, err = run_main(["export", "turn_stats", "reward_curve", "-r", str(fleet["root"] / "*"), "-o", str(out)],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "turn_stats", "reward_curve", "-r", str(fleet["root"] / "*"), "-o", str(out)], capsys, monkeypatch
+    )
     assert code == 0, err
     assert (out / "turn_stats.parquet").is_file() and (out / "reward_curve.parquet").is_file()
     # matplotlib comes with the test extra: the report half always runs
-    code, _, err = run_main(["report", "-r", str(fleet["root"] / "*"), "-o", str(tmp_path / "rep")],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["report", "-r", str(fleet["root"] / "*"), "-o", str(tmp_path / "rep")], capsys, monkeypatch
+    )
     assert code == 0, err
     assert (tmp_path / "rep" / "report.md").is_file()
 
@@ -110,9 +118,25 @@ def test_an_unreadable_log_is_one_warning_when_the_kernel_refuses_it(tmp_path: P
     shutil.copytree(RUNS / "rawlogs", root / "r2")
     log = next((root / "r1" / "logs").glob("*554410.out"))
     log.chmod(0)
-    done = subprocess.run([*refused_by_mode(), sys.executable, "-m", "rlsql", "query", "reward_curve",
-                           "-r", str(root / "r1"), "-r", str(root / "r2"), "-f", "json"],
-                          capture_output=True, text=True, env={**os.environ, "RLSQL_CACHE": "off"})
+    done = subprocess.run(
+        [
+            *refused_by_mode(),
+            sys.executable,
+            "-m",
+            "rlsql",
+            "query",
+            "reward_curve",
+            "-r",
+            str(root / "r1"),
+            "-r",
+            str(root / "r2"),
+            "-f",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RLSQL_CACHE": "off"},
+    )
     assert done.returncode == 0, done.stderr
     assert f"{log}: cannot read (Permission denied); log skipped" in done.stderr
     assert {r["run"] for r in json.loads(done.stdout)} == {"r1", "r2"}
@@ -128,8 +152,9 @@ def test_export_says_each_problem_once_for_all_its_queries(tmp_path, capsys, mon
         shutil.copytree(RUNS / "tiny", runs / f"tiny_{i}")
     for i in range(3):
         shutil.copytree(RUNS / "newest", runs / f"newest_{i}")
-    code, _, err = run_main(["export", "--all", "-r", str(runs / "*"), "-o", str(tmp_path / "out")],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "--all", "-r", str(runs / "*"), "-o", str(tmp_path / "out")], capsys, monkeypatch
+    )
     assert code == 0, err
     warned = [line for line in err.splitlines() if line.startswith("rlsql: warning: ")]
     vllm = [line for line in warned if "has no vLLM engine stats" in line]
@@ -137,7 +162,9 @@ def test_export_says_each_problem_once_for_all_its_queries(tmp_path, capsys, mon
     assert "vllm_summary" in vllm[0] and "(and 2 more like it: run 'newest_" in vllm[0]
     skipped = [line for line in warned if line.startswith("rlsql: warning: skipping ")]
     assert len(skipped) == 1, err
-    assert skipped[0].startswith("rlsql: warning: skipping looping_trials, token_usage and tool_usage: "
-                                 "no run has the agent trajectories they read (5 runs)")
+    assert skipped[0].startswith(
+        "rlsql: warning: skipping looping_trials, token_usage and tool_usage: "
+        "no run has the agent trajectories they read (5 runs)"
+    )
     # every kind once: no two lines say the same once the queries they name are taken out
     assert len(warned) == len({line.split(";")[0] for line in warned}), err

@@ -45,7 +45,7 @@ def test_an_edit_in_place_then_growth_is_read_again(steps: int, tmp_path: Path, 
         assert log.stat().st_size > logentries.FULL_CHECK_BYTES / 40  # several MiB: the sampled check applies
     text = log.read_text()
     at = text.index("'reward/avg_raw_reward': '0.0200'")
-    edited = text[:at] + "'reward/avg_raw_reward': '9.9999'" + text[at + len("'reward/avg_raw_reward': '0.0200'"):]
+    edited = text[:at] + "'reward/avg_raw_reward': '9.9999'" + text[at + len("'reward/avg_raw_reward': '0.0200'") :]
     assert len(edited) == len(text)
     log.write_text(edited + NOISE + block(steps + 1, "0.7700"))
     got = rewards(run)

@@ -53,6 +53,7 @@ def one_line(err: str) -> str:
 
 # -- D1: no command writes into a run folder it was not given -------------------------------------------
 
+
 def test_no_command_writes_into_a_run_folder_that_is_not_among_its_runs(runs: Path, capsys, monkeypatch) -> None:
     r1, r2 = runs / "r1", runs / "r2"
     trials_csv = next(r1.glob("*_trial_results.csv"))
@@ -84,16 +85,19 @@ def test_a_report_never_goes_into_or_among_run_folders(runs: Path, capsys, monke
 
 # -- D7: export never writes beside the run folders of a folder of runs ----------------------------------
 
+
 def test_export_into_the_folder_of_runs_it_reads_is_refused(runs: Path, capsys, monkeypatch) -> None:
     before = tree(runs)
     for extra in ([], ["--partition-by", "run"]):
-        code, out, err = run_main(["export", "--all", "-r", str(runs / "*"), "-o", str(runs), *extra],
-                                  capsys, monkeypatch)
+        code, out, err = run_main(
+            ["export", "--all", "-r", str(runs / "*"), "-o", str(runs), *extra], capsys, monkeypatch
+        )
         assert code == 2 and out == "" and f"{runs}: holds run folder" in one_line(err), err
         assert tree(runs) == before
 
 
 # -- D8: -o onto a FIFO, a device, stdout ----------------------------------------------------------------
+
 
 def reading(fifo: Path) -> tuple[threading.Thread, list[bytes]]:
     """A reader of `fifo` in a thread (as `cat FIFO` would be), collecting what it reads."""
@@ -112,8 +116,9 @@ def test_o_onto_a_fifo_writes_into_it(tmp_path: Path, capsys, monkeypatch) -> No
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     reader, got = reading(fifo)
-    code, out, err = run_main(["query", "turn_stats", "-r", str(RUNS / "tiny"), "-f", "json", "-o", str(fifo)],
-                              capsys, monkeypatch)
+    code, out, err = run_main(
+        ["query", "turn_stats", "-r", str(RUNS / "tiny"), "-f", "json", "-o", str(fifo)], capsys, monkeypatch
+    )
     reader.join(timeout=60)
     assert code == 0 and out == "", err
     assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO: nothing renamed over it
@@ -127,16 +132,18 @@ def test_o_onto_a_character_device_writes_into_it(tmp_path: Path, capsys, monkey
     device = tmp_path / "null"
     os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     for fmt in ("csv", "json", "table"):
-        code, _, err = run_main(["query", "trials", "-r", str(RUNS / "calendar"), "-f", fmt, "-o", str(device)],
-                                capsys, monkeypatch)
+        code, _, err = run_main(
+            ["query", "trials", "-r", str(RUNS / "calendar"), "-f", fmt, "-o", str(device)], capsys, monkeypatch
+        )
         assert code == 0, err
         assert stat.S_ISCHR(device.lstat().st_mode), fmt
     assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]  # no temporary left beside it
 
 
 def test_o_dash_is_stdout(capsys, monkeypatch) -> None:
-    code, out, _ = run_main(["query", "turn_stats", "-r", str(RUNS / "tiny"), "-f", "json", "-o", "-"],
-                            capsys, monkeypatch)
+    code, out, _ = run_main(
+        ["query", "turn_stats", "-r", str(RUNS / "tiny"), "-f", "json", "-o", "-"], capsys, monkeypatch
+    )
     assert code == 0
     assert_rows_match(json.loads(out), oracle.expected("turn_stats", [RUNS / "tiny"]), "-o -")
 
@@ -147,8 +154,9 @@ def test_o_onto_a_folder_or_a_socket_is_refused_in_one_line(tmp_path: Path, caps
     server.bind(str(sock_path))
     try:
         for target, what in ((tmp_path, "a folder"), (sock_path, "a socket")):
-            code, out, err = run_main(["query", "turn_stats", "-r", str(RUNS / "tiny"), "-o", str(target)],
-                                      capsys, monkeypatch)
+            code, out, err = run_main(
+                ["query", "turn_stats", "-r", str(RUNS / "tiny"), "-o", str(target)], capsys, monkeypatch
+            )
             assert code == 2 and out == "" and f"is {what}" in one_line(err), err
     finally:
         server.close()
@@ -166,6 +174,7 @@ def test_o_through_a_symlink_replaces_the_file_it_points_to(tmp_path: Path, caps
 
 
 # -- issue 42, item 5: db build (every write target) never renames over a FIFO, a device or a link ------
+
 
 def tables_in(database: bytes, tmp_path: Path) -> set[str]:
     """The tables and views of a DuckDB database given as its bytes (opened read-only from a copy)."""
@@ -229,6 +238,7 @@ def test_db_build_onto_a_socket_is_refused_in_one_line(tmp_path: Path, capsys, m
 
 # -- every format's rows whole, as the oracle computes them ---------------------------------------------
 
+
 @pytest.mark.parametrize("fmt", ["csv", "json", "jsonl", "table", "markdown"])
 def test_every_format_to_a_file_and_to_stdout_holds_every_row(fmt: str, tmp_path: Path, capsys, monkeypatch) -> None:
     run = RUNS / "calendar"
@@ -255,14 +265,21 @@ def test_every_format_to_a_file_and_to_stdout_holds_every_row(fmt: str, tmp_path
 
 
 def test_json_writes_nan_as_null_and_timestamps_in_iso_8601(tmp_path: Path, capsys, monkeypatch) -> None:
-    sql = ("SELECT 'nan'::DOUBLE AS nan, 'inf'::DOUBLE AS inf, 1.5::DOUBLE AS x, "
-           "TIMESTAMP '2026-06-01 09:00:00' AS t0, TIMESTAMP '2026-06-01 09:00:00.25' AS t1")
+    sql = (
+        "SELECT 'nan'::DOUBLE AS nan, 'inf'::DOUBLE AS inf, 1.5::DOUBLE AS x, "
+        "TIMESTAMP '2026-06-01 09:00:00' AS t0, TIMESTAMP '2026-06-01 09:00:00.25' AS t1"
+    )
     for fmt in ("json", "jsonl"):
         code, out, err = run_main(["sql", sql, "-r", str(RUNS / "tiny"), "-f", fmt], capsys, monkeypatch)
         assert code == 0, err
         (row,) = json.loads(out) if fmt == "json" else [json.loads(out)]
-        assert row == {"nan": None, "inf": None, "x": 1.5, "t0": "2026-06-01T09:00:00",
-                       "t1": "2026-06-01T09:00:00.250000"}  # Python's isoformat, by hand
+        assert row == {
+            "nan": None,
+            "inf": None,
+            "x": 1.5,
+            "t0": "2026-06-01T09:00:00",
+            "t1": "2026-06-01T09:00:00.250000",
+        }  # Python's isoformat, by hand
 
 
 def test_a_table_on_a_terminal_holds_a_bounded_number_of_rows_and_says_how_many_more(capsys, monkeypatch) -> None:
@@ -281,6 +298,7 @@ def test_a_table_on_a_terminal_holds_a_bounded_number_of_rows_and_says_how_many_
 
 # -- M1, M2 -------------------------------------------------------------------------------------------
 
+
 def test_markdown_escapes_every_cell(tmp_path: Path, capsys, monkeypatch) -> None:
     run = tmp_path / "<b>x|y`z"
     shutil.copytree(RUNS / "tiny", run)
@@ -292,8 +310,11 @@ def test_markdown_escapes_every_cell(tmp_path: Path, capsys, monkeypatch) -> Non
 
 
 def test_sql_may_start_with_a_comment(capsys, monkeypatch) -> None:
-    code, out, err = run_main(["sql", "-- how many trials\nSELECT count(*) AS n FROM trials", "-r",
-                               str(RUNS / "tiny"), "-f", "csv"], capsys, monkeypatch)
+    code, out, err = run_main(
+        ["sql", "-- how many trials\nSELECT count(*) AS n FROM trials", "-r", str(RUNS / "tiny"), "-f", "csv"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     assert out == f"n\n{len(oracle.read_trials(RUNS / 'tiny'))}\n"
 
@@ -309,13 +330,25 @@ def test_an_export_onto_a_full_disk_leaves_no_orphaned_sources_list(tmp_path: Pa
     run = tmp_path / "r"
     run.mkdir()
     rows = [f"t,{hashlib.sha256(str(i).encode()).hexdigest()}__{i},{i % 9},,1.0" for i in range(20000)]
-    (run / "trial_results.csv").write_text("task_name,trial_name,n_episodes,exception_type,reward\n"
-                                           + "\n".join(rows) + "\n")
+    (run / "trial_results.csv").write_text(
+        "task_name,trial_name,n_episodes,exception_type,reward\n" + "\n".join(rows) + "\n"
+    )
     out = tmp_path / "out"
     env = {**os.environ, "RLSQL_CACHE": "off"}
-    done = subprocess.run(["bash", "-c", 'trap "" XFSZ; ulimit -f 300; exec "$0" export reward_summary trials '
-                           '-f parquet -o "$1" -r "$2"', rlsql_exe, str(out), str(run)],
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'trap "" XFSZ; ulimit -f 300; exec "$0" export reward_summary trials -f parquet -o "$1" -r "$2"',
+            rlsql_exe,
+            str(out),
+            str(run),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 4, done.stderr
     assert f"{out / 'trials.parquet'}: cannot write (File too large)" in done.stderr
     names = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))

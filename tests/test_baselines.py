@@ -113,7 +113,10 @@ def test_baseline_script_prints_the_figures(script: str) -> None:
     run = RUNS / "calendar"
     done = subprocess.run(
         [sys.executable, str(BENCH / f"{script}.py"), "turns_by_exception", str(run)],
-        capture_output=True, text=True, check=True, timeout=120,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     assert_rows_match(parse_csv(done.stdout), oracle.expected("turns_by_exception", [run]), script)
 
@@ -121,7 +124,9 @@ def test_baseline_script_prints_the_figures(script: str) -> None:
 def test_baselines_refuse_a_run_without_a_trials_csv(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(BENCH / "pandas_baseline.py"), "turn_stats", str(tmp_path)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode != 0 and "trial_results.csv" in done.stderr
 

@@ -53,17 +53,54 @@ def header_docs(path: Path) -> dict[str, str]:
 
 #: per run, the `x:` block appended to the tiny run's config: every kind of value the rule tells apart
 CONFIGS = {
-    "a": {"lr": "1.0e-06", "steps": "3", "mix": "2", "flag": "true", "name": "alpha", "yaml11": "3e-6",
-          "gap": "null", "leading": "'007'", "big": "123456789012345678901", "nanish": ".nan"},
-    "b": {"lr": "2.5e-06", "steps": "4", "mix": "2.5", "flag": "false", "name": "beta", "yaml11": "5e-6",
-          "gap": "7", "leading": "'008'", "big": "1", "nanish": "1.5"},
-    "c": {"lr": "3.0e-06", "steps": "-5", "mix": "7", "flag": "no", "name": "12", "yaml11": "1e-5",
-          "leading": "'009'", "big": "2", "nanish": "2.5"},
+    "a": {
+        "lr": "1.0e-06",
+        "steps": "3",
+        "mix": "2",
+        "flag": "true",
+        "name": "alpha",
+        "yaml11": "3e-6",
+        "gap": "null",
+        "leading": "'007'",
+        "big": "123456789012345678901",
+        "nanish": ".nan",
+    },
+    "b": {
+        "lr": "2.5e-06",
+        "steps": "4",
+        "mix": "2.5",
+        "flag": "false",
+        "name": "beta",
+        "yaml11": "5e-6",
+        "gap": "7",
+        "leading": "'008'",
+        "big": "1",
+        "nanish": "1.5",
+    },
+    "c": {
+        "lr": "3.0e-06",
+        "steps": "-5",
+        "mix": "7",
+        "flag": "no",
+        "name": "12",
+        "yaml11": "1e-5",
+        "leading": "'009'",
+        "big": "2",
+        "nanish": "2.5",
+    },
 }
 #: the type each key gets (docs/semantics.md, run_table), worked out by hand
 TYPES = {
-    "x.lr": "DOUBLE", "x.steps": "BIGINT", "x.mix": "DOUBLE", "x.flag": "BOOLEAN", "x.name": "VARCHAR",
-    "x.yaml11": "DOUBLE", "x.gap": "BIGINT", "x.leading": "VARCHAR", "x.big": "VARCHAR", "x.nanish": "VARCHAR",
+    "x.lr": "DOUBLE",
+    "x.steps": "BIGINT",
+    "x.mix": "DOUBLE",
+    "x.flag": "BOOLEAN",
+    "x.name": "VARCHAR",
+    "x.yaml11": "DOUBLE",
+    "x.gap": "BIGINT",
+    "x.leading": "VARCHAR",
+    "x.big": "VARCHAR",
+    "x.nanish": "VARCHAR",
 }
 
 
@@ -106,14 +143,16 @@ def test_config_columns_are_typed_when_every_value_is_one(tmp_path: Path) -> Non
 def test_exported_config_columns_keep_their_types(tmp_path: Path, capsys, monkeypatch) -> None:
     runs = config_runs(tmp_path / "runs")
     out = tmp_path / "bi"
-    code, _, err = run_main(["export", "run_table", "-o", str(out), *[a for r in runs for a in ("-r", str(r))]],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "run_table", "-o", str(out), *[a for r in runs for a in ("-r", str(r))]], capsys, monkeypatch
+    )
     assert code == 0, err
     schema = pq.read_schema(out / "run_table.parquet")
     arrow = {"DOUBLE": pa.float64(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_(), "VARCHAR": pa.string()}
     assert {k: schema.field(k).type for k in TYPES} == {k: arrow[t] for k, t in TYPES.items()}
-    assert_rows_match(pq.read_table(out / "run_table.parquet").to_pylist(), oracle.expected("run_table", runs),
-                      "run_table.parquet")
+    assert_rows_match(
+        pq.read_table(out / "run_table.parquet").to_pylist(), oracle.expected("run_table", runs), "run_table.parquet"
+    )
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
@@ -124,8 +163,21 @@ def test_a_merge_types_a_column_by_every_run_in_the_file(fmt: str, tmp_path: Pat
     a, b, c = config_runs(tmp_path / "runs", configs)
     out = tmp_path / "bi"
     for runs in ([a, b], [c]):
-        code, _, err = run_main(["export", "run_table", "-f", fmt, "--partition-by", "run", "-o", str(out),
-                                 *[x for r in runs for x in ("-r", str(r))]], capsys, monkeypatch)
+        code, _, err = run_main(
+            [
+                "export",
+                "run_table",
+                "-f",
+                fmt,
+                "--partition-by",
+                "run",
+                "-o",
+                str(out),
+                *[x for r in runs for x in ("-r", str(r))],
+            ],
+            capsys,
+            monkeypatch,
+        )
         assert code == 0, err
     source = {"parquet": "read_parquet(?)", "csv": "read_csv(?)", "json": "read_json(?)"}[fmt]
     path = str(out / f"run_table.{fmt}")
@@ -139,6 +191,7 @@ def test_a_merge_types_a_column_by_every_run_in_the_file(fmt: str, tmp_path: Pat
 
 
 # -- descriptions where each reader looks -------------------------------------------------------------------
+
 
 def _own_docs(name: str, columns: list[str]) -> dict[str, str]:
     """What rlsql.columns holds for `columns` of item `name`: each column's own description, and the one for
@@ -155,12 +208,29 @@ def test_every_reader_shows_the_descriptions(tmp_path: Path, capsys, monkeypatch
     runs = config_runs(tmp_path / "runs")
     flat, lake = tmp_path / "flat", tmp_path / "lake"
     for out, extra in ((flat, []), (lake, ["--partition-by", "run"])):
-        code, _, err = run_main(["export", "run_table", "turn_stats", "trials", "steps", "-o", str(out), *extra,
-                                 *[a for r in runs for a in ("-r", str(r))]], capsys, monkeypatch)
+        code, _, err = run_main(
+            [
+                "export",
+                "run_table",
+                "turn_stats",
+                "trials",
+                "steps",
+                "-o",
+                str(out),
+                *extra,
+                *[a for r in runs for a in ("-r", str(r))],
+            ],
+            capsys,
+            monkeypatch,
+        )
         assert code == 0, err
-    files = {"run_table": flat / "run_table.parquet", "turn_stats": flat / "turn_stats.parquet",
-             "trials": flat / "trials.parquet", "steps (a partition)": lake / "steps" / "run=a" / "data_0.parquet",
-             "trials (a partition)": lake / "trials" / "run=b" / "data_0.parquet"}
+    files = {
+        "run_table": flat / "run_table.parquet",
+        "turn_stats": flat / "turn_stats.parquet",
+        "trials": flat / "trials.parquet",
+        "steps (a partition)": lake / "steps" / "run=a" / "data_0.parquet",
+        "trials (a partition)": lake / "trials" / "run=b" / "data_0.parquet",
+    }
     for label, path in files.items():
         name = label.split()[0]
         columns = [c for c in pq.read_schema(path).names]
@@ -175,25 +245,30 @@ def test_every_reader_shows_the_descriptions(tmp_path: Path, capsys, monkeypatch
         # pandas: DataFrame.attrs (read from PANDAS_ATTRS)
         assert pd.read_parquet(path).attrs == {"rlsql.columns": want}, label
         # DuckDB: parquet_kv_metadata
-        (doc,) = duckdb.execute("SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = 'rlsql.columns'",
-                                [str(path)]).fetchone()
+        (doc,) = duckdb.execute(
+            "SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = 'rlsql.columns'", [str(path)]
+        ).fetchone()
         assert json.loads(doc) == want, label
     # a hive tree read whole by pandas carries them too
-    assert pd.read_parquet(lake / "trials").attrs["rlsql.columns"]["effective_treatment"] == header_docs(
-        SQL / "views" / "trials.sql")["effective_treatment"]
+    assert (
+        pd.read_parquet(lake / "trials").attrs["rlsql.columns"]["effective_treatment"]
+        == header_docs(SQL / "views" / "trials.sql")["effective_treatment"]
+    )
 
 
 def test_db_build_comments_every_column_of_every_view_and_table(tmp_path: Path, capsys, monkeypatch) -> None:
     runs = config_runs(tmp_path / "runs")
     for materialize in ([], ["--materialize"]):
         db = tmp_path / f"runs{len(materialize)}.duckdb"
-        code, _, err = run_main(["db", "build", str(db), *materialize, *[a for r in runs for a in ("-r", str(r))]],
-                                capsys, monkeypatch)
+        code, _, err = run_main(
+            ["db", "build", str(db), *materialize, *[a for r in runs for a in ("-r", str(r))]], capsys, monkeypatch
+        )
         assert code == 0, err
         con = duckdb.connect(str(db), read_only=True)
-        rows = con.execute("SELECT table_name, column_name, comment FROM duckdb_columns() WHERE NOT internal "
-                           "AND NOT table_name LIKE '%\\_src' ESCAPE '\\' AND table_name NOT IN ('runs', 'run_files')"
-                           ).fetchall()
+        rows = con.execute(
+            "SELECT table_name, column_name, comment FROM duckdb_columns() WHERE NOT internal "
+            "AND NOT table_name LIKE '%\\_src' ESCAPE '\\' AND table_name NOT IN ('runs', 'run_files')"
+        ).fetchall()
         con.close()
         assert len(rows) > 300
         for table, column, comment in rows:
@@ -207,11 +282,15 @@ def test_db_build_comments_every_column_of_every_view_and_table(tmp_path: Path, 
 
 # -- provenance that does not dwarf the data ----------------------------------------------------------------
 
+
 def test_a_file_summarises_its_sources_and_lists_them_beside_it(tmp_path: Path, capsys, monkeypatch) -> None:
     runs = [RUNS / "calendar", RUNS / "tiny", RUNS / "harbor_csv"]
     out = tmp_path / "bi"
-    code, _, err = run_main(["export", "run_table", "trials", "-o", str(out),
-                             *[a for r in runs for a in ("-r", str(r))]], capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "run_table", "trials", "-o", str(out), *[a for r in runs for a in ("-r", str(r))]],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     for name in ("run_table", "trials"):
         path = out / f"{name}.parquet"
@@ -221,9 +300,13 @@ def test_a_file_summarises_its_sources_and_lists_them_beside_it(tmp_path: Path, 
         sources = json.loads(listed.read_text())
         # named by its contents (the first 16 hex digits of its sha256): a list never changes under a file
         assert listed.name == f"{name}.parquet.sources-{sha[:16]}.json"
-        assert summary == {"list": listed.name, "sha256": sha,
-                           "runs": 3, "files": sum(s.get("files", 1) for s in sources),
-                           "bytes": sum(s["size"] for s in sources)}
+        assert summary == {
+            "list": listed.name,
+            "sha256": sha,
+            "runs": 3,
+            "files": sum(s.get("files", 1) for s in sources),
+            "bytes": sum(s["size"] for s in sources),
+        }
         # every file read, by hand: each run's CSVs and config, harbor_csv's trace_jobs/ (trials reads it)
         for source in sources:
             if source["artifact"] == "harbor":
@@ -235,14 +318,16 @@ def test_a_file_summarises_its_sources_and_lists_them_beside_it(tmp_path: Path, 
         assert len(json.dumps(summary)) < 300
     # a merge reads the list back; one that is gone or changed cannot be trusted: refused, nothing written
     lake = tmp_path / "lake"
-    code, _, err = run_main(["export", "turn_stats", "--partition-by", "run", "-o", str(lake), "-r", str(runs[0])],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "turn_stats", "--partition-by", "run", "-o", str(lake), "-r", str(runs[0])], capsys, monkeypatch
+    )
     assert code == 0, err
     first = json.loads(pq.read_schema(lake / "turn_stats.parquet").metadata[b"rlsql.sources"])["list"]
     foreign = lake / "turn_stats.parquet.sources-0123456789abcdef.json"  # a name like a list's, someone else's
     foreign.write_text("mine\n")
-    code, _, err = run_main(["export", "turn_stats", "--partition-by", "run", "-o", str(lake), "-r", str(runs[1])],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "turn_stats", "--partition-by", "run", "-o", str(lake), "-r", str(runs[1])], capsys, monkeypatch
+    )
     assert code == 0, err
     listed = lake / json.loads(pq.read_schema(lake / "turn_stats.parquet").metadata[b"rlsql.sources"])["list"]
     assert sorted({s["run"] for s in json.loads(listed.read_text())}) == ["calendar", "tiny"]
@@ -255,12 +340,15 @@ def test_a_file_summarises_its_sources_and_lists_them_beside_it(tmp_path: Path, 
             listed.write_text(listed.read_text().replace("calendar", "calendar2"))
         else:
             listed.unlink()
-        code, _, err = run_main(["export", "turn_stats", "--partition-by", "run", "-o", str(lake), "-r",
-                                 str(runs[2])], capsys, monkeypatch)
+        code, _, err = run_main(
+            ["export", "turn_stats", "--partition-by", "run", "-o", str(lake), "-r", str(runs[2])], capsys, monkeypatch
+        )
         assert code == 2, damage
         line = one_error_line(err)
-        assert "turn_stats.parquet: its provenance names a list of its source files that is missing or changed " \
-               f"({listed.name})" in line
+        assert (
+            "turn_stats.parquet: its provenance names a list of its source files that is missing or changed "
+            f"({listed.name})" in line
+        )
         assert "--replace-all" in line
         assert (lake / "turn_stats.parquet").read_bytes() == before
         assert listed.exists() == (damage == "changed")

@@ -60,7 +60,9 @@ def test_queries_give_the_same_rows_from_the_cache(cache_dir: Path, capsys, monk
     assert code == 0
     built = json.loads(out)
     assert {(b["run"], b["artifact"]) for b in built} == {
-        (r, k) for r in CSV_RUNS for k, p in oracle.find_artifacts(RUNS / r).items()
+        (r, k)
+        for r in CSV_RUNS
+        for k, p in oracle.find_artifacts(RUNS / r).items()
         if p is not None and k in ("metrics", "trials", "vllm")
     }
     assert all(b["state"] == "built" for b in built)
@@ -94,8 +96,7 @@ def test_a_changed_csv_is_read_again(cache_dir: Path, tmp_path: Path, capsys, mo
 
 
 @pytest.mark.parametrize("record", ["another reading", "an older record"])
-def test_a_copy_another_rlsql_built_is_read_again(record, cache_dir: Path, tmp_path: Path, capsys,
-                                                   monkeypatch) -> None:
+def test_a_copy_another_rlsql_built_is_read_again(record, cache_dir: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     """A copy holds the CSV's rows as a version of rlsql reads them (the types its source declares, the
     whole-number columns, the templates): one recorded by another version, or by one that recorded none, is
     not read while the CSV is unchanged, `cache status` calls it stale and `cache build` builds it again."""
@@ -123,8 +124,9 @@ def test_a_copy_another_rlsql_built_is_read_again(record, cache_dir: Path, tmp_p
     assert "read_parquet" in source_sql([run], "trials_src")
 
 
-def test_cache_status_over_a_csv_another_user_cannot_read_lists_every_entry(cache_dir: Path, tmp_path: Path,
-                                                                             capsys, monkeypatch) -> None:
+def test_cache_status_over_a_csv_another_user_cannot_read_lists_every_entry(
+    cache_dir: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
     """`cache status` reads a copied CSV's header to tell whether this rlsql reads it as the copy's build did. In
     a cache shared with the user who built it, a CSV whose mode refuses the user asking fails no status: every
     entry is listed, exit 0, no traceback."""
@@ -140,15 +142,21 @@ def test_cache_status_over_a_csv_another_user_cannot_read_lists_every_entry(cach
     trials.chmod(0o600)  # before the build: the copy's record holds this stat, so the entry is fresh
     built_trials_entry(run, capsys, monkeypatch)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([*prefix, sys.executable, "-m", "rlsql", "cache", "status", "-f", "json"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [*prefix, sys.executable, "-m", "rlsql", "cache", "status", "-f", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert {Path(e["file"]).name for e in json.loads(done.stdout)} == {p.name for p in run.glob("*.csv")}
 
 
 def test_cache_flag_builds_on_first_use(cache_dir: Path, capsys, monkeypatch) -> None:
-    code, out, _ = cli_run(["--cache", "query", "reward_summary", "-r", str(RUNS / "newest"), "-f", "json"],
-                           capsys, monkeypatch)
+    code, out, _ = cli_run(
+        ["--cache", "query", "reward_summary", "-r", str(RUNS / "newest"), "-f", "json"], capsys, monkeypatch
+    )
     assert code == 0
     assert_rows_match(json.loads(out), oracle.expected("reward_summary", [RUNS / "newest"]), "--cache")
     assert len(list(cache_dir.glob("*/*.parquet"))) == 1  # the trials file: the only CSV the query read
@@ -219,8 +227,9 @@ def test_clear_on_a_copy_of_trace_jobs_deletes_nothing(stale, tmp_path, capsys, 
     assert code == 2 and "Traceback" not in err
 
 
-def test_clear_removes_rlsql_entries_and_leaves_foreign_files_beside_them(cache_dir, tmp_path, capsys,
-                                                                           monkeypatch) -> None:
+def test_clear_removes_rlsql_entries_and_leaves_foreign_files_beside_them(
+    cache_dir, tmp_path, capsys, monkeypatch
+) -> None:
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)
     code, out, _ = cli_run(["cache", "build", "-r", str(run), "-f", "json"], capsys, monkeypatch)
@@ -295,8 +304,9 @@ def cache_states(capsys, monkeypatch) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "emptied"])
-def test_a_damaged_cached_parquet_is_not_read_and_build_repairs_it(damage, cache_dir, tmp_path, capsys,
-                                                                   monkeypatch) -> None:
+def test_a_damaged_cached_parquet_is_not_read_and_build_repairs_it(
+    damage, cache_dir, tmp_path, capsys, monkeypatch
+) -> None:
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)
     parquet = built_trials_entry(run, capsys, monkeypatch)
@@ -319,14 +329,13 @@ def test_a_damaged_cached_parquet_is_not_read_and_build_repairs_it(damage, cache
     assert "read_parquet" in source_sql([run], "trials_src")
 
 
-def test_a_read_error_inside_a_verified_parquet_falls_back_to_the_csv(cache_dir, tmp_path, capsys,
-                                                                      monkeypatch) -> None:
+def test_a_read_error_inside_a_verified_parquet_falls_back_to_the_csv(cache_dir, tmp_path, capsys, monkeypatch) -> None:
     """Damage that keeps the size and both magic numbers only shows when DuckDB reads the pages."""
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)
     parquet = built_trials_entry(run, capsys, monkeypatch)
     data = bytearray(parquet.read_bytes())
-    data[4:len(data) - 8] = bytes(len(data) - 12)  # zero everything between the magic numbers
+    data[4 : len(data) - 8] = bytes(len(data) - 12)  # zero everything between the magic numbers
     parquet.write_bytes(bytes(data))
     code, out, err = cli_run(["query", "turn_stats", "-r", str(run), "-f", "json"], capsys, monkeypatch)
     assert code == 0, err
@@ -387,12 +396,13 @@ def test_a_copy_without_a_checksum_is_stale_not_damaged(cache_dir, tmp_path, cap
 def _zero_the_pages(parquet: Path) -> None:
     """Damage that keeps the size and both magic numbers: only a read of the pages finds it."""
     data = bytearray(parquet.read_bytes())
-    data[4:len(data) - 8] = bytes(len(data) - 12)
+    data[4 : len(data) - 8] = bytes(len(data) - 12)
     parquet.write_bytes(bytes(data))
 
 
-def test_export_falls_back_to_the_csv_when_a_cached_copy_fails_to_read(cache_dir, tmp_path, capsys,
-                                                                        monkeypatch) -> None:
+def test_export_falls_back_to_the_csv_when_a_cached_copy_fails_to_read(
+    cache_dir, tmp_path, capsys, monkeypatch
+) -> None:
     import pyarrow.parquet as pq
 
     run = tmp_path / "tiny"
@@ -408,8 +418,9 @@ def test_export_falls_back_to_the_csv_when_a_cached_copy_fails_to_read(cache_dir
     assert cache_states(capsys, monkeypatch)[trials] == "damaged"
 
 
-def test_report_falls_back_to_the_csv_when_a_cached_copy_fails_to_read(cache_dir, tmp_path, capsys,
-                                                                        monkeypatch) -> None:
+def test_report_falls_back_to_the_csv_when_a_cached_copy_fails_to_read(
+    cache_dir, tmp_path, capsys, monkeypatch
+) -> None:
     pytest.importorskip("matplotlib", reason="rlsql report needs the report extra (matplotlib)")
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)
@@ -419,9 +430,11 @@ def test_report_falls_back_to_the_csv_when_a_cached_copy_fails_to_read(cache_dir
     code, _, err = cli_run(["report", "-r", str(run), "-o", str(tmp_path / "rep")], capsys, monkeypatch)
     assert code == 0, err
     assert "Traceback" not in err and "answered from the file" in err
+
     # the same report as from the CSVs alone, but for the timestamps it prints
     def text(folder: Path) -> list[str]:
         return [line for line in (folder / "report.md").read_text().splitlines() if "generated" not in line.lower()]
+
     assert text(tmp_path / "rep") == text(tmp_path / "clean")
     trials = next(run.glob("*_trial_results.csv")).name
     assert cache_states(capsys, monkeypatch)[trials] == "damaged"
@@ -527,8 +540,9 @@ def test_the_hint_counts_the_read_not_the_rows_rendered_in_python(cache_dir, cap
 # --- nothing is cached unasked; a large file read in place says what a build would save ----------------
 
 
-def test_a_large_csv_is_read_in_place_with_one_hint_and_nothing_is_built(cache_dir, tmp_path, capsys,
-                                                                         monkeypatch) -> None:
+def test_a_large_csv_is_read_in_place_with_one_hint_and_nothing_is_built(
+    cache_dir, tmp_path, capsys, monkeypatch
+) -> None:
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)
     trials = next(run.glob("*_trial_results.csv"))
@@ -540,7 +554,7 @@ def test_a_large_csv_is_read_in_place_with_one_hint_and_nothing_is_built(cache_d
     hints = [line for line in err.splitlines() if "hint:" in line]
     assert len(hints) == 1 and str(trials) in hints[0] and "rlsql cache build" in hints[0], err
     assert not cache_dir.exists()  # nothing was built, or even created
-    for quiet in (["--no-cache"], ):
+    for quiet in (["--no-cache"],):
         code, _, err = cli_run([*quiet, "query", "turn_stats", "-r", str(run)], capsys, monkeypatch)
         assert code == 0 and "hint:" not in err
     code, _, _ = cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
@@ -555,14 +569,14 @@ def test_a_large_csv_is_read_in_place_with_one_hint_and_nothing_is_built(cache_d
     assert "read_parquet" not in source_sql([run], "trials_src")  # an opt-out also skips existing entries
 
 
-def test_a_changed_csv_is_answered_from_the_csv_until_the_next_build(cache_dir, tmp_path, capsys,
-                                                                       monkeypatch) -> None:
+def test_a_changed_csv_is_answered_from_the_csv_until_the_next_build(cache_dir, tmp_path, capsys, monkeypatch) -> None:
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)
     trials = next(run.glob("*_trial_results.csv"))
     cli_run(["cache", "build", "-r", str(run)], capsys, monkeypatch)
-    old_rows = {e["file"]: e["rows"] for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys,
-                                                                   monkeypatch)[1])}
+    old_rows = {
+        e["file"]: e["rows"] for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)[1])
+    }
     lines = trials.read_text().splitlines()
     trials.write_text("\n".join([*lines, lines[1].replace(lines[1].split(",")[1], "added-trial", 1)]) + "\n")
     assert cache_states(capsys, monkeypatch)[trials.name] == "stale"
@@ -586,8 +600,9 @@ def test_the_size_limit_removes_the_least_recently_used_entries(cache_dir, tmp_p
     per_run = {r.name: sum(e["parquet_bytes"] for e in status if Path(e["file"]).parent == r.resolve()) for r in runs}
     assert len(status) == 9 and len(set(per_run.values())) == 1
     # run a was used last (a query read its copies): under a limit of two runs' copies, run b's go first
-    every_file = ("SELECT (SELECT count(*) FROM trials), (SELECT count(*) FROM steps), "
-                  "(SELECT count(*) FROM vllm_seconds)")
+    every_file = (
+        "SELECT (SELECT count(*) FROM trials), (SELECT count(*) FROM steps), (SELECT count(*) FROM vllm_seconds)"
+    )
     code, _, err = cli_run(["-v", "sql", every_file, "-r", str(runs[0])], capsys, monkeypatch)
     assert code == 0 and err.count("from the cache") == 3, err
     monkeypatch.setenv("RLSQL_CACHE_MAX_BYTES", str(2 * per_run["a"]))
@@ -595,8 +610,10 @@ def test_the_size_limit_removes_the_least_recently_used_entries(cache_dir, tmp_p
     shutil.copytree(RUNS / "tiny", fresh)
     code, _, err = cli_run(["cache", "build", "-r", str(fresh)], capsys, monkeypatch)
     assert code == 0 and "least recently used entries removed" in err, err
-    left = {Path(e["file"]).parent.name for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys,
-                                                                    monkeypatch)[1])}
+    left = {
+        Path(e["file"]).parent.name
+        for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)[1])
+    }
     assert left == {"a", "d"}
     _, _, err = cli_run(["cache", "status"], capsys, monkeypatch)
     assert f"of at most {2 * per_run['a']:,} bytes" in err
@@ -612,7 +629,8 @@ def test_cache_status_says_the_policy(cache_dir, capsys, monkeypatch) -> None:
 
 
 def test_a_cache_folder_beside_a_stray_log_is_used_and_one_inside_a_run_warns_every_command(
-        tmp_path, capsys, monkeypatch) -> None:
+    tmp_path, capsys, monkeypatch
+) -> None:
     """A folder is a run's only when it holds a run's artifacts: a `.log` or `.out` file of anything else
     beside the cache folder does not make rlsql refuse it; a cache it does refuse says so on every command
     that would have used it (which folder, why, the fix), not only in `cache status`."""
@@ -629,8 +647,11 @@ def test_a_cache_folder_beside_a_stray_log_is_used_and_one_inside_a_run_warns_ev
     inside = tmp_path / "copy"
     shutil.copytree(RUNS / "tiny", inside)
     monkeypatch.setenv("RLSQL_CACHE_DIR", str(inside / "cache"))
-    for args in (["query", "turn_stats"], ["sql", "SELECT count(*) FROM trials"], ["export", "turn_stats", "-o",
-                                                                                   str(tmp_path / "out")]):
+    for args in (
+        ["query", "turn_stats"],
+        ["sql", "SELECT count(*) FROM trials"],
+        ["export", "turn_stats", "-o", str(tmp_path / "out")],
+    ):
         code, _, err = cli_run([*args, "-r", str(run)], capsys, monkeypatch)
         warned = [line for line in err.splitlines() if "warning" in line and "inside run folder" in line]
         assert code == 0 and len(warned) == 1, (args, err)
@@ -673,8 +694,9 @@ def temp_sizes(folder: Path) -> list[int]:
 
 
 @pytest.mark.slow
-def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(cache_dir, tmp_path, capsys, monkeypatch,
-                                                                   rlsql_exe) -> None:
+def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(
+    cache_dir, tmp_path, capsys, monkeypatch, rlsql_exe
+) -> None:
     """kill -9 of a real `cache build` while it writes an entry (its temporary file seen, the process seen
     alive just before the kill): never a half entry in use, never a leftover the next build cannot sweep,
     and the answer afterwards is the oracle's."""
@@ -693,13 +715,19 @@ def test_kill_9_during_cache_build_leaves_only_sweepable_leftovers(cache_dir, tm
             fh.write(f"{task},{trial}-{i},{rest}\n")
     before = snapshot(run)
     env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": ""}
-    allowed = re.compile(r"^(rlsql-cache\.json|[0-9a-f]{24}\.(parquet|json)"
-                         r"|\.([0-9a-f]{24}\.(parquet|json)|rlsql-cache\.json)\.[0-9a-f]{6}-\d+-[0-9a-f]{8}-[0-9a-f]{8}"
-                         r"\.rlsql-tmp)$")
+    allowed = re.compile(
+        r"^(rlsql-cache\.json|[0-9a-f]{24}\.(parquet|json)"
+        r"|\.([0-9a-f]{24}\.(parquet|json)|rlsql-cache\.json)\.[0-9a-f]{6}-\d+-[0-9a-f]{8}-[0-9a-f]{8}"
+        r"\.rlsql-tmp)$"
+    )
     killed = 0
     for min_bytes in (0, 1, 2**20):  # as the temporary appears, once it has bytes, once it has a MiB
-        proc = subprocess.Popen([rlsql_exe, "cache", "build", "--force", "-r", str(run)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [rlsql_exe, "cache", "build", "--force", "-r", str(run)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while proc.poll() is None and time.monotonic() < deadline:
             if any(size >= min_bytes for size in temp_sizes(cache_dir)):
@@ -758,8 +786,9 @@ def test_a_build_killed_while_creating_the_folder_leaves_it_usable(cache_dir, tm
     assert code != 0 and "not an rlsql cache folder" in err and (cache_dir / "notes.txt").exists()
 
 
-def test_a_run_with_pattern_characters_in_its_path_is_cached_from_its_own_file(cache_dir, tmp_path, capsys,
-                                                                              monkeypatch) -> None:
+def test_a_run_with_pattern_characters_in_its_path_is_cached_from_its_own_file(
+    cache_dir, tmp_path, capsys, monkeypatch
+) -> None:
     parent = tmp_path / "g"
     shutil.copytree(RUNS / "tiny", parent / "run[1]")
     shutil.copytree(RUNS / "tiny", parent / "run1")  # what the pattern run[1] would match instead
@@ -781,15 +810,22 @@ def test_cache_build_into_a_full_cache_folder_exits_4_naming_the_folder(tmp_path
     answers) is the cache's write failure, not the CSV's bad data: exit 4 naming the folder, nothing left."""
     run = tmp_path / "r"
     run.mkdir()
-    rows = [f"t,{hashlib.sha256(str(i).encode()).hexdigest()}__{i},{i % 9},,1.0"
-            for i in range(20000)]  # ~1.5 MB that zstd cannot shrink to 200 KiB (hex digests)
-    (run / "trial_results.csv").write_text("task_name,trial_name,n_episodes,exception_type,reward\n"
-                                           + "\n".join(rows) + "\n")
+    rows = [
+        f"t,{hashlib.sha256(str(i).encode()).hexdigest()}__{i},{i % 9},,1.0" for i in range(20000)
+    ]  # ~1.5 MB that zstd cannot shrink to 200 KiB (hex digests)
+    (run / "trial_results.csv").write_text(
+        "task_name,trial_name,n_episodes,exception_type,reward\n" + "\n".join(rows) + "\n"
+    )
     cache = tmp_path / "cache"
     env = {**os.environ, "RLSQL_CACHE_DIR": str(cache), "RLSQL_CACHE": "auto"}
     # bash's `ulimit -f` in KiB; SIGXFSZ ignored so that the write fails with EFBIG instead of killing
-    done = subprocess.run(["bash", "-c", 'trap "" XFSZ; ulimit -f 200; exec "$0" cache build -r "$1"', rlsql_exe,
-                           str(run)], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        ["bash", "-c", 'trap "" XFSZ; ulimit -f 200; exec "$0" cache build -r "$1"', rlsql_exe, str(run)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 4, done.stderr
     assert done.stderr.strip().splitlines()[-1] == f"rlsql: error: {cache}: cannot write (File too large)"
     assert "Traceback" not in done.stderr

@@ -95,16 +95,20 @@ def test_descriptions_reach_duckdb(runs_dir: Path) -> None:
     con = rlsql.connect([runs_dir / "tiny"])
     comments = dict(con.execute("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall())
     assert comments["turns_by_exception"].startswith("Agent turns per exception type")
-    macros = dict(con.execute(
-        "SELECT function_name, comment FROM duckdb_functions() WHERE function_name IN ('ema', 'ema_last')"
-    ).fetchall())
+    macros = dict(
+        con.execute(
+            "SELECT function_name, comment FROM duckdb_functions() WHERE function_name IN ('ema', 'ema_last')"
+        ).fetchall()
+    )
     assert macros["ema"].startswith("Table macro ema")
 
 
 def test_macros_from_plain_sql(runs_dir: Path) -> None:
     con = rlsql.connect([runs_dir / "tiny"])
-    con.execute("CREATE TABLE pts AS SELECT * FROM (VALUES ('a', 1, 1.0), ('a', 2, 0.0), ('a', 3, NULL),"
-                " ('a', 4, 1.0), ('b', 1, 0.5)) t(series, x, value)")
+    con.execute(
+        "CREATE TABLE pts AS SELECT * FROM (VALUES ('a', 1, 1.0), ('a', 2, 0.0), ('a', 3, NULL),"
+        " ('a', 4, 1.0), ('b', 1, 0.5)) t(series, x, value)"
+    )
     # EMA with span 2 (alpha = 2/3), by hand: 1.0; 2/3*0 + 1/3*1 = 1/3; NULL skipped; 2/3*1 + 1/3*1/3 = 7/9
     got = con.execute("SELECT series, x, ema FROM ema('pts', span := 2)").fetchall()
     assert got[:3] == [("a", 1, 1.0), ("a", 2, pytest.approx(1 / 3)), ("a", 3, None)]
@@ -148,14 +152,16 @@ def test_the_manifest_describes_the_sql_files_and_a_stale_one_is_a_clear_error(s
 
     loaded = Catalog.load(sql_copy)
     analysed = Catalog.analyse(sql_copy)
-    assert {n: (f.depends_on, f.fingerprint) for n, f in loaded.files.items()} == \
-        {n: (f.depends_on, f.fingerprint) for n, f in analysed.files.items()}
+    assert {n: (f.depends_on, f.fingerprint) for n, f in loaded.files.items()} == {
+        n: (f.depends_on, f.fingerprint) for n, f in analysed.files.items()
+    }
     view = sql_copy / "views" / "trials.sql"
     view.write_text(view.read_text().replace("SELECT", "SELECT /* edited */", 1))
     with pytest.raises(CatalogError, match=r"sql/views/trials.sql: changed since .*python -m rlsql.outputs.docs"):
         Catalog.load(sql_copy)
-    (sql_copy / manifest.NAME).write_text(manifest.render(manifest.build(Catalog.analyse(sql_copy).files.values(),
-                                                                         sql_copy)))
+    (sql_copy / manifest.NAME).write_text(
+        manifest.render(manifest.build(Catalog.analyse(sql_copy).files.values(), sql_copy))
+    )
     assert "/* edited */" in Catalog.load(sql_copy).files["trials"].rendered
     template = sql_copy / "sources" / "_csv_reader.sql.j2"
     template.write_text(template.read_text() + "\n")

@@ -28,8 +28,10 @@ SELECTABLE = [f.name for f in load_catalog().files.values() if f.kind in ("view"
 @pytest.fixture(scope="module")
 def columns_by_run(bound_columns) -> dict[str, dict[str, list[str]]]:
     """name -> run set -> the columns DuckDB binds (each fixture run alone, then all of them together)."""
-    return {name: {label: [c for c, _ in columns] for label, columns in sets.items()}
-            for name, sets in bound_columns.items()}
+    return {
+        name: {label: [c for c, _ in columns] for label, columns in sets.items()}
+        for name, sets in bound_columns.items()
+    }
 
 
 def test_bound_columns_are_the_ones_describe_binds() -> None:
@@ -59,9 +61,7 @@ def test_no_column_lacks_a_description(name: str, columns_by_run) -> None:
 
 def test_every_view_column_has_its_comment_in_duckdb() -> None:
     con = rlsql.connect([RUNS / "calendar", RUNS / "harbor"])
-    rows = con.execute(
-        "SELECT table_name, column_name, comment FROM duckdb_columns() WHERE NOT internal"
-    ).fetchall()
+    rows = con.execute("SELECT table_name, column_name, comment FROM duckdb_columns() WHERE NOT internal").fetchall()
     by_view = {f.name: f for f in load_catalog().files.values() if f.kind in ("view", "query")}
     checked = 0
     for table, column, comment in rows:
@@ -78,8 +78,10 @@ def test_every_view_column_has_its_comment_in_duckdb() -> None:
 def test_shell_init_script_carries_the_column_comments(tmp_path: Path) -> None:
     script = tmp_path / "rlsql.sql"
     script.write_text(init_script(resolve_runs([RUNS / "tiny"])), encoding="utf-8")
-    duckdb_exe = Path(subprocess.check_output(["python", "-c", "import sys; print(sys.executable)"], text=True)
-                      .strip()).parent / "duckdb"
+    duckdb_exe = (
+        Path(subprocess.check_output(["python", "-c", "import sys; print(sys.executable)"], text=True).strip()).parent
+        / "duckdb"
+    )
     con = duckdb.connect()
     for piece in script.read_text(encoding="utf-8").split(";"):
         if piece.strip():
@@ -90,9 +92,19 @@ def test_shell_init_script_carries_the_column_comments(tmp_path: Path) -> None:
     assert comment == "median turns (mean of the two middle values for an even count)"
     if duckdb_exe.exists():  # the DuckDB shell reads the same script
         proc = subprocess.run(
-            [str(duckdb_exe), "-init", str(script), "-csv", "-noheader", "-c",
-             "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'trials' AND coalesce(comment, '') = ''"],
-            capture_output=True, text=True, timeout=120, cwd=tmp_path,
+            [
+                str(duckdb_exe),
+                "-init",
+                str(script),
+                "-csv",
+                "-noheader",
+                "-c",
+                "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'trials' AND coalesce(comment, '') = ''",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
         )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip().splitlines()[-1] == "0"
@@ -126,11 +138,14 @@ def test_header_values_may_go_on_over_several_lines() -> None:
     assert f.body == "SELECT 1 AS a\n-- a comment in the body stays"
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ("--   dangling\n-- name: x\n", "continuation"),
-    ("-- name: x\n-- version: 1\n-- description: d\n-- column: a: one\n-- column: a: two\nSELECT 1\n", "twice"),
-    ("-- name: x\n-- version: 1\n-- description: d\n-- column: no description\nSELECT 1\n", "column line"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("--   dangling\n-- name: x\n", "continuation"),
+        ("-- name: x\n-- version: 1\n-- description: d\n-- column: a: one\n-- column: a: two\nSELECT 1\n", "twice"),
+        ("-- name: x\n-- version: 1\n-- description: d\n-- column: no description\nSELECT 1\n", "column line"),
+    ],
+)
 def test_bad_column_headers_are_catalog_errors(text, needle) -> None:
     with pytest.raises(CatalogError, match=needle):
         _parse_header(text, "sql/views/x.sql", "view")
@@ -174,8 +189,13 @@ def test_parquet_declares_every_column_optional_whatever_the_data(tmp_path: Path
     schemas = []
     for label, folders in (("tiny", [RUNS / "tiny"]), ("two", [RUNS / "tiny", RUNS / "calendar"])):
         out = tmp_path / label
-        export(resolve_runs(folders), select_items(["turn_stats", "run_overview", "trials"], False, False), out,
-               "parquet", progress=lambda _: None)
+        export(
+            resolve_runs(folders),
+            select_items(["turn_stats", "run_overview", "trials"], False, False),
+            out,
+            "parquet",
+            progress=lambda _: None,
+        )
         for name in ("turn_stats", "run_overview", "trials"):
             schema = pq.read_schema(out / f"{name}.parquet")
             assert all(field.nullable for field in schema), (label, name, schema)

@@ -222,6 +222,7 @@ def _bench(name: str):
 @pytest.mark.parametrize("span", [5, 2])
 def test_group_curves_equal_pandas_over_a_fleet(tmp_path: Path, span: int) -> None:
     import pandas as pd
+
     fleet = _bench("make_fleet").make_fleet(16, tmp_path / "fleet", vary=True)
     baseline = _bench("pandas_baseline")
     curves = []

@@ -56,13 +56,22 @@ def test_ordinary_anchors_and_aliases_still_work(tmp_path) -> None:
     path.write_text("defaults: &d {lr: 0.001, batch: 8}\ntrainer:\n  <<: *d\n  hf_save_interval: 4\nother: *d\n")
     tree, problem = read_yaml(path)
     assert problem is None
-    assert tree == {"defaults": {"lr": 0.001, "batch": 8}, "trainer": {"lr": 0.001, "batch": 8, "hf_save_interval": 4},
-                    "other": {"lr": 0.001, "batch": 8}}
+    assert tree == {
+        "defaults": {"lr": 0.001, "batch": 8},
+        "trainer": {"lr": 0.001, "batch": 8, "hf_save_interval": 4},
+        "other": {"lr": 0.001, "batch": 8},
+    }
 
 
-@pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000, "a: " + "{a: " * 5000 + "1" + "}" * 5000,
-                                  "".join(f"{'  ' * i}k{i}:\n" for i in range(600)) + "  " * 600 + "v: 1\n"],
-                         ids=["flow lists", "flow mappings", "block mappings"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 5000 + "]" * 5000,
+        "a: " + "{a: " * 5000 + "1" + "}" * 5000,
+        "".join(f"{'  ' * i}k{i}:\n" for i in range(600)) + "  " * 600 + "v: 1\n",
+    ],
+    ids=["flow lists", "flow mappings", "block mappings"],
+)
 def test_deep_nesting_is_a_config_problem_not_a_recursion_error(text, tmp_path) -> None:
     assert "deep" in problem_of(tmp_path, text)
 

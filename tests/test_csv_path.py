@@ -21,8 +21,9 @@ QUERIES = ["turn_stats", "reward_summary", "exception_distribution", "turns_by_e
 
 
 def trials(n: int, extra: str = "") -> str:
-    rows = [f"t{i % 3},t{i}__x,{1 + i % 4}.0,{'AgentTimeoutError' if i % 5 == 0 else ''},{i % 2}.0{extra}"
-            for i in range(n)]
+    rows = [
+        f"t{i % 3},t{i}__x,{1 + i % 4}.0,{'AgentTimeoutError' if i % 5 == 0 else ''},{i % 2}.0{extra}" for i in range(n)
+    ]
     return "\n".join(rows) + "\n"
 
 
@@ -43,8 +44,9 @@ def make_runs(root: Path, shadowing: bool) -> list[Path]:
 @pytest.mark.parametrize("cached", [False, True], ids=["in place", "from the cache"])
 @pytest.mark.parametrize("shadowing", [False, True], ids=["plain header", "file_index and filename columns"])
 @pytest.mark.parametrize("name", QUERIES)
-def test_rows_keep_their_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, shadowing: bool,
-                             cached: bool) -> None:
+def test_rows_keep_their_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, shadowing: bool, cached: bool
+) -> None:
     runs = make_runs(tmp_path / "runs", shadowing)
     monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("RLSQL_CACHE", "on" if cached else "off")

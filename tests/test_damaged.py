@@ -56,8 +56,16 @@ def test_nan_inf_and_empty_cells_read_as_empty(tmp_path: Path) -> None:
     run = trials_run(tmp_path, HEADER + "t,t__1,nan,,1.0\nt,t__2,3,,inf\nt,t__3,,,0.0\nt,t__4,5,,NaN\n")
     rows = rlsql.query("reward_summary", [run]).to_dicts()
     # by hand: rewards 1.0 and 0.0 count (inf, NaN are empty); turns 3 and 5 count
-    assert rows == [{"run": "r", "trials": 4, "trials_with_reward": 2, "mean_reward": 0.5, "success_rate": 0.5,
-                     "trials_with_turns": 2}]
+    assert rows == [
+        {
+            "run": "r",
+            "trials": 4,
+            "trials_with_reward": 2,
+            "mean_reward": 0.5,
+            "success_rate": 0.5,
+            "trials_with_turns": 2,
+        }
+    ]
 
 
 def test_non_utf8_byte_skips_its_row(tmp_path: Path) -> None:
@@ -133,14 +141,19 @@ def test_check_lists_every_problem_with_file_and_line(tmp_path: Path, capsys, mo
 
 # -- property tests: random damage never crashes rlsql and never changes the input files ------------
 
+
 def damaged_csv(draw_lines: list[str], cut: int, junk: bytes) -> bytes:
     body = (HEADER + "\n".join(draw_lines)).encode()
     body = body[: max(len(HEADER), cut)] if cut else body
     return body + junk
 
 
-cells = st.one_of(st.just(""), st.integers(-3, 40).map(str), st.floats(allow_nan=True).map(str),
-                  st.sampled_from(["nan", "inf", "3.0", "AgentTimeoutError", "x,y", '"q"', "\r"]))
+cells = st.one_of(
+    st.just(""),
+    st.integers(-3, 40).map(str),
+    st.floats(allow_nan=True).map(str),
+    st.sampled_from(["nan", "inf", "3.0", "AgentTimeoutError", "x,y", '"q"', "\r"]),
+)
 rows = st.lists(cells, min_size=0, max_size=7).map(",".join)
 
 
@@ -150,8 +163,11 @@ def digest(folder: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lines=st.lists(rows, max_size=12), cut=st.integers(0, 400),
-       junk=st.sampled_from([b"", b"\xff\xfe", b"\n\n", b"\x00", b"t,t__z,1,,1.0"]))
+@given(
+    lines=st.lists(rows, max_size=12),
+    cut=st.integers(0, 400),
+    junk=st.sampled_from([b"", b"\xff\xfe", b"\n\n", b"\x00", b"t,t__z,1,,1.0"]),
+)
 def test_random_damage_never_crashes_and_never_writes(tmp_path: Path, lines, cut, junk) -> None:
     root = tmp_path / f"case{abs(hash((tuple(lines), cut, junk)))}"
     run = trials_run(root, damaged_csv(lines, cut, junk))
@@ -177,8 +193,9 @@ NUL_HEADER = {
 
 @pytest.mark.parametrize("body", sorted(NUL_HEADER))
 @pytest.mark.parametrize("command", ["query", "check", "runs", "report", "export", "cache build", "db build"])
-def test_a_nul_in_one_csv_header_is_one_warning_and_the_fleet_answers(command: str, body: str, tmp_path: Path,
-                                                                     capsys, monkeypatch) -> None:
+def test_a_nul_in_one_csv_header_is_one_warning_and_the_fleet_answers(
+    command: str, body: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
     from tests.test_cli import run_main
 
     bad = trials_run(tmp_path / "runs", NUL_HEADER[body], name="bad")
@@ -188,12 +205,15 @@ def test_a_nul_in_one_csv_header_is_one_warning_and_the_fleet_answers(command: s
     monkeypatch.setenv("RLSQL_CACHE", "")
     runs = ["-r", str(bad), "-r", str(good)]
     out_file = tmp_path / "out"
-    args = {"query": ["query", "reward_summary", "-f", "json", *runs],
-            "check": ["check", *runs], "runs": ["runs", "-f", "json", *runs],
-            "report": ["report", "-o", str(out_file.with_suffix(".html")), *runs],
-            "export": ["export", "reward_summary", "-o", str(out_file), *runs],
-            "cache build": ["cache", "build", "-f", "json", *runs],
-            "db build": ["db", "build", str(out_file.with_suffix(".duckdb")), *runs]}[command]
+    args = {
+        "query": ["query", "reward_summary", "-f", "json", *runs],
+        "check": ["check", *runs],
+        "runs": ["runs", "-f", "json", *runs],
+        "report": ["report", "-o", str(out_file.with_suffix(".html")), *runs],
+        "export": ["export", "reward_summary", "-o", str(out_file), *runs],
+        "cache build": ["cache", "build", "-f", "json", *runs],
+        "db build": ["db", "build", str(out_file.with_suffix(".duckdb")), *runs],
+    }[command]
     code, out, err = run_main(args, capsys, monkeypatch)
     assert "Traceback" not in err and "\0" not in out + err, err
     named = [line for line in err.splitlines() if str(bad) in line]
@@ -206,7 +226,9 @@ def test_a_nul_in_one_csv_header_is_one_warning_and_the_fleet_answers(command: s
         assert {r["run"]: r["trials"] for r in json.loads(out)} == {"bad": 0, "good": 2}
     if command == "cache build":
         assert {r["run"]: r["state"] for r in json.loads(out)} == {
-            "bad": "not cached (its header cannot be read)", "good": "built"}
+            "bad": "not cached (its header cannot be read)",
+            "good": "built",
+        }
     assert digest(tmp_path / "runs") == before
 
 
@@ -234,11 +256,21 @@ def test_an_unclosed_quote_loses_only_its_own_line(cache: str, tmp_path: Path, c
     code, out, err = run_main(["query", "reward_summary", "-r", str(run), "-f", "json"], capsys, monkeypatch)
     assert code == 0, err
     # by hand: trials 1..2980 but t__100; rewards i % 2, so 1,490 ones among them, minus t__100's 0
-    assert json.loads(out) == [{"run": "r", "trials": 2979, "trials_with_reward": 2979, "mean_reward": 1490 / 2979,
-                                "success_rate": 1490 / 2979, "trials_with_turns": 2979}]
+    assert json.loads(out) == [
+        {
+            "run": "r",
+            "trials": 2979,
+            "trials_with_reward": 2979,
+            "mean_reward": 1490 / 2979,
+            "success_rate": 1490 / 2979,
+            "trials_with_turns": 2979,
+        }
+    ]
     warned = [line for line in err.splitlines() if "warning" in line]
-    assert warned == [f"rlsql: warning: {run / '20260301_000000_trial_results.csv'}: skipped 1 unreadable row "
-                      "(line 101: a quote that is not closed, or text after a closing quote)"], err
+    assert warned == [
+        f"rlsql: warning: {run / '20260301_000000_trial_results.csv'}: skipped 1 unreadable row "
+        "(line 101: a quote that is not closed, or text after a closing quote)"
+    ], err
     problems = [(i.line, i.problem) for i in check_runs(resolve_runs([run]))[0].issues]
     assert (101, "row skipped: a quote that is not closed, or text after a closing quote") in problems
     assert not [p for _, p in problems if "unaccounted" in p], problems
@@ -246,14 +278,18 @@ def test_an_unclosed_quote_loses_only_its_own_line(cache: str, tmp_path: Path, c
 
 
 def test_a_quoted_cell_over_two_lines_stays_one_row_before_a_quote_that_never_closes(tmp_path: Path) -> None:
-    body = (HEADER + 't,t__1,2,"an error\nover two lines",1.0\n'  # a quoted cell that closes: one row
-            't,t__2,3,,0.0,"never\n'  # line 4 never closes: it is rejected, the rows after it are read
-            "t,t__3,4,,1.0\nt,t__4,5,,1.0\nt,t__5,6,,0.0\n")
+    body = (
+        HEADER + 't,t__1,2,"an error\nover two lines",1.0\n'  # a quoted cell that closes: one row
+        't,t__2,3,,0.0,"never\n'  # line 4 never closes: it is rejected, the rows after it are read
+        "t,t__3,4,,1.0\nt,t__4,5,,1.0\nt,t__5,6,,0.0\n"
+    )
     run = trials_run(tmp_path, body)
     rows, warned = query_with_warnings("exception_distribution", run)
     # by hand: t__1 (exception "an error\nover two lines"), t__3, t__4 and t__5 (no exception) are read
-    assert sorted((r["exception_type"], r["trials"]) for r in rows) == [("No exception", 3),
-                                                                       ("an error\nover two lines", 1)]
+    assert sorted((r["exception_type"], r["trials"]) for r in rows) == [
+        ("No exception", 3),
+        ("an error\nover two lines", 1),
+    ]
     # (DuckDB numbers the line by records: a quoted cell over two lines counts as one, so it says line 3)
     assert "skipped 1 unreadable row (line " in warned and "a quote that is not closed" in warned
 
@@ -282,6 +318,8 @@ def test_a_nested_folder_of_runs_is_named_in_one_warning(tmp_path: Path) -> None
         runs = resolve_runs([tmp_path / "runs"])
     assert [r.name for r in runs] == ["a"]
     said = [str(w.message) for w in caught]
-    assert said == [f"{tmp_path / 'runs'}: sub-folder(s) sweep (2 runs) hold runs one level deeper, not read; "
-                    f"give such a folder with its own -r (e.g. -r {tmp_path / 'runs' / 'sweep'})"]
+    assert said == [
+        f"{tmp_path / 'runs'}: sub-folder(s) sweep (2 runs) hold runs one level deeper, not read; "
+        f"give such a folder with its own -r (e.g. -r {tmp_path / 'runs' / 'sweep'})"
+    ]
     assert [r.name for r in resolve_runs([tmp_path / "runs" / "sweep"])] == ["b", "c"]

@@ -108,19 +108,24 @@ def test_sql_macros_and_typed_variables(capsys, monkeypatch) -> None:
     code, out, _ = run_main(["sql", sql, "-p", "note=hi", "-r", str(TINY), "-f", "json"], capsys, monkeypatch)
     assert code == 0 and json.loads(out) == [{"n": "hi", "e": 1}]
     # a macro of the catalog: rolling_mean over 3 points, window 2 -> 1, 1.5, 2.5
-    sql = ("CREATE TEMP TABLE pts AS SELECT * FROM (VALUES ('a', 1, 1.0), ('a', 2, 2.0), ('a', 3, 3.0)) "
-           "AS t(series, x, value); SELECT rolling_mean FROM rolling_mean('pts', span := 2)")
+    sql = (
+        "CREATE TEMP TABLE pts AS SELECT * FROM (VALUES ('a', 1, 1.0), ('a', 2, 2.0), ('a', 3, 3.0)) "
+        "AS t(series, x, value); SELECT rolling_mean FROM rolling_mean('pts', span := 2)"
+    )
     code, out, err = run_main(["sql", sql, "-r", str(TINY), "-f", "json"], capsys, monkeypatch)
     assert code == 0, err
     assert [row["rolling_mean"] for row in json.loads(out)] == [1.0, 1.5, 2.5]
 
 
-@pytest.mark.parametrize(("sql", "code", "needles"), [
-    ("SELECT * FROM trialz", 1, ["trialz", "Did you mean", "trials"]),
-    ("SELEC 1", 1, ["syntax error", "SELEC"]),
-    ("SELECT nope FROM trials", 1, ["nope", "Candidate bindings"]),
-    ("   ", 2, ["empty"]),
-])
+@pytest.mark.parametrize(
+    ("sql", "code", "needles"),
+    [
+        ("SELECT * FROM trialz", 1, ["trialz", "Did you mean", "trials"]),
+        ("SELEC 1", 1, ["syntax error", "SELEC"]),
+        ("SELECT nope FROM trials", 1, ["nope", "Candidate bindings"]),
+        ("   ", 2, ["empty"]),
+    ],
+)
 def test_sql_errors_are_one_line(sql, code, needles, capsys, monkeypatch) -> None:
     got, out, err = run_main(["sql", sql, "-r", str(TINY)], capsys, monkeypatch)
     assert got == code
@@ -144,14 +149,16 @@ def test_sql_needs_only_what_it_reads(tmp_path: Path, capsys, monkeypatch) -> No
     run = tmp_path / "trials_only"
     run.mkdir()
     shutil.copy(TINY / "20260105_120000_trial_results.csv", run / "trial_results.csv")
-    code, out, _ = run_main(["sql", "SELECT count(*) AS n FROM trials", "-r", str(run), "-f", "csv"],
-                            capsys, monkeypatch)
+    code, out, _ = run_main(
+        ["sql", "SELECT count(*) AS n FROM trials", "-r", str(run), "-f", "csv"], capsys, monkeypatch
+    )
     assert code == 0 and out == f"n\n{len(oracle.read_trials(TINY))}\n"
     code, _, err = run_main(["sql", "SELECT * FROM steps", "-r", str(run)], capsys, monkeypatch)
     assert code == 3 and "trainer metrics" in error_line(err)
 
 
 # -- views wherever a named query goes ------------------------------------------------------------------
+
 
 def test_query_takes_a_view(capsys, monkeypatch) -> None:
     code, out, err = run_main(["query", "trials", "-r", str(TINY), "-f", "json"], capsys, monkeypatch)
@@ -166,8 +173,9 @@ def test_show_and_export_take_a_view(tmp_path: Path, capsys, monkeypatch) -> Non
     code, out, _ = run_main(["show", "training_progression"], capsys, monkeypatch)
     assert code == 0
     assert out == (ROOT / "sql" / "views" / "training_progression.sql").read_text(encoding="utf-8")
-    code, _, err = run_main(["export", "trial_rows", "-r", str(TINY), "-f", "csv", "-o", str(tmp_path / "out")],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "trial_rows", "-r", str(TINY), "-f", "csv", "-o", str(tmp_path / "out")], capsys, monkeypatch
+    )
     assert code == 0, err
     rows = list(csv.DictReader((tmp_path / "out" / "trial_rows.csv").open(encoding="utf-8")))
     assert [r["trial_name"] for r in rows] == [t["trial_name"] for t in oracle.read_trials(TINY)]
@@ -207,13 +215,17 @@ def test_describe_a_view(capsys, monkeypatch) -> None:
 
 # -- output ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("name", "check"), [
-    ("best.csv", lambda text: next(csv.reader([text.splitlines()[0]]))[0] == "run"),
-    ("best.json", lambda text: isinstance(json.loads(text), list)),
-    ("best.jsonl", lambda text: all(json.loads(line) for line in text.splitlines())),
-    ("best.md", lambda text: text.startswith("| run |")),
-    ("best.txt", lambda text: text.split()[0] == "run" and "|" not in text),
-])
+
+@pytest.mark.parametrize(
+    ("name", "check"),
+    [
+        ("best.csv", lambda text: next(csv.reader([text.splitlines()[0]]))[0] == "run"),
+        ("best.json", lambda text: isinstance(json.loads(text), list)),
+        ("best.jsonl", lambda text: all(json.loads(line) for line in text.splitlines())),
+        ("best.md", lambda text: text.startswith("| run |")),
+        ("best.txt", lambda text: text.split()[0] == "run" and "|" not in text),
+    ],
+)
 def test_output_extension_picks_the_format(name, check, tmp_path: Path, capsys, monkeypatch) -> None:
     target = tmp_path / name
     code, _, err = run_main(["query", "turn_stats", "-r", str(TINY), "-o", str(target)], capsys, monkeypatch)
@@ -223,8 +235,9 @@ def test_output_extension_picks_the_format(name, check, tmp_path: Path, capsys, 
 
 def test_format_flag_beats_the_extension(tmp_path: Path, capsys, monkeypatch) -> None:
     target = tmp_path / "best.csv"
-    code, _, _ = run_main(["query", "turn_stats", "-r", str(TINY), "-o", str(target), "-f", "json"],
-                          capsys, monkeypatch)
+    code, _, _ = run_main(
+        ["query", "turn_stats", "-r", str(TINY), "-o", str(target), "-f", "json"], capsys, monkeypatch
+    )
     assert code == 0 and isinstance(json.loads(target.read_text(encoding="utf-8")), list)
 
 
@@ -247,8 +260,9 @@ def test_limit_says_how_many_more(capsys, monkeypatch) -> None:
     assert code == 0
     assert len(out.splitlines()) == 4
     assert f"{total - 3:,} more rows (3 of {total:,} shown)" in err
-    code, _, err = run_main(["query", "trials", "-r", str(CALENDAR), "-n", str(total), "-f", "csv"],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["query", "trials", "-r", str(CALENDAR), "-n", str(total), "-f", "csv"], capsys, monkeypatch
+    )
     assert code == 0 and "more row" not in err
 
 
@@ -276,7 +290,7 @@ def test_a_terminal_never_cuts_the_columns_that_name_a_row(capsys, monkeypatch) 
     want = {r["exception_type"] for r in oracle.q_turns_by_exception("calendar", CALENDAR)}
     rows = lines[2:]
     assert len(rows) == len(want) > 5
-    names = {line[len("calendar"):].strip().rsplit(None, 3)[0] for line in rows}
+    names = {line[len("calendar") :].strip().rsplit(None, 3)[0] for line in rows}
     assert names == want and all(line.startswith("calendar  ") for line in rows)
 
 
@@ -330,6 +344,7 @@ def test_runs_says_where_the_trials_come_from(tmp_path: Path, capsys, monkeypatc
 
 # -- the declarative CLI ----------------------------------------------------------------------------------
 
+
 def test_choices_agree_with_the_library() -> None:
     from rlsql.outputs.export import EXPORT_FORMATS
     from rlsql.outputs.formats import ExportFormat, ReportFormat
@@ -346,10 +361,12 @@ def test_shared_options_are_declared_once() -> None:
 
 
 def test_import_cli_loads_no_engine() -> None:
-    code = ("import sys, rlsql.cli.app; "
-            "print(sorted(m for m in ('duckdb', 'jinja2', 'yaml', 'sqlglot', 'rlsql.catalog.catalog', "
-            "'rlsql.engine.query') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, rlsql.cli.app; "
+        "print(sorted(m for m in ('duckdb', 'jinja2', 'yaml', 'sqlglot', 'rlsql.catalog.catalog', "
+        "'rlsql.engine.query') "
+        "if m in sys.modules))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
@@ -360,6 +377,7 @@ def test_lazy_package_attributes() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["QueryResult", "2"]
-    proc = subprocess.run([sys.executable, "-c", "import rlsql; rlsql.nothing"], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import rlsql; rlsql.nothing"], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
     assert proc.returncode == 1 and "has no attribute 'nothing'" in proc.stderr

@@ -87,8 +87,11 @@ def test_the_settings_table_lists_every_setting() -> None:
 
 def test_one_place_reads_the_environment() -> None:
     """rlsql/core/settings.py is the one module that reads os.environ (every setting is in its table)."""
-    readers = [str(p.relative_to(ROOT)) for p in (ROOT / "rlsql").rglob("*.py")
-               if re.search(r"os\.environ|os\.getenv", p.read_text(encoding="utf-8"))]
+    readers = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "rlsql").rglob("*.py")
+        if re.search(r"os\.environ|os\.getenv", p.read_text(encoding="utf-8"))
+    ]
     assert readers == ["rlsql/core/settings.py"]
 
 
@@ -219,15 +222,26 @@ def test_the_command_line_parser_of_these_tests_refuses_what_rlsql_refuses() -> 
     assert parse_command_line(["cache", "build", "-r", "runs/", "--force"]) == ("cache", "build")
     assert parse_command_line(["--from-logs", "query", "x", "-f", "MD", "-n", "3"]) == ("query",)
     assert list(rlsql_invocations(shlex.split("pip install . && rlsql query a | head"))) == [["query", "a"]]
-    for bad in (["query", "a", "b"], ["query", "--nope"], ["cache", "biuld"], ["query", "x", "-f", "xml"],
-                ["db", "build"], ["query", "x", "--limit", "-1"], ["export", "-o", ""]):
+    for bad in (
+        ["query", "a", "b"],
+        ["query", "--nope"],
+        ["cache", "biuld"],
+        ["query", "x", "-f", "xml"],
+        ["db", "build"],
+        ["query", "x", "--limit", "-1"],
+        ["export", "-o", ""],
+    ):
         with pytest.raises(Exception):  # noqa: B017 - click's usage errors and rlsql's UsageError alike
             parse_command_line(bad)
 
 
 def command_lines() -> list[tuple[str, int, list[str]]]:
-    return [(path.name, number, args) for path in PAGES for number, tokens in shell_commands(path)
-            for args in rlsql_invocations(tokens)]
+    return [
+        (path.name, number, args)
+        for path in PAGES
+        for number, tokens in shell_commands(path)
+        for args in rlsql_invocations(tokens)
+    ]
 
 
 def test_every_rlsql_line_in_the_readme_and_docs_parses() -> None:
@@ -251,7 +265,7 @@ def command_tree() -> dict[tuple[str, ...], Any]:
 
     def walk(path: tuple[str, ...], command: Any) -> None:
         found[path] = command
-        for name, sub in (command.commands.items() if is_group(command) else ()):
+        for name, sub in command.commands.items() if is_group(command) else ():
             walk((*path, name), sub)
 
     walk((), typer.main.get_command(app))
@@ -291,8 +305,9 @@ def code_options(command: Any) -> tuple[set[str], set[str]]:
     return options, arguments
 
 
-@pytest.mark.parametrize("path", [p for p, c in command_tree().items() if p and not is_group(c)],
-                         ids=lambda p: " ".join(("rlsql", *p)))
+@pytest.mark.parametrize(
+    "path", [p for p, c in command_tree().items() if p and not is_group(c)], ids=lambda p: " ".join(("rlsql", *p))
+)
 def test_cli_md_documents_each_command_with_exactly_its_options(path: tuple[str, ...]) -> None:
     sections = cli_sections()
     heading = f"`rlsql {' '.join(path)}`"
@@ -312,19 +327,23 @@ def test_cli_md_documents_the_global_options_and_every_exit_code() -> None:
     codes = set(re.findall(r"^\| (\d+) \|", sections["Exit codes"], flags=re.M))
     assert {str(int(code)) for code in ExitCode} | {"130"} == codes
     # and no section describes a command the code does not have
-    described = {h.strip("`")[len("rlsql "):] for h in sections if h.startswith("`rlsql ")}
+    described = {h.strip("`")[len("rlsql ") :] for h in sections if h.startswith("`rlsql ")}
     assert described == {" ".join(p) for p, c in command_tree().items() if p and not is_group(c)}
 
 
 def python_blocks() -> list[Any]:
-    return [pytest.param(path.name, start, "\n".join(lines), id=f"{path.name}:{start}")
-            for path in (README, DOCS / "python.md")
-            for lang, start, lines in fenced_blocks(path.read_text(encoding="utf-8")) if lang == "python"]
+    return [
+        pytest.param(path.name, start, "\n".join(lines), id=f"{path.name}:{start}")
+        for path in (README, DOCS / "python.md")
+        for lang, start, lines in fenced_blocks(path.read_text(encoding="utf-8"))
+        if lang == "python"
+    ]
 
 
 @pytest.mark.parametrize(("page", "line", "code"), python_blocks())
-def test_every_python_example_runs(page: str, line: int, code: str, tmp_path: Path,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_python_example_runs(
+    page: str, line: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each block alone, in a fresh namespace, from a folder whose `runs/` holds the fixture runs under
     their own names (the paths the examples use)."""
     (tmp_path / "runs").mkdir()
@@ -340,8 +359,12 @@ def test_every_python_example_runs(page: str, line: int, code: str, tmp_path: Pa
 
 def test_every_code_block_says_what_it_holds() -> None:
     """An untagged block would escape both checks above: every block is sh, python, sql or text."""
-    untagged = [f"{path.name}:{start - 1}" for path in PAGES for lang, start, _ in fenced_blocks(path.read_text(
-        encoding="utf-8")) if lang not in _SHELL | {"python", "sql", "text"}]
+    untagged = [
+        f"{path.name}:{start - 1}"
+        for path in PAGES
+        for lang, start, _ in fenced_blocks(path.read_text(encoding="utf-8"))
+        if lang not in _SHELL | {"python", "sql", "text"}
+    ]
     assert untagged == []
 
 
@@ -402,21 +425,39 @@ def suite_variables() -> set[str]:
 def test_no_page_names_a_variable_rlsql_does_not_read() -> None:
     known = {f.metadata["env"] for f in dataclasses.fields(Settings) if f.metadata["env"]} | suite_variables()
     templates = sorted((ROOT / "rlsql" / "templates").glob("*.j2"))
-    named = {(path.name, name) for path in [*PAGES, *templates]
-             for name in re.findall(r"\bRLSQL_[A-Z_]*[A-Z]", path.read_text(encoding="utf-8"))}
+    named = {
+        (path.name, name)
+        for path in [*PAGES, *templates]
+        for name in re.findall(r"\bRLSQL_[A-Z_]*[A-Z]", path.read_text(encoding="utf-8"))
+    }
     assert sorted((page, name) for page, name in named if name not in known) == []
 
 
 #: what issue 24 deleted: no page may describe it as if it were there
-DELETED = ("kept answer", "answered ahead", "quickcli", "cachebg", "rlsql/ahead", "answers.py", "sql-analysis",
-           "configcache", "config cache", "detached", "spark-sql.json")
+DELETED = (
+    "kept answer",
+    "answered ahead",
+    "quickcli",
+    "cachebg",
+    "rlsql/ahead",
+    "answers.py",
+    "sql-analysis",
+    "configcache",
+    "config cache",
+    "detached",
+    "spark-sql.json",
+)
 
 
 def test_no_page_describes_a_deleted_mechanism() -> None:
     templates = sorted((ROOT / "rlsql" / "templates").glob("*.j2"))
     benches = sorted((ROOT / "bench").glob("*.py"))  # a bench script must measure what is there
-    found = [f"{path.name}: {word}" for path in [*PAGES, *templates, *benches]
-             for word in DELETED if word in path.read_text(encoding="utf-8").lower()]
+    found = [
+        f"{path.name}: {word}"
+        for path in [*PAGES, *templates, *benches]
+        for word in DELETED
+        if word in path.read_text(encoding="utf-8").lower()
+    ]
     assert found == []
 
 
@@ -425,11 +466,18 @@ def test_the_benchmark_sections_pages_cite_exist() -> None:
     history (`bench/RESULTS.md at 9434c57, ...`) is left alone."""
     headings = re.findall(r"^#{2,3} (.+)$", (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8"), flags=re.M)
     sources = [*PAGES, *(ROOT / "rlsql").rglob("*.py"), *(ROOT / "tests").glob("*.py"), ROOT / "pyproject.toml"]
-    cited = {(path.name, title) for path in sources
-             for title in re.findall(r'bench/RESULTS\.md,\s+(?:#:\s+)?"([^"]+)"', path.read_text(encoding="utf-8"))}
+    cited = {
+        (path.name, title)
+        for path in sources
+        for title in re.findall(r'bench/RESULTS\.md,\s+(?:#:\s+)?"([^"]+)"', path.read_text(encoding="utf-8"))
+    }
     assert cited, "no page cites a section: the pattern above has gone stale"
-    assert sorted((page, title) for page, title in cited
-                  if not any(h == title or h.startswith(title + " ") for h in headings)) == []
+    assert (
+        sorted(
+            (page, title) for page, title in cited if not any(h == title or h.startswith(title + " ") for h in headings)
+        )
+        == []
+    )
 
 
 def test_the_readme_is_a_front_page() -> None:
@@ -439,7 +487,7 @@ def test_the_readme_is_a_front_page() -> None:
     assert max(len(line) for line in lines) < 200
     # it begins with the two set-up commands on a fresh machine, the ones .ci/run mirrors
     lang, start, setup = next(fenced_blocks(text))
-    assert lines[:start - 2] == ["# rlsql", ""] and lang == "sh" and len(setup) == 2
+    assert lines[: start - 2] == ["# rlsql", ""] and lang == "sh" and len(setup) == 2
     assert setup[0].endswith("&& pip install . && rlsql query turns_by_exception")
     assert setup[1].endswith("&& pip install '.[test]' && pytest -n auto --dist loadfile")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")

@@ -140,7 +140,9 @@ def test_parquet_rows_types_and_metadata(tmp_path, capsys, monkeypatch) -> None:
         assert summary["runs"] == len({s["run"] for s in sources}) == 2
         assert summary["files"] == len(sources) and summary["bytes"] == sum(s["size"] for s in sources)
         assert [(s["run"], s["artifact"]) for s in sources if s["artifact"] == artifact] == [
-            ("calendar", artifact), ("tiny", artifact)]
+            ("calendar", artifact),
+            ("tiny", artifact),
+        ]
         for source in sources:
             path = Path(source["path"])
             assert path == oracle.find_artifacts(RUNS / source["run"])[source["artifact"]].resolve()
@@ -155,8 +157,11 @@ def test_timestamps_are_utc_instants_and_paths_relative_to_a_root(tmp_path, caps
     from that folder."""
     out = tmp_path / "bi"
     run = RUNS / "harbor"
-    code, _, err = run_main(["export", "trajectory_steps", "-r", str(run), "-o", str(out), "--paths-relative-to",
-                             str(RUNS.parent)], capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "trajectory_steps", "-r", str(run), "-o", str(out), "--paths-relative-to", str(RUNS.parent)],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     got = pq.read_table(out / "trajectory_steps.parquet").column("ts").to_pylist()
     want = [r["ts"] for r in oracle.expected_trajectory_view("trajectory_steps", [run])]
@@ -171,18 +176,21 @@ def test_types_do_not_depend_on_the_data(tmp_path, capsys, monkeypatch) -> None:
     """A run whose columns are all empty or missing exports the same schema as a full one."""
     schemas = {}
     for run in ("tiny", "newest"):
-        code, _, err = run_main(["export", "trials", "turn_stats", "-r", str(RUNS / run), "-o", str(tmp_path / run)],
-                                capsys, monkeypatch)
+        code, _, err = run_main(
+            ["export", "trials", "turn_stats", "-r", str(RUNS / run), "-o", str(tmp_path / run)], capsys, monkeypatch
+        )
         assert code == 0, err
-        schemas[run] = [pq.read_schema(tmp_path / run / f"{n}.parquet").remove_metadata() for n in ("trials",
-                                                                                                     "turn_stats")]
+        schemas[run] = [
+            pq.read_schema(tmp_path / run / f"{n}.parquet").remove_metadata() for n in ("trials", "turn_stats")
+        ]
     assert schemas["tiny"] == schemas["newest"]
 
 
 def test_partition_by_run_and_replacing_a_tree(tmp_path, capsys, monkeypatch) -> None:
     out = tmp_path / "hive"
-    code, _, err = run_main(["export", "trials", "-r", str(RUNS), "--partition-by", "run", "-o", str(out)],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "trials", "-r", str(RUNS), "--partition-by", "run", "-o", str(out)], capsys, monkeypatch
+    )
     assert code == 0, err
     names = ["calendar", "harbor", "harbor_csv", "newest", "rawlogs", "rawlogs_csv", "tiny"]
     assert _visible(out / "trials") == [f"run={name}" for name in names]
@@ -212,8 +220,11 @@ def test_partition_by_run_and_replacing_a_tree(tmp_path, capsys, monkeypatch) ->
     assert columns["effective_treatment"].startswith("the treatment the trial really got")
     assert set(columns) == {"run", *pq.read_schema(part).names}
     # --replace-all replaces the whole tree: a run no longer exported leaves no partition behind
-    code, _, err = run_main(["export", "trials", "-r", str(RUNS / "tiny"), "--partition-by", "run", "-o", str(out),
-                             "--replace-all"], capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "trials", "-r", str(RUNS / "tiny"), "--partition-by", "run", "-o", str(out), "--replace-all"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     assert _visible(out / "trials") == ["run=tiny"]
     assert _visible(out) == ["trials"]  # no temporary or old tree left
@@ -237,8 +248,9 @@ def test_csv_and_json_with_sidecar(tmp_path, capsys, monkeypatch) -> None:
 
 def test_missing_artifact_named_fails_all_skips(tmp_path, capsys, monkeypatch) -> None:
     out = tmp_path / "x"
-    code, _, err = run_main(["export", "vllm_summary", "turn_stats", "-r", str(RUNS / "newest"), "-o", str(out)],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "vllm_summary", "turn_stats", "-r", str(RUNS / "newest"), "-o", str(out)], capsys, monkeypatch
+    )
     assert code == 3
     assert "vllm_summary" in one_error_line(err)
     assert not out.exists()  # checked before anything is written
@@ -250,16 +262,19 @@ def test_missing_artifact_named_fails_all_skips(tmp_path, capsys, monkeypatch) -
     assert "vllm_summary.parquet" not in _visible(out)
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["export", "-o", "OUT"], "--all"),
-    (["export", "turn_stats", "-p", "span=3", "-o", "OUT"], "span"),
-    (["export", "reward_curve", "-p", "span=0", "-o", "OUT"], "minimum"),
-    (["export", "turn_statz", "-o", "OUT"], "turn_stats"),
-    (["export", "turn_stats", "-f", "xlsx", "-o", "OUT"], "xlsx"),
-    (["export", "turn_stats", "--partition-by", "step", "-o", "OUT"], "run"),
-    (["export", "turn_stats", "--replace-all", "-r", str(RUNS / "tiny"), "-o", "OUT"], "--partition-by"),
-    (["export", "turn_stats", "-r", str(RUNS / "tiny"), "-o", str(RUNS / "tiny" / "out")], "run folder"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["export", "-o", "OUT"], "--all"),
+        (["export", "turn_stats", "-p", "span=3", "-o", "OUT"], "span"),
+        (["export", "reward_curve", "-p", "span=0", "-o", "OUT"], "minimum"),
+        (["export", "turn_statz", "-o", "OUT"], "turn_stats"),
+        (["export", "turn_stats", "-f", "xlsx", "-o", "OUT"], "xlsx"),
+        (["export", "turn_stats", "--partition-by", "step", "-o", "OUT"], "run"),
+        (["export", "turn_stats", "--replace-all", "-r", str(RUNS / "tiny"), "-o", "OUT"], "--partition-by"),
+        (["export", "turn_stats", "-r", str(RUNS / "tiny"), "-o", str(RUNS / "tiny" / "out")], "run folder"),
+    ],
+)
 def test_bad_export_is_one_line(args, needle, tmp_path, capsys, monkeypatch) -> None:
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
     code, stdout, err = run_main(args, capsys, monkeypatch)
@@ -297,8 +312,13 @@ def test_sigkill_leaves_the_previous_export(tmp_path, capsys, monkeypatch) -> No
     before = (out / "trials.parquet").read_bytes()
     big = _big_run(tmp_path, 150)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.Popen([sys.executable, "-m", "rlsql", "export", "trials", "-r", str(big), "-o", str(out)],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlsql", "export", "trials", "-r", str(big), "-o", str(out)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     try:
         # wait until DuckDB has written part of the new file under its temporary name
@@ -318,18 +338,26 @@ def test_sigkill_leaves_the_previous_export(tmp_path, capsys, monkeypatch) -> No
     assert (out / "trials.parquet").read_bytes() == before
     assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "tiny"))
     # (the folder's lock file stays: see writes.folder_lock)
-    leftovers = [p.name for p in out.iterdir() if p.name not in (
-        "trials.parquet", listed, ".rlsql-export.json", ".rlsql-export.lock")]
+    leftovers = [
+        p.name
+        for p in out.iterdir()
+        if p.name not in ("trials.parquet", listed, ".rlsql-export.json", ".rlsql-export.lock")
+    ]
     assert leftovers and all(name.startswith(".trials.parquet.") and name.endswith(".rlsql-tmp") for name in leftovers)
     # the next export into the folder clears what the killed process left
     code, _, err = run_main(["export", "trials", "-r", str(RUNS / "newest"), "-o", str(out)], capsys, monkeypatch)
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == [
-        ".rlsql-export.json", ".rlsql-export.lock", "trials.parquet", _list_name(out / "trials.parquet")]
+        ".rlsql-export.json",
+        ".rlsql-export.lock",
+        "trials.parquet",
+        _list_name(out / "trials.parquet"),
+    ]
     assert pq.read_metadata(out / "trials.parquet").num_rows == len(oracle.read_trials(RUNS / "newest"))
 
 
 # -- incremental partitioned exports (issue 11) -----------------------------------------------------
+
 
 def _tree_bytes(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -348,8 +376,9 @@ def test_partitions_grow_run_by_run(tmp_path, capsys, monkeypatch) -> None:
     inputs = {r: _tree_bytes(RUNS / r) for r in ("tiny", "calendar")}
 
     def export_run(*extra: str) -> None:
-        code, _, err = run_main(["export", "trials", "--partition-by", "run", "-o", str(out), *extra],
-                                capsys, monkeypatch)
+        code, _, err = run_main(
+            ["export", "trials", "--partition-by", "run", "-o", str(out), *extra], capsys, monkeypatch
+        )
         assert code == 0, err
 
     export_run("-r", str(RUNS / "tiny"))
@@ -364,8 +393,10 @@ def test_partitions_grow_run_by_run(tmp_path, capsys, monkeypatch) -> None:
         sources = json.loads(meta["rlsql.sources"])
         assert sources and {s["run"] for s in sources} == {run}
         trials_source = next(s for s in sources if s["artifact"] == "trials")
-        assert trials_source["sha256"] == hashlib.sha256(
-            oracle.find_artifacts(RUNS / run)["trials"].read_bytes()).hexdigest()
+        assert (
+            trials_source["sha256"]
+            == hashlib.sha256(oracle.find_artifacts(RUNS / run)["trials"].read_bytes()).hexdigest()
+        )
     calendar = _tree_bytes(out / "trials" / "run=calendar")
     tiny = (out / "trials" / "run=tiny" / "data_0.parquet").stat().st_ino
     time.sleep(0.01)
@@ -385,8 +416,9 @@ def test_partitions_grow_run_by_run(tmp_path, capsys, monkeypatch) -> None:
 def test_one_row_partition_is_small(tmp_path, capsys, monkeypatch) -> None:
     """A partition's metadata names its own run: its size does not grow with the number of runs exported."""
     out = tmp_path / "hive"
-    code, _, err = run_main(["export", "trials", "--partition-by", "run", "-o", str(out), "-r", str(RUNS)],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "trials", "--partition-by", "run", "-o", str(out), "-r", str(RUNS)], capsys, monkeypatch
+    )
     assert code == 0, err
     for part in (out / "trials").glob("run=*/data_0.parquet"):
         run = part.parent.name.removeprefix("run=")
@@ -396,8 +428,11 @@ def test_one_row_partition_is_small(tmp_path, capsys, monkeypatch) -> None:
 def test_csv_partitions_carry_their_record_in_the_hidden_mark(tmp_path, capsys, monkeypatch, export_clock) -> None:
     out = tmp_path / "hive"
     for run in ("tiny", "calendar"):
-        code, _, err = run_main(["export", "trials", "-f", "csv", "--partition-by", "run", "-o", str(out),
-                                 "-r", str(RUNS / run)], capsys, monkeypatch)
+        code, _, err = run_main(
+            ["export", "trials", "-f", "csv", "--partition-by", "run", "-o", str(out), "-r", str(RUNS / run)],
+            capsys,
+            monkeypatch,
+        )
         assert code == 0, err
         export_clock()  # exported_at has whole seconds: the two exports' stamps differ
     for run in ("tiny", "calendar"):
@@ -412,8 +447,12 @@ def test_csv_partitions_carry_their_record_in_the_hidden_mark(tmp_path, capsys, 
     # the tree's shared record was rewritten by the second export (calendar's), not left at the first
     shared = json.loads((out / "trials" / ".rlsql-export.json").read_text())["metadata"]
     assert set(shared) == TREE_KEYS
-    stamps = {run: json.loads((out / "trials" / f"run={run}" / ".rlsql-export.json").read_text())["metadata"][
-        "rlsql.exported_at"] for run in ("tiny", "calendar")}
+    stamps = {
+        run: json.loads((out / "trials" / f"run={run}" / ".rlsql-export.json").read_text())["metadata"][
+            "rlsql.exported_at"
+        ]
+        for run in ("tiny", "calendar")
+    }
     assert stamps["tiny"] != stamps["calendar"]
     assert shared["rlsql.exported_at"] == stamps["calendar"]
     assert json.loads(shared["rlsql.columns"])["trial_name"]
@@ -470,5 +509,8 @@ def test_run_table_keys_pick_the_columns_and_a_clashing_name_gets_a_prefix(tmp_p
     # without case) is `config.KEY`
     assert got.columns[-4:] == ["config.Run", "no.such.key", "config.steps", "trainer.hf_save_interval"]
     assert got.rows[0][-4:] == ("x", None, 7, 2)  # typed: 7 and 2 are BIGINT, `x` text, a key no run has text
-    assert_rows_match(got.to_dicts(), oracle.expected("run_table", [run], keys="steps, Run,trainer.hf_save_interval,,"
-                                                      "no.such.key"), "run_table keys")
+    assert_rows_match(
+        got.to_dicts(),
+        oracle.expected("run_table", [run], keys="steps, Run,trainer.hf_save_interval,,no.such.key"),
+        "run_table keys",
+    )

@@ -38,8 +38,15 @@ MERGED_QUERIES = {
     "reward_summary", "run_overview", "run_table", "timing_breakdown", "trial_phases", "turn_percentiles",
     "turn_stats", "turns_by_exception", "turns_by_outcome", "vllm_summary", "token_usage", "run_diff",
 }  # fmt: skip
-PARTITIONED_QUERIES = {"reward_curve", "step_timing", "tool_usage", "looping_trials", "task_diff", "findings",
-                       "group_curves"}
+PARTITIONED_QUERIES = {
+    "reward_curve",
+    "step_timing",
+    "tool_usage",
+    "looping_trials",
+    "task_diff",
+    "findings",
+    "group_curves",
+}
 #: the queries without a run column: `--partition-by run` writes them as one file, whole
 ACROSS_RUNS = {"group_curves"}
 #: the queries over agents' trajectories, which the CSV fixture runs lack: `--all` skips them with a warning
@@ -100,7 +107,7 @@ def _drop_trials(run: Path, keep: int) -> None:
     """Keep the first `keep` rows of a run's trials CSV (the run then has other figures)."""
     path = oracle.find_artifacts(run)["trials"]
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    path.write_text("".join(lines[:keep + 1]), encoding="utf-8")
+    path.write_text("".join(lines[: keep + 1]), encoding="utf-8")
 
 
 def test_the_grain_picks_merged_or_partitioned(tmp_path, capsys, monkeypatch) -> None:
@@ -135,8 +142,9 @@ def test_the_grain_picks_merged_or_partitioned(tmp_path, capsys, monkeypatch) ->
     # hive readers see the trees with `run` as a column; the merged files read as they are
     table = ds.dataset(out / "reward_curve", format="parquet", partitioning="hive").to_table()
     assert sorted(set(table.column("run").to_pylist())) == ["calendar", "tiny"]
-    assert_rows_match(pq.read_table(out / "turn_stats.parquet").to_pylist(), oracle.expected("turn_stats", runs),
-                      "turn_stats merged")
+    assert_rows_match(
+        pq.read_table(out / "turn_stats.parquet").to_pylist(), oracle.expected("turn_stats", runs), "turn_stats merged"
+    )
 
 
 def test_export_a_then_b_then_a_again(tmp_path, capsys, monkeypatch, export_clock) -> None:
@@ -160,11 +168,18 @@ def test_export_a_then_b_then_a_again(tmp_path, capsys, monkeypatch, export_cloc
         # tiny's record keeps the time of its own export; calendar's is the file's
         assert "exported_at" not in runs[0] and runs[1]["exported_at"] < meta["rlsql.exported_at"]
         trials = {s["run"]: s["sha256"] for s in _sources(path) if s["artifact"] == "trials"}
-        assert trials == {"tiny": _sha(oracle.find_artifacts(a)["trials"]),
-                          "calendar": _sha(oracle.find_artifacts(b)["trials"])}
-    before = {n: (_rows_of(out / f"{n}.parquet", "calendar"), json.loads(_kv(out / f"{n}.parquet")["rlsql.runs"])[0],
-                  [s for s in _sources(out / f"{n}.parquet") if s["run"] == "calendar"])
-              for n in items}
+        assert trials == {
+            "tiny": _sha(oracle.find_artifacts(a)["trials"]),
+            "calendar": _sha(oracle.find_artifacts(b)["trials"]),
+        }
+    before = {
+        n: (
+            _rows_of(out / f"{n}.parquet", "calendar"),
+            json.loads(_kv(out / f"{n}.parquet")["rlsql.runs"])[0],
+            [s for s in _sources(out / f"{n}.parquet") if s["run"] == "calendar"],
+        )
+        for n in items
+    }
     tiny_before = _rows_of(out / "turn_stats.parquet", "tiny")
     # tiny changes (fewer trials) and is exported again: its rows are replaced, calendar's stay as they were
     _drop_trials(a, 4)
@@ -178,8 +193,10 @@ def test_export_a_then_b_then_a_again(tmp_path, capsys, monkeypatch, export_cloc
         assert _rows_of(path, "calendar") == rows
         meta = _kv(path)
         runs = json.loads(meta["rlsql.runs"])
-        assert runs[0] == {**record, "exported_at": runs[0]["exported_at"]} and runs[0]["exported_at"] < meta[
-            "rlsql.exported_at"]  # calendar's record carried over, now with its own time
+        assert (
+            runs[0] == {**record, "exported_at": runs[0]["exported_at"]}
+            and runs[0]["exported_at"] < meta["rlsql.exported_at"]
+        )  # calendar's record carried over, now with its own time
         assert [s for s in _sources(path) if s["run"] == "calendar"] == sources
         assert "exported_at" not in runs[1]  # tiny: exported now
         tiny_trials = [s for s in _sources(path) if s["run"] == "tiny" and s["artifact"] == "trials"]
@@ -189,8 +206,9 @@ def test_export_a_then_b_then_a_again(tmp_path, capsys, monkeypatch, export_cloc
     code, err = _export(out, capsys, monkeypatch, "turn_stats", "-r", str(b), "--replace-all")
     assert code == 0, err
     assert [r["name"] for r in json.loads(_kv(out / "turn_stats.parquet")["rlsql.runs"])] == ["calendar"]
-    assert_rows_match(pq.read_table(out / "turn_stats.parquet").to_pylist(), oracle.expected("turn_stats", [b]),
-                      "after --replace-all")
+    assert_rows_match(
+        pq.read_table(out / "turn_stats.parquet").to_pylist(), oracle.expected("turn_stats", [b]), "after --replace-all"
+    )
     assert not [p for p in out.rglob("*") if ".rlsql-tmp" in p.name]
 
 
@@ -222,8 +240,9 @@ def test_a_refused_merge_leaves_the_old_file(tmp_path, capsys, monkeypatch) -> N
     line = one_error_line(err)
     assert "run_table.parquet" in line and "params" in line and "--replace-all" in line
     assert {n: (out / n).read_bytes() for n in _visible(out)} == before
-    code, err = _export(out, capsys, monkeypatch, "run_table", "-p", "span=9", "-r", str(RUNS / "calendar"),
-                        "--replace-all")
+    code, err = _export(
+        out, capsys, monkeypatch, "run_table", "-p", "span=9", "-r", str(RUNS / "calendar"), "--replace-all"
+    )
     assert code == 0, err
     assert json.loads(_kv(out / "run_table.parquet")["rlsql.query.params"])["span"] == 9
 
@@ -266,10 +285,30 @@ def test_concurrent_exports_keep_both_runs(tmp_path, capsys, monkeypatch) -> Non
     procs = []
     try:
         for run in ("tiny", "calendar"):
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "rlsql", "--no-cache", "export", "turn_stats", "trials", "--partition-by", "run",
-                 "-r", str(RUNS / run), "-o", str(out)],
-                cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "rlsql",
+                        "--no-cache",
+                        "export",
+                        "turn_stats",
+                        "trials",
+                        "--partition-by",
+                        "run",
+                        "-r",
+                        str(RUNS / run),
+                        "-o",
+                        str(out),
+                    ],
+                    cwd=tmp_path,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
         deadline = time.monotonic() + 60
         for proc in procs:  # each says it waits for the lock (one line on stderr) before doing anything
             line = proc.stderr.readline()
@@ -322,14 +361,16 @@ def _old_tree(out: Path, name: str, runs: list[str]) -> None:
     """A partition tree as an older rlsql wrote it for an item that is now merged (marks and all)."""
     tree = out / name
     tree.mkdir(parents=True)
-    (tree / ".rlsql-export.json").write_text(json.dumps({"format": "rlsql-export/1", "name": name,
-                                                          "partition_by": "run", "file_format": "parquet"}))
+    (tree / ".rlsql-export.json").write_text(
+        json.dumps({"format": "rlsql-export/1", "name": name, "partition_by": "run", "file_format": "parquet"})
+    )
     for run in runs:
         part = tree / f"run={run}"
         part.mkdir()
         (part / "data_0.parquet").write_bytes(b"PAR1")
-        (part / ".rlsql-export.json").write_text(json.dumps({"format": "rlsql-export/1", "name": name,
-                                                              "partition": "run", "value": run}))
+        (part / ".rlsql-export.json").write_text(
+            json.dumps({"format": "rlsql-export/1", "name": name, "partition": "run", "value": run})
+        )
 
 
 def test_an_older_tree_of_a_merged_item(tmp_path, capsys, monkeypatch) -> None:
@@ -377,6 +418,7 @@ def test_run_table_merged_keeps_the_file_config_columns(tmp_path, capsys, monkey
 
 def _csv_rows(path: Path) -> list[dict]:
     """A CSV's rows, number-looking cells as floats (to compare within rounding), the rest as the text."""
+
     def cell(text: str) -> object:
         try:
             return float(text)
@@ -408,8 +450,11 @@ def _merged_equals_flat(items, runs, fmt, tmp_path, capsys, monkeypatch) -> None
     for run in (*runs, runs[0]):
         code, err = _export(tmp_path / "merged", capsys, monkeypatch, *items, "-f", fmt, "-r", str(run))
         assert code == 0, err
-    code, _, err = run_main(["export", *items, "-f", fmt, "-o", str(tmp_path / "flat"),
-                             *[a for r in runs for a in ("-r", str(r))]], capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", *items, "-f", fmt, "-o", str(tmp_path / "flat"), *[a for r in runs for a in ("-r", str(r))]],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     for name in items:
         merged, flat = tmp_path / "merged" / f"{name}{suffix}", tmp_path / "flat" / f"{name}{suffix}"
@@ -428,8 +473,11 @@ def test_a_merge_into_an_unpartitioned_file(tmp_path, capsys, monkeypatch, expor
     """An unpartitioned export's NAME.parquet is the merged file's name: a partitioned export of another run
     adds its rows; the earlier runs' records get the time of the export that wrote them."""
     out = tmp_path / "bi"
-    code, _, err = run_main(["export", "turn_stats", "-o", str(out), "-r", str(RUNS / "tiny"), "-r",
-                             str(RUNS / "calendar")], capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "turn_stats", "-o", str(out), "-r", str(RUNS / "tiny"), "-r", str(RUNS / "calendar")],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     first = _kv(out / "turn_stats.parquet")["rlsql.exported_at"]
     export_clock()
@@ -437,16 +485,17 @@ def test_a_merge_into_an_unpartitioned_file(tmp_path, capsys, monkeypatch, expor
     assert code == 0, err
     meta = _kv(out / "turn_stats.parquet")
     runs = json.loads(meta["rlsql.runs"])
-    assert [(r["name"], r.get("exported_at")) for r in runs] == [("calendar", first), ("newest", None),
-                                                                  ("tiny", first)]
+    assert [(r["name"], r.get("exported_at")) for r in runs] == [("calendar", first), ("newest", None), ("tiny", first)]
     assert meta["rlsql.exported_at"] > first
     three = [RUNS / "calendar", RUNS / "newest", RUNS / "tiny"]
-    assert_rows_match(pq.read_table(out / "turn_stats.parquet").to_pylist(), oracle.expected("turn_stats", three),
-                      "flat then merged")
+    assert_rows_match(
+        pq.read_table(out / "turn_stats.parquet").to_pylist(), oracle.expected("turn_stats", three), "flat then merged"
+    )
 
 
-def test_a_merge_stopped_after_its_new_list_keeps_the_old_list_the_old_file_names(tmp_path, capsys,
-                                                                                 monkeypatch) -> None:
+def test_a_merge_stopped_after_its_new_list_keeps_the_old_list_the_old_file_names(
+    tmp_path, capsys, monkeypatch
+) -> None:
     """The window a kill -9 once hit: the new list of sources written, the new file not yet renamed. The old
     file must still find its own list (it names it by hash), and the next export removes the list no file
     names. The stop is a failure of the COPY, after which the new list is removed too."""
@@ -498,8 +547,13 @@ def test_kill_9_during_a_merge_leaves_the_old_file_or_the_new(tmp_path, capsys, 
     args = ["export", "turn_stats", "trials", "--partition-by", "run", "-r", str(big), "-o", str(out)]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "rlsql", *args[:-2], "-o", str(tmp_path / "timing")], cwd=tmp_path,
-                   env=env, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "rlsql", *args[:-2], "-o", str(tmp_path / "timing")],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     whole = time.monotonic() - started
     for _ in range(4):
         delay, begun = rng.uniform(0.2, 1.0) * whole, []

@@ -141,7 +141,9 @@ def test_cli_accepts_names(tmp_path: Path, rlsql_exe: str) -> None:
 
     out = subprocess.run(
         [rlsql_exe, "query", "turn_stats", "-r", f"mine={RUNS / 'tiny'}", "-f", "csv"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert out.splitlines()[1].startswith("mine,")
 
@@ -192,8 +194,10 @@ def test_every_view_answers_as_if_created_eagerly() -> None:
         assert result_columns(got_cursor) == result_columns(want_cursor), name
         assert sorted(map(rounded, got)) == sorted(map(rounded, want)), name
     # the small sources are tables read once (rlsql/engine/connection.py), everything else views
-    listing = ("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal "
-               "UNION ALL SELECT table_name, comment FROM duckdb_tables()")
+    listing = (
+        "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal "
+        "UNION ALL SELECT table_name, comment FROM duckdb_tables()"
+    )
     comments = dict(lazy.execute(listing).fetchall())
     assert set(objects) <= set(comments)
     assert not any(v.startswith("__rlsql") for v in comments)  # no stand-in or waiting name is left
@@ -217,8 +221,9 @@ def test_a_statement_creates_only_what_it_names() -> None:
     assert "trials_src" in other.created and "metrics_src" not in other.created
     # a cursor shares the database and creates what it names the same way; create_all() makes the rest
     cursor = other.cursor()
-    assert cursor.execute("SELECT count(*) FROM steps").fetchone() == (len(oracle.dedup_steps(
-        oracle.read_metric_rows(RUNS / "tiny"))),)
+    assert cursor.execute("SELECT count(*) FROM steps").fetchone() == (
+        len(oracle.dedup_steps(oracle.read_metric_rows(RUNS / "tiny"))),
+    )
     assert "metrics_src" in other.created
     other.create_all()
     assert other.created == set(load_catalog().files)
@@ -280,12 +285,14 @@ def test_check_over_a_fleet_equals_each_run_checked_alone(tmp_path: Path) -> Non
             (report,) = check_runs(resolve_runs([folder]))
             alone[report.run] = report.as_dict()
     assert together == alone
+
     # and the damage was found, against the run it is in (the comparison above is not vacuous)
     def problems(run: str) -> list[str]:
         return [i["problem"] for i in together[run]["issues"]]
 
     assert "1 row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. '13-45 99:00:00'): no timestamp" in problems(
-        "tiny_2")
+        "tiny_2"
+    )
     assert not any("datetime_str" in p for p in problems("tiny_1"))
     assert any(p.startswith("step 1 logged") for p in problems("tiny_1"))
     assert any(i["line"] == 4 and i["problem"].startswith("row skipped:") for i in together["calendar_2"]["issues"])
@@ -339,7 +346,7 @@ def test_run_table_columns_are_the_keys_config_diff_lists() -> None:
         listed = [r[0] for r in con.execute("SELECT DISTINCT key FROM config_diff ORDER BY key").fetchall()]
         columns = [d[0] for d in con.execute("SELECT * FROM run_table").description]
     assert listed, "the fixture runs' configs differ in some key"
-    assert columns[len(oracle.RUN_SUMMARY_COLUMNS):] == listed
+    assert columns[len(oracle.RUN_SUMMARY_COLUMNS) :] == listed
 
 
 def test_a_failed_creation_leaves_no_stand_in_behind(monkeypatch) -> None:
@@ -365,5 +372,6 @@ def test_a_failed_creation_leaves_no_stand_in_behind(monkeypatch) -> None:
     assert con.execute("SELECT count(*) FROM metrics_src").fetchone() == (rows,)
     views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     assert not any(v.startswith("__rlsql") for v in views)
-    assert con.execute("SELECT count(*) FROM steps").fetchone() == (len(oracle.dedup_steps(
-        oracle.read_metric_rows(RUNS / "tiny"))),)
+    assert con.execute("SELECT count(*) FROM steps").fetchone() == (
+        len(oracle.dedup_steps(oracle.read_metric_rows(RUNS / "tiny"))),
+    )

@@ -157,8 +157,8 @@ def test_listing_fits_the_terminal_and_keeps_every_word(width: int, monkeypatch:
     words = text.split()
     for f in load_catalog().views():
         title = [f.name, "version", str(f.version), "fingerprint", f.fingerprint]
-        at = next(i for i in range(len(words)) if words[i:i + 5] == title)
-        assert words[at + 5: at + 5 + len(f.description.split())] == f.description.split(), f.name
+        at = next(i for i in range(len(words)) if words[i : i + 5] == title)
+        assert words[at + 5 : at + 5 + len(f.description.split())] == f.description.split(), f.name
 
 
 _CREATED = re.compile(r"^CREATE OR REPLACE (?P<kind>VIEW|TABLE|MACRO)\s+\"?(?P<name>[a-z_0-9]+)\"?", re.M)

@@ -81,9 +81,11 @@ def test_extra_fields_are_readable() -> None:
     # the CSV has none of them: they come from the trace_jobs/ beside it, by trial_name, as the oracle reads them
     got = con.execute(
         "SELECT trial_name, exception_message, started_at, finished_at FROM trials WHERE run = 'harbor_csv' "
-        "ORDER BY row_no").fetchall()
-    want = [(t["trial_name"], t["exception_message"], t["started_at"], t["finished_at"])
-            for t in oracle.read_trials(PARSED)]
+        "ORDER BY row_no"
+    ).fetchall()
+    want = [
+        (t["trial_name"], t["exception_message"], t["started_at"], t["finished_at"]) for t in oracle.read_trials(PARSED)
+    ]
     assert got == want and sum(1 for _, m, _, _ in got if m) == 17
     first = json.loads(next((HARBOR / "trace_jobs").glob("*/result.json")).read_text())
     got = con.execute(
@@ -132,8 +134,11 @@ def test_timing_blocks_become_seconds_like_the_parser(tmp_path: Path) -> None:
     for i, (label, (start, end)) in enumerate(blocks.items()):
         folder = tmp_path / "run" / "trace_jobs" / f"t{i}__{label}"
         folder.mkdir(parents=True)
-        data = {"task_name": "t", "trial_name": folder.name,
-                "agent_execution": {"started_at": start, "finished_at": end}}
+        data = {
+            "task_name": "t",
+            "trial_name": folder.name,
+            "agent_execution": {"started_at": start, "finished_at": end},
+        }
         (folder / "result.json").write_text(json.dumps(data))
     con = rlsql.connect([tmp_path / "run"])
     got = dict(con.execute("SELECT trial_name, agent_execution_duration FROM trials").fetchall())
@@ -195,16 +200,21 @@ def test_fixture_files_are_what_harbor_writes() -> None:
     elif harbor_python:
         command = [harbor_python, "-c", _HARBOR_CHECK, str(fixtures)]
     else:
-        pytest.skip(f"Harbor needs Python >= 3.12 and is not installed here: set {HARBOR_PYTHON_ENV} to a Python "
-                    "with `pip install 'harbor==0.25.*'` (.ci/run does)")
+        pytest.skip(
+            f"Harbor needs Python >= 3.12 and is not installed here: set {HARBOR_PYTHON_ENV} to a Python "
+            "with `pip install 'harbor==0.25.*'` (.ci/run does)"
+        )
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     checked = json.loads(done.stdout)
     # every file of each kind, counted here by glob (continuations numbered cont-0... are no segment)
     assert checked["results"] == len(list(HARBOR.glob("trace_jobs/*/result.json"))) == 59
     for run, n in checked["trajectories"].items():
-        files = [p for p in (RUNS / run).glob("trace_jobs/*/agent/trajectory*.json")
-                 if not re.search(r"cont-0\d*\.json$", p.name)]
+        files = [
+            p
+            for p in (RUNS / run).glob("trace_jobs/*/agent/trajectory*.json")
+            if not re.search(r"cont-0\d*\.json$", p.name)
+        ]
         assert n == len(files) > 15, run
 
 

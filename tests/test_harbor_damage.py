@@ -73,24 +73,42 @@ def test_hostile_run_folder_names_read_only_their_own_files(tmp_path: Path) -> N
     assert caught == []
     got = {r["run"]: (r["trials"], r["mean_reward"], r["success_rate"]) for r in rows}
     want = {
-        name: (len(rewards), pytest.approx(sum(rewards) / len(rewards)),
-               pytest.approx(sum(1 for r in rewards if r > 0) / len(rewards)))
+        name: (
+            len(rewards),
+            pytest.approx(sum(rewards) / len(rewards)),
+            pytest.approx(sum(1 for r in rewards if r > 0) / len(rewards)),
+        )
         for name, rewards in HOSTILE_RUNS.items()
     }
     assert got == want
     con = rlsql.connect([tmp_path])
-    files = dict(con.execute(
-        "SELECT run, list(source_file ORDER BY row_no) FROM harbor_trials_src GROUP BY run"
-    ).fetchall())
+    files = dict(
+        con.execute("SELECT run, list(source_file ORDER BY row_no) FROM harbor_trials_src GROUP BY run").fetchall()
+    )
     for name, rewards in HOSTILE_RUNS.items():
-        assert files[name] == [str(tmp_path / name / "trace_jobs" / f"task__{i}" / "result.json")
-                               for i in range(len(rewards))]
+        assert files[name] == [
+            str(tmp_path / name / "trace_jobs" / f"task__{i}" / "result.json") for i in range(len(rewards))
+        ]
 
 
 def test_hostile_trial_folder_names_inside_one_run(tmp_path: Path) -> None:
     trace_jobs = tmp_path / "run" / "trace_jobs"
-    folders = {"t[1]": 1.0, "t1": 0.0, "t*": 0.5, "tx": 0.0, "t?": 0.25, "t!": 0.0, "o'k": 1.0, 'q"q': 1.0,
-               "s;s": 0.0, "s s": 1.0, "n\nn": 0.0, "[": 1.0, "]": 0.0, "**": 1.0}
+    folders = {
+        "t[1]": 1.0,
+        "t1": 0.0,
+        "t*": 0.5,
+        "tx": 0.0,
+        "t?": 0.25,
+        "t!": 0.0,
+        "o'k": 1.0,
+        'q"q': 1.0,
+        "s;s": 0.0,
+        "s s": 1.0,
+        "n\nn": 0.0,
+        "[": 1.0,
+        "]": 0.0,
+        "**": 1.0,
+    }
     for folder, reward in folders.items():
         write_trial(trace_jobs, folder, small_trial(folder, reward=reward))
     con = rlsql.connect([tmp_path / "run"])
@@ -130,8 +148,11 @@ def test_nan_and_infinity_read_as_empty(tmp_path: Path) -> None:
     rewards = [1.0] * 7 + [0.0, math.nan, math.inf]
     for i, reward in enumerate(rewards):
         write_trial(trace_jobs, f"t__{i}", small_trial(f"t__{i}", reward=reward, n_episodes=i + 1))
-    write_trial(trace_jobs, "u__nan", small_trial("u__nan", reward=1.0, n_episodes=math.nan,
-                                                 n_input_tokens=math.inf, n_output_tokens=-math.inf))
+    write_trial(
+        trace_jobs,
+        "u__nan",
+        small_trial("u__nan", reward=1.0, n_episodes=math.nan, n_input_tokens=math.inf, n_output_tokens=-math.inf),
+    )
     assert "NaN" in (trace_jobs / "t__8" / "result.json").read_text()  # as Python's json.dump writes it
     rows, caught = query_with_warnings("reward_summary", [tmp_path / "run"])
     assert caught == []  # as a `nan` CSV cell: empty, no warning (`rlsql check` counts them)
@@ -140,8 +161,9 @@ def test_nan_and_infinity_read_as_empty(tmp_path: Path) -> None:
     assert (row["trials"], row["trials_with_reward"], row["trials_with_turns"]) == (11, 9, 10)
     assert row["success_rate"] == pytest.approx(8 / 9) and row["mean_reward"] == pytest.approx(8 / 9)
     con = rlsql.connect([tmp_path / "run"])
-    assert con.execute("SELECT n_episodes, n_input_tokens, n_output_tokens FROM trials WHERE trial_name = 'u__nan'"
-                       ).fetchall() == [(None, None, None)]
+    assert con.execute(
+        "SELECT n_episodes, n_input_tokens, n_output_tokens FROM trials WHERE trial_name = 'u__nan'"
+    ).fetchall() == [(None, None, None)]
     matches_oracle(tmp_path / "run", "with NaN and Infinity")
     (report,) = check_runs(resolve_runs([tmp_path / "run"]))
     listed = {Path(i.file).parent.name: i.problem for i in report.issues if i.severity == "warning"}
@@ -149,7 +171,7 @@ def test_nan_and_infinity_read_as_empty(tmp_path: Path) -> None:
         "t__8": "NaN or Infinity in verifier_result.rewards.reward: read as empty",
         "t__9": "NaN or Infinity in verifier_result.rewards.reward: read as empty",
         "u__nan": "NaN or Infinity in agent_result.metadata.n_episodes, agent_result.n_input_tokens, "
-                  "agent_result.n_output_tokens: read as empty",
+        "agent_result.n_output_tokens: read as empty",
     }
 
 
@@ -183,8 +205,18 @@ def test_values_of_the_wrong_type_are_empty_with_one_warning_naming_the_files(tm
     assert "verifier_result.rewards.reward: true" in message
     con = rlsql.connect([tmp_path / "run"])
     got = dict(con.execute("SELECT trial_name, n_episodes FROM trials").fetchall())
-    assert got == {"ok__1": 3, "ok__2": 4, "w1__bool": 3, "w2__text": 3, "w3__list": 3, "w4__turns": None,
-                   "w5__half": None, "w6__huge": None, "w7__tokens": 3, "w8__outtok": 3}  # 2.5 is not rounded
+    assert got == {
+        "ok__1": 3,
+        "ok__2": 4,
+        "w1__bool": 3,
+        "w2__text": 3,
+        "w3__list": 3,
+        "w4__turns": None,
+        "w5__half": None,
+        "w6__huge": None,
+        "w7__tokens": 3,
+        "w8__outtok": 3,
+    }  # 2.5 is not rounded
     report = check_runs(resolve_runs([tmp_path / "run"]))[0]
     listed = {(Path(i.file).parent.name, i.problem.split(":")[0]) for i in report.issues if i.severity == "warning"}
     assert listed == {(folder, field) for folder, (_, field) in WRONG_TYPES.items()}
@@ -235,20 +267,24 @@ def test_check_lists_every_bad_result_file_and_the_trials_in_flight(tmp_path: Pa
 
 def test_cli_exits_0_with_one_warning_line_and_never_opens_a_fifo(tmp_path: Path, rlsql_exe: str) -> None:
     run = damaged_run(tmp_path)
-    before = {p: (p.lstat().st_mtime_ns, p.read_bytes() if p.is_file() else None)
-              for p in run.rglob("*") if not p.is_fifo()}
+    before = {
+        p: (p.lstat().st_mtime_ns, p.read_bytes() if p.is_file() else None) for p in run.rglob("*") if not p.is_fifo()
+    }
     # a reader that opens the FIFO blocks forever: the timeout turns that into a failure
-    done = subprocess.run([rlsql_exe, "query", "reward_summary", "--run", str(run)], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [rlsql_exe, "query", "reward_summary", "--run", str(run)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "skipped 10 result.json files" in done.stderr
-    checked = subprocess.run([rlsql_exe, "check", "--run", str(run), "--format", "json"], capture_output=True,
-                             text=True, timeout=120)
+    checked = subprocess.run(
+        [rlsql_exe, "check", "--run", str(run), "--format", "json"], capture_output=True, text=True, timeout=120
+    )
     assert checked.returncode == 0, checked.stderr
     issues = json.loads(checked.stdout)["runs"][0]["issues"]
     assert {Path(i["file"]).parent.name for i in issues if i["severity"] == "warning"} == set(DAMAGE_REASONS)
-    after = {p: (p.lstat().st_mtime_ns, p.read_bytes() if p.is_file() else None)
-             for p in run.rglob("*") if not p.is_fifo()}
+    after = {
+        p: (p.lstat().st_mtime_ns, p.read_bytes() if p.is_file() else None) for p in run.rglob("*") if not p.is_fifo()
+    }
     assert after == before
 
 
@@ -259,9 +295,12 @@ def test_an_unreadable_result_file_is_skipped(tmp_path: Path) -> None:
     write_trial(run / "trace_jobs", "ok", small_trial("ok"))
     locked = write_trial(run / "trace_jobs", "locked", small_trial("locked"))
     locked.chmod(0)
-    done = subprocess.run([*refused_by_mode(), sys.executable, "-m", "rlsql", "query", "reward_summary",
-                           "-r", str(run), "-f", "json"],
-                          capture_output=True, text=True, env={**os.environ, "RLSQL_CACHE": "off"})
+    done = subprocess.run(
+        [*refused_by_mode(), sys.executable, "-m", "rlsql", "query", "reward_summary", "-r", str(run), "-f", "json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RLSQL_CACHE": "off"},
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)[0]["trials"] == 1
     (message,) = [line for line in done.stderr.splitlines() if line.startswith("rlsql: warning:")]
@@ -284,8 +323,12 @@ def test_export_of_a_damaged_run_records_the_files_it_read(tmp_path: Path, rlsql
     run = damaged_run(tmp_path)
     out = tmp_path / "out"
     # the export's fingerprint hashes the result.json files: a FIFO among them would block it
-    done = subprocess.run([rlsql_exe, "export", "trials", "--run", str(run), "-o", str(out), "--format", "csv"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [rlsql_exe, "export", "trials", "--run", str(run), "-o", str(out), "--format", "csv"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert len([line for line in done.stderr.splitlines() if "warning" in line]) == 1
     (meta,) = out.glob("*.meta.json")

@@ -46,8 +46,16 @@ COLUMNS = [
     "agent_execution_duration", "verifier_duration", "exception_message", "started_at", "finished_at",
 ]  # fmt: skip
 #: the mid-2026 parser's columns (data-contract.md section 3): no phases, agent_duration_sec
-OLDER = ["task_name", "trial_name", "n_episodes", "n_input_tokens", "n_output_tokens", "exception_type", "reward",
-         "agent_duration_sec"]
+OLDER = [
+    "task_name",
+    "trial_name",
+    "n_episodes",
+    "n_input_tokens",
+    "n_output_tokens",
+    "exception_type",
+    "reward",
+    "agent_duration_sec",
+]
 
 
 def _csv(run: Path) -> Path:
@@ -103,7 +111,8 @@ def test_the_trials_view_is_the_csv_filled_by_trial_name(tmp_path: Path, older: 
     assert next(r for r in got if r["trial_name"] == names[5])["exception_message"] == "the twin sorts first"
     # durations: an older CSV has none, so they are result.json's; a newest CSV keeps its own
     assert sum(r["agent_execution_duration"] is not None for r in got) == sum(
-        bool(r["agent_execution_duration"]) for r in _rows(PARSED)[2 if older else 0:-3])
+        bool(r["agent_execution_duration"]) for r in _rows(PARSED)[2 if older else 0 : -3]
+    )
 
 
 @pytest.mark.parametrize("name", TRIAL_QUERIES)
@@ -130,10 +139,25 @@ def test_only_what_reads_a_column_the_csv_lacks_reads_result_json(tmp_path: Path
     newer, older = both_run(tmp_path, "newer"), both_run(tmp_path, "older", older=True)
     for runs, phases in (([newer], False), ([older], True)):
         con = open_connection(resolve_runs(runs))
-        readers = {name for name in ["trials", "trial_fill", "trial_rows", "turn_stats", "turn_percentiles",
-                                     "turns_by_exception", "turns_by_outcome", "exception_distribution",
-                                     "exception_treatment", "reward_summary", "compare_runs", "run_summary",
-                                     "trial_phases"] if reads_result_files(con, name)}
+        readers = {
+            name
+            for name in [
+                "trials",
+                "trial_fill",
+                "trial_rows",
+                "turn_stats",
+                "turn_percentiles",
+                "turns_by_exception",
+                "turns_by_outcome",
+                "exception_distribution",
+                "exception_treatment",
+                "reward_summary",
+                "compare_runs",
+                "run_summary",
+                "trial_phases",
+            ]
+            if reads_result_files(con, name)
+        }
         assert readers == {"trials", "trial_fill", *(["trial_phases"] if phases else [])}, runs
         # the trials view itself, asked for none of those columns
         plan = con.execute("EXPLAIN SELECT outcome, count(*), avg(n_episodes) FROM trials GROUP BY outcome")
@@ -143,8 +167,9 @@ def test_only_what_reads_a_column_the_csv_lacks_reads_result_json(tmp_path: Path
 def test_provenance_lists_result_json_only_where_it_was_read(tmp_path: Path, capsys, monkeypatch) -> None:
     run = both_run(tmp_path)
     out = tmp_path / "bi"
-    code, _, err = run_main(["export", "trials", "turn_stats", "trial_phases", "-r", str(run), "-o", str(out)],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "trials", "turn_stats", "trial_phases", "-r", str(run), "-o", str(out)], capsys, monkeypatch
+    )
     assert code == 0, err
 
     def sources(name: str) -> list[dict]:
@@ -160,7 +185,10 @@ def test_provenance_lists_result_json_only_where_it_was_read(tmp_path: Path, cap
     for path in files:
         digest.update(f"{path.parent.name}/result.json\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
     assert (harbor["files"], harbor["size"], harbor["sha256"]) == (
-        len(files), sum(p.stat().st_size for p in files), digest.hexdigest())
+        len(files),
+        sum(p.stat().st_size for p in files),
+        digest.hexdigest(),
+    )
 
 
 def _json_only(tmp_path: Path, run: Path) -> Path:
@@ -177,8 +205,9 @@ def test_json_trials_reads_trace_jobs_outright(tmp_path: Path, capsys, monkeypat
     want = {name: oracle.expected(name, [alone]) for name in TRIAL_QUERIES}
     # the command line, for one run by name and for every run by a glob
     for flag in ("both", "b*", "*"):
-        code, out, err = run_main(["--json-trials", flag, "query", "reward_summary", "-r", str(run), "-f", "json"],
-                                  capsys, monkeypatch)
+        code, out, err = run_main(
+            ["--json-trials", flag, "query", "reward_summary", "-r", str(run), "-f", "json"], capsys, monkeypatch
+        )
         assert code == 0, err
         assert_rows_match(json.loads(out), want["reward_summary"], f"--json-trials {flag}")
     # by hand: the fixture's 59 result.json, 2 folders gone, the twin added: 58 trials, not the CSV's 56
@@ -194,11 +223,15 @@ def test_json_trials_reads_trace_jobs_outright(tmp_path: Path, capsys, monkeypat
         assert_rows_match(rlsql.query(name, [run], settings=settings).to_dicts(), want[name], f"Settings {name}")
     # a run without trace_jobs/ keeps its CSV; a name no run has is a usage error
     tiny = RUNS / "tiny"
-    assert_rows_match(rlsql.query("reward_summary", [tiny], settings=rlsql.Settings(json_trials=("*",))).to_dicts(),
-                      oracle.expected("reward_summary", [tiny]), "no trace_jobs")
+    assert_rows_match(
+        rlsql.query("reward_summary", [tiny], settings=rlsql.Settings(json_trials=("*",))).to_dicts(),
+        oracle.expected("reward_summary", [tiny]),
+        "no trace_jobs",
+    )
     # a name no run has (a typo, or RLSQL_JSON_TRIALS naming another command's runs): a warning, the CSV read
-    code, out, err = run_main(["--json-trials", "bth", "query", "reward_summary", "-r", str(run), "-f", "json"],
-                              capsys, monkeypatch)
+    code, out, err = run_main(
+        ["--json-trials", "bth", "query", "reward_summary", "-r", str(run), "-f", "json"], capsys, monkeypatch
+    )
     assert code == 0 and "--json-trials bth (RLSQL_JSON_TRIALS): no run is named so (the runs: both)" in err
     assert_rows_match(json.loads(out), oracle.expected("reward_summary", [run]), "a typo")
 
@@ -221,7 +254,8 @@ def test_check_says_how_the_csv_and_result_json_meet(tmp_path: Path, capsys, mon
     assert code == 0, err
     issues = json.loads(out)["runs"][0]["issues"]
     assert {"file": str(_csv(run)), "problem": "not read: --json-trials reads the run's trace_jobs/ instead"} in [
-        {k: i[k] for k in ("file", "problem")} for i in issues]
+        {k: i[k] for k in ("file", "problem")} for i in issues
+    ]
 
 
 def test_a_damaged_result_json_fills_nothing_and_costs_no_trial(tmp_path: Path) -> None:
@@ -230,8 +264,9 @@ def test_a_damaged_result_json_fills_nothing_and_costs_no_trial(tmp_path: Path) 
     (run / "trace_jobs" / victim / "result.json").write_text("{not json", encoding="utf-8")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the trial queries read no result.json: no warning about it either
-        assert_rows_match(rlsql.query("reward_summary", [run]).to_dicts(), oracle.expected("reward_summary", [run]),
-                          "reward_summary")
+        assert_rows_match(
+            rlsql.query("reward_summary", [run]).to_dicts(), oracle.expected("reward_summary", [run]), "reward_summary"
+        )
     got = {r["trial_name"]: r for r in trials_view([run])}
     assert len(got) == len(_rows(run)) and got[victim]["started_at"] is None
     assert_rows_match(list(got.values()), [{c: t[c] for c in COLUMNS} for t in oracle.read_trials(run)], "damaged")

@@ -74,14 +74,17 @@ def test_compare_runs_keeps_its_separator(tmp_path: Path) -> None:
     assert any("; " in (d or "") for d in differing), differing
 
 
-@pytest.mark.parametrize(("sql", "want"), [
-    ("SELECT 'a;b' AS x", "SELECT ('a' || chr(59) || 'b') AS x"),
-    ("SELECT 1 -- one; two\n", "SELECT 1 -- one, two\n"),
-    ("SELECT /* x;y */ 2", "SELECT /* x,y */ 2"),
-    ("COMMENT ON VIEW v IS 'a; b'", "COMMENT ON VIEW v IS 'a, b'"),
-    ("SELECT 'it''s; ok'", "SELECT ('it''s' || chr(59) || ' ok')"),
-    ("SELECT 1", "SELECT 1"),
-])
+@pytest.mark.parametrize(
+    ("sql", "want"),
+    [
+        ("SELECT 'a;b' AS x", "SELECT ('a' || chr(59) || 'b') AS x"),
+        ("SELECT 1 -- one; two\n", "SELECT 1 -- one, two\n"),
+        ("SELECT /* x;y */ 2", "SELECT /* x,y */ 2"),
+        ("COMMENT ON VIEW v IS 'a; b'", "COMMENT ON VIEW v IS 'a, b'"),
+        ("SELECT 'it''s; ok'", "SELECT ('it''s' || chr(59) || ' ok')"),
+        ("SELECT 1", "SELECT 1"),
+    ],
+)
 def test_without_semicolons(sql, want) -> None:
     assert without_semicolons(sql) == want
 
@@ -117,7 +120,9 @@ def test_descriptions_of_views_queries_and_macros_hold_no_semicolon() -> None:
         for folder in ("views", "queries", "macros")
         for path in sorted((root / folder).glob("*.sql"))
         for line in path.read_text(encoding="utf-8").splitlines()
-        if line.startswith("--") and not line.startswith("-- name:") and ";" in line
+        if line.startswith("--")
+        and not line.startswith("-- name:")
+        and ";" in line
         and line in path.read_text(encoding="utf-8").split("\n\n")[0]  # the header block only
     ]
     assert offending == []

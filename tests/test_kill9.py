@@ -34,8 +34,12 @@ def test_kill_9_during_report_leaves_the_old_or_the_new_report_whole(tmp_path: P
     env = {**os.environ, "RLSQL_CACHE": "off"}
 
     def report(run: Path, out: Path) -> subprocess.Popen:
-        return subprocess.Popen([rlsql_exe, "report", "-r", str(run), "-o", str(out)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return subprocess.Popen(
+            [rlsql_exe, "report", "-r", str(run), "-o", str(out)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def report_here(run: Path, out: Path) -> None:
         """The same report written in this process (the reports that are not killed need no process)."""
@@ -53,8 +57,11 @@ def test_kill_9_during_report_leaves_the_old_or_the_new_report_whole(tmp_path: P
     figures = sum(1 for name in new if name.endswith(".png"))
 
     def staged() -> list[Path]:
-        return [p for p in out.iterdir() if p.is_dir() and writes.parse_temp_name(p.name) is not None
-                and not writes.parse_temp_name(p.name).old]
+        return [
+            p
+            for p in out.iterdir()
+            if p.is_dir() and writes.parse_temp_name(p.name) is not None and not writes.parse_temp_name(p.name).old
+        ]
 
     def pngs_in(folder: Path) -> int:
         """Figures in a staging folder; -1 once it is gone (renamed into place between the listing and now)."""

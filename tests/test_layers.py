@@ -65,12 +65,7 @@ def test_every_module_is_in_a_layer_and_no_folder_is_crowded() -> None:
 
 
 def test_no_module_imports_from_a_layer_above_its_own() -> None:
-    upward = [
-        f"{m} imports {t}"
-        for m, targets in graph().items()
-        for t in sorted(targets)
-        if layer(t) > layer(m)
-    ]
+    upward = [f"{m} imports {t}" for m, targets in graph().items() for t in sorted(targets) if layer(t) > layer(m)]
     assert upward == []
 
 
@@ -85,7 +80,7 @@ def test_no_import_cycles() -> None:
         path.append(node)
         for nxt in sorted(g.get(node, ())):
             if state.get(nxt) == 1:
-                cycles.append([*path[path.index(nxt):], nxt])
+                cycles.append([*path[path.index(nxt) :], nxt])
             elif nxt not in state:
                 visit(nxt)
         path.pop()
@@ -100,8 +95,8 @@ def test_no_import_cycles() -> None:
 def test_the_readme_lists_the_same_packages_in_the_same_order() -> None:
     """The README's architecture section: one line per package, `rlsql/NAME/` first on the line, top first."""
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Architecture"):]
-    section = section[:section.index("\n## ", 3)] if "\n## " in section[3:] else section
+    section = text[text.index("## Architecture") :]
+    section = section[: section.index("\n## ", 3)] if "\n## " in section[3:] else section
     listed = re.findall(r"^\s*rlsql/([a-z]+)/", section, flags=re.M)
     present = [name for name in LAYERS if (PACKAGE / name).is_dir()]
     assert listed == list(reversed(present))
@@ -120,6 +115,7 @@ def core_packages() -> set[str]:
     project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     names = {re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0].lower() for spec in project["dependencies"]}
     return {IMPORT_NAMES.get(name, name) for name in names} | TRANSITIVE
+
 
 #: each extra's packages -> the only modules that may import them (each import late, behind its extra's
 #: message: a plain install must reach none of them from a command that does not need the extra)

@@ -49,21 +49,29 @@ def log_records(root: Path) -> dict[str, dict]:
 
 
 def digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def block(step: int, reward: str) -> str:
     """A console metric block as SkyRL's ConsoleLogger prints it (4-decimal strings), Ray prefix on each line."""
-    lines = [f"Step {step}: {{'async/staleness_mean': '1.5000',", f" 'reward/avg_raw_reward': '{reward}',",
-             f" 'trainer/global_step': {step}}}"]
+    lines = [
+        f"Step {step}: {{'async/staleness_mean': '1.5000',",
+        f" 'reward/avg_raw_reward': '{reward}',",
+        f" 'trainer/global_step': {step}}}",
+    ]
     return "".join(f"(skyrl_entrypoint pid=7) {line}\n" for line in lines)
 
 
-VLLM = ("\x1b[36m(AsyncVLLMInferenceEngine pid=31, ip=10.0.0.1)\x1b[0m INFO 06-02 08:00:{s:02d} [loggers.py:1] "
-        "Engine 000: "
-        "Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: {g}.0 tokens/s, Running: 3 reqs, "
-        "Waiting: 0 reqs, GPU KV cache usage: 10.0%, Prefix cache hit rate: 50.0%\n")
+VLLM = (
+    "\x1b[36m(AsyncVLLMInferenceEngine pid=31, ip=10.0.0.1)\x1b[0m INFO 06-02 08:00:{s:02d} [loggers.py:1] "
+    "Engine 000: "
+    "Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: {g}.0 tokens/s, Running: 3 reqs, "
+    "Waiting: 0 reqs, GPU KV cache usage: 10.0%, Prefix cache hit rate: 50.0%\n"
+)
 NOISE = "(TerminalBenchGenerator pid=5, ip=10.0.0.2) trial t1 episode 3 finished: status=ok\n" * 20
 
 
@@ -87,8 +95,10 @@ def test_the_needles_are_those_of_the_in_place_reader() -> None:
 
 
 def test_kept_lines_by_hand() -> None:
-    data = (b"noise\n(A pid=1) Step 3: x\n\x1b[1mWANDB_MIRROR\x1b[0m a\nbad \xff Step 4:\n"
-            b"cut\0Step 5:\nAvg prompt throughput: 1\n")
+    data = (
+        b"noise\n(A pid=1) Step 3: x\n\x1b[1mWANDB_MIRROR\x1b[0m a\nbad \xff Step 4:\n"
+        b"cut\0Step 5:\nAvg prompt throughput: 1\n"
+    )
     got = [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(data, 100)]
     assert got == [(106, "(A pid=1) Step 3: x", True, False), (126, "WANDB_MIRROR a", True, False),
                    (175, "Avg prompt throughput: 1", False, True)]  # fmt: skip
@@ -96,8 +106,9 @@ def test_kept_lines_by_hand() -> None:
 
 @pytest.mark.parametrize("ended", [False, True], ids=["being_written", "ended"])
 @pytest.mark.parametrize("name", QUERIES)
-def test_cached_answers_equal_in_place_and_the_oracle(name: str, ended: bool, tmp_path: Path, cache_dir: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cached_answers_equal_in_place_and_the_oracle(
+    name: str, ended: bool, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = copy_run(RAW, tmp_path / "rawlogs")
     # the fixture's logs all end in a line being written, kept lines of both pipelines: the query
     # recomputes their rows from the entry's lines and that line. Ended by a newline, the cut line
@@ -118,8 +129,10 @@ def test_cached_answers_equal_in_place_and_the_oracle(name: str, ended: bool, tm
     entries = log_records(cache_dir)
     if {"metrics_src", "vllm_src"} & {f.name for f in load_catalog().closure([name])}:
         assert sorted(Path(p).name for p, r in entries.items() if (r["cut"] == r["size"]) == ended) == [
-            "calendar_v2_agent_rl_run_8b_554408.out", "calendar_x_long_slurm_name_part2_554409.out",
-            "calendar_z_554410.out"]
+            "calendar_v2_agent_rl_run_8b_554408.out",
+            "calendar_x_long_slurm_name_part2_554409.out",
+            "calendar_z_554410.out",
+        ]
     monkeypatch.setenv("RLSQL_CACHE", "0")
     rawlogs._metric_keys.cache_clear()
     in_place = rlsql.query(name, [run], **params).to_dicts()
@@ -227,8 +240,9 @@ def test_status_and_clear_show_and_remove_log_entries(tmp_path: Path, cache_dir:
     assert digest(run) == before
 
 
-def test_an_entry_another_rlsql_built_is_parsed_again_never_extended(tmp_path: Path, auto_cache: Path,
-                                                                     capsys: pytest.CaptureFixture) -> None:
+def test_an_entry_another_rlsql_built_is_parsed_again_never_extended(
+    tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture
+) -> None:
     """An entry holds the log's lines as a version of rlsql's templates parse them: one recorded with another
     layout is not read (nor extended when the log grows), `cache status` calls it stale, a build replaces it."""
     run, log = tiny_run(tmp_path)
@@ -253,8 +267,11 @@ def test_an_entry_another_rlsql_built_is_parsed_again_never_extended(tmp_path: P
 
 def test_no_cache_writes_no_entry(tmp_path: Path, cache_dir: Path, rlsql_exe: str) -> None:
     run, _ = tiny_run(tmp_path)
-    done = subprocess.run([rlsql_exe, "--no-cache", "query", "reward_curve", "--run", str(run), "-f", "csv"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [rlsql_exe, "--no-cache", "query", "reward_curve", "--run", str(run), "-f", "csv"],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1].split(",")[1:2] == ["1"]
     assert log_records(cache_dir) == {}
@@ -269,8 +286,11 @@ def direct_lines(log: Path) -> list[tuple] | None:
         cut = logcache.direct_read(con, log, fh, os.fstat(fh.fileno()))
     if cut is None:
         return None
-    return con.execute("SELECT line_no, text, is_metric, is_vllm FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) "
-                       "ORDER BY line_no", [cut]).fetchall()
+    return con.execute(
+        "SELECT line_no, text, is_metric, is_vllm FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) "
+        "ORDER BY line_no",
+        [cut],
+    ).fetchall()
 
 
 def test_duckdb_finds_the_lines_the_python_scan_finds(tmp_path: Path) -> None:
@@ -292,8 +312,15 @@ def test_duckdb_finds_the_lines_the_python_scan_finds(tmp_path: Path) -> None:
         assert got == [(k.offset, k.text, k.is_metric, k.is_vllm) for k in logcache.kept_lines(data[:cut])], fixture_log
 
 
-@pytest.mark.parametrize("data", [b"x\na NUL\0byte Step 9:\nStep 1: y\n", b"x\nnot \xff UTF-8 Step 9:\nStep 1: y\n",
-                                  b"x\r\nStep 9: a\r\nStep 1: y\r\n"], ids=["nul", "not_utf8", "crlf"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"x\na NUL\0byte Step 9:\nStep 1: y\n",
+        b"x\nnot \xff UTF-8 Step 9:\nStep 1: y\n",
+        b"x\r\nStep 9: a\r\nStep 1: y\r\n",
+    ],
+    ids=["nul", "not_utf8", "crlf"],
+)
 def test_lines_duckdb_cannot_count_are_scanned_in_python(data: bytes, tmp_path: Path) -> None:
     log = tmp_path / "a.out"
     log.write_bytes(data)
@@ -303,8 +330,9 @@ def test_lines_duckdb_cannot_count_are_scanned_in_python(data: bytes, tmp_path: 
 
 
 @pytest.mark.parametrize(("crlf_everywhere", "found_by"), [(False, "DuckDB"), (True, "Python")])
-def test_a_log_with_carriage_returns_is_cached(crlf_everywhere: bool, found_by: str, tmp_path: Path,
-                                               cache_dir: Path) -> None:
+def test_a_log_with_carriage_returns_is_cached(
+    crlf_everywhere: bool, found_by: str, tmp_path: Path, cache_dir: Path
+) -> None:
     run = tmp_path / "cr"
     run.mkdir()
     log = run / "train.out"
@@ -339,8 +367,12 @@ def test_cache_build_builds_the_log_entries(tmp_path: Path, cache_dir: Path, rls
     env = {**os.environ, "RLSQL_CACHE": "auto"}  # the tiny log is far below the threshold: build caches it anyway
 
     def build(*flags: str) -> list[tuple]:
-        done = subprocess.run([rlsql_exe, "cache", "build", "--run", str(run), "-f", "json", *flags],
-                              capture_output=True, text=True, env=env)
+        done = subprocess.run(
+            [rlsql_exe, "cache", "build", "--run", str(run), "-f", "json", *flags],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         assert done.returncode == 0, done.stderr
         return [(r["artifact"], r["file"], r["state"]) for r in json.loads(done.stdout)]
 
@@ -354,8 +386,12 @@ def test_cache_build_builds_the_log_entries(tmp_path: Path, cache_dir: Path, rls
     assert log_records(cache_dir)[str(log)]["parsed_from"] == size
     assert digest(run) == {**before, "train.out": hashlib.sha256(log.read_bytes()).hexdigest()}
     # a query reads the built entry: nothing is parsed again
-    done = subprocess.run([rlsql_exe, "-v", "query", "reward_curve", "--run", str(run), "-f", "csv"],
-                          capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [rlsql_exe, "-v", "query", "reward_curve", "--run", str(run), "-f", "csv"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert "read from the cache" in done.stderr and "cache entry updated" not in done.stderr, done.stderr
     assert [line.split(",")[1] for line in done.stdout.splitlines()[1:]] == ["1", "2", "3"]
 
@@ -368,7 +404,7 @@ def test_a_log_grown_in_pieces_gives_the_rows_of_the_whole(tmp_path: Path, cache
     runs = resolve_runs([str(run)])
     for log in find_logs(run):
         data = log.read_bytes()
-        data = data[:data.rfind(b"\n") + 1]
+        data = data[: data.rfind(b"\n") + 1]
         cuts = [data.find(b"\n", len(data) * k // 3) + 1 for k in (1, 2)] + [len(data)]
         log.write_bytes(b"")
         previous = 0
@@ -386,8 +422,10 @@ def test_a_log_grown_in_pieces_gives_the_rows_of_the_whole(tmp_path: Path, cache
             assert (record["parsed_from"], record["cut"]) == (previous, cut)
             previous = cut
         con = memory_connection()
-        kept = con.execute("SELECT count(*) FILTER (WHERE part = 'line'), count(*) FILTER (WHERE part = 'pair') "
-                           "FROM read_parquet(?)", [str(cache.entry_for(log, cache_dir).parquet)]).fetchone()
+        kept = con.execute(
+            "SELECT count(*) FILTER (WHERE part = 'line'), count(*) FILTER (WHERE part = 'pair') FROM read_parquet(?)",
+            [str(cache.entry_for(log, cache_dir).parquet)],
+        ).fetchone()
         assert kept[0] < sum(k.is_metric for k in logcache.kept_lines(data)), log  # not every kept line stays
         assert kept[1] > 0, log
 
@@ -419,7 +457,8 @@ def build_entries(run: Path) -> list[tuple]:
 
 
 def test_the_first_query_answers_in_place_and_builds_nothing_until_cache_build(
-        tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture) -> None:
+    tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture
+) -> None:
     run = copy_run(RAW, tmp_path / "rawlogs")
     logs = [str(p) for p in find_logs(run)]
     before = digest(run)
@@ -441,7 +480,8 @@ def test_the_first_query_answers_in_place_and_builds_nothing_until_cache_build(
 
 
 def test_a_log_grown_while_it_is_cached_gives_no_stale_entry(
-        tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    tmp_path: Path, auto_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     run, log = tiny_run(tmp_path)
     os.utime(log, (time.time() - 3600, time.time() - 3600))  # not written to lately: read in parallel first
     size = log.stat().st_size
@@ -462,12 +502,22 @@ def test_a_log_grown_while_it_is_cached_gives_no_stale_entry(
     assert (record["cut"], record["size"], record["lines_found_by"]) == (size, size, "Python")
     err = capsys.readouterr().err
     assert err.count(f"{log}: scanned in Python (it changed while it was read)") == 1, err
-    state = {r["file"]: (r["state"], r["why"]) for r in json.loads(
-        subprocess.run([sys.executable, "-m", "rlsql", "cache", "status", "-f", "json"], capture_output=True,
-                       text=True, check=True).stdout)}
+    state = {
+        r["file"]: (r["state"], r["why"])
+        for r in json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "rlsql", "cache", "status", "-f", "json"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+    }
     grown = log.stat().st_size - size
-    assert state[str(log)] == ("grown", f"grown: {grown:,} new bytes, parsed on the next read "
-                                        "(the entry is extended, not rebuilt)")
+    assert state[str(log)] == (
+        "grown",
+        f"grown: {grown:,} new bytes, parsed on the next read (the entry is extended, not rebuilt)",
+    )
     # the next read sees the step the run wrote meanwhile: the growth is parsed before the answer
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
     err = capsys.readouterr().err
@@ -478,7 +528,8 @@ def test_a_log_grown_while_it_is_cached_gives_no_stale_entry(
 
 @pytest.mark.parametrize(("age", "found_by"), [(1, "Python"), (3600, "DuckDB")])
 def test_a_log_written_to_lately_is_scanned_in_python_at_once(
-        age: int, found_by: str, tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture) -> None:
+    age: int, found_by: str, tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture
+) -> None:
     # a log written to in the last 10 s is probably still being written: a parallel read of it would
     # most likely be thrown away (it changed meanwhile), so it is scanned up to its size from the start
     run, log = tiny_run(tmp_path)
@@ -504,7 +555,8 @@ def cached_then_grown(tmp_path: Path) -> tuple[Path, Path, int, int]:
 
 
 def test_a_grown_log_is_parsed_from_its_entry_before_the_read_without_cache_on(
-        tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     run, log, size, _ = cached_then_grown(tmp_path)
     monkeypatch.setenv("RLSQL_CACHE", "")  # the default policy: an entry that only grew is extended anyway
     capsys.readouterr()
@@ -513,8 +565,9 @@ def test_a_grown_log_is_parsed_from_its_entry_before_the_read_without_cache_on(
     assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err, err
 
 
-def test_a_report_under_the_default_policy_builds_nothing(tmp_path: Path, auto_cache: Path,
-                                                          capsys: pytest.CaptureFixture) -> None:
+def test_a_report_under_the_default_policy_builds_nothing(
+    tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture
+) -> None:
     run, _ = tiny_run(tmp_path)
     for name in ("reward_curve", "vllm_summary", "reward_curve"):
         rlsql.query(name, [run])
@@ -534,24 +587,28 @@ def test_cache_status_says_a_log_grew_or_was_rewritten(tmp_path: Path, cache_dir
     with log.open("a") as writer:
         writer.write(block(3, "0.7500"))
     state, why = status()
-    assert (state, why) == ("grown", f"grown: {log.stat().st_size - size:,} new bytes, parsed on the next read "
-                                     "(the entry is extended, not rebuilt)")
+    assert (state, why) == (
+        "grown",
+        f"grown: {log.stat().st_size - size:,} new bytes, parsed on the next read (the entry is extended, not rebuilt)",
+    )
     subprocess.run([rlsql_exe, "cache", "clear", "--stale"], check=True, capture_output=True)
     assert status()[0] == "grown"  # kept: the next read extends it
     log.write_text(block(1, "0.9000"))  # truncated and rewritten
     assert status()[0] == "stale" and "parsed again" in status()[1]
 
 
-def test_a_report_with_cache_on_builds_each_entry_at_its_first_read(tmp_path: Path, cache_dir: Path,
-                                                                     rlsql_exe: str) -> None:
+def test_a_report_with_cache_on_builds_each_entry_at_its_first_read(
+    tmp_path: Path, cache_dir: Path, rlsql_exe: str
+) -> None:
     run = copy_run(RAW, tmp_path / "rawlogs")
     logs = [str(p) for p in find_logs(run)]
     env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": ""}
     reports = {}
     for how in ("--no-cache", "--cache"):
         out = tmp_path / f"report{how}"
-        done = subprocess.run([rlsql_exe, how, "-v", "report", "--run", str(run), "-o", str(out)],
-                              capture_output=True, text=True, env=env)
+        done = subprocess.run(
+            [rlsql_exe, how, "-v", "report", "--run", str(run), "-o", str(out)], capture_output=True, text=True, env=env
+        )
         assert done.returncode == 0, done.stderr
         reports[how] = (out / "report.md").read_text()
     err = done.stderr

@@ -43,11 +43,14 @@ def many(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path], li
 CROSS_RUN = ("compare_runs", "run_table", "task_diff", "run_diff", "group_curves")
 
 
-@pytest.mark.parametrize(("name", "params"), [
-    ("task_diff", {"baseline": "harbor_000", "alpha": 0.5}),
-    ("run_diff", {"baseline": "tiny_000"}),
-    ("group_curves", {"key": "trainer.epochs", "span": 3}),
-])
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("task_diff", {"baseline": "harbor_000", "alpha": 0.5}),
+        ("run_diff", {"baseline": "tiny_000"}),
+        ("group_curves", {"key": "trainer.epochs", "span": 3}),
+    ],
+)
 def test_the_comparisons_over_a_folder_of_runs(many, name: str, params: dict) -> None:
     _, healthy, _ = many
     with warnings.catch_warnings():
@@ -65,8 +68,15 @@ def test_every_query_over_a_folder_of_runs(many, name: str) -> None:
     names = {p.name for p in healthy}
     assert_rows_match([r for r in got if r["run"] in names], oracle.expected(name, healthy), f"{name} over {root}")
     messages = " ".join(str(w.message) for w in caught)
-    reads_trials = name not in {"run_overview", "reward_curve", "best_checkpoint", "timing_breakdown",
-                                "step_timing", "async_health", "vllm_summary"}
+    reads_trials = name not in {
+        "run_overview",
+        "reward_curve",
+        "best_checkpoint",
+        "timing_breakdown",
+        "step_timing",
+        "async_health",
+        "vllm_summary",
+    }
     if reads_trials:
         assert "tiny_007" in messages and "header is not valid UTF-8" in messages
     elif name != "vllm_summary":
@@ -81,5 +91,8 @@ def test_compare_runs_over_a_folder_of_runs(many) -> None:
     # compare_runs holds config differences across all the runs given, so compare the per-run figures
     want = {r["run"]: r for r in oracle.expected("compare_runs", healthy)}
     for run, row in want.items():
-        assert_rows_match([{k: v for k, v in got[run].items() if k != "differing_config"}],
-                          [{k: v for k, v in row.items() if k != "differing_config"}], f"compare_runs {run}")
+        assert_rows_match(
+            [{k: v for k, v in got[run].items() if k != "differing_config"}],
+            [{k: v for k, v in row.items() if k != "differing_config"}],
+            f"compare_runs {run}",
+        )

@@ -22,9 +22,29 @@ from rlsql.outputs.formats import OutputFormat
 from rlsql.outputs.rows import Output
 
 COLUMNS = "s1 VARCHAR, i BIGINT, h HUGEINT, d DOUBLE, f FLOAT, b BOOLEAN, day DATE, ts TIMESTAMP, s2 VARCHAR"
-EDGE_FLOATS = [0.0, -0.0, math.nan, math.inf, -math.inf, 1e300, -2.5331407049791268e303, 1e15, 1e15 + 0.5,
-               -(2.0**53) - 2, 999999999999999.9, 1.03125, 2.5, 0.00005, 0.001, -0.001, 0.00099995, 5e-324,
-               1.234e-05, 123.45675, 1.7976931348623157e308]
+EDGE_FLOATS = [
+    0.0,
+    -0.0,
+    math.nan,
+    math.inf,
+    -math.inf,
+    1e300,
+    -2.5331407049791268e303,
+    1e15,
+    1e15 + 0.5,
+    -(2.0**53) - 2,
+    999999999999999.9,
+    1.03125,
+    2.5,
+    0.00005,
+    0.001,
+    -0.001,
+    0.00099995,
+    5e-324,
+    1.234e-05,
+    123.45675,
+    1.7976931348623157e308,
+]
 PIECES = [*"ab |`<>&\\\"',;\t\x0b\x0c\x1c\x85\xa0\u2003\u3000é👍\x01\n\r\x1b\x7f\x9b\x00", "\r\n", "\\|"]
 TEXT = st.lists(st.sampled_from(PIECES), max_size=12).map("".join)
 
@@ -37,7 +57,7 @@ ROW = st.tuples(
     maybe(TEXT),
     maybe(st.integers(-(2**63), 2**63 - 1)),
     maybe(st.integers(-(2**120), 2**120)),
-    maybe(st.one_of(st.sampled_from(EDGE_FLOATS), st.floats(), st.integers(-10**6, 10**6).map(lambda n: n / 64))),
+    maybe(st.one_of(st.sampled_from(EDGE_FLOATS), st.floats(), st.integers(-(10**6), 10**6).map(lambda n: n / 64))),
     maybe(st.floats(width=32)),
     maybe(st.booleans()),
     maybe(st.dates(dt.date(1000, 1, 1), dt.date(9999, 12, 31))),
@@ -80,8 +100,7 @@ def test_floats_read_as_pythons_format_writes_them(tmp_path: Path, monkeypatch) 
     con.executemany("INSERT INTO t VALUES (?, ?)", list(enumerate(values)))
     text = written(con, OutputFormat.MARKDOWN, tmp_path / "x.md", monkeypatch, in_python=False).decode()
     cells = [line.split(" | ")[1].rstrip(" |") for line in text.splitlines()[2:]]
-    assert cells == [format(1e300, ".0f"), "1000000000000000.5", "1.0312", "2.5", "0",
-                     "0.0001234", "nan", "-inf"]
+    assert cells == [format(1e300, ".0f"), "1000000000000000.5", "1.0312", "2.5", "0", "0.0001234", "nan", "-inf"]
 
 
 def test_control_characters_are_shown_not_sent_to_the_terminal(tmp_path: Path, monkeypatch) -> None:

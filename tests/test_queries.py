@@ -20,14 +20,29 @@ QUERIES = [q.name for q in load_catalog().queries()]
 
 # which artifact each query reads, written out here rather than taken from the catalog under test
 NEEDS = {
-    "run_overview": "metrics", "reward_curve": "metrics", "best_checkpoint": "metrics",
-    "timing_breakdown": "metrics", "step_timing": "metrics", "async_health": "metrics",
-    "turn_stats": "trials", "turn_percentiles": "trials", "turns_by_exception": "trials",
-    "turns_by_outcome": "trials", "exception_distribution": "trials", "exception_treatment": "trials",
-    "reward_summary": "trials", "trial_phases": "trials", "vllm_summary": "vllm",
-    "compare_runs": "metrics", "run_table": "metrics",
-    "tool_usage": "trajectories", "token_usage": "trajectories", "looping_trials": "trajectories",
-    "task_diff": "trials", "run_diff": "trials", "group_curves": "metrics",
+    "run_overview": "metrics",
+    "reward_curve": "metrics",
+    "best_checkpoint": "metrics",
+    "timing_breakdown": "metrics",
+    "step_timing": "metrics",
+    "async_health": "metrics",
+    "turn_stats": "trials",
+    "turn_percentiles": "trials",
+    "turns_by_exception": "trials",
+    "turns_by_outcome": "trials",
+    "exception_distribution": "trials",
+    "exception_treatment": "trials",
+    "reward_summary": "trials",
+    "trial_phases": "trials",
+    "vllm_summary": "vllm",
+    "compare_runs": "metrics",
+    "run_table": "metrics",
+    "tool_usage": "trajectories",
+    "token_usage": "trajectories",
+    "looping_trials": "trajectories",
+    "task_diff": "trials",
+    "run_diff": "trials",
+    "group_curves": "metrics",
     "findings": "any",  # every artifact is optional: a run lacking one has no row from the rules that read it
 }
 
@@ -72,22 +87,25 @@ def test_query_matches_oracle_on_all_runs_at_once(name: str) -> None:
         assert any(repr(run) in m for m in messages), f"no warning that {run} lacks {NEEDS[name]}: {messages}"
 
 
-@pytest.mark.parametrize(("name", "params"), [
-    ("reward_curve", {"span": 3}),
-    ("reward_curve", {"span": 1}),
-    ("best_checkpoint", {"span": 3}),
-    ("best_checkpoint", {"save_every": 2}),
-    ("best_checkpoint", {"save_every": 4, "span": 10}),
-    ("best_checkpoint", {"save_every": 50}),
-    ("run_table", {"keys": "trainer.hf_save_interval, generator.n_samples_per_prompt,no.such.key"}),
-    ("run_table", {"span": 2, "save_every": 2}),
-    ("task_diff", {"baseline": "harbor", "alpha": 0.5}),
-    ("task_diff", {"baseline": "no-such-run"}),
-    ("run_diff", {"baseline": "tiny", "alpha": 1}),
-    ("run_diff", {"baseline": "no-such-run"}),
-    ("group_curves", {"key": "trainer.epochs", "span": 3}),
-    ("group_curves", {"key": "no.such.key"}),
-])
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("reward_curve", {"span": 3}),
+        ("reward_curve", {"span": 1}),
+        ("best_checkpoint", {"span": 3}),
+        ("best_checkpoint", {"save_every": 2}),
+        ("best_checkpoint", {"save_every": 4, "span": 10}),
+        ("best_checkpoint", {"save_every": 50}),
+        ("run_table", {"keys": "trainer.hf_save_interval, generator.n_samples_per_prompt,no.such.key"}),
+        ("run_table", {"span": 2, "save_every": 2}),
+        ("task_diff", {"baseline": "harbor", "alpha": 0.5}),
+        ("task_diff", {"baseline": "no-such-run"}),
+        ("run_diff", {"baseline": "tiny", "alpha": 1}),
+        ("run_diff", {"baseline": "no-such-run"}),
+        ("group_curves", {"key": "trainer.epochs", "span": 3}),
+        ("group_curves", {"key": "no.such.key"}),
+    ],
+)
 def test_parameters_match_oracle(name: str, params: dict) -> None:
     dirs = [RUNS / r for r in FIXTURE_RUNS]
     got = rlsql.query(name, dirs, **params).to_dicts()

@@ -35,9 +35,12 @@ FROM_LOGS_ENV = "RLSQL_FROM_LOGS"
 #: the named queries a run of raw logs answers (the trajectory queries read agents' trajectories, which the
 #: raw-log fixture has none of: tests/test_trajectories.py has them)
 #: (nor the comparisons of a run with a baseline: one run alone has no row there, tests/test_compare.py)
-QUERIES = [q.name for q in load_catalog().queries()
-           if not any(f.artifact == "trajectories" for f in load_catalog().closure([q.name]))
-           and q.name not in ("run_diff", "task_diff")]
+QUERIES = [
+    q.name
+    for q in load_catalog().queries()
+    if not any(f.artifact == "trajectories" for f in load_catalog().closure([q.name]))
+    and q.name not in ("run_diff", "task_diff")
+]
 #: the run has 9 steps: the default save_every (20) would leave best_checkpoint without a candidate
 PARAMS = {"best_checkpoint": {"save_every": 2}}
 #: the twin's parse-time prefix (20260603_040000): the raw logs' last write, for the vLLM year
@@ -84,8 +87,10 @@ def test_metric_rows_equal_the_parsed_table(raw: Path) -> None:
 
 
 def test_console_values_are_four_decimal_and_mirror_values_full_precision(raw: Path) -> None:
-    got = {(r["log_file"], r["step"]): r["value"] for r in rows(
-        raw, "SELECT log_file, step, value FROM metrics_long WHERE metric = 'async/staleness_mean'")}
+    got = {
+        (r["log_file"], r["step"]): r["value"]
+        for r in rows(raw, "SELECT log_file, step, value FROM metrics_long WHERE metric = 'async/staleness_mean'")
+    }
     console = [v for (log, _), v in got.items() if log == "v2_agent_554408"]
     mirror = [v for (log, _), v in got.items() if log != "v2_agent_554408"]
     assert all(round(v, 4) == v for v in console)
@@ -150,8 +155,9 @@ def test_named_query_on_raw_logs_matches_the_oracle_on_the_twin(raw: Path, name:
 @pytest.mark.slow
 def test_cli_query_and_report_on_a_folder_of_raw_logs_only(raw: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     assert not list(raw.glob("*.csv"))
-    code, stdout, stderr = run_main(["query", "reward_curve", "--run", str(raw), "--format", "csv"],
-                                    capsys, monkeypatch)
+    code, stdout, stderr = run_main(
+        ["query", "reward_curve", "--run", str(raw), "--format", "csv"], capsys, monkeypatch
+    )
     assert code == 0, stderr
     assert stderr == ""
     lines = stdout.splitlines()
@@ -163,11 +169,15 @@ def test_cli_query_and_report_on_a_folder_of_raw_logs_only(raw: Path, tmp_path: 
         code, _, stderr = run_main(["report", "--run", str(run), "--output", str(out)], capsys, monkeypatch)
         assert code == 0, stderr
     got, want = (tmp_path / "raw" / "report.md").read_text(), (tmp_path / "twin" / "report.md").read_text()
+
     # the same report, but for the line that names the run's files and rlsql check's notes (which
     # describe the files read: logs in one run, CSVs in the other)
     def body(text: str, name: str) -> list[str]:
-        return [line for line in text.replace(name, "RUN").splitlines()
-                if not line.startswith(("- **RUN** (", "| info |", "Data caveats: none in 1 run ("))]
+        return [
+            line
+            for line in text.replace(name, "RUN").splitlines()
+            if not line.startswith(("- **RUN** (", "| info |", "Data caveats: none in 1 run ("))
+        ]
 
     assert body(got, "rawlogs") == body(want, "rawlogs_csv")
     assert "logs: logs" in got
@@ -201,8 +211,9 @@ def test_discovery_reads_the_folder_and_its_logs_folder(tmp_path: Path) -> None:
     assert [p.relative_to(run).as_posix() for p in find_logs(run)] == ["a.log", "b.out", "logs/c.out"]
 
 
-def test_csvs_win_unless_from_logs(raw: Path, tmp_path: Path, rlsql_exe: str, monkeypatch: pytest.MonkeyPatch,
-                                   capsys) -> None:
+def test_csvs_win_unless_from_logs(
+    raw: Path, tmp_path: Path, rlsql_exe: str, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     both = tmp_path / "both"
     copy_run(raw, both)
     for table in TWIN.glob("*.csv"):
@@ -248,10 +259,10 @@ def test_growing_log_shows_new_steps(raw: Path, tmp_path: Path) -> None:
                      '"trainer/global_step": 10}\n(skyrl_entrypoint pid=4242) WANDB_MIRROR kind=train step=11 '
                      'metrics={"reward/avg_raw_reward": 0.9')  # fmt: skip
         writer.flush()
-        during = rows(live, "SELECT step, \"reward/avg_raw_reward\" AS r FROM steps WHERE step >= 9 ORDER BY step")
+        during = rows(live, 'SELECT step, "reward/avg_raw_reward" AS r FROM steps WHERE step >= 9 ORDER BY step')
         assert [(r["step"], r["r"]) for r in during][1:] == [(10, 0.91234567)]
         writer.write('2, "trainer/global_step": 11}\n')
-    after = rows(live, "SELECT step, \"reward/avg_raw_reward\" AS r FROM steps WHERE step >= 10 ORDER BY step")
+    after = rows(live, 'SELECT step, "reward/avg_raw_reward" AS r FROM steps WHERE step >= 10 ORDER BY step')
     assert [(r["step"], r["r"]) for r in after] == [(10, 0.91234567), (11, 0.92)]
     curve = rlsql.query("reward_curve", [live]).to_dicts()
     assert curve[-1]["step"] == 11 and same_value(curve[-1]["reward"], 0.92)
@@ -260,22 +271,26 @@ def test_growing_log_shows_new_steps(raw: Path, tmp_path: Path) -> None:
 def test_partial_console_block_is_ignored(tmp_path: Path) -> None:
     run = tmp_path / "partial"
     run.mkdir()
-    block = ("Step 1: {'async/staleness_mean': '1.5000',\n 'reward/avg_raw_reward': '0.2500',\n"
-             " 'trainer/global_step': 1}\n")
+    block = (
+        "Step 1: {'async/staleness_mean': '1.5000',\n 'reward/avg_raw_reward': '0.2500',\n 'trainer/global_step': 1}\n"
+    )
     (run / "train.out").write_text(block + "Step 2: {'async/staleness_mean': '1.2500',\n 'reward/avg_raw_")
-    assert rows(run, "SELECT step, \"reward/avg_raw_reward\" AS r FROM steps") == [{"step": 1, "r": 0.25}]
+    assert rows(run, 'SELECT step, "reward/avg_raw_reward" AS r FROM steps') == [{"step": 1, "r": 0.25}]
     with (run / "train.out").open("a") as writer:
         writer.write("reward': '0.5000',\n 'trainer/global_step': 2}\n")
     assert rows(run, "SELECT step, \"reward/avg_raw_reward\" AS r FROM steps ORDER BY step") == [
         {"step": 1, "r": 0.25}, {"step": 2, "r": 0.5}]  # fmt: skip
 
 
-def test_check_says_where_each_artifact_came_from(raw: Path, tmp_path: Path, rlsql_exe: str, capsys,
-                                                  monkeypatch) -> None:
+def test_check_says_where_each_artifact_came_from(
+    raw: Path, tmp_path: Path, rlsql_exe: str, capsys, monkeypatch
+) -> None:
     code, stdout, stderr = run_main(["check", "--run", str(raw), "--format", "csv"], capsys, monkeypatch)
     assert code == 0, stderr
-    assert "trainer metrics read from the training logs: logs/*.out|*.log: 3 logs (1 console, 2 WANDB_MIRROR); " \
-           "11 row(s)" in stdout
+    assert (
+        "trainer metrics read from the training logs: logs/*.out|*.log: 3 logs (1 console, 2 WANDB_MIRROR); "
+        "11 row(s)" in stdout
+    )
     assert "vLLM engine stats read from the training logs" in stdout and "54 row(s)" in stdout
     assert "step 3 logged 2 times" in stdout
     # the cut last line of job_554409 is the only stat-looking line not read
@@ -324,8 +339,9 @@ def test_a_result_json_being_written_is_left_out(raw: Path, tmp_path: Path) -> N
 @pytest.mark.slow
 def test_export_of_a_raw_log_run_records_the_logs(raw: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     for run, out in ((raw, tmp_path / "raw"), (TWIN, tmp_path / "twin")):
-        code, _, stderr = run_main(["export", "--all", "--views", "-r", str(run), "-o", str(out), "-f", "csv"],
-                                   capsys, monkeypatch)
+        code, _, stderr = run_main(
+            ["export", "--all", "--views", "-r", str(run), "-o", str(out), "-f", "csv"], capsys, monkeypatch
+        )
         assert code == 0, stderr
     for name in ("reward_curve", "vllm_summary", "timing_breakdown", "steps"):
         got, want = (list(csv.DictReader((tmp_path / side / f"{name}.csv").open())) for side in ("raw", "twin"))
@@ -337,7 +353,11 @@ def test_export_of_a_raw_log_run_records_the_logs(raw: Path, tmp_path: Path, cap
                     continue
                 number = w[column] not in ("", "true", "false") and w[column].lstrip("-").replace(".", "", 1).isdigit()
                 assert same_value(float(g[column]), float(w[column])) if number else g[column] == w[column], (
-                    name, column, g[column], w[column])
+                    name,
+                    column,
+                    g[column],
+                    w[column],
+                )
     meta = json.loads((tmp_path / "raw" / "reward_curve.csv.meta.json").read_text())
     sources = json.loads(meta["rlsql.sources"])
     logs = [s["path"].rsplit("/", 1)[-1] for s in sources if s["artifact"] == "logs"]
@@ -347,13 +367,17 @@ def test_export_of_a_raw_log_run_records_the_logs(raw: Path, tmp_path: Path, cap
 PARSER = os.environ.get("RLSQL_PARSER")
 
 
-@pytest.mark.skipif(not PARSER, reason="set RLSQL_PARSER to a copy of scripts/analysis/parse_skyrl_metrics.py "
-                    "(open-thoughts/OpenThoughts-Agent; needs pandas, matplotlib) to run the public parser")
+@pytest.mark.skipif(
+    not PARSER,
+    reason="set RLSQL_PARSER to a copy of scripts/analysis/parse_skyrl_metrics.py "
+    "(open-thoughts/OpenThoughts-Agent; needs pandas, matplotlib) to run the public parser",
+)
 def test_the_public_parser_writes_the_twin(tmp_path: Path) -> None:
     """The twin is what the parser writes from the fixture logs, but for rlsql's documented choices:
     the mirror logs' full precision (the parser's default mode reads their 4-decimal console
     blocks) and the one second whose lines the parser's strict pattern drops (no ip=, Preemptions:)."""
     subprocess.run([sys.executable, PARSER, str(RAW / "logs"), str(tmp_path)], capture_output=True, text=True)
+
     def table(folder: Path, name: str) -> Path:  # `<15-char stamp>_<name>.csv`, exactly
         return next(p for p in folder.iterdir() if p.name[16:] == f"{name}.csv")
 
@@ -392,8 +416,10 @@ def test_a_stray_log_in_a_folder_of_runs_does_not_hide_them(raw: Path, tmp_path:
     # a log that holds no training log's lines does not make a run folder (a folder beside a stray .log)
     with pytest.raises(rlsql.DataError, match="no run artifacts"):
         resolve_runs([alone])
-    (alone / "train.out").write_text("(TerminalBenchGenerator pid=5, ip=10.0.0.2) Batch generation complete: "
-                                     "4/4 successful, 0 failed instances, 0 masked (excluded from baseline)\n")
+    (alone / "train.out").write_text(
+        "(TerminalBenchGenerator pid=5, ip=10.0.0.2) Batch generation complete: "
+        "4/4 successful, 0 failed instances, 0 masked (excluded from baseline)\n"
+    )
     assert [r.name for r in resolve_runs([alone])] == ["alone"]  # its sub-folder is no run: the run of its logs
 
 
@@ -401,8 +427,11 @@ def test_a_stray_log_in_a_folder_of_runs_does_not_hide_them(raw: Path, tmp_path:
 def test_raw_log_and_csv_runs_in_one_query(raw: Path, name: str) -> None:
     """Columns of a log run and of CSV runs of other parser versions line up by name."""
     together = rlsql.query(name, [raw, RUNS / "calendar", RUNS / "tiny"]).to_dicts()
-    alone = [row for run in ("calendar", raw, "tiny") for row in rlsql.query(
-        name, [run if isinstance(run, Path) else RUNS / run]).to_dicts()]
+    alone = [
+        row
+        for run in ("calendar", raw, "tiny")
+        for row in rlsql.query(name, [run if isinstance(run, Path) else RUNS / run]).to_dicts()
+    ]
     key = ("run",)
     assert_rows_match(sorted(together, key=lambda r: [r[k] for k in key]),
                       sorted(alone, key=lambda r: [r[k] for k in key]), name)  # fmt: skip

@@ -43,14 +43,42 @@ FAMILY_ORDER = ["async", "generate", "loss", "policy", "reward", "system", "timi
 # the code under test; each printed cell is parsed back and compared with the oracle's raw value
 # within what its printed precision allows.
 
-RATES = {"success_rate", "timeout_rate", "context_length_rate", "mean_discard_rate", "share_of_within",
-         "share_of_step", "share_of_trial", "slowest_span_share"}
+RATES = {
+    "success_rate",
+    "timeout_rate",
+    "context_length_rate",
+    "mean_discard_rate",
+    "share_of_within",
+    "share_of_step",
+    "share_of_trial",
+    "slowest_span_share",
+}
 PERCENTS = {"pct", "mean_kv_cache_pct", "mean_prefix_cache_hit_pct"}
-SECONDS = {"mean_seconds", "step_seconds", "generation_wait_seconds", "total_time_s", "mean_step_time_s",
-           "training_time_s", "slowest_span_mean_s", "mean_step_s", "mean_generation_wait_s", "median_s", "mean_s",
-           "total_s"}
-PLAIN = {"step", "first_step", "last_step", "best_ema_step", "best_checkpoint_step", "k", "save_every", "turns",
-         "total_steps"}
+SECONDS = {
+    "mean_seconds",
+    "step_seconds",
+    "generation_wait_seconds",
+    "total_time_s",
+    "mean_step_time_s",
+    "training_time_s",
+    "slowest_span_mean_s",
+    "mean_step_s",
+    "mean_generation_wait_s",
+    "median_s",
+    "mean_s",
+    "total_s",
+}
+PLAIN = {
+    "step",
+    "first_step",
+    "last_step",
+    "best_ema_step",
+    "best_checkpoint_step",
+    "k",
+    "save_every",
+    "turns",
+    "total_steps",
+}
 DURATION = re.compile(r"^(-?)(?:(?P<h>[\d,]+) h (?P<hm>\d+) m|(?P<m>\d+) m (?P<ms>\d+) s|(?P<s>\d+\.\d+) s)$")
 THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})*$")
 
@@ -90,14 +118,23 @@ def parse_duration(cell: str) -> tuple[float, float]:
         assert int(match["ms"]) < 60, cell
         return sign * (int(match["m"]) * 60 + int(match["ms"])), 0.5
     decimals = len(match["s"].split(".")[1])
-    return sign * float(match["s"]), 0.5 * 10 ** -decimals
+    return sign * float(match["s"]), 0.5 * 10**-decimals
 
 
 def check_cell(cell: str, value: Any, column: str, unit: str | None = None, label: str = "") -> None:
     """Assert that `cell` is how the report must print the raw figure `value` of `column`."""
     where = f"{label} column {column}: printed {cell!r} for {value!r}"
-    unit = unit or ("rate" if column in RATES else "pct" if column in PERCENTS else
-                    "seconds" if column in SECONDS else "plain" if column in PLAIN else None)
+    unit = unit or (
+        "rate"
+        if column in RATES
+        else "pct"
+        if column in PERCENTS
+        else "seconds"
+        if column in SECONDS
+        else "plain"
+        if column in PLAIN
+        else None
+    )
     if value is None or (isinstance(value, float) and math.isnan(value)):
         assert cell in ("", "nan"), where
         return
@@ -163,18 +200,29 @@ def parse_tables(text: str) -> list[dict]:
             rows.append(split_row(lines[k]))
             k += 1
         claimed.update(range(j, k))
-        more = re.fullmatch(r"_(?P<n>[\d,]+) more rows? not shown: `rlsql (?:query )?(?P<source>\w+)` gives them "
-                            r"all\._", lines[k + 1] if k + 1 < len(lines) else "")
+        more = re.fullmatch(
+            r"_(?P<n>[\d,]+) more rows? not shown: `rlsql (?:query )?(?P<source>\w+)` gives them "
+            r"all\._",
+            lines[k + 1] if k + 1 < len(lines) else "",
+        )
         if more:
             assert more["source"] == match["source"], lines[k + 1]
-        tables.append({"source": match["source"], "filters": filters, "columns": header, "rows": rows,
-                       "hidden": int(more["n"].replace(",", "")) if more else 0})
+        tables.append(
+            {
+                "source": match["source"],
+                "filters": filters,
+                "columns": header,
+                "rows": rows,
+                "hidden": int(more["n"].replace(",", "")) if more else 0,
+            }
+        )
     stray = [n for n, line in enumerate(lines) if line.startswith("|") and n not in claimed]
     assert not stray, f"table lines without a source marker: {[lines[n] for n in stray]}"
     return tables
 
 
 # -- expectations for the report's own views (plain Python over the oracle's readers) --------------------
+
 
 def expect_metric_stats(run_dirs: list[Path]) -> list[dict]:
     out = []
@@ -195,11 +243,18 @@ def expect_metric_stats(run_dirs: list[Path]) -> list[dict]:
 
         for metric in sorted(values, key=order):
             vs = values[metric]
-            out.append({
-                "run": oracle.run_name(run_dir), "family": family_of(metric), "metric": metric,
-                "mean": statistics.fmean(vs), "std": statistics.stdev(vs) if len(vs) > 1 else None,
-                "min": min(vs), "max": max(vs), "count": len(vs),
-            })
+            out.append(
+                {
+                    "run": oracle.run_name(run_dir),
+                    "family": family_of(metric),
+                    "metric": metric,
+                    "mean": statistics.fmean(vs),
+                    "std": statistics.stdev(vs) if len(vs) > 1 else None,
+                    "min": min(vs),
+                    "max": max(vs),
+                    "count": len(vs),
+                }
+            )
     return out
 
 
@@ -216,13 +271,17 @@ def expect_training_progression(run_dirs: list[Path]) -> list[dict]:
         loss = _first_logged(rows, ["loss/final_loss", "policy/final_loss", "policy/policy_loss"])
         for point in oracle.q_reward_curve(oracle.run_name(run_dir), run_dir):
             row = by_step[point["step"]]
-            out.append({
-                **point,
-                "kl_or_entropy": row.get(kl) if kl else None, "kl_or_entropy_metric": kl,
-                "loss": row.get(loss) if loss else None, "loss_metric": loss,
-                "step_seconds": row.get("timing/step"),
-                "generation_wait_seconds": row.get("timing/wait_for_generation_buffer"),
-            })
+            out.append(
+                {
+                    **point,
+                    "kl_or_entropy": row.get(kl) if kl else None,
+                    "kl_or_entropy_metric": kl,
+                    "loss": row.get(loss) if loss else None,
+                    "loss_metric": loss,
+                    "step_seconds": row.get("timing/step"),
+                    "generation_wait_seconds": row.get("timing/wait_for_generation_buffer"),
+                }
+            )
     return out
 
 
@@ -232,8 +291,9 @@ def expect_checkpoint_ema(run_dirs: list[Path]) -> list[dict]:
         config = oracle.load_config(run_dir) or {}
         save_every = int((config.get("trainer") or {}).get("hf_save_interval") or 20)
         curve = oracle.q_reward_curve(oracle.run_name(run_dir), run_dir)
-        eligible = [p for p in curve if p["ema"] is not None and p["step"] % save_every == 0
-                    and p["step"] >= 2 * save_every]
+        eligible = [
+            p for p in curve if p["ema"] is not None and p["step"] % save_every == 0 and p["step"] >= 2 * save_every
+        ]
         best = max(eligible, key=lambda p: (p["ema"], -p["step"]), default=None)
         for p in curve:
             out.append({**p, "save_every": save_every, "eligible": p in eligible, "is_best": p is best})
@@ -258,26 +318,44 @@ def _config_text(value: Any) -> str | None:
 
 def expect_config_diff(run_dirs: list[Path]) -> list[dict]:
     """One dict per differing key, by key: key, then each run with a config -> its value text or '(absent)'."""
-    configs = {oracle.run_name(d): dict(_flatten(oracle.load_config(d)))
-               for d in sorted(run_dirs, key=oracle.run_name) if oracle.find_artifacts(d)["config"] is not None}
+    configs = {
+        oracle.run_name(d): dict(_flatten(oracle.load_config(d)))
+        for d in sorted(run_dirs, key=oracle.run_name)
+        if oracle.find_artifacts(d)["config"] is not None
+    }
     out = []
     for key in sorted({k for pairs in configs.values() for k in pairs}):
         values = {run: pairs.get(key, "<absent>") for run, pairs in configs.items()}
         if len({json.dumps(v) for v in values.values()}) > 1:
-            out.append({"key": key, **{run: "(absent)" if v == "<absent>" else "null" if v is None
-                                       else _config_text(v) for run, v in values.items()}})
+            out.append(
+                {
+                    "key": key,
+                    **{
+                        run: "(absent)" if v == "<absent>" else "null" if v is None else _config_text(v)
+                        for run, v in values.items()
+                    },
+                }
+            )
     return out
 
 
 #: the summary block: printed label -> run_summary column (what each line of the block must show)
 SUMMARY_LABELS = {
-    "Success rate (trials with a reward above 0)": "success_rate", "Mean reward": "mean_reward", "Trials": "trials",
-    "Trials with a reward": "trials_with_reward", "Best checkpoint: step": "best_checkpoint_step",
-    "Best checkpoint: EMA of reward": "best_checkpoint_ema", "Final EMA of reward": "final_ema",
-    "Steps (deduplicated)": "steps", "Training time (timing/step, every row)": "training_time_s",
-    "Mean step time": "mean_step_time_s", "Agent timeouts (share of trials)": "timeout_rate",
-    "Context-length errors (share of trials)": "context_length_rate", "Mean staleness (steps)": "mean_staleness",
-    "Slowest span in a step": "slowest_span", "Slowest span: mean time": "slowest_span_mean_s",
+    "Success rate (trials with a reward above 0)": "success_rate",
+    "Mean reward": "mean_reward",
+    "Trials": "trials",
+    "Trials with a reward": "trials_with_reward",
+    "Best checkpoint: step": "best_checkpoint_step",
+    "Best checkpoint: EMA of reward": "best_checkpoint_ema",
+    "Final EMA of reward": "final_ema",
+    "Steps (deduplicated)": "steps",
+    "Training time (timing/step, every row)": "training_time_s",
+    "Mean step time": "mean_step_time_s",
+    "Agent timeouts (share of trials)": "timeout_rate",
+    "Context-length errors (share of trials)": "context_length_rate",
+    "Mean staleness (steps)": "mean_staleness",
+    "Slowest span in a step": "slowest_span",
+    "Slowest span: mean time": "slowest_span_mean_s",
     "Slowest span: share of step": "slowest_span_share",
 }
 
@@ -315,8 +393,12 @@ def ranked_selection(rows: list[dict]) -> list[dict]:
 
 def expect_config_long(run_dirs: list[Path]) -> list[dict]:
     wide = expect_config_diff(run_dirs)
-    return [{"run": run, "key": row["key"], "value": "" if v == "(absent)" else v}
-            for row in wide for run, v in sorted(row.items()) if run != "key"]
+    return [
+        {"run": run, "key": row["key"], "value": "" if v == "(absent)" else v}
+        for row in wide
+        for run, v in sorted(row.items())
+        if run != "key"
+    ]
 
 
 VIEW_EXPECTATIONS = {
@@ -355,8 +437,9 @@ def check_tables(text: str, run_dirs: list[Path], label: str) -> tuple[set[str],
         # a table holds at most Settings.report_rows rows (100) and says how many more there were; a table
         # of runs (run_ranking) holds every run it selects
         cap = len(want) if source == "run_ranking" else REPORT_ROWS
-        assert len(table["rows"]) + table["hidden"] == len(want), f"{where}: {len(table['rows'])} rows printed " \
-            f"and {table['hidden']} said left out, expected {len(want)}"
+        assert len(table["rows"]) + table["hidden"] == len(want), (
+            f"{where}: {len(table['rows'])} rows printed and {table['hidden']} said left out, expected {len(want)}"
+        )
         assert len(table["rows"]) == min(len(want), cap), where
         want = want[:cap]
         for printed, row in zip(table["rows"], want, strict=True):
@@ -366,18 +449,25 @@ def check_tables(text: str, run_dirs: list[Path], label: str) -> tuple[set[str],
                         assert cell == str(row[column] if column in row else row.get(column, "")), (where, column)
                     continue  # reason: free text (test_tiny_run.py); span: indented (its own test)
                 if column == "rerun":
-                    assert cell == ("" if not row["rerun"] else "re-run: used" if row["used"]
-                                    else "re-run: not used"), (where, row)
+                    assert cell == (
+                        "" if not row["rerun"] else "re-run: used" if row["used"] else "re-run: not used"
+                    ), (where, row)
                     continue
                 assert column in row, f"{where}: unexpected column {column!r}"
-                unit = "seconds" if source == "metric_stats" and filters.get("family") == "timing" and column in (
-                    "mean", "std", "min", "max") else None
+                unit = (
+                    "seconds"
+                    if source == "metric_stats"
+                    and filters.get("family") == "timing"
+                    and column in ("mean", "std", "min", "max")
+                    else None
+                )
                 check_cell(cell, row[column], column, unit, where)
                 checked += 1
     return {t["source"] for t in tables}, checked
 
 
 # -- building reports ----------------------------------------------------------------------------------
+
 
 def make_report(out: Path, names: list[str], fmt_: str = "md") -> Path:
     with warnings.catch_warnings():
@@ -415,8 +505,12 @@ def html_all(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_report(tmp_path_factory.mktemp("html") / "html", ["tiny", "calendar", "newest"], "html") / "report.html"
 
 
-CASES = {"tiny": ["tiny"], "calendar": ["calendar"], "tiny+calendar": ["tiny", "calendar"],
-         "all": ["tiny", "calendar", "newest"]}
+CASES = {
+    "tiny": ["tiny"],
+    "calendar": ["calendar"],
+    "tiny+calendar": ["tiny", "calendar"],
+    "all": ["tiny", "calendar", "newest"],
+}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -424,10 +518,26 @@ def test_every_printed_figure_matches_expectations(case: str, reports: dict[str,
     run_dirs = [RUNS / n for n in CASES[case]]
     text = (reports[case] / "report.md").read_text(encoding="utf-8")
     sources, checked = check_tables(text, run_dirs, case)
-    assert {"run_summary", "check", "run_overview", "log_summary", "progression_rows", "best_checkpoint",
-            "checkpoint_ema", "metric_stats", "timing_table", "vllm_summary", "turn_stats", "exception_distribution",
-            "exception_treatment", "turns_by_exception", "turns_by_outcome", "turn_percentiles", "reward_summary",
-            "async_health"} <= sources
+    assert {
+        "run_summary",
+        "check",
+        "run_overview",
+        "log_summary",
+        "progression_rows",
+        "best_checkpoint",
+        "checkpoint_ema",
+        "metric_stats",
+        "timing_table",
+        "vllm_summary",
+        "turn_stats",
+        "exception_distribution",
+        "exception_treatment",
+        "turns_by_exception",
+        "turns_by_outcome",
+        "turn_percentiles",
+        "reward_summary",
+        "async_health",
+    } <= sources
     if len(run_dirs) > 1:
         assert {"run_ranking", "config_diff"} <= sources
     else:
@@ -445,8 +555,9 @@ def test_summary_comes_first_in_human_units(reports: dict[str, Path]) -> None:
     assert cells["Trials"] == "4,000"
     assert re.fullmatch(r"\d+ h \d+ m", cells["Training time (timing/step, every row)"])
     assert cells["Agent timeouts (share of trials)"] == "3.1%" and cells["Best checkpoint: step"] == "20"
-    assert text.index("## Contents") < text.index("## Summary") < text.index("## Data caveats") < text.index(
-        "## Training")
+    assert (
+        text.index("## Contents") < text.index("## Summary") < text.index("## Data caveats") < text.index("## Training")
+    )
 
 
 def test_metric_families_each_have_a_table(reports: dict[str, Path]) -> None:
@@ -457,8 +568,11 @@ def test_metric_families_each_have_a_table(reports: dict[str, Path]) -> None:
 
 def test_timing_breakdown_is_an_indented_tree(reports: dict[str, Path]) -> None:
     text = (reports["calendar"] / "report.md").read_text(encoding="utf-8")
-    spans = {line.split("|")[1].strip(): line.split("|")[1] for line in text.splitlines()
-             if line.startswith("| ") and "\u2003" in line}
+    spans = {
+        line.split("|")[1].strip(): line.split("|")[1]
+        for line in text.splitlines()
+        if line.startswith("| ") and "\u2003" in line
+    }
     assert "policy_train" in spans
     # step > run_training > train_critic_and_policy > policy_train: three levels in
     assert spans["policy_train"].strip(" ").startswith("\u2003" * 6 + "policy_train")
@@ -476,6 +590,7 @@ def test_config_diff_lists_only_differing_keys(reports: dict[str, Path]) -> None
 
 
 # -- the rows the figures draw -------------------------------------------------------------------------
+
 
 def view_rows(view: str, names: list[str]) -> list[dict]:
     from rlsql.engine.statements import open_connection
@@ -498,7 +613,8 @@ def test_turn_histogram_view() -> None:
         want += [{"run": name, "turns": t, "trials": counts[t], "share": counts[t] / total} for t in sorted(counts)]
     got = view_rows("turn_histogram", names)
     assert [{k: v for k, v in r.items() if k != "share"} for r in got] == [
-        {k: v for k, v in r.items() if k != "share"} for r in want]
+        {k: v for k, v in r.items() if k != "share"} for r in want
+    ]
     for g, w in zip(got, want, strict=True):
         assert math.isclose(g["share"], w["share"], rel_tol=1e-12), (g, w)
 
@@ -508,15 +624,19 @@ def test_step_time_stack_view() -> None:
     names = ["tiny", "calendar", "newest"]
     want = []
     for name in sorted(names):
-        children = [r["span"] for r in oracle.q_timing_breakdown(name, RUNS / name)
-                    if r["within"] == "step" and r["span"] not in ("unattributed", "overlap")]
+        children = [
+            r["span"]
+            for r in oracle.q_timing_breakdown(name, RUNS / name)
+            if r["within"] == "step" and r["span"] not in ("unattributed", "overlap")
+        ]
         for row in oracle.dedup_steps(oracle.read_metric_rows(RUNS / name)):
             total = row.get("timing/step")
             parts = sorted((c, row[f"timing/{c}"]) for c in children if row.get(f"timing/{c}") is not None)
             if total is not None and total - math.fsum(v for _, v in parts) > 0:
                 parts.append(("unattributed", total - math.fsum(v for _, v in parts)))
-            want += [{"run": name, "step": row["step"], "span": c, "seconds": v, "step_seconds": total}
-                     for c, v in parts]
+            want += [
+                {"run": name, "step": row["step"], "span": c, "seconds": v, "step_seconds": total} for c, v in parts
+            ]
     got = view_rows("step_time_stack", names)
     assert [(r["run"], r["step"], r["span"]) for r in got] == [(r["run"], r["step"], r["span"]) for r in want]
     for g, w in zip(got, want, strict=True):
@@ -525,6 +645,7 @@ def test_step_time_stack_view() -> None:
 
 
 # -- figures -------------------------------------------------------------------------------------------
+
 
 def png_size(path: Path) -> tuple[int, int]:
     head = path.read_bytes()[:33]
@@ -542,8 +663,11 @@ def test_figures_are_valid_pngs_of_sensible_size(case: str, reports: dict[str, P
     text = (folder / "report.md").read_text(encoding="utf-8")
     linked = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", text)
     signals = oracle.expected_view("step_signals", [RUNS / n for n in CASES[case]])
-    drawn = [f for f in FIGURES if f != "signals.png" or any(v is not None for r in signals
-                                                              for k, v in r.items() if k not in ("run", "step"))]
+    drawn = [
+        f
+        for f in FIGURES
+        if f != "signals.png" or any(v is not None for r in signals for k, v in r.items() if k not in ("run", "step"))
+    ]
     assert sorted(linked) == sorted(drawn)
     # no temporary files; the marker that lets a later report replace this folder
     assert sorted(p.name for p in folder.iterdir()) == sorted([*drawn, "report.md", ".rlsql-export.json"])
@@ -562,6 +686,7 @@ def test_figures_are_skipped_without_their_data(tmp_path: Path) -> None:
 
 
 # -- command line --------------------------------------------------------------------------------------
+
 
 def run_main(args: list[str], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(sys, "argv", ["rlsql", *args])
@@ -582,23 +707,30 @@ def test_cli_writes_the_folder_and_nothing_on_stdout(tmp_path, capsys, monkeypat
     assert lines[-2] == "rlsql: data caveats: none in 1 run (1 note)"  # step 3 logged twice
     stages = [line for line in lines if line.startswith("rlsql: report: ")]  # stderr is no terminal here
     assert [re.sub(r" \(\d+\.\d s\)$", "", line) for line in stages] == [
-        "rlsql: report: checking the data (rlsql check)", "rlsql: report: running 26 queries and views",
-        *(f"rlsql: report: drawing {f}" for f in FIGURES), "rlsql: report: writing"]
+        "rlsql: report: checking the data (rlsql check)",
+        "rlsql: report: running 26 queries and views",
+        *(f"rlsql: report: drawing {f}" for f in FIGURES),
+        "rlsql: report: writing",
+    ]
     assert (out / "report.md").is_file()
 
 
 def test_cli_html_is_one_file(tmp_path, capsys, monkeypatch) -> None:
-    code, _, err = run_main(["report", "-r", str(RUNS / "tiny"), "-o", str(tmp_path), "-f", "html"],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["report", "-r", str(RUNS / "tiny"), "-o", str(tmp_path), "-f", "html"], capsys, monkeypatch
+    )
     assert code == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == [".rlsql-export.json", "report.html"]
 
 
-@pytest.mark.parametrize(("args", "code", "needle"), [
-    (["report", "-f", "pdf"], 2, "md, html"),
-    (["report", "-r", str(RUNS / "tiny"), "-o", str(RUNS / "tiny" / "rep")], 2, "run folder"),
-    (["report", "-r", "/definitely/not/here"], 3, "/definitely/not/here"),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["report", "-f", "pdf"], 2, "md, html"),
+        (["report", "-r", str(RUNS / "tiny"), "-o", str(RUNS / "tiny" / "rep")], 2, "run folder"),
+        (["report", "-r", "/definitely/not/here"], 3, "/definitely/not/here"),
+    ],
+)
 def test_cli_errors_are_one_line(args, code, needle, capsys, monkeypatch) -> None:
     got, out, err = run_main(args, capsys, monkeypatch)
     assert got == code
@@ -676,16 +808,33 @@ def browser_required() -> bool:
 
 def chromium(page: Path, profile: Path) -> subprocess.CompletedProcess:
     if not CHROMIUM.exists():
-        reason = (f"{CHROMIUM} is missing: the HTML report test needs Debian's chromium "
-                  "(apt-get install -y chromium; .ci/run installs it)")
+        reason = (
+            f"{CHROMIUM} is missing: the HTML report test needs Debian's chromium "
+            "(apt-get install -y chromium; .ci/run installs it)"
+        )
         if browser_required():
             pytest.fail(f"{reason}; {REQUIRE_BROWSER_ENV}=1 says it must run")
         pytest.skip(reason)
     return subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-         "--enable-logging=stderr", "--v=0", "--window-size=1280,1000", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1280,1000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -753,8 +902,11 @@ def test_every_number_in_html_equals_markdown(html_all: Path, reports: dict[str,
 
     for (marker, body), md in zip(html_tables, md_tables, strict=True):
         assert marker.split()[0] == md["source"]
-        cells = [[html_lib.unescape(c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
-                 for row in re.findall(r"<tr>(.*?)</tr>", body, re.S) if "<td" in row]
+        cells = [
+            [html_lib.unescape(c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)
+            if "<td" in row
+        ]
         assert cells == md["rows"], marker
 
 
@@ -765,8 +917,10 @@ def test_report_never_touches_run_folders(reports: dict[str, Path]) -> None:
 
 # -- the report's views, straight against the oracle ------------------------------------------------------
 
-@pytest.mark.parametrize("view", ["log_summary", "progression_rows", "timing_table", "step_signals", "run_summary",
-                                  "run_ranking"])
+
+@pytest.mark.parametrize(
+    "view", ["log_summary", "progression_rows", "timing_table", "step_signals", "run_summary", "run_ranking"]
+)
 def test_report_views_match_oracle(view: str) -> None:
     from tests.compare import assert_rows_match
 
@@ -788,8 +942,10 @@ def test_training_progression_view_matches_oracle() -> None:
     from tests.compare import assert_rows_match
 
     names = ["tiny", "calendar", "newest"]
-    want = [{k: v for k, v in r.items() if k not in ("ema", "rolling_mean")}
-            for r in expect_training_progression([RUNS / n for n in names])]
+    want = [
+        {k: v for k, v in r.items() if k not in ("ema", "rolling_mean")}
+        for r in expect_training_progression([RUNS / n for n in names])
+    ]
     assert_rows_match(view_rows("training_progression", names), want, "training_progression")
 
 
@@ -799,8 +955,12 @@ def test_rerun_rows_are_marked_beside_the_deduplicated_curve(reports: dict[str, 
     rows = next(t for t in tables if t["source"] == "progression_rows")
     col = rows["columns"].index
     marked = [(r[col("step")], r[col("log_file")], r[col("rerun")]) for r in rows["rows"] if r[col("rerun")]]
-    assert marked == [("3", "job_554408", "re-run: used"), ("3", "job_554409", "re-run: not used"),
-                      ("15", "job_554409", "re-run: used"), ("15", "job_554410", "re-run: not used")]
+    assert marked == [
+        ("3", "job_554408", "re-run: used"),
+        ("3", "job_554409", "re-run: not used"),
+        ("15", "job_554409", "re-run: used"),
+        ("15", "job_554410", "re-run: not used"),
+    ]
     # the newest progression columns the calendar fixture logs
     assert {"epoch", "grad_norm", "ppo_clip_ratio", "policy_loss", "log_ratio_mean"} <= set(rows["columns"])
 
@@ -825,8 +985,11 @@ def test_keys_without_a_family_go_under_other(tmp_path: Path) -> None:
 
 
 def test_parameters_reach_the_queries(tmp_path: Path, capsys, monkeypatch) -> None:
-    code, _, err = run_main(["report", "-r", str(RUNS / "calendar"), "-o", str(tmp_path / "r"),
-                             "-p", "span=10", "-p", "save_every=4"], capsys, monkeypatch)
+    code, _, err = run_main(
+        ["report", "-r", str(RUNS / "calendar"), "-o", str(tmp_path / "r"), "-p", "span=10", "-p", "save_every=4"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     best = next(t for t in parse_tables(text) if t["source"] == "best_checkpoint")
@@ -838,16 +1001,20 @@ def test_parameters_reach_the_queries(tmp_path: Path, capsys, monkeypatch) -> No
     assert "span=10" in text and "save_every=4" in text
 
 
-@pytest.mark.parametrize(("param", "needle"), [("spam=3", "no parameter spam"), ("span=0", "below the minimum"),
-                                               ("span=ten", "not a valid INTEGER")])
+@pytest.mark.parametrize(
+    ("param", "needle"),
+    [("spam=3", "no parameter spam"), ("span=0", "below the minimum"), ("span=ten", "not a valid INTEGER")],
+)
 def test_bad_parameters_are_usage_errors(param, needle, tmp_path, capsys, monkeypatch) -> None:
-    code, _, err = run_main(["report", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "r"), "-p", param],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["report", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "r"), "-p", param], capsys, monkeypatch
+    )
     assert code == 2 and needle in err and "Traceback" not in err, err
     assert not (tmp_path / "r").exists()
 
 
 # -- writing: a staging folder swapped in whole; only rlsql's folders replaced ------------------------------
+
 
 def test_a_report_folder_is_replaced_whole(tmp_path: Path, reports: dict[str, Path]) -> None:
     out = tmp_path / "rep"
@@ -855,8 +1022,14 @@ def test_a_report_folder_is_replaced_whole(tmp_path: Path, reports: dict[str, Pa
     shutil.copytree(reports["calendar"], out)
     assert (out / "vllm.png").exists()
     make_report(out, ["newest"])  # no vLLM stats: the old vllm.png must not linger beside the new report
-    assert sorted(p.name for p in out.iterdir()) == [".rlsql-export.json", "report.md", "reward.png", "signals.png",
-                                                     "step_time.png", "turns.png"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".rlsql-export.json",
+        "report.md",
+        "reward.png",
+        "signals.png",
+        "step_time.png",
+        "turns.png",
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]  # no staging or old copy left
 
 
@@ -870,8 +1043,9 @@ def test_a_folder_rlsql_did_not_write_is_never_replaced(tmp_path: Path, capsys, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
 
 
-def test_a_full_disk_leaves_the_previous_report_as_it_was(tmp_path: Path, capsys, monkeypatch,
-                                                          tiny_report: Path) -> None:
+def test_a_full_disk_leaves_the_previous_report_as_it_was(
+    tmp_path: Path, capsys, monkeypatch, tiny_report: Path
+) -> None:
     import errno
 
     import rlsql.outputs.report as report_mod
@@ -896,6 +1070,7 @@ def test_a_full_disk_leaves_the_previous_report_as_it_was(tmp_path: Path, capsys
 
 
 # -- data caveats -----------------------------------------------------------------------------------------
+
 
 def test_caveats_list_every_defect_of_a_damaged_run(tmp_path: Path, capsys, monkeypatch) -> None:
     import shutil
@@ -924,11 +1099,15 @@ def test_caveats_list_every_defect_of_a_damaged_run(tmp_path: Path, capsys, monk
     notes = next(t for t in parse_tables(text) if t["source"] == "check" and t["filters"]["severity"] == "info")
     assert any("step 3 logged 2 times" in row[2] for row in notes["rows"]), notes  # the re-run step
     line = next(x for x in err.splitlines() if "data caveats" in x)
-    assert re.fullmatch(r"rlsql: data caveats: \d+ warnings? in 1 run \(listed in the report's Data caveats "
-                        r"section; `rlsql check` shows the same\)", line), line
+    assert re.fullmatch(
+        r"rlsql: data caveats: \d+ warnings? in 1 run \(listed in the report's Data caveats "
+        r"section; `rlsql check` shows the same\)",
+        line,
+    ), line
 
 
 # -- many runs: the comparison layout ---------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path, list[str]]:
@@ -1038,8 +1217,14 @@ def test_html_has_a_table_of_contents_and_folds_long_tables(html_all: Path) -> N
     assert toc, "no table of contents"
     links = re.findall(r'href="#([^"]+)"', toc.group(1))
     ids = re.findall(r'<h[23] id="([^"]+)"', html)
-    assert set(links) <= set(ids) and {"summary", "data-caveats", "training", "timing", "appendix",
-                                       "cross-run-comparison"} <= set(links)
+    assert set(links) <= set(ids) and {
+        "summary",
+        "data-caveats",
+        "training",
+        "timing",
+        "appendix",
+        "cross-run-comparison",
+    } <= set(links)
     assert html.index('<nav class="toc">') < html.index("<table")  # the contents first
     seen = set()
     for marker, body in re.findall(r'<table data-source="([^"]+)">(.*?)</table>', html, re.S):

@@ -33,13 +33,16 @@ SIGNALS = {
     "policy entropy": ["policy/policy_entropy"],
     "grad norm (raw)": ["policy/raw_grad_norm"],
     "|log ratio| mean": ["policy/log_ratio_abs_mean"],
-    "errors per rollout\nbatch (mean)": ["batch_errors/avg_AgentTimeoutError",
-                                         "batch_errors/avg_ContextLengthExceededError"],
+    "errors per rollout\nbatch (mean)": [
+        "batch_errors/avg_AgentTimeoutError",
+        "batch_errors/avg_ContextLengthExceededError",
+    ],
 }
 BLUE, RED, GREY = (0.122, 0.467, 0.706), (0.839, 0.153, 0.157), (0.604, 0.604, 0.604)
 
 
 # -- what the fixture files say (oracle) -------------------------------------------------------------------
+
 
 def names(dirs: list[Path]) -> list[str]:
     return sorted(oracle.run_name(d) for d in dirs)
@@ -72,8 +75,11 @@ def ranking(dirs: list[Path]) -> list[str]:
 
 def step_spans(d: Path) -> set[str]:
     """The spans a run's step-time bars stack: the recorded direct children of step, and the unattributed rest."""
-    return {r["span"] for r in oracle.q_timing_breakdown(oracle.run_name(d), d)
-            if r["within"] == "step" and r["span"] != "overlap"}
+    return {
+        r["span"]
+        for r in oracle.q_timing_breakdown(oracle.run_name(d), d)
+        if r["within"] == "step" and r["span"] != "overlap"
+    }
 
 
 def vllm_logs(d: Path) -> list[str]:
@@ -81,6 +87,7 @@ def vllm_logs(d: Path) -> list[str]:
 
 
 # -- reading a Figure back -----------------------------------------------------------------------------------
+
 
 def legend(fig) -> list[str]:
     """Every legend entry of the figure (figure legends and axes legends), in order."""
@@ -149,6 +156,7 @@ def twelve(tmp_path_factory) -> tuple[list[Path], dict]:
 
 # -- one run: the report that is good enough to show stays so ------------------------------------------------
 
+
 def test_one_run_figures_label_every_axis_and_series(one) -> None:
     _dirs, built = one
     assert set(built) == {"reward.png", "signals.png", "step_time.png", "vllm.png", "turns.png"}
@@ -195,6 +203,7 @@ def test_one_run_figures_label_every_axis_and_series(one) -> None:
 
 # -- three runs: a colour per run, the same in every figure; the run without a figure's data named ------------
 
+
 def test_three_runs_keep_one_colour_per_run_and_say_which_runs_are_drawn(three) -> None:
     dirs, built = three
     drawn = with_metrics(dirs)  # calendar, tiny: harbor_csv has no trainer metrics
@@ -205,8 +214,10 @@ def test_three_runs_keep_one_colour_per_run_and_say_which_runs_are_drawn(three) 
     colour = {run: rgb(lines[f"{run}: EMA of reward (span 5)"].get_color()) for run in drawn}
     assert len(set(colour.values())) == len(drawn)
     assert not any(label.startswith("harbor_csv") for label in legend(reward))
-    assert built["reward.png"].note == note_of(reward) == "Drawn: calendar, tiny. Not drawn: harbor_csv: no " \
+    assert (
+        built["reward.png"].note == note_of(reward) == "Drawn: calendar, tiny. Not drawn: harbor_csv: no "
         "trainer metrics."
+    )
 
     # the same run, the same colour: in the turns figure (every run has trials) and the signals figure
     turns = built["turns.png"].figure
@@ -229,8 +240,10 @@ def test_three_runs_keep_one_colour_per_run_and_say_which_runs_are_drawn(three) 
     assert logging(dirs, [m for ms in SIGNALS.values() for m in ms]) == ["calendar"]
     note = built["signals.png"].note
     assert note.startswith("Drawn: calendar. Not drawn: ")
-    assert "harbor_csv: no trainer metrics" in note and "tiny: entropy, grad norm, log ratio or batch errors " \
-        "not logged" in note
+    assert (
+        "harbor_csv: no trainer metrics" in note
+        and "tiny: entropy, grad norm, log ratio or batch errors not logged" in note
+    )
 
     # one colour per span over both panels (tiny lacks convert_to_training_input: its colours must not shift)
     step = built["step_time.png"].figure
@@ -256,6 +269,7 @@ def test_three_runs_keep_one_colour_per_run_and_say_which_runs_are_drawn(three) 
 
 # -- many runs: best and worst named and coloured, every other run grey -----------------------------------------
 
+
 def test_forty_runs_highlight_the_best_and_the_worst_by_final_ema(forty) -> None:
     dirs, built, _ = forty
     order = ranking(dirs)
@@ -279,8 +293,9 @@ def test_forty_runs_highlight_the_best_and_the_worst_by_final_ema(forty) -> None
     # where the two lines coincide the red must show around the blue
     assert lines[f"worst by final EMA: {worst}"].get_linewidth() > lines[f"best by final EMA: {best}"].get_linewidth()
     lacking = sorted(set(names(dirs)) - set(drawn))
-    assert built["reward.png"].note == (f"Drawn: 30 of 40 runs. Not drawn: 10 runs ({', '.join(lacking[:3])} and 7 "
-                                        "more): no trainer metrics.")
+    assert built["reward.png"].note == (
+        f"Drawn: 30 of 40 runs. Not drawn: 10 runs ({', '.join(lacking[:3])} and 7 more): no trainer metrics."
+    )
 
     for name in ("signals.png", "step_time.png"):
         fig = built[name].figure
@@ -294,8 +309,10 @@ def test_forty_runs_highlight_the_best_and_the_worst_by_final_ema(forty) -> None
         assert len(ax.get_lines()) == len(runs_drawn) * len(metrics), label
         silent = [r for r in logging(dirs, [m for ms in SIGNALS.values() for m in ms]) if r not in runs_drawn]
         if silent:
-            assert ax.get_title(loc="left") == f"not logged by {len(silent)} runs ({', '.join(silent[:3])} and " \
-                f"{len(silent) - 3} more)", label
+            assert (
+                ax.get_title(loc="left") == f"not logged by {len(silent)} runs ({', '.join(silent[:3])} and "
+                f"{len(silent) - 3} more)"
+            ), label
         else:
             assert ax.get_title(loc="left") == "", label
 
@@ -308,8 +325,9 @@ def test_forty_runs_highlight_the_best_and_the_worst_by_final_ema(forty) -> None
     best_lines = [line for ax in vllm.axes[0::2] for line in ax.get_lines()]
     worst_lines = [line for ax in vllm.axes[1::2] for line in ax.get_lines()]
     assert not {rgb(line.get_color()) for line in best_lines} & {rgb(line.get_color()) for line in worst_lines}
-    assert built["vllm.png"].note.startswith(f"{len(with_vllm(dirs))} of 40 runs have vLLM engine stats; drawn: "
-                                             "the best and the worst of them by final EMA.")
+    assert built["vllm.png"].note.startswith(
+        f"{len(with_vllm(dirs))} of 40 runs have vLLM engine stats; drawn: the best and the worst of them by final EMA."
+    )
 
     turns = built["turns.png"].figure
     left, right = turns.axes
@@ -329,16 +347,17 @@ def test_a_figure_whose_best_and_worst_runs_lack_its_data_says_whom_it_draws_ins
     vllm = built["vllm.png"].figure
     titles = [a.get_title() for a in vllm.axes if a.get_title()]
     assert titles == [
-        f"vLLM engines, best with vLLM stats by final EMA: {have[0]} (rank {order.index(have[0]) + 1} of "
-        f"{len(order)})",
+        f"vLLM engines, best with vLLM stats by final EMA: {have[0]} (rank {order.index(have[0]) + 1} of {len(order)})",
         f"vLLM engines, worst with vLLM stats by final EMA: {have[-1]} (rank {order.index(have[-1]) + 1} of "
-        f"{len(order)})"]
+        f"{len(order)})",
+    ]
     colours = [{rgb(line.get_color()) for ax in vllm.axes[col::2] for line in ax.get_lines()} for col in (0, 1)]
     assert not colours[0] & colours[1]
     assert built["vllm.png"].note == (
         f"{len(with_vllm(dirs))} of 12 runs have vLLM engine stats; drawn: the best and the worst of them by final "
         "EMA. The best run overall (run_003) and the worst run overall (run_011) have none. The vLLM table (rlsql "
-        "query vllm_summary) has every log.")
+        "query vllm_summary) has every log."
+    )
     assert note_of(vllm) == built["vllm.png"].note
     # the figures that have both draw them, named as what they are
     assert {"best by final EMA: run_003", "worst by final EMA: run_011"} <= set(legend(built["reward.png"].figure))
@@ -346,11 +365,15 @@ def test_a_figure_whose_best_and_worst_runs_lack_its_data_says_whom_it_draws_ins
 
 # -- the many-runs HTML page ------------------------------------------------------------------------------------
 
+
 def table_rows(page: str, marker: str) -> list[list[str]]:
     body = re.search(rf'<table data-source="{re.escape(marker)}"[^>]*>(.*?)</table>', page, re.S)
     assert body, marker
-    return [[html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
-            for row in re.findall(r"<tr>(.*?)</tr>", body.group(1), re.S) if "<td" in row]
+    return [
+        [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        for row in re.findall(r"<tr>(.*?)</tr>", body.group(1), re.S)
+        if "<td" in row
+    ]
 
 
 def test_html_opens_on_contents_then_a_ranked_table_and_folds_every_run_sortable(forty) -> None:
@@ -371,7 +394,7 @@ def test_html_opens_on_contents_then_a_ranked_table_and_folds_every_run_sortable
     assert page.rfind("<details>", 0, start) > page.rfind("</details>", 0, start)
     every = table_rows(page, "run_ranking")
     assert [row[0] for row in every] == [r["run"] for r in want] and len(every) == 40
-    body = page[start:page.index("</table>", start)]
+    body = page[start : page.index("</table>", start)]
     header = re.findall(r"<th[^>]*>(.*?)</th>", body, re.S)
     column = [re.sub(r"<wbr>", "", h) for h in header].index("final_ema")
     cells = [re.findall(r"<td([^>]*)>", row) for row in re.findall(r"<tr>(.*?)</tr>", body, re.S) if "<td" in row]
@@ -394,9 +417,18 @@ def test_html_fits_the_page_and_sorts_in_chromium(forty) -> None:
     dirs, _, page_path = forty
     want = oracle.expected_view("run_ranking", dirs)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             problems: list[str] = []
@@ -415,9 +447,12 @@ def test_html_fits_the_page_and_sorts_in_chromium(forty) -> None:
             header = every.locator("th", has_text=re.compile(r"^final_ema$"))
 
             def column(name: str) -> list[str]:
-                return every.evaluate("(t, name) => { const i = Array.from(t.tHead.rows[0].cells).findIndex("
-                                      "c => c.textContent === name); return Array.from(t.tBodies[0].rows, "
-                                      "r => r.cells[i].textContent); }", name)
+                return every.evaluate(
+                    "(t, name) => { const i = Array.from(t.tHead.rows[0].cells).findIndex("
+                    "c => c.textContent === name); return Array.from(t.tBodies[0].rows, "
+                    "r => r.cells[i].textContent); }",
+                    name,
+                )
 
             finals = {r["run"]: r["final_ema"] for r in want}
             scored = [r for r in finals if finals[r] is not None]
@@ -425,9 +460,9 @@ def test_html_fits_the_page_and_sorts_in_chromium(forty) -> None:
                 header.click()
                 assert header.get_attribute("aria-sort") == direction
                 runs = column("run")
-                values = [finals[r] for r in runs[:len(scored)]]
+                values = [finals[r] for r in runs[: len(scored)]]
                 assert values == sorted(values, reverse=direction == "descending"), direction
-                assert all(finals[r] is None for r in runs[len(scored):]), direction  # empty cells stay last
+                assert all(finals[r] is None for r in runs[len(scored) :]), direction  # empty cells stay last
             # text sorts by its words: the run names, from the top
             every.locator("th", has_text=re.compile(r"^run$")).click()
             assert column("run") == sorted(finals)

@@ -78,8 +78,10 @@ def test_sample_run_is_packaged() -> None:
 
 def test_vllm_year_falls_back_to_modification_time(tmp_path: Path) -> None:
     run = tmp_path / "r"
-    f = write(run / "vllm_metrics.csv", "log_file,datetime_str,n_engines_reporting\njob,12-31 23:00:00,1\n"
-              "job,01-01 01:00:00,1\n")
+    f = write(
+        run / "vllm_metrics.csv",
+        "log_file,datetime_str,n_engines_reporting\njob,12-31 23:00:00,1\njob,01-01 01:00:00,1\n",
+    )
     stamp = dt.datetime(2027, 1, 1, 12, 0, tzinfo=dt.UTC).timestamp()
     os.utime(f, (stamp, stamp))
     con = rlsql.connect([run])
@@ -87,11 +89,23 @@ def test_vllm_year_falls_back_to_modification_time(tmp_path: Path) -> None:
     assert got == [dt.datetime(2026, 12, 31, 23, 0), dt.datetime(2027, 1, 1, 1, 0)]
 
 
-@pytest.mark.parametrize("prefix", [
-    "20260105_120000", "20240229_235959", "20230229_000000", "20261301_000000", "20260230_000000",
-    "20260105_240000", "20260105_236000", "20260105_235960", "20260105_235961", "00000105_000000",
-    "99991231_235959", "20260100_000000",
-])
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "20260105_120000",
+        "20240229_235959",
+        "20230229_000000",
+        "20261301_000000",
+        "20260230_000000",
+        "20260105_240000",
+        "20260105_236000",
+        "20260105_235960",
+        "20260105_235961",
+        "00000105_000000",
+        "99991231_235959",
+        "20260100_000000",
+    ],
+)
 def test_parse_prefix_dates_are_read_as_strptime_reads_them(prefix: str) -> None:
     """The parse time's date, read by hand (no _strptime at start-up): valid and invalid as strptime says."""
     try:

@@ -65,8 +65,9 @@ def test_types_do_not_depend_on_the_runs(name: str, schemas) -> None:
     reference = dict(by_label["all"])
     for label, columns in by_label.items():
         for column, ctype in columns:
-            assert reference.get(column) == ctype, f"{name}.{column} over {label}: {ctype}, over all runs: " \
-                f"{reference.get(column)}"
+            assert reference.get(column) == ctype, (
+                f"{name}.{column} over {label}: {ctype}, over all runs: {reference.get(column)}"
+            )
         if not metric_columns:
             assert [c for c, _ in columns] == list(reference), f"{name}: other columns over {label}"
 
@@ -116,6 +117,7 @@ def test_a_count_that_is_not_whole_reads_as_empty(tmp_path) -> None:
         writer = csv.DictWriter(fh, fields)
         writer.writeheader()
         writer.writerows(rows)
-    got = [r["total_running_requests"] for r in rlsql.query("vllm_seconds", [run]).to_dicts()
-           if r["row_no"] in (1, 2, 3)]
+    got = [
+        r["total_running_requests"] for r in rlsql.query("vllm_seconds", [run]).to_dicts() if r["row_no"] in (1, 2, 3)
+    ]
     assert sorted(got, key=lambda v: (v is not None, v)) == [None, None, 7]

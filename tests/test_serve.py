@@ -94,7 +94,7 @@ def tables(page: str) -> dict[str, list[list[str]]]:
 def chart_specs(page: str) -> dict[str, dict]:
     out = {}
     for chunk in page.split('<script type="application/json" class="chart-spec"')[1:]:
-        body = chunk[chunk.index(">") + 1:chunk.index("</script>")]
+        body = chunk[chunk.index(">") + 1 : chunk.index("</script>")]
         spec = json.loads(body)
         out[spec["id"]] = spec
     return out
@@ -110,12 +110,20 @@ def close(a, b) -> bool:
 
 def same_rows(got: list[dict], want: list[dict]) -> bool:
     return len(got) == len(want) and all(
-        g.keys() >= w.keys() and all(close(g[k], w[k]) for k in w) for g, w in zip(got, want, strict=True))
+        g.keys() >= w.keys() and all(close(g[k], w[k]) for k in w) for g, w in zip(got, want, strict=True)
+    )
 
 
 # -- the JSON API ----------------------------------------------------------------------------------
 NAMES = [i.name for i in core.items() if i.kind == "query"] + [
-    "trials", "run_summary", "step_signals", "config", "vllm_series", "turn_histogram", "step_time_stack"]
+    "trials",
+    "run_summary",
+    "step_signals",
+    "config",
+    "vllm_series",
+    "turn_histogram",
+    "step_time_stack",
+]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -148,8 +156,9 @@ def test_api_sql_runs_and_lists_runs(api) -> None:
     body = api.get("/api/sql", params={"q": "SELECT count(*) AS n FROM trials"}).json()
     assert body == {"columns": ["n"], "rows": [{"n": trials}]}
     failures = sum(1 for t in oracle.read_trials(RUNS / "tiny") if t["reward"] == 0)
-    text = api.get("/api/sql.csv", params={"q": "SELECT count(*) AS n FROM trials WHERE outcome = 'Failure'",
-                                           "run": "tiny"}).text
+    text = api.get(
+        "/api/sql.csv", params={"q": "SELECT count(*) AS n FROM trials WHERE outcome = 'Failure'", "run": "tiny"}
+    ).text
     assert text == f"n\n{failures}\n"
     runs = api.get("/api/runs").json()["runs"]
     assert [r["run"] for r in runs] == sorted(SERVED)
@@ -214,10 +223,17 @@ def test_sql_cannot_write_read_outside_attach_install_or_set(live_run) -> None:
             page = c.get("/sql", params={"q": statement})
             assert says in page.text
         # the configuration is as locked after them as before, and nothing was written
-        settings = c.get("/api/sql", params={"q": "SELECT name, value FROM duckdb_settings() WHERE name IN "
-                                                  "('enable_external_access', 'lock_configuration')"}).json()
+        settings = c.get(
+            "/api/sql",
+            params={
+                "q": "SELECT name, value FROM duckdb_settings() WHERE name IN "
+                "('enable_external_access', 'lock_configuration')"
+            },
+        ).json()
         assert {r["name"]: r["value"] for r in settings["rows"]} == {
-            "enable_external_access": "false", "lock_configuration": "true"}
+            "enable_external_access": "false",
+            "lock_configuration": "true",
+        }
         # a run's own files may be read
         metrics = next(live_run.glob("*_metrics_table.csv"))
         own = c.get("/api/sql", params={"q": f"SELECT count(*) AS n FROM read_csv('{metrics}')"}).json()
@@ -280,8 +296,9 @@ def test_answers_come_from_memory_until_a_file_changes(live_run) -> None:
         header, last = metrics.read_text().splitlines()[0], metrics.read_text().splitlines()[-1]
         cells = dict(zip(header.split(","), last.split(","), strict=True))
         new_step = int(float(cells["global_step"])) + 1
-        cells.update({"global_step": str(new_step), "trainer/global_step": str(new_step),
-                      "reward/avg_raw_reward": "0.125"})
+        cells.update(
+            {"global_step": str(new_step), "trainer/global_step": str(new_step), "reward/avg_raw_reward": "0.125"}
+        )
         with metrics.open("a") as fh:
             fh.write(",".join(cells[h] for h in header.split(",")) + "\n")
         assert served.refresh() == ["tiny"]  # what the server's watcher task does every second
@@ -336,14 +353,17 @@ def test_run_page_numbers_are_the_oracles_as_the_cli_prints_them(api) -> None:
     assert page.status_code == 200
     found = tables(page.text)
     run_dir = RUNS / "calendar"
-    for name, want in [("turn_stats", oracle.q_turn_stats("calendar", run_dir)),
-                       ("best_checkpoint", oracle.q_best_checkpoint("calendar", run_dir, span=7)),
-                       ("exception_distribution", oracle.q_exception_distribution("calendar", run_dir)),
-                       ("timing_breakdown", oracle.q_timing_breakdown("calendar", run_dir))]:
-        assert found[name][0][:len(want[0])] == list(want[0]), name
+    for name, want in [
+        ("turn_stats", oracle.q_turn_stats("calendar", run_dir)),
+        ("best_checkpoint", oracle.q_best_checkpoint("calendar", run_dir, span=7)),
+        ("exception_distribution", oracle.q_exception_distribution("calendar", run_dir)),
+        ("timing_breakdown", oracle.q_timing_breakdown("calendar", run_dir)),
+    ]:
+        assert found[name][0][: len(want[0])] == list(want[0]), name
         modelled = [i for i, c in enumerate(want[0]) if c != "reason"]  # the oracle does not write the reason text
-        assert [[r[i] for i in modelled] for r in found[name][1:]] == [[c[i] for i in modelled]
-                                                                      for c in cli_cells(want)], name
+        assert [[r[i] for i in modelled] for r in found[name][1:]] == [
+            [c[i] for i in modelled] for c in cli_cells(want)
+        ], name
     summary = dict(found["run_summary"])  # one row shown as (column, value) pairs
     want = oracle.q_run_summary("calendar", run_dir, span=7)[0]
     assert summary == {k: display(v) for k, v in want.items()}
@@ -360,10 +380,22 @@ def test_run_page_numbers_are_the_oracles_as_the_cli_prints_them(api) -> None:
 
 def test_every_page_answers(api) -> None:
     trial = oracle.read_trials(RUNS / "calendar")[0]["trial_name"]
-    for url in ["/", "/?group=trainer.policy.optimizer_config.lr&sort=success_rate&desc=1", "/run?run=tiny",
-                "/run?run=newest", "/compare?run=tiny&run=calendar", "/trials?run=calendar",
-                f"/trial?run=calendar&trial={trial}", "/queries", "/query/run_table", "/query/reward_curve?span=3",
-                "/sql", "/sql?q=SELECT+1", "/static/uPlot.iife.min.js", "/static/rlsql.js"]:
+    for url in [
+        "/",
+        "/?group=trainer.policy.optimizer_config.lr&sort=success_rate&desc=1",
+        "/run?run=tiny",
+        "/run?run=newest",
+        "/compare?run=tiny&run=calendar",
+        "/trials?run=calendar",
+        f"/trial?run=calendar&trial={trial}",
+        "/queries",
+        "/query/run_table",
+        "/query/reward_curve?span=3",
+        "/sql",
+        "/sql?q=SELECT+1",
+        "/static/uPlot.iife.min.js",
+        "/static/rlsql.js",
+    ]:
         assert api.get(url).status_code == 200, url
     assert api.get("/compare?run=tiny").status_code == 400
     assert "compare takes 2 to 6 runs" in api.get("/compare?run=tiny").text
@@ -381,10 +413,14 @@ def test_trials_page_filters_sorts_and_pages_on_the_server(api) -> None:
     turns = [row[header.index("n_episodes")] for row in shown[1:]]
     want = sorted((t["n_episodes"] for t in failures if t["n_episodes"] is not None), reverse=True)[:50]
     assert turns == [display(t) for t in want]
-    timeouts = [t for t in trials if t["exception_type"] == "AgentTimeoutError"
-                and t["n_episodes"] is not None and 2 <= t["n_episodes"] <= 3]
-    page = api.get("/trials", params={"run": "calendar", "exception": "AgentTimeoutError", "turns_min": "2",
-                                      "turns_max": "3"})
+    timeouts = [
+        t
+        for t in trials
+        if t["exception_type"] == "AgentTimeoutError" and t["n_episodes"] is not None and 2 <= t["n_episodes"] <= 3
+    ]
+    page = api.get(
+        "/trials", params={"run": "calendar", "exception": "AgentTimeoutError", "turns_min": "2", "turns_max": "3"}
+    )
     assert f"{len(timeouts):,} trials" in page.text
     task = trials[5]["task_name"]
     on_task = [t for t in trials if task in t["task_name"]]
@@ -405,8 +441,9 @@ def test_trial_page_of_a_run_without_trajectories_says_so_in_one_line(api) -> No
     assert row["exception_type"] == trial["exception_type"]
     assert not (RUNS / "calendar" / "trace_jobs").exists()
     reason = page.text.split('id="no-transcript">', 1)[1].split("</p>", 1)[0]
-    assert reason == ("no agent trajectories in &#39;calendar&#39; "
-                      "(looked for trace_jobs/*/agent/trajectory.json)")  # `rlsql trial`'s words, escaped
+    assert reason == (
+        "no agent trajectories in &#39;calendar&#39; (looked for trace_jobs/*/agent/trajectory.json)"
+    )  # `rlsql trial`'s words, escaped
     assert "<article" not in page.text and "arriving" not in page.text
 
 
@@ -426,8 +463,7 @@ class Steps(html.parser.HTMLParser):
         attrs = dict(attrs)
         classes = (attrs.get("class") or "").split()
         if tag == "article" and "step" in classes:
-            self.steps.append({"id": attrs["id"], "who": attrs["data-who"], "h4": [],
-                               **{f: [] for f in self.FIELDS}})
+            self.steps.append({"id": attrs["id"], "who": attrs["data-who"], "h4": [], **{f: [] for f in self.FIELDS}})
         field = "h4" if tag == "h4" and self.steps else next((c for c in classes if c in self.FIELDS), None)
         if "damaged" in classes:
             field = "damaged"
@@ -479,12 +515,17 @@ def expected_steps(run_dir: Path, trial: str, full: bool) -> tuple[list[dict], l
             if step.get("is_copied_context") is True and not full:
                 continue
             results = (step.get("observation") or {}).get("results") or []
-            steps.append({
-                "id": f"step-{segment}-{index + 1}", "who": step["source"], "step_id": step["step_id"],
-                "message": [words(step["message"])] if words(step.get("message")) else [],
-                "reasoning": [step["reasoning_content"]] if step.get("reasoning_content") else [],
-                "calls": [[c["function_name"], c["arguments"]] for c in step.get("tool_calls") or []],
-                "observation": [words(r.get("content")) for r in results]})
+            steps.append(
+                {
+                    "id": f"step-{segment}-{index + 1}",
+                    "who": step["source"],
+                    "step_id": step["step_id"],
+                    "message": [words(step["message"])] if words(step.get("message")) else [],
+                    "reasoning": [step["reasoning_content"]] if step.get("reasoning_content") else [],
+                    "calls": [[c["function_name"], c["arguments"]] for c in step.get("tool_calls") or []],
+                    "observation": [words(r.get("content")) for r in results],
+                }
+            )
     return steps, damaged
 
 
@@ -494,15 +535,20 @@ def harbor() -> TestClient:
         yield c
 
 
-HARBOR_TRIALS = sorted({name for name, _, _ in oracle.trajectory_files(RUNS / "harbor")[0]}
-                       & {t["trial_name"] for t in oracle.read_trials(RUNS / "harbor")})
+HARBOR_TRIALS = sorted(
+    {name for name, _, _ in oracle.trajectory_files(RUNS / "harbor")[0]}
+    & {t["trial_name"] for t in oracle.read_trials(RUNS / "harbor")}
+)
 
 
 def test_trial_page_of_a_trial_without_a_trajectory_says_what_it_lacks(harbor) -> None:
     """Issue 42: as `rlsql trial`, a trial folder without agent/ is its row and one line, not a "did you mean"."""
     trace_jobs = RUNS / "harbor" / "trace_jobs"
-    trial = sorted(t.name for t in trace_jobs.iterdir() if t.is_dir() and not (t / "agent").exists()
-                   and (t / "result.json").is_file())[0]
+    trial = sorted(
+        t.name
+        for t in trace_jobs.iterdir()
+        if t.is_dir() and not (t / "agent").exists() and (t / "result.json").is_file()
+    )[0]
     page = harbor.get("/trial", params={"run": "harbor", "trial": trial})
     reason = page.text.split('id="no-transcript">', 1)[1].split("</p>", 1)[0]
     assert page.status_code == 200 and reason == f"{trace_jobs / trial}: no agent/ folder, so no trajectory to show"
@@ -522,8 +568,11 @@ def test_trial_page_shows_every_step_of_the_transcript_in_order(harbor, trial: s
         assert [[f, json.loads(a)] for f, a in zip(got["function"], got["arguments"], strict=True)] == w["calls"]
         assert got["observation"] == w["observation"]
     # copied context is folded into a count per segment, unless full
-    docs = [oracle.read_trajectory(path) or {"steps": []}
-            for name, _, path in oracle.trajectory_files(RUNS / "harbor")[0] if name == trial]
+    docs = [
+        oracle.read_trajectory(path) or {"steps": []}
+        for name, _, path in oracle.trajectory_files(RUNS / "harbor")[0]
+        if name == trial
+    ]
     copied = [sum(1 for s in doc["steps"] if s.get("is_copied_context") is True) for doc in docs]
     folded = [int(n) for n in re.findall(r'<p class="note folded">(\d+) steps? of context copied', page.text)]
     assert folded == ([] if full else [n for n in copied if n])
@@ -568,8 +617,11 @@ def test_trial_page_marks_repeated_calls(harbor) -> None:
     against the oracle)."""
     page = harbor.get("/trial", params={"run": "harbor", "trial": "calendar-0005__bu8dLSg", "full": "1"})
     assert re.findall(r'<span class="repeat">(.*?)</span>', page.text) == [
-        "same call as step 2, x4", "same call as step 2 of segment 0, x4", "same call as step 2 of segment 0, x4",
-        "same call as step 3 of segment 0, x2"]
+        "same call as step 2, x4",
+        "same call as step 2 of segment 0, x4",
+        "same call as step 2 of segment 0, x4",
+        "same call as step 3 of segment 0, x2",
+    ]
 
 
 def test_trial_page_cuts_long_texts_and_escapes_what_a_trajectory_holds(tmp_path: Path) -> None:
@@ -629,8 +681,9 @@ def test_fleet_groups_filters_sorts_and_draws_against_a_config_key(tmp_path) -> 
         assert sorted(r[1] for r in rows) == sorted(n for n, lr in lrs.items() if lr == "2e-06")
         ordered = tables(c.get("/", params={"sort": "trials", "desc": "1"}).text)["run_table"]
         trial_counts = [r[ordered[0].index("trials")] for r in ordered[1:]]
-        want = sorted([len(oracle.read_trials(RUNS / "calendar"))] * 5 + [len(oracle.read_trials(RUNS / "tiny"))],
-                      reverse=True)
+        want = sorted(
+            [len(oracle.read_trials(RUNS / "calendar"))] * 5 + [len(oracle.read_trials(RUNS / "tiny"))], reverse=True
+        )
         assert trial_counts == [display(n) for n in want]
 
 
@@ -648,7 +701,8 @@ def test_fleet_filters_and_groups_a_typed_config_key_by_its_text(tmp_path) -> No
         page = c.get("/", params={"group": "fleet.lr"}).text
         assert '<h2 class="group">fleet.lr = 1.23456789e-06' in page and '<h2 class="group">fleet.lr = 2.5e-06' in page
         assert chart_specs(c.get("/", params={"x": "fleet.lr", "y": "trials"}).text)["fleet"]["x"] == sorted(
-            float(v) for v in lrs.values())
+            float(v) for v in lrs.values()
+        )
 
 
 def test_query_page_has_a_form_and_downloads(api) -> None:
@@ -665,4 +719,5 @@ def test_serve_without_the_extra_says_how_to_install(monkeypatch, capsys) -> Non
     code, _, err = run_main(["serve", "-r", str(RUNS / "tiny")], capsys, monkeypatch)
     assert code == 2
     assert err.strip().splitlines() == [
-        "rlsql: error: rlsql serve needs Starlette and uvicorn, which are not installed: pip install 'rlsql[serve]'"]
+        "rlsql: error: rlsql serve needs Starlette and uvicorn, which are not installed: pip install 'rlsql[serve]'"
+    ]

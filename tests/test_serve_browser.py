@@ -34,16 +34,25 @@ from tests.test_serve import expected_steps
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 COPIED = ["tiny", "calendar", "newest", "harbor"]
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 #: generous: a condition waited for, never a measured time (bench/serve.py measures)
 WAIT_MS = 60_000
 
 
 def need_chromium() -> None:
     if not CHROMIUM.exists():
-        reason = (f"{CHROMIUM} is missing: the rlsql serve browser test needs Debian's chromium "
-                  "(apt-get install -y chromium; .ci/run installs it)")
+        reason = (
+            f"{CHROMIUM} is missing: the rlsql serve browser test needs Debian's chromium "
+            "(apt-get install -y chromium; .ci/run installs it)"
+        )
         if browser_required():
             pytest.fail(f"{reason}; {REQUIRE_BROWSER_ENV}=1 says it must run")
         pytest.skip(reason)
@@ -88,8 +97,12 @@ def serving(runs: Path, tmp_path_factory: pytest.TempPathFactory):
     env = {**os.environ, "RLSQL_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
     log = tmp_path_factory.mktemp("log") / "serve.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "rlsql", "serve", "-r", str(runs), "--port", str(port)],
-                                stdout=out, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rlsql", "serve", "-r", str(runs), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     deadline = time.monotonic() + 60
     while True:  # the port answers once uvicorn listens
         try:
@@ -149,7 +162,8 @@ def cells(tab, source: str) -> list[list[str]]:
     """The rows of the page's table with data-source=SOURCE as shown (header first)."""
     return tab.eval_on_selector(
         f"table[data-source='{source}']",
-        "t => [...t.rows].map(r => [...r.cells].map(c => c.innerText.trim().replace(/ [▲▼]$/, '')))")
+        "t => [...t.rows].map(r => [...r.cells].map(c => c.innerText.trim().replace(/ [▲▼]$/, '')))",
+    )
 
 
 def spec(tab, chart: str) -> dict:
@@ -158,10 +172,19 @@ def spec(tab, chart: str) -> dict:
 
 def test_every_page_loads_and_draws_without_console_errors(page, server) -> None:
     trial = oracle.read_trials(RUNS / "calendar")[0]["trial_name"]
-    for path in ["/", "/run?run=calendar", "/run?run=newest", "/compare?run=calendar&run=tiny", "/trials?run=calendar",
-                 f"/trial?run=calendar&trial={trial}", "/run?run=harbor",
-                 "/trial?run=harbor&trial=calendar-0005__bu8dLSg", "/queries", "/query/reward_curve?run=tiny",
-                 "/sql?q=SELECT+1"]:
+    for path in [
+        "/",
+        "/run?run=calendar",
+        "/run?run=newest",
+        "/compare?run=calendar&run=tiny",
+        "/trials?run=calendar",
+        f"/trial?run=calendar&trial={trial}",
+        "/run?run=harbor",
+        "/trial?run=harbor&trial=calendar-0005__bu8dLSg",
+        "/queries",
+        "/query/reward_curve?run=tiny",
+        "/sql?q=SELECT+1",
+    ]:
         load(page, server["url"] + path)
         for chart in page.query_selector_all("div.chart"):
             assert chart.get_attribute("data-drawn") == "1", path
@@ -193,13 +216,17 @@ def test_fleet_to_run_to_trials_to_a_trial(page, server) -> None:
     page.click(f"table#trials a:text-is('{first['trial_name']}')")
     page.wait_for_url("**/trial?**")
     assert page.inner_text("h1 .trial-name") == first["trial_name"]
-    facts = dict(page.eval_on_selector_all("#facts div", "ds => ds.map(d => [d.querySelector('dt').innerText, "
-                                                          "d.querySelector('dd').innerText])"))
+    facts = dict(
+        page.eval_on_selector_all(
+            "#facts div", "ds => ds.map(d => [d.querySelector('dt').innerText, d.querySelector('dd').innerText])"
+        )
+    )
     assert facts["outcome"] == "Failure" and facts["n_episodes"] == display(first["n_episodes"])
     page.click("details.row summary")  # every column of the trials row, folded away until asked for
     assert dict(cells(page, "trials"))["trial_name"] == first["trial_name"]
-    assert page.inner_text("#no-transcript") == ("no agent trajectories in 'calendar' "
-                                                 "(looked for trace_jobs/*/agent/trajectory.json)")
+    assert page.inner_text("#no-transcript") == (
+        "no agent trajectories in 'calendar' (looked for trace_jobs/*/agent/trajectory.json)"
+    )
 
 
 #: each step of a trial page's transcript as shown: its id, who, and texts (a label or a "show it whole" link aside)
@@ -263,8 +290,9 @@ def test_smoothing_hover_zoom_and_back(page, server) -> None:
     page.mouse.move(box["x"] + box["width"] * 0.4, box["y"] + box["height"] * 0.5)
     page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5, steps=4)
     legend = page.locator("#chart-reward .u-legend .u-series")
-    page.wait_for_function("document.querySelector('#chart-reward .u-legend .u-series .u-value').innerText "
-                           "!== '\\u2013'")  # an en dash: no value under the cursor yet
+    page.wait_for_function(
+        "document.querySelector('#chart-reward .u-legend .u-series .u-value').innerText !== '\\u2013'"
+    )  # an en dash: no value under the cursor yet
     step = int(legend.nth(0).locator(".u-value").inner_text())
     ema_at = next(r["ema"] for r in curve if r["step"] == step)
     ema_index = [s["label"] for s in spec(page, "reward")["series"]].index("EMA") + 1
@@ -274,8 +302,9 @@ def test_smoothing_hover_zoom_and_back(page, server) -> None:
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 20, steps=5)
     page.mouse.up()
-    low, high = page.evaluate("(() => { const u = window.rlsqlCharts.get('chart-reward').u;"
-                              " return [u.scales.x.min, u.scales.x.max]; })()")
+    low, high = page.evaluate(
+        "(() => { const u = window.rlsqlCharts.get('chart-reward').u; return [u.scales.x.min, u.scales.x.max]; })()"
+    )
     steps = [r["step"] for r in curve]
     assert min(steps) < low < high < max(steps)
     page.go_back()
@@ -287,8 +316,9 @@ def test_smoothing_hover_zoom_and_back(page, server) -> None:
 
 def test_sql_runs_and_downloads_a_csv(page, server, tmp_path) -> None:
     load(page, server["url"] + "/sql")
-    statement = ("SELECT exception_type, count(*) AS n FROM trials WHERE run = 'calendar' "
-                 "GROUP BY ALL ORDER BY n DESC, 1")
+    statement = (
+        "SELECT exception_type, count(*) AS n FROM trials WHERE run = 'calendar' GROUP BY ALL ORDER BY n DESC, 1"
+    )
     page.fill("textarea#q", statement)
     page.click("#run-sql")
     page.wait_for_selector("#download-csv")
@@ -296,8 +326,9 @@ def test_sql_runs_and_downloads_a_csv(page, server, tmp_path) -> None:
     for t in oracle.read_trials(RUNS / "calendar"):
         counts[t["exception_type"]] = counts.get(t["exception_type"], 0) + 1
     want = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    shown = page.eval_on_selector("main table",
-                                  "t => [...t.rows].slice(1).map(r => [...r.cells].map(c => c.innerText))")
+    shown = page.eval_on_selector(
+        "main table", "t => [...t.rows].slice(1).map(r => [...r.cells].map(c => c.innerText))"
+    )
     assert shown == [[k, display(v)] for k, v in want]
     with page.expect_download() as download:
         page.click("#download-csv")
@@ -325,7 +356,9 @@ def test_live_update_of_a_copied_run(page, server, runs) -> None:
         fh.write(",".join(cells_[h] for h in header) + "\n")
     page.wait_for_function(
         "s => JSON.parse(document.querySelector(\"script.chart-spec[data-for='chart-reward']\").textContent)"
-        ".x.includes(s)", arg=new_step)
+        ".x.includes(s)",
+        arg=new_step,
+    )
     assert spec(page, "reward")["x"] == [*steps, new_step]
     curve = oracle.q_reward_curve("tiny", runs / "tiny")
     ema = next(s for s in spec(page, "reward")["series"] if s["label"] == "EMA")["values"]
@@ -335,8 +368,24 @@ def test_live_update_of_a_copied_run(page, server, runs) -> None:
 
 def test_hover_values_are_formatted_as_the_cli_prints_them(page, server) -> None:
     load(page, server["url"] + "/queries")
-    values = [0.0, 1.0, -0.5, 0.12345678, 12.34567, 1234567.0, 1e-06, 0.0005, 0.00012345, -3.2e-07, 0.000999,
-              2.5e-05, 0.9101, 43290.9425, 3.0, 0.33333333]
+    values = [
+        0.0,
+        1.0,
+        -0.5,
+        0.12345678,
+        12.34567,
+        1234567.0,
+        1e-06,
+        0.0005,
+        0.00012345,
+        -3.2e-07,
+        0.000999,
+        2.5e-05,
+        0.9101,
+        43290.9425,
+        3.0,
+        0.33333333,
+    ]
     shown = page.evaluate("vs => vs.map(v => window.rlsqlFormat(v))", values)
     assert shown == [display(v) for v in values]
 

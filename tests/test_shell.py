@@ -57,8 +57,7 @@ def init_script(rlsql_exe: str, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 def test_script_in_the_duckdb_shell_matches_rlsql_query(init_script, duckdb_exe, rlsql_exe, tmp_path) -> None:
     # run from an unrelated folder: the script's paths are absolute
-    shell_rows = run_duckdb(duckdb_exe, ["-init", str(init_script), "-c", "SELECT * FROM turns_by_exception"],
-                            tmp_path)
+    shell_rows = run_duckdb(duckdb_exe, ["-init", str(init_script), "-c", "SELECT * FROM turns_by_exception"], tmp_path)
     proc = run_exe(rlsql_exe, ["query", "turns_by_exception", "-f", "json", *run_flags(TWO_RUNS)], tmp_path)
     assert proc.returncode == 0, proc.stderr
     query_rows = json.loads(proc.stdout)
@@ -69,8 +68,9 @@ def test_script_in_the_duckdb_shell_matches_rlsql_query(init_script, duckdb_exe,
 
 
 def test_parameters_are_shell_variables(init_script, duckdb_exe, tmp_path) -> None:
-    rows = run_duckdb(duckdb_exe, ["-init", str(init_script), "-c", "SET VARIABLE span = 2; FROM reward_curve"],
-                      tmp_path)
+    rows = run_duckdb(
+        duckdb_exe, ["-init", str(init_script), "-c", "SET VARIABLE span = 2; FROM reward_curve"], tmp_path
+    )
     assert_rows_match(rows, oracle.expected("reward_curve", TWO_RUNS, span=2), "span = 2 in the shell")
     script = init_script.read_text()
     assert "--   SET VARIABLE span = 10\n" in script  # the header says how (no ";": harlequin splits on it)
@@ -79,17 +79,28 @@ def test_parameters_are_shell_variables(init_script, duckdb_exe, tmp_path) -> No
 
 def test_every_object_carries_its_description(init_script, duckdb_exe, tmp_path) -> None:
     catalog = load_catalog()
-    views = run_duckdb(duckdb_exe, ["-init", str(init_script), "-c",
-                                    "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal"], tmp_path)
+    views = run_duckdb(
+        duckdb_exe,
+        ["-init", str(init_script), "-c", "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal"],
+        tmp_path,
+    )
     # the script writes no ";" but statement ends (harlequin splits on them): a description's becomes ","
     want = {f.name: f.description.replace(";", ",") for f in catalog.order if f.kind != "macro"}
     assert {v["view_name"]: v["comment"] for v in views} == want
     names = ", ".join(f"'{f.name}'" for f in catalog.order if f.kind == "macro")
-    macros = run_duckdb(duckdb_exe, ["-init", str(init_script), "-c",
-                                     "SELECT DISTINCT function_name, comment FROM duckdb_functions() "
-                                     f"WHERE function_name IN ({names})"], tmp_path)
+    macros = run_duckdb(
+        duckdb_exe,
+        [
+            "-init",
+            str(init_script),
+            "-c",
+            f"SELECT DISTINCT function_name, comment FROM duckdb_functions() WHERE function_name IN ({names})",
+        ],
+        tmp_path,
+    )
     assert {m["function_name"]: m["comment"] for m in macros} == {
-        f.name: f.description.replace(";", ",") for f in catalog.order if f.kind == "macro"}
+        f.name: f.description.replace(";", ",") for f in catalog.order if f.kind == "macro"
+    }
 
 
 def test_shell_command_starts_the_cli(rlsql_exe, duckdb_exe, tmp_path) -> None:
@@ -131,11 +142,15 @@ def test_db_build_opens_in_the_duckdb_shell(duckdb_exe, tmp_path, capsys, monkey
     for source in sources:
         data = Path(source["path"]).read_bytes()
         assert (source["size"], source["sha256"]) == (len(data), hashlib.sha256(data).hexdigest())
-    tables = run_duckdb(duckdb_exe, ["-readonly", str(db), "-c",
-                                     "SELECT table_type, count(*) AS n FROM information_schema.tables GROUP BY ALL"],
-                        tmp_path)
+    tables = run_duckdb(
+        duckdb_exe,
+        ["-readonly", str(db), "-c", "SELECT table_type, count(*) AS n FROM information_schema.tables GROUP BY ALL"],
+        tmp_path,
+    )
     assert {t["table_type"]: t["n"] for t in tables} == {
-        "VIEW": sum(1 for f in load_catalog().order if f.kind != "macro"), "BASE TABLE": 1}
+        "VIEW": sum(1 for f in load_catalog().order if f.kind != "macro"),
+        "BASE TABLE": 1,
+    }
 
 
 def test_db_build_materialized_needs_no_csv(duckdb_exe, tmp_path, capsys, monkeypatch) -> None:
@@ -150,18 +165,24 @@ def test_db_build_materialized_needs_no_csv(duckdb_exe, tmp_path, capsys, monkey
     shutil.rmtree(run)  # the tables hold the data now
     rows = run_duckdb(duckdb_exe, ["-readonly", str(db), "-c", "SELECT count(*) AS n FROM trials"], tmp_path)
     assert rows == [{"n": want_trials}]
-    assert_rows_match(run_duckdb(duckdb_exe, ["-readonly", str(db), "-c", "FROM turn_stats"], tmp_path),
-                      want_stats, "materialized turn_stats")
+    assert_rows_match(
+        run_duckdb(duckdb_exe, ["-readonly", str(db), "-c", "FROM turn_stats"], tmp_path),
+        want_stats,
+        "materialized turn_stats",
+    )
     # named queries stay views, so their parameters still work
-    assert_rows_match(run_duckdb(duckdb_exe, ["-readonly", str(db), "-c",
-                                              "SET VARIABLE span = 2; FROM reward_curve"], tmp_path),
-                      want_curve, "materialized reward_curve, span = 2")
+    assert_rows_match(
+        run_duckdb(duckdb_exe, ["-readonly", str(db), "-c", "SET VARIABLE span = 2; FROM reward_curve"], tmp_path),
+        want_curve,
+        "materialized reward_curve, span = 2",
+    )
     assert _metadata(duckdb_exe, db, tmp_path)["materialized"] == "true"
 
 
 def test_db_build_refuses_a_run_folder_and_a_folder(tmp_path, capsys, monkeypatch) -> None:
-    code, _, err = run_main(["db", "build", str(RUNS / "tiny" / "x.duckdb"), "-r", str(RUNS / "tiny")],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["db", "build", str(RUNS / "tiny" / "x.duckdb"), "-r", str(RUNS / "tiny")], capsys, monkeypatch
+    )
     assert code == 2 and "run folder" in one_error_line(err)
     code, _, err = run_main(["db", "build", str(tmp_path), "-r", str(RUNS / "tiny")], capsys, monkeypatch)
     assert code == 2 and "folder" in one_error_line(err)
@@ -178,6 +199,7 @@ def test_awkward_folder_names_stay_data(duckdb_exe, tmp_path, capsys, monkeypatc
     assert code == 0, err
     script = tmp_path / "init.sql"
     script.write_text(out, encoding="utf-8")
-    rows = run_duckdb(duckdb_exe, ["-init", str(script), "-c", "SELECT run, count(*) AS n FROM trials GROUP BY run"],
-                      tmp_path)
+    rows = run_duckdb(
+        duckdb_exe, ["-init", str(script), "-c", "SELECT run, count(*) AS n FROM trials GROUP BY run"], tmp_path
+    )
     assert rows == [{"run": name, "n": len(oracle.read_trials(run))}]

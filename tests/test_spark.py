@@ -137,8 +137,12 @@ def awkward(tmp_path_factory) -> Path:
     # the messages and stamps by trial_name (trial_fill, trial_phases), with a trial the CSV lacks and one
     # trial named by two folders (the first in folder order counts)
     trace_jobs = run / "trace_jobs"
-    for folder, name, exception in [("t1__a", "t1__a", None), ("t2__b", "t2__b", "ContextLengthExceededError"),
-                                    ("t2__b2", "t2__b", "NetworkError"), ("t9__z", "t9__z", None)]:
+    for folder, name, exception in [
+        ("t1__a", "t1__a", None),
+        ("t2__b", "t2__b", "ContextLengthExceededError"),
+        ("t2__b2", "t2__b", "NetworkError"),
+        ("t9__z", "t9__z", None),
+    ]:
         write_trial(trace_jobs, folder, small_trial(name, exception=exception))
     return run
 
@@ -282,8 +286,7 @@ def _compare_every_object(spark, objects, catalog, runs, run_set) -> None:
                 continue
             label = f"{run_set}/{q.name}{params or ''}"
             want, want_warnings = _answer(run_query, q.name, runs, params)
-            got, got_warnings = _answer(lambda n, r, p: run_query_spark(n, r, p, objects=objects), q.name, runs,
-                                        params)
+            got, got_warnings = _answer(lambda n, r, p: run_query_spark(n, r, p, objects=objects), q.name, runs, params)
             if isinstance(want, RlsqlError):
                 assert type(got) is type(want) and str(got) == str(want), f"{label}: Spark {got!r}, DuckDB {want!r}"
                 continue
@@ -353,8 +356,7 @@ def test_cli_engine_spark_prints_the_duckdb_table(spark, capsys, monkeypatch):
 
 
 def test_show_dialect_spark_prints_compiled_sql(rlsql_exe):
-    shown = subprocess.run([rlsql_exe, "show", "trial_phases", "--dialect", "spark"],
-                           capture_output=True, text=True)
+    shown = subprocess.run([rlsql_exe, "show", "trial_phases", "--dialect", "spark"], capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     assert "percentile(" in shown.stdout.lower() and "quantile_cont" not in shown.stdout.lower()
     assert "percentile_approx" not in shown.stdout.lower()
@@ -366,8 +368,9 @@ def test_missing_pyspark_is_one_line_exit_2(tmp_path, rlsql_exe):
     blocker.mkdir()
     (blocker / "__init__.py").write_text("raise ImportError('blocked for the test')\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    done = subprocess.run([rlsql_exe, "query", "turn_stats", "--engine", "spark"], capture_output=True, text=True,
-                          env=env)
+    done = subprocess.run(
+        [rlsql_exe, "query", "turn_stats", "--engine", "spark"], capture_output=True, text=True, env=env
+    )
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert last == "rlsql: error: the Spark engine needs pyspark: pip install 'rlsql[spark]'"

@@ -57,20 +57,35 @@ def connect_server(tmp_path_factory):
     port = _free_port()
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOG_DIR": str(work), "SPARK_PID_DIR": str(work)}
     server = subprocess.Popen(
-        [str(home / "sbin" / "start-connect-server.sh"), "--wait", "--master", "local[2]",
-         "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
-         "--conf", "spark.sql.shuffle.partitions=2",
-         # the short-lived JVM's flags and settings of the other Spark tests (tests/conftest.py)
-         "--driver-java-options", SPARK_TEST_JAVA_OPTIONS,
-         *[arg for pair in SPARK_TEST_CONF.split() for arg in ("--conf", pair)]],
-        env=env, stdout=subprocess.DEVNULL, stderr=(work / "server.err").open("w"), start_new_session=True,
+        [
+            str(home / "sbin" / "start-connect-server.sh"),
+            "--wait",
+            "--master",
+            "local[2]",
+            "--conf",
+            f"spark.connect.grpc.binding.port={port}",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            "spark.sql.shuffle.partitions=2",
+            # the short-lived JVM's flags and settings of the other Spark tests (tests/conftest.py)
+            "--driver-java-options",
+            SPARK_TEST_JAVA_OPTIONS,
+            *[arg for pair in SPARK_TEST_CONF.split() for arg in ("--conf", pair)],
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(work / "server.err").open("w"),
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 180
         while True:
             if server.poll() is not None:
-                pytest.fail(f"the Spark Connect server exited ({server.returncode}): "
-                            f"{(work / 'server.err').read_text()[-2000:]}")
+                pytest.fail(
+                    f"the Spark Connect server exited ({server.returncode}): "
+                    f"{(work / 'server.err').read_text()[-2000:]}"
+                )
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
@@ -94,10 +109,15 @@ def test_named_query_through_spark_connect(connect_server, rlsql_exe):
     env = dict(os.environ)
     env.pop("RLSQL_ENGINE", None)
     for runs in ([], ["-r", str(RUNS / "calendar")]):
-        duck = subprocess.run([rlsql_exe, "query", "turns_by_exception", *runs], capture_output=True, text=True,
-                              env=env)
-        remote = subprocess.run([rlsql_exe, "query", "turns_by_exception", "--engine", "spark", *runs],
-                                capture_output=True, text=True, env={**env, "SPARK_REMOTE": connect_server})
+        duck = subprocess.run(
+            [rlsql_exe, "query", "turns_by_exception", *runs], capture_output=True, text=True, env=env
+        )
+        remote = subprocess.run(
+            [rlsql_exe, "query", "turns_by_exception", "--engine", "spark", *runs],
+            capture_output=True,
+            text=True,
+            env={**env, "SPARK_REMOTE": connect_server},
+        )
         assert duck.returncode == 0, duck.stderr
         assert remote.returncode == 0, remote.stderr
         assert remote.stdout == duck.stdout

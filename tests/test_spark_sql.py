@@ -26,12 +26,12 @@ def test_a_star_replace_is_compiled_again_for_other_columns() -> None:
     catalog = load_catalog()
     f = catalog.files["metric_rows"]
     cache: dict = {}
-    (_, wide), = compile_file(f, catalog, {}, listing(["timing/step", "a/wide"]), "metrics_src:wide", cache)
-    (_, narrow), = compile_file(f, catalog, {}, listing(["timing/step"]), "metrics_src:narrow", cache)
+    ((_, wide),) = compile_file(f, catalog, {}, listing(["timing/step", "a/wide"]), "metrics_src:wide", cache)
+    ((_, narrow),) = compile_file(f, catalog, {}, listing(["timing/step"]), "metrics_src:narrow", cache)
     assert "a/wide" in wide
     assert "a/wide" not in narrow and "timing/step" in narrow
     # the same columns again: the kept statement, unchanged, without compiling
-    (_, again), = compile_file(f, catalog, {}, lambda sql: pytest.fail("compiled again"), "metrics_src:wide", cache)
+    ((_, again),) = compile_file(f, catalog, {}, lambda sql: pytest.fail("compiled again"), "metrics_src:wide", cache)
     assert again == wide
 
 

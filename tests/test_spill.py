@@ -79,9 +79,14 @@ def _progress_settings(stdout_tty: bool) -> str:
 
     main, child = pty.openpty()
     try:
-        proc = subprocess.run([sys.executable, "-c", _PROGRESS], stdin=subprocess.DEVNULL,
-                              stdout=child if stdout_tty else subprocess.PIPE, stderr=child,
-                              cwd=Path(__file__).parent.parent, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-c", _PROGRESS],
+            stdin=subprocess.DEVNULL,
+            stdout=child if stdout_tty else subprocess.PIPE,
+            stderr=child,
+            cwd=Path(__file__).parent.parent,
+            timeout=120,
+        )
         os.close(child)
         child = -1
         assert proc.returncode == 0

@@ -26,17 +26,28 @@ def test_read_csv_is_called_in_one_template() -> None:
         return re.sub(r"\{#.*?#\}|\{%.*?%\}|\{\{.*?\}\}", "", path.read_text(), flags=re.S)
 
     assert re.search(r"\bread_csv\s*\(", sql_text(READER))
-    callers = [p.relative_to(SQL).as_posix() for p in TEMPLATES
-               if p != READER and re.search(r"\bread_csv\s*\(", sql_text(p))]
+    callers = [
+        p.relative_to(SQL).as_posix() for p in TEMPLATES if p != READER and re.search(r"\bread_csv\s*\(", sql_text(p))
+    ]
     assert callers == []
     users = {p.name for p in TEMPLATES if re.search(r"import read_(csv|lines|kept_lines)\b", p.read_text())}
-    assert users == {"_read_csv.sql.j2", "_check_csv.sql.j2", "_cache_csv.sql.j2", "_rawlogs.sql.j2",
-                     "_log_cache.sql.j2", "_log_direct.sql.j2"}
+    assert users == {
+        "_read_csv.sql.j2",
+        "_check_csv.sql.j2",
+        "_cache_csv.sql.j2",
+        "_rawlogs.sql.j2",
+        "_log_cache.sql.j2",
+        "_log_direct.sql.j2",
+    }
 
 
 def test_every_pasted_type_goes_through_the_allow_list() -> None:
-    unchecked = [f"{p.relative_to(SQL)}: {m.group(0)}" for p in TEMPLATES
-                 for m in re.finditer(r"AS \{\{[^}]*\}\}\)", p.read_text()) if "| sqltype" not in m.group(0)]
+    unchecked = [
+        f"{p.relative_to(SQL)}: {m.group(0)}"
+        for p in TEMPLATES
+        for m in re.finditer(r"AS \{\{[^}]*\}\}\)", p.read_text())
+        if "| sqltype" not in m.group(0)
+    ]
     assert unchecked == []
 
 
@@ -46,8 +57,11 @@ def test_the_data_error_marker_is_spelled_in_python_only() -> None:
     assert spelled == []
     # ...and once in Python: rlsql/core/errors.py, which every other module imports them from
     package = Path(__file__).resolve().parent.parent / "rlsql"
-    spelled = [p.relative_to(package).as_posix() for p in sorted(package.rglob("*.py"))
-               if p.name != "errors.py" and any(m in p.read_text() for m in marks)]
+    spelled = [
+        p.relative_to(package).as_posix()
+        for p in sorted(package.rglob("*.py"))
+        if p.name != "errors.py" and any(m in p.read_text() for m in marks)
+    ]
     assert spelled == []
     assert "BAD_CELL_FUNCTION | ident" in (SQL / "sources" / "_read_csv.sql.j2").read_text()
     users = [p.name for p in TEMPLATES if "DATA_ERROR_MARK | lit" in p.read_text()]
@@ -86,8 +100,16 @@ def test_a_source_declaring_an_unknown_type_fails_at_load(tmp_path: Path) -> Non
     root = tmp_path / "sql"
     shutil.copytree(SQL, root)
     source = root / "sources" / "metrics_src.sql"
-    source.write_text(re.sub(r"^-- other_columns: .*$", "-- other_columns: DOUBLE) AS x, (SELECT 1", source.read_text(),
-                             count=1, flags=re.M), encoding="utf-8")
+    source.write_text(
+        re.sub(
+            r"^-- other_columns: .*$",
+            "-- other_columns: DOUBLE) AS x, (SELECT 1",
+            source.read_text(),
+            count=1,
+            flags=re.M,
+        ),
+        encoding="utf-8",
+    )
     assert "other_columns: DOUBLE)" in source.read_text()
     with pytest.raises(CatalogError, match="other_columns"):
         Catalog.load(root)
@@ -99,14 +121,26 @@ def test_reported_types_allow_list() -> None:
 
     assert reported_type("timestamp with time zone") == "TIMESTAMP WITH TIME ZONE"
     assert reported_type("VARCHAR[][]") == "VARCHAR[][]"
-    assert stub_select([("d", "DATE"), ("x'y", "DOUBLE")]) == \
-        """SELECT CAST(NULL AS DATE) AS "d", CAST(NULL AS DOUBLE) AS "x'y" WHERE false"""
+    assert (
+        stub_select([("d", "DATE"), ("x'y", "DOUBLE")])
+        == """SELECT CAST(NULL AS DATE) AS "d", CAST(NULL AS DOUBLE) AS "x'y" WHERE false"""
+    )
     # a STRUCT of plain field names (their case kept) and allowed types: trajectory_steps_src's calls
-    assert reported_type("STRUCT(call_index BIGINT, function_name varchar)[]") == \
-        "STRUCT(call_index BIGINT, function_name VARCHAR)[]"
-    for bad in ("STRUCT(a DECIMAL(18,3))", 'STRUCT("a b" VARCHAR)', "STRUCT(a VARCHAR) AS x, (SELECT 1)",
-                "STRUCT(a VARCHAR, b)", "DOUBLE) AS x, (SELECT 1", "VARCHAR []", "[]", "DECIMAL(18,3)",
-                "STRUCT(a VARCHAR); DROP TABLE t; --(b VARCHAR)"):
+    assert (
+        reported_type("STRUCT(call_index BIGINT, function_name varchar)[]")
+        == "STRUCT(call_index BIGINT, function_name VARCHAR)[]"
+    )
+    for bad in (
+        "STRUCT(a DECIMAL(18,3))",
+        'STRUCT("a b" VARCHAR)',
+        "STRUCT(a VARCHAR) AS x, (SELECT 1)",
+        "STRUCT(a VARCHAR, b)",
+        "DOUBLE) AS x, (SELECT 1",
+        "VARCHAR []",
+        "[]",
+        "DECIMAL(18,3)",
+        "STRUCT(a VARCHAR); DROP TABLE t; --(b VARCHAR)",
+    ):
         with pytest.raises(ValueError, match="not a column type"):
             reported_type(bad)
         with pytest.raises(ValueError):
@@ -115,16 +149,47 @@ def test_reported_types_allow_list() -> None:
 
 #: the bare names a template may paste: SQL text a macro or a `set` in the same template built from
 #: filtered values (a macro's arguments, a `set` of filtered identifiers), never a value from outside
-_BUILT_SQL = {"started", "finished", "json", "number", "part", "lines_sql", "read_names", "source_file_sql", "bad_sql",
-              # sources/_atif.sql.j2's macro arguments (SQL expressions its callers spell: `atif.text("s.source")`)
-              # and the trajectory sources' `set`s of constants: a field of a fixed list, a regular expression
-              "j", "v", "t", "s", "k", "a", "members", "ns.e", "field", "naming",
-              # queries/_findings.sql.j2's macro arguments, which the rule files spell (a kind, a severity, a metric,
-              # a column, a SQL expression over getvariable()), and findings.sql's loop over its fixed list of kinds
-              "alias", "count_col", "evidence", "expr", "firing", "kind", "kv_full_pct", "metric", "n", "order",
-              "severity", "share_col", "threshold", "what",
-              # sources/_tool_calls.sql.j2's `set` of a constant: the depth past which arguments read as empty
-              "max_depth"}
+_BUILT_SQL = {
+    "started",
+    "finished",
+    "json",
+    "number",
+    "part",
+    "lines_sql",
+    "read_names",
+    "source_file_sql",
+    "bad_sql",
+    # sources/_atif.sql.j2's macro arguments (SQL expressions its callers spell: `atif.text("s.source")`)
+    # and the trajectory sources' `set`s of constants: a field of a fixed list, a regular expression
+    "j",
+    "v",
+    "t",
+    "s",
+    "k",
+    "a",
+    "members",
+    "ns.e",
+    "field",
+    "naming",
+    # queries/_findings.sql.j2's macro arguments, which the rule files spell (a kind, a severity, a metric,
+    # a column, a SQL expression over getvariable()), and findings.sql's loop over its fixed list of kinds
+    "alias",
+    "count_col",
+    "evidence",
+    "expr",
+    "firing",
+    "kind",
+    "kv_full_pct",
+    "metric",
+    "n",
+    "order",
+    "severity",
+    "share_col",
+    "threshold",
+    "what",
+    # sources/_tool_calls.sql.j2's `set` of a constant: the depth past which arguments read as empty
+    "max_depth",
+}
 
 
 def test_every_pasted_value_goes_through_a_filter() -> None:
@@ -135,12 +200,14 @@ def test_every_pasted_value_goes_through_a_filter() -> None:
     for p in TEMPLATES:
         for m in re.finditer(r"\{\{-?\s*(.*?)\s*-?\}\}", p.read_text(), flags=re.S):
             expr = m.group(1)
-            if (re.search(r"\|\s*(lit|ident|sqltype|file_lit|lit_date)\s*$", expr)
-                    or re.fullmatch(r"(?:[a-z_]+\.)?[a-z_]+\(.*\)", expr, flags=re.S)
-                    or re.fullmatch(r"""(".*?"|'.*?') if (not )?loop\.(first|last)( else (".*?"|'.*?'))?""", expr)
-                    or expr in _BUILT_SQL
-                    # a constant the template spells (string literals joined by ~): a macro's text, filtered where used
-                    or re.fullmatch(r"'(?:[^'\\]|\\.)*'(?:\s*~\s*'(?:[^'\\]|\\.)*')*", expr)):
+            if (
+                re.search(r"\|\s*(lit|ident|sqltype|file_lit|lit_date)\s*$", expr)
+                or re.fullmatch(r"(?:[a-z_]+\.)?[a-z_]+\(.*\)", expr, flags=re.S)
+                or re.fullmatch(r"""(".*?"|'.*?') if (not )?loop\.(first|last)( else (".*?"|'.*?'))?""", expr)
+                or expr in _BUILT_SQL
+                # a constant the template spells (string literals joined by ~): a macro's text, filtered where used
+                or re.fullmatch(r"'(?:[^'\\]|\\.)*'(?:\s*~\s*'(?:[^'\\]|\\.)*')*", expr)
+            ):
                 continue
             unfiltered.append(f"{p.relative_to(SQL)}: {{{{ {expr} }}}}")
     assert unfiltered == []

@@ -105,8 +105,17 @@ def test_run_overview() -> None:
     # version 2: max_step repeats total_steps; distinct_steps = |{1, 2, 3}| = 3 and |{3, 4, 5}| = 3.
     check(
         "run_overview",
-        ["run", "log_file", "total_steps", "metric_blocks", "mean_reward", "max_reward", "total_time_s",
-         "max_step", "distinct_steps"],
+        [
+            "run",
+            "log_file",
+            "total_steps",
+            "metric_blocks",
+            "mean_reward",
+            "max_reward",
+            "total_time_s",
+            "max_step",
+            "distinct_steps",
+        ],
         [
             (RUN, "job_1", 3, 3, 1.75 / 3, 1.0, 1300.0, 3, 3),
             (RUN, "job_2", 5, 3, 0.5, 0.75, 700.0, 5, 3),
@@ -533,8 +542,10 @@ def test_the_ema_past_its_window_depth_equals_the_full_recursion(span: int, tmp_
     for step, (g, w) in enumerate(zip(got, want, strict=True), 1):
         assert (g is None and w is None) or math.isclose(g, w, rel_tol=1e-12, abs_tol=1e-15), (step, g, w)
     # the table macro ema() over the same points
-    sql = ("CREATE TEMP TABLE points AS SELECT run AS series, step AS x, reward AS value FROM reward_curve; "
-           f"SELECT ema FROM ema('points', span := {span}) ORDER BY x")
+    sql = (
+        "CREATE TEMP TABLE points AS SELECT run AS series, step AS x, reward AS value FROM reward_curve; "
+        f"SELECT ema FROM ema('points', span := {span}) ORDER BY x"
+    )
     got = [row["ema"] for row in run_sql(sql, resolve_runs([run])).to_dicts()]
     for step, (g, w) in enumerate(zip(got, want, strict=True), 1):
         assert (g is None and w is None) or math.isclose(g, w, rel_tol=1e-12, abs_tol=1e-15), (step, g, w)
@@ -548,7 +559,9 @@ def test_the_ema_of_20000_steps_fits_in_300_mb(tmp_path: Path) -> None:
     (run / "metrics.csv").write_text("log_file,trainer/global_step,reward/avg_raw_reward\njob_1,1,0.5\n")
     with rlsql.connect([run]) as con:
         con.execute("SET memory_limit = '300MB'; SET threads = 1")
-        con.execute("CREATE TEMP TABLE points AS SELECT 's' AS series, range AS x, (range * 7919 % 1000) / 1000 "
-                    "AS value FROM range(20000)")
+        con.execute(
+            "CREATE TEMP TABLE points AS SELECT 's' AS series, range AS x, (range * 7919 % 1000) / 1000 "
+            "AS value FROM range(20000)"
+        )
         n, last = con.execute("SELECT count(ema), arg_max(ema, x) FROM ema('points')").fetchone()
     assert n == 20000 and 0 <= last <= 1

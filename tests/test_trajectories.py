@@ -112,8 +112,9 @@ def test_the_awkward_cases_are_in_the_rows() -> None:
     search = [c for c in calls if c["function_name"] == "search_calendar"]
     # four calls, the first, second and fourth the same but for the order of their keys
     assert [c["arguments"] == search[0]["arguments"] for c in search] == [True, True, False, True]
-    assert search[0]["arguments"] == ('{"query":{"limit":10,"where":{"room":"Zürich","size":[1,2.0,'
-                                      '{"a":null,"b":true}]}},"verbose":1.0}')
+    assert search[0]["arguments"] == (
+        '{"query":{"limit":10,"where":{"room":"Zürich","size":[1,2.0,{"a":null,"b":true}]}},"verbose":1.0}'
+    )
 
 
 def test_damaged_files_are_each_named_once_and_the_rest_read() -> None:
@@ -173,8 +174,9 @@ def test_a_trial_folder_removed_while_the_query_reads_is_skipped_with_a_warning(
             seen.setdefault(path, (run_name, problem))
             return problem
 
-        con.create_function(trajectories.DAMAGED_FUNCTION, damaged, ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR",
-                            side_effects=True)
+        con.create_function(
+            trajectories.DAMAGED_FUNCTION, damaged, ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR", side_effects=True
+        )
         return seen
 
     monkeypatch.setattr(trajectories, "record_damaged", record_damaged)
@@ -194,10 +196,22 @@ def test_a_file_over_the_size_limit_is_named_and_the_rest_read(tmp_path: Path, m
     for trial, words in (("t__small", 10), ("t__large", 400)):
         (agent / trial / "agent").mkdir(parents=True)
         path = agent / trial / "agent" / "trajectory.json"
-        path.write_text(json.dumps({"agent": {"name": "a", "version": "1"}, "steps": [
-            {"step_id": 1, "source": "user", "message": "word " * words},
-            {"step_id": 2, "source": "agent", "message": "ok", "tool_calls": [
-                {"tool_call_id": "c1", "function_name": "bash", "arguments": {"cmd": "ls"}}]}]}))
+        path.write_text(
+            json.dumps(
+                {
+                    "agent": {"name": "a", "version": "1"},
+                    "steps": [
+                        {"step_id": 1, "source": "user", "message": "word " * words},
+                        {
+                            "step_id": 2,
+                            "source": "agent",
+                            "message": "ok",
+                            "tool_calls": [{"tool_call_id": "c1", "function_name": "bash", "arguments": {"cmd": "ls"}}],
+                        },
+                    ],
+                }
+            )
+        )
         sizes[trial] = path.stat().st_size
     monkeypatch.setenv("RLSQL_TRAJECTORY_MAX_BYTES", str(sizes["t__small"] + 100))
     assert sizes["t__large"] > sizes["t__small"] + 100
@@ -218,7 +232,8 @@ def _calls_run(root: Path, arguments: dict[str, str]) -> Path:
         agent.mkdir(parents=True)
         (agent / "trajectory.json").write_text(
             '{"agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 1, "source": "agent", "message": "m", '
-            f'"tool_calls": [{{"tool_call_id": "c1", "function_name": "f", "arguments": {text}}}]}}]}}')
+            f'"tool_calls": [{{"tool_call_id": "c1", "function_name": "f", "arguments": {text}}}]}}]}}'
+        )
     return root
 
 
@@ -226,15 +241,26 @@ def test_arguments_nested_past_the_depth_limit_read_as_empty_with_a_warning(tmp_
     """Issue 42 item 10: arguments nesting objects and arrays more than 100 deep are NULL and the file is named
     once (the other calls and files read); 100 deep is still canonical text, as the oracle writes it."""
     nested = {depth: '{"a": ' * (depth - 1) + '["[{", "\\"", 1]' + "}" * (depth - 1) for depth in (100, 101)}
-    run = _calls_run(tmp_path / "run", {"t__100": nested[100], "t__101": nested[101], "t__wide": "[" + ", ".join(
-        ['{"x": [1, {"y": [2]}]}'] * 300) + "]"})
+    run = _calls_run(
+        tmp_path / "run",
+        {
+            "t__100": nested[100],
+            "t__101": nested[101],
+            "t__wide": "[" + ", ".join(['{"x": [1, {"y": [2]}]}'] * 300) + "]",
+        },
+    )
     _, want = oracle.trajectory_rows(run)
     assert [c["arguments"] is None for c in want] == [False, True, False]
     for name in ("tool_calls", "tool_call_arguments"):
         got, messages = rows_of(name, [run])
         assert [(g["trial_name"], g["arguments"]) for g in got] == [(w["trial_name"], w["arguments"]) for w in want]
-        assert len(messages) == 1 and "t__101/agent/trajectory.json: steps[0].tool_calls[0].arguments: nested more " \
-            "than 100 deep, read as empty" in messages[0] and "skipped" not in messages[0], messages
+        assert (
+            len(messages) == 1
+            and "t__101/agent/trajectory.json: steps[0].tool_calls[0].arguments: nested more "
+            "than 100 deep, read as empty"
+            in messages[0]
+            and "skipped" not in messages[0]
+        ), messages
 
 
 def test_arguments_nested_5000_deep_stay_within_a_gigabyte(tmp_path: Path) -> None:
@@ -249,11 +275,19 @@ def test_arguments_nested_5000_deep_stay_within_a_gigabyte(tmp_path: Path) -> No
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
 
-    done = subprocess.run([sys.executable, "-m", "rlsql", "query", "tool_calls", "-r", str(run), "-f", "json"],
-                          capture_output=True, text=True, preexec_fn=limited, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "rlsql", "query", "tool_calls", "-r", str(run), "-f", "json"],
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert [(r["trial_name"], r["arguments"]) for r in json.loads(done.stdout)] == [
-        ("t__deep", None), ("t__ok", '{"b":[1]}')]
+        ("t__deep", None),
+        ("t__ok", '{"b":[1]}'),
+    ]
     assert "t__deep/agent/trajectory.json: steps[0].tool_calls[0].arguments: nested more than 100 deep" in done.stderr
 
 
@@ -266,8 +300,9 @@ def test_bad_token_counts_are_named_in_a_warning() -> None:
 
 
 def test_rlsql_sql_sees_the_views() -> None:
-    result = run_sql("SELECT count(*) AS n FROM trajectory_steps JOIN trials USING (run, trial_name)",
-                     [RUNS / "harbor_csv"])
+    result = run_sql(
+        "SELECT count(*) AS n FROM trajectory_steps JOIN trials USING (run, trial_name)", [RUNS / "harbor_csv"]
+    )
     steps, _ = oracle.trajectory_rows(RUNS / "harbor_csv")
     in_csv = {t["trial_name"] for t in oracle.read_trials(RUNS / "harbor_csv")}
     assert result.rows == [(sum(1 for s in steps if s["trial_name"] in in_csv),)]
@@ -288,9 +323,10 @@ def test_check_counts_trials_without_a_trajectory_and_names_damaged_files() -> N
         assert named == damaged
         assert reports[run].readable_rows["trajectories"] == len(files) - len(damaged)
         bad = sorted(i.problem for i in issues if i.file.endswith("calendar-0003__8d5Frkd/agent/trajectory.json"))
-        assert bad == ["steps[1].metrics.completion_tokens: -5 is not a whole number from 0 to 2**53: read as empty",
-                       "steps[1].metrics.prompt_tokens: 9007199254740994 is not a whole number from 0 to 2**53: "
-                       "read as empty"]
+        assert bad == [
+            "steps[1].metrics.completion_tokens: -5 is not a whole number from 0 to 2**53: read as empty",
+            "steps[1].metrics.prompt_tokens: 9007199254740994 is not a whole number from 0 to 2**53: read as empty",
+        ]
     assert len([i for i in reports["harbor"].issues if "not an ATIF trajectory" in i.problem]) == 8
 
 
@@ -322,8 +358,11 @@ def test_check_names_each_trajectory_defect_in_one_line(tmp_path: Path) -> None:
         for s in doc["steps"]:
             ids = {c.get("tool_call_id") for c in s.get("tool_calls") or [] if isinstance(c, dict)}
             results = (s.get("observation") or {}).get("results") or []
-            found = [r["source_call_id"] for r in results if isinstance(r.get("source_call_id"), str)
-                     and r["source_call_id"] not in ids]
+            found = [
+                r["source_call_id"]
+                for r in results
+                if isinstance(r.get("source_call_id"), str) and r["source_call_id"] not in ids
+            ]
             orphans.setdefault(str(path), []).extend(found)
             if isinstance(s.get("timestamp"), str) and oracle._utc(s["timestamp"]) is None:
                 stamps.setdefault(str(path), []).append(s["timestamp"])
@@ -337,13 +376,26 @@ def test_check_names_each_trajectory_defect_in_one_line(tmp_path: Path) -> None:
     (report,) = check_runs(resolve_runs([str(run)]))
     lines = [(i.severity, i.file, i.problem) for i in report.issues]
     got_orphans = [(f, p) for _, f, p in lines if "source_call_id names no tool call" in p]
-    assert got_orphans == [(f, f"{len(ids)} observation result(s) whose source_call_id names no tool call of their "
-                            f"step (e.g. {ids[0]!r}): counted for no call")
-                           for f, ids in sorted(orphans.items()) if ids]
+    assert got_orphans == [
+        (
+            f,
+            f"{len(ids)} observation result(s) whose source_call_id names no tool call of their "
+            f"step (e.g. {ids[0]!r}): counted for no call",
+        )
+        for f, ids in sorted(orphans.items())
+        if ids
+    ]
     assert str(planted) in dict(got_orphans)
     got_stamps = [(f, p) for _, f, p in lines if "timestamp is not ISO 8601" in p]
-    assert got_stamps == [(f, f"{len(v)} step(s) whose timestamp is not ISO 8601 (e.g. {v[0]!r}): ts is empty")
-                          for f, v in sorted(stamps.items()) if v] and got_stamps
+    assert (
+        got_stamps
+        == [
+            (f, f"{len(v)} step(s) whose timestamp is not ISO 8601 (e.g. {v[0]!r}): ts is empty")
+            for f, v in sorted(stamps.items())
+            if v
+        ]
+        and got_stamps
+    )
     got_gaps = [f for _, f, p in lines if p.startswith("continuation gap")]
     assert got_gaps == [str(trace_jobs / t / "agent") for t in gaps] and got_gaps
     got_flight = [f for _, f, p in lines if "a trial in flight): its steps are read" in p]
@@ -356,6 +408,7 @@ def test_check_names_each_trajectory_defect_in_one_line(tmp_path: Path) -> None:
 def _first_repeat(pairs_text: str) -> tuple[str, str] | None:
     """(object, key) of the first object of the levels rlsql reads that writes a key twice, found with json's
     object_pairs_hook (which sees every pair before json.loads keeps the last)."""
+
     def pairs(items):
         return {"__pairs__": items, **dict(items)}
 
@@ -390,9 +443,11 @@ def test_check_names_a_key_written_twice_which_json_reads_last(tmp_path: Path) -
     run = tmp_path / "harbor"
     shutil.copytree(RUNS / "harbor", run)
     readable = [p for _, seg, p in oracle.trajectory_files(run)[0] if seg == 0 and oracle.read_trajectory(p)]
-    edits = [('"step_id": 2,', '"step_id": 2, "step_id": 7,'),
-             ('"function_name":', '"function_name": "rm", "function_name":'),
-             ('"prompt_tokens":', '"prompt_tokens": 1, "prompt_tokens":')]
+    edits = [
+        ('"step_id": 2,', '"step_id": 2, "step_id": 7,'),
+        ('"function_name":', '"function_name": "rm", "function_name":'),
+        ('"prompt_tokens":', '"prompt_tokens": 1, "prompt_tokens":'),
+    ]
     for path, (old, new) in zip(readable, edits, strict=False):
         text = path.read_text(encoding="utf-8")
         assert old in text
@@ -430,9 +485,37 @@ def test_runs_says_how_many_trials_have_a_trajectory() -> None:
 def _value(rng: random.Random, depth: int):
     r = rng.random()
     if depth > 3 or r < 0.45:
-        return rng.choice([1, -1, 0, 1.0, 1e5, 1.5e-7, 2**70, -(2**65), 0.1, 1e16, 123.456, True, False, None,
-                           "a\nb", 'é"\\', "\x01\x0b\x1f\x7f", "ü\u2028\u2029", "", "tab\t", 3.14e-300, -0.0,
-                           "😀", "\\u000B", "/", 2**53 + 1, 12345678.9])
+        return rng.choice(
+            [
+                1,
+                -1,
+                0,
+                1.0,
+                1e5,
+                1.5e-7,
+                2**70,
+                -(2**65),
+                0.1,
+                1e16,
+                123.456,
+                True,
+                False,
+                None,
+                "a\nb",
+                'é"\\',
+                "\x01\x0b\x1f\x7f",
+                "ü\u2028\u2029",
+                "",
+                "tab\t",
+                3.14e-300,
+                -0.0,
+                "😀",
+                "\\u000B",
+                "/",
+                2**53 + 1,
+                12345678.9,
+            ]
+        )
     if r < 0.7:
         return [_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
     keys = ["b", "a", "é", "A", "a b", '"', "z", "aa", "ä", "\x0b", "😀", "Z", ""]
@@ -440,10 +523,18 @@ def _value(rng: random.Random, depth: int):
 
 
 #: raw argument texts whose exact form matters: number literals, a repeated key, escapes, deep nesting
-LITERALS = ['{"n": 1E400, "m": -1e999, "k": 1e22, "j": 2.5e-5, "i": 18446744073709551616, "h": -0, "g": 1E2}',
-            '{"b": 1, "a": 2, "b": 3}', '{"x": {"b": 1, "a": {"d": [1, {"z": 1, "y": [2]}], "c": 1.50}}}',
-            '{"s": "\\u00e9\\ud83d\\ude00\\n\\u000b"}', '{"deep": ' + "[" * 40 + "1" + "]" * 40 + "}",
-            '{"nan": NaN, "inf": Infinity}', '"a string"', "[3, 1, 2]", "12.0", '{"": {"": []}}']
+LITERALS = [
+    '{"n": 1E400, "m": -1e999, "k": 1e22, "j": 2.5e-5, "i": 18446744073709551616, "h": -0, "g": 1E2}',
+    '{"b": 1, "a": 2, "b": 3}',
+    '{"x": {"b": 1, "a": {"d": [1, {"z": 1, "y": [2]}], "c": 1.50}}}',
+    '{"s": "\\u00e9\\ud83d\\ude00\\n\\u000b"}',
+    '{"deep": ' + "[" * 40 + "1" + "]" * 40 + "}",
+    '{"nan": NaN, "inf": Infinity}',
+    '"a string"',
+    "[3, 1, 2]",
+    "12.0",
+    '{"": {"": []}}',
+]
 
 
 def test_arguments_are_canonical_json(tmp_path: Path) -> None:
@@ -451,21 +542,28 @@ def test_arguments_are_canonical_json(tmp_path: Path) -> None:
     texts = list(LITERALS)
     for _ in range(400):
         value = _value(rng, 0)
-        text = json.dumps(value if isinstance(value, dict | list) else {"v": value}, ensure_ascii=rng.random() < 0.5,
-                          indent=rng.choice([None, 2]))
+        text = json.dumps(
+            value if isinstance(value, dict | list) else {"v": value},
+            ensure_ascii=rng.random() < 0.5,
+            indent=rng.choice([None, 2]),
+        )
         texts.append(text)
-    calls = ",\n".join(f'{{"tool_call_id": "c{i}", "function_name": "f", "arguments": {t}}}'
-                       for i, t in enumerate(texts))
+    calls = ",\n".join(
+        f'{{"tool_call_id": "c{i}", "function_name": "f", "arguments": {t}}}' for i, t in enumerate(texts)
+    )
     agent = tmp_path / "run" / "trace_jobs" / "t__1" / "agent"
     agent.mkdir(parents=True)
     (agent / "trajectory.json").write_text(
         '{"agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 1, "source": "agent", "message": "",'
-        f' "tool_calls": [{calls}]}}]}}', encoding="utf-8")
+        f' "tool_calls": [{calls}]}}]}}',
+        encoding="utf-8",
+    )
     got, _ = rows_of("tool_calls", [tmp_path / "run"])
     want = [oracle.canonical(json.loads(t)) for t in texts]
     assert len(got) == len(want)
-    wrong = [(texts[i], g["arguments"], w) for i, (g, w) in enumerate(zip(got, want, strict=True))
-             if g["arguments"] != w]
+    wrong = [
+        (texts[i], g["arguments"], w) for i, (g, w) in enumerate(zip(got, want, strict=True)) if g["arguments"] != w
+    ]
     assert not wrong, wrong[:5]
 
 
@@ -490,8 +588,7 @@ def test_trial_json_holds_every_step_in_order(capsys, monkeypatch) -> None:
     facts = {t["trial_name"]: t for t in oracle.read_trials(RUNS / "harbor")}[trial]
     assert got["trial"]["reward"] == facts["reward"] and got["trial"]["n_episodes"] == facts["n_episodes"]
     shown = [(c["function_name"], json.loads(c["arguments"])) for s in got["steps"] for c in s["tool_calls"]]
-    assert shown == [
-        (c["function_name"], json.loads(c["arguments"])) for c in calls if c["trial_name"] == trial]
+    assert shown == [(c["function_name"], json.loads(c["arguments"])) for c in calls if c["trial_name"] == trial]
     first = json.loads((RUNS / "harbor" / "trace_jobs" / trial / "agent" / "trajectory.json").read_text())
     assert got["steps"][1]["message"] == first["steps"][1]["message"]
     assert got["steps"][1]["observations"][0]["content"] == first["steps"][1]["observation"]["results"][0]["content"]
@@ -574,9 +671,22 @@ def test_trial_cuts_long_texts_unless_full(tmp_path: Path, capsys, monkeypatch) 
     agent = tmp_path / "run" / "trace_jobs" / "t__long" / "agent"
     agent.mkdir(parents=True)
     long = "x" * 5000
-    (agent / "trajectory.json").write_text(json.dumps({"agent": {"name": "a", "version": "1"}, "steps": [
-        {"step_id": 1, "source": "user", "message": long},
-        {"step_id": 2, "source": "agent", "message": "ok", "observation": {"results": [{"content": long + "y"}]}}]}))
+    (agent / "trajectory.json").write_text(
+        json.dumps(
+            {
+                "agent": {"name": "a", "version": "1"},
+                "steps": [
+                    {"step_id": 1, "source": "user", "message": long},
+                    {
+                        "step_id": 2,
+                        "source": "agent",
+                        "message": "ok",
+                        "observation": {"results": [{"content": long + "y"}]},
+                    },
+                ],
+            }
+        )
+    )
     _, out, _ = _trial(["t__long", "-r", str(tmp_path / "run"), "-f", "json"], capsys, monkeypatch)
     got = json.loads(out)
     assert got["steps"][0]["message"] == "x" * 600 + "… [4,400 more characters]"
@@ -617,8 +727,18 @@ def test_trial_looks_at_its_own_folder_alone(run: str, tmp_path: Path, capsys, m
     assert inside and all(p.startswith(f"{trace_jobs}/{trial}/") for p in inside), inside
     got = json.loads(out)
     want = {t["trial_name"]: t for t in oracle.read_trials(RUNS / run)}[trial]
-    for k in ("task_name", "reward", "exception_type", "exception_message", "n_episodes", "n_input_tokens",
-              "n_output_tokens", "trial_duration", "agent_execution_duration", "verifier_duration"):
+    for k in (
+        "task_name",
+        "reward",
+        "exception_type",
+        "exception_message",
+        "n_episodes",
+        "n_input_tokens",
+        "n_output_tokens",
+        "trial_duration",
+        "agent_execution_duration",
+        "verifier_duration",
+    ):
         assert got["trial"][k] == want[k], k
     steps, _ = oracle.trajectory_rows(RUNS / run)
     assert [s["step_id"] for s in got["steps"]] == [s["step_id"] for s in steps if s["trial_name"] == trial]
@@ -637,8 +757,11 @@ def test_a_trial_without_a_trajectory_shows_its_trials_row_and_why(capsys, monke
     """From the analyst's trial (issue 42): a trial folder without agent/ got "no trial ... did you mean" naming
     other trials; it is the trial's trials row and one line saying there is no agent/ folder."""
     trace_jobs = RUNS / "harbor" / "trace_jobs"
-    trial = sorted(t.name for t in trace_jobs.iterdir() if t.is_dir() and not (t / "agent").exists()
-                   and (t / "result.json").is_file())[0]
+    trial = sorted(
+        t.name
+        for t in trace_jobs.iterdir()
+        if t.is_dir() and not (t / "agent").exists() and (t / "result.json").is_file()
+    )[0]
     facts = {t["trial_name"]: t for t in oracle.read_trials(RUNS / "harbor")}[trial]
     code, out, err = _trial([trial, "-r", str(RUNS / "harbor"), "-f", "json"], capsys, monkeypatch)
     assert code in (0, None) and "did you mean" not in err, err
@@ -685,8 +808,11 @@ def _hostile_run(tmp_path: Path) -> tuple[Path, str]:
     path.write_text(json.dumps(doc), encoding="utf-8")
     result = run / "trace_jobs" / trial / "result.json"
     facts = json.loads(result.read_text(encoding="utf-8"))
-    facts["exception_info"] = {"exception_type": "HostileError", "exception_message": "m",
-                               "exception_traceback": HOSTILE}
+    facts["exception_info"] = {
+        "exception_type": "HostileError",
+        "exception_message": "m",
+        "exception_traceback": HOSTILE,
+    }
     result.write_text(json.dumps(facts), encoding="utf-8")
     return run, trial
 
@@ -733,7 +859,7 @@ def test_report_keeps_agent_text_inside_its_blocks(tmp_path: Path) -> None:
         build_report(resolve_runs([str(run)]), tmp_path / "r", "md", notify=lambda _: None)
     text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     start = text.index(f"### {trial}")
-    section = text[start:text.index("\n## ", start)]  # the transcripts, up to the report's next section
+    section = text[start : text.index("\n## ", start)]  # the transcripts, up to the report's next section
     html = _rendered(section)
     _agent_text_contained(html)
     assert html.count("<h3>") == 3 and "<h1>" not in html and "<h2>" not in html  # the transcripts' headings only
@@ -750,7 +876,7 @@ def test_report_says_what_the_agent_did(tmp_path: Path) -> None:
         warnings.simplefilter("ignore", RlsqlWarning)
         build_report(resolve_runs([str(RUNS / "harbor")]), tmp_path / "r", "md", notify=lambda _: None)
     text = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
-    section = text[text.index("## What the agent did"):text.index("## Runs and files")]
+    section = text[text.index("## What the agent did") : text.index("## Runs and files")]
     for row in oracle.expected("tool_usage", [RUNS / "harbor"]):
         assert f"| {row['function_name']} | {row['calls']} | {row['trials']} | {row['success_trials']} |" in section
     loops = oracle.expected("looping_trials", [RUNS / "harbor"])
@@ -759,14 +885,25 @@ def test_report_says_what_the_agent_did(tmp_path: Path) -> None:
     for row in loops:
         assert f"| {row['trial_name']} | {row['outcome']} |" in section
     outcomes = [r["outcome"] for r in oracle.expected("token_usage", [RUNS / "harbor"])]
-    assert [line.split("|")[1].strip() for line in section.splitlines()
-            if line.startswith("| ") and line.split("|")[1].strip() in ("Success", "Failure", "No reward")
-            and "agent_steps" not in line][:len(outcomes)] == outcomes
+    assert [
+        line.split("|")[1].strip()
+        for line in section.splitlines()
+        if line.startswith("| ")
+        and line.split("|")[1].strip() in ("Success", "Failure", "No reward")
+        and "agent_steps" not in line
+    ][: len(outcomes)] == outcomes
     assert section.count("```text") == 3  # the two longest loops and the failure with the most turns
-    failures = sorted((t for t in oracle.read_trials(RUNS / "harbor") if t["reward"] == 0 and t["n_episodes"]
-                       and (RUNS / "harbor" / "trace_jobs" / t["trial_name"] / "agent" / "trajectory.json").is_file()
-                       and t["trial_name"] not in {r["trial_name"] for r in loops[:2]}),
-                      key=lambda t: (-t["n_episodes"], t["trial_name"]))
+    failures = sorted(
+        (
+            t
+            for t in oracle.read_trials(RUNS / "harbor")
+            if t["reward"] == 0
+            and t["n_episodes"]
+            and (RUNS / "harbor" / "trace_jobs" / t["trial_name"] / "agent" / "trajectory.json").is_file()
+            and t["trial_name"] not in {r["trial_name"] for r in loops[:2]}
+        ),
+        key=lambda t: (-t["n_episodes"], t["trial_name"]),
+    )
     assert f"### {failures[0]['trial_name']} (a failure with {failures[0]['n_episodes']} turns)" in section
 
 
@@ -821,20 +958,23 @@ def _built_cache(tmp_path: Path, runs: list[Path], capsys, monkeypatch) -> list[
 
 @pytest.mark.parametrize("name", VIEWS + QUERIES)
 def test_queries_from_the_cached_copies_match_the_oracle_and_warn_as_in_place(
-        name: str, tmp_path: Path, capsys, monkeypatch) -> None:
+    name: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
     runs = [RUNS / r for r in WITH_TRAJECTORIES]
     built = _built_cache(tmp_path, runs, capsys, monkeypatch)
     # every run's two sources, bad token counts and damaged files included
     assert sorted((r["run"], r["state"], r["file"].rsplit(" ", 1)[1]) for r in built) == [
-        (run, "built", f"({source})") for run in WITH_TRAJECTORIES
-        for source in ("tool_calls_src", "trajectory_steps_src")]
-    code, out, err = _cli(["query", name, "-f", "json", "-v", *[a for r in runs for a in ("-r", str(r))]],
-                          capsys, monkeypatch)
+        (run, "built", f"({source})")
+        for run in WITH_TRAJECTORIES
+        for source in ("tool_calls_src", "trajectory_steps_src")
+    ]
+    code, out, err = _cli(
+        ["query", name, "-f", "json", "-v", *[a for r in runs for a in ("-r", str(r))]], capsys, monkeypatch
+    )
     assert code in (0, None), err
     read = [line for line in err.splitlines() if "read from the cache" in line]
     assert read and not [line for line in err.splitlines() if "src read in place" in line], err
-    as_json = [{k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in r.items()}
-               for r in expected(name, runs)]
+    as_json = [{k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in r.items()} for r in expected(name, runs)]
     assert_rows_match(json.loads(out), as_json, f"{name} from the cached copies")
     for path in _damaged(RUNS / "harbor"):  # each damaged file named once, as a read in place names it
         assert err.count(path) == 1 and "skipped, not an ATIF trajectory" in err, (path, err)
@@ -893,8 +1033,9 @@ def test_a_copy_built_by_another_rlsql_is_stale_until_built_again(tmp_path: Path
     entry.meta.write_text(json.dumps({**record, "sql": "0123456789abcdef"}))  # as another version recorded it
     code, out, err = _cli(["query", "tool_call_names", "-r", str(runs[0]), "-f", "json", "-v"], capsys, monkeypatch)
     assert code in (0, None), err
-    assert "trajectory_steps_src read in place (rlsql's SQL for the source changed since its cache entry was " \
-           "built" in err, err
+    assert (
+        "trajectory_steps_src read in place (rlsql's SQL for the source changed since its cache entry was built" in err
+    ), err
     assert_rows_match(json.loads(out), oracle.expected_trajectory_view("tool_call_names", runs), "read in place")
     code, out, err = _cli(["cache", "status", "-f", "json"], capsys, monkeypatch)
     states = {r["file"].rsplit(" ", 1)[1]: r["state"] for r in json.loads(out) if "/trace_jobs (" in r["file"]}
@@ -934,8 +1075,9 @@ def test_a_copy_that_fails_to_read_is_answered_from_the_files(tmp_path: Path, ca
 def test_cache_flag_builds_the_copy_before_the_query_reads_it(tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
     runs = [RUNS / "harbor_csv"]
-    code, out, err = _cli(["--cache", "query", "looping_trials", "-r", str(runs[0]), "-f", "json", "-v"],
-                          capsys, monkeypatch)
+    code, out, err = _cli(
+        ["--cache", "query", "looping_trials", "-r", str(runs[0]), "-f", "json", "-v"], capsys, monkeypatch
+    )
     assert code in (0, None), err
     assert "tool_calls_src cached now" in err and "tool_calls_src read from the cache" in err, err
     assert_rows_match(json.loads(out), oracle.expected("looping_trials", runs), "looping_trials under --cache")
@@ -989,8 +1131,9 @@ def test_flipped_bytes_in_a_trajectory_copy_are_found_before_use(tmp_path: Path,
     for name in ("trajectory_steps", "token_usage", "tool_usage"):
         code, out, err = _cli(["query", name, "-r", str(run), "-f", "json"], capsys, monkeypatch)
         assert code in (0, None), err
-        as_json = [{k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in r.items()}
-                   for r in expected(name, [run])]
+        as_json = [
+            {k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in r.items()} for r in expected(name, [run])
+        ]
         assert_rows_match(json.loads(out), as_json, f"{name} over a copy with flipped bytes")
         damaged = [line for line in err.splitlines() if "cached copy" in line]
         assert len(damaged) == 1 and str(steps) in damaged[0] and "checksum" in damaged[0], err

@@ -22,8 +22,16 @@ from tests import oracle
 from tests.compare import assert_rows_match
 
 QUERIES = ["turn_stats", "turns_by_exception", "turns_by_outcome", "turn_percentiles"]
-HEADER = ["task_name", "trial_name", "n_episodes", "n_input_tokens", "n_output_tokens", "exception_type",
-          "reward", "agent_duration_sec"]
+HEADER = [
+    "task_name",
+    "trial_name",
+    "n_episodes",
+    "n_input_tokens",
+    "n_output_tokens",
+    "exception_type",
+    "reward",
+    "agent_duration_sec",
+]
 BIG = 2**53
 
 # (turns, exception_type, reward) per trial; None is an empty cell
@@ -60,8 +68,18 @@ def _write_run(folder: Path, rows: list[tuple[int | None, str, float | None]]) -
         out = csv.writer(handle)
         out.writerow(HEADER)
         for i, (turns, exception, reward) in enumerate(rows):
-            out.writerow([f"t-{i % 5}", f"t-{i % 5}__{i:07d}", "" if turns is None else f"{turns}.0", "10.0",
-                          "5.0", exception, "" if reward is None else reward, "1.5"])
+            out.writerow(
+                [
+                    f"t-{i % 5}",
+                    f"t-{i % 5}__{i:07d}",
+                    "" if turns is None else f"{turns}.0",
+                    "10.0",
+                    "5.0",
+                    exception,
+                    "" if reward is None else reward,
+                    "1.5",
+                ]
+            )
     return folder
 
 
@@ -73,16 +91,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("name", QUERIES)
-def test_in_place_matches_oracle(name: str, case: str, runs: dict[str, Path],
-                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_place_matches_oracle(name: str, case: str, runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RLSQL_CACHE", "off")
     got = rlsql.query(name, [runs[case]]).to_dicts()
     assert_rows_match(got, oracle.expected(name, [runs[case]]), f"{name} on {case}")
 
 
 @pytest.mark.parametrize("name", QUERIES)
-def test_cached_and_all_runs_match_oracle(name: str, runs: dict[str, Path], tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cached_and_all_runs_match_oracle(
+    name: str, runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every case in one query (many runs, each its own groups), read from Parquet cache entries."""
     monkeypatch.setenv("RLSQL_CACHE", "on")
     monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))

@@ -58,14 +58,16 @@ def remount_read_only(where: Path) -> None:
 
 # -- issue 9 item 1: an export never replaces a run, nor anything it did not write ----------------
 
+
 def test_export_into_a_folder_of_runs_never_replaces_a_run(tmp_path, capsys, monkeypatch) -> None:
     """`export trials --run del/ -o del/ --partition-by run` where del/trials is a run."""
     folder = tmp_path / "del"
     copy_run("tiny", folder / "trials")
     copy_run("calendar", folder / "other")
     before = tree_hash(folder)
-    code, stdout, err = run_main(["export", "trials", "--run", str(folder), "-o", str(folder),
-                                  "--partition-by", "run"], capsys, monkeypatch)
+    code, stdout, err = run_main(
+        ["export", "trials", "--run", str(folder), "-o", str(folder), "--partition-by", "run"], capsys, monkeypatch
+    )
     assert code == 2, err
     assert f"{folder}: holds run folder {folder / 'other'}" in one_error_line(err) and stdout == ""
     assert tree_hash(folder) == before
@@ -85,8 +87,9 @@ def test_export_refuses_a_file_it_did_not_write(tmp_path, capsys, monkeypatch) -
     code, _, err = run_main(["export", "trials", "-r", str(RUNS / "tiny"), "-o", str(out)], capsys, monkeypatch)
     assert code == 2
     assert str(out / "trials.parquet") in one_error_line(err)
-    code, _, err = run_main(["export", "steps", "-r", str(RUNS / "tiny"), "-o", str(out), "--partition-by", "run"],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "steps", "-r", str(RUNS / "tiny"), "-o", str(out), "--partition-by", "run"], capsys, monkeypatch
+    )
     assert code == 2
     assert str(out / "steps") in one_error_line(err)
     assert tree_hash(out) == before
@@ -111,8 +114,9 @@ def test_csv_sidecar_is_replaced_only_when_rlsql_wrote_it(tmp_path, capsys, monk
     out = tmp_path / "out"
     out.mkdir()
     (out / "trials.csv.meta.json").write_text("{}")
-    code, _, err = run_main(["export", "trials", "-f", "csv", "-r", str(RUNS / "tiny"), "-o", str(out)],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "trials", "-f", "csv", "-r", str(RUNS / "tiny"), "-o", str(out)], capsys, monkeypatch
+    )
     assert code == 2
     assert "trials.csv.meta.json" in one_error_line(err)
     assert not (out / "trials.csv").exists()  # checked before anything is written
@@ -120,12 +124,14 @@ def test_csv_sidecar_is_replaced_only_when_rlsql_wrote_it(tmp_path, capsys, monk
 
 # -- issue 9 item 9: OSError becomes one line and a documented exit code ----------------------------
 
+
 def test_query_output_onto_a_folder_or_empty_name(tmp_path, capsys, monkeypatch) -> None:
     folder = tmp_path / "afolder"
     folder.mkdir()
     for output, needle in [(str(folder), str(folder)), ("", "empty")]:
-        code, stdout, err = run_main(["query", "turn_stats", "-r", str(RUNS / "tiny"), "-o", output],
-                                     capsys, monkeypatch)
+        code, stdout, err = run_main(
+            ["query", "turn_stats", "-r", str(RUNS / "tiny"), "-o", output], capsys, monkeypatch
+        )
         assert code == 2 and stdout == "", err
         assert needle in one_error_line(err)
     assert list(folder.iterdir()) == []
@@ -171,12 +177,16 @@ def test_full_disk_is_one_line_exit_4_and_the_old_file_stays(tmp_path, capsys, m
         fh.writelines(lines[1:] * 40)
     with tmpfs(mnt, size="64k"):
         (mnt / "out.csv").write_text("previous\n")
-        code, _, err = run_main(["query", "turn_stats", "-f", "csv", "-r", str(RUNS / "tiny"), "-o",
-                                 str(mnt / "out.csv")], capsys, monkeypatch)
+        code, _, err = run_main(
+            ["query", "turn_stats", "-f", "csv", "-r", str(RUNS / "tiny"), "-o", str(mnt / "out.csv")],
+            capsys,
+            monkeypatch,
+        )
         assert code == 0, err
         small = (mnt / "out.csv").read_bytes()
-        code, _, err = run_main(["export", "trials", "-f", "csv", "-r", str(big), "-o", str(mnt / "bi")],
-                                capsys, monkeypatch)
+        code, _, err = run_main(
+            ["export", "trials", "-f", "csv", "-r", str(big), "-o", str(mnt / "bi")], capsys, monkeypatch
+        )
         line = one_error_line(err)
         assert code == 4 and str(mnt / "bi" / "trials.csv") in line and "space" in line.lower(), line
         for args, path in [
@@ -191,8 +201,11 @@ def test_full_disk_is_one_line_exit_4_and_the_old_file_stays(tmp_path, capsys, m
             while True:
                 fh.write(b"x" * 4096)
                 os.fsync(fh.fileno())
-        code, _, err = run_main(["query", "turn_stats", "-f", "json", "-r", str(RUNS / "tiny"), "-o",
-                                 str(mnt / "out.csv")], capsys, monkeypatch)
+        code, _, err = run_main(
+            ["query", "turn_stats", "-f", "json", "-r", str(RUNS / "tiny"), "-o", str(mnt / "out.csv")],
+            capsys,
+            monkeypatch,
+        )
         line = one_error_line(err)
         assert code == 4 and str(mnt / "out.csv") in line and "space" in line.lower(), line
         assert (mnt / "out.csv").read_bytes() == small
@@ -200,6 +213,7 @@ def test_full_disk_is_one_line_exit_4_and_the_old_file_stays(tmp_path, capsys, m
 
 
 # -- issue 9 item 14: modes from the umask; a replaced file keeps its mode ---------------------------
+
 
 @pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
 def test_new_files_honour_the_umask(mask, tmp_path, capsys, monkeypatch) -> None:
@@ -210,13 +224,19 @@ def test_new_files_honour_the_umask(mask, tmp_path, capsys, monkeypatch) -> None
         for args, path in [
             (["query", "turn_stats", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "q.txt")], tmp_path / "q.txt"),
             (["shell-init", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "i.sql")], tmp_path / "i.sql"),
-            (["export", "trials", "-f", "csv", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "bi")],
-             tmp_path / "bi" / "trials.csv.meta.json"),
-            (["export", "trials", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "bi")],
-             tmp_path / "bi" / "trials.parquet"),
+            (
+                ["export", "trials", "-f", "csv", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "bi")],
+                tmp_path / "bi" / "trials.csv.meta.json",
+            ),
+            (
+                ["export", "trials", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "bi")],
+                tmp_path / "bi" / "trials.parquet",
+            ),
             (["db", "build", str(tmp_path / "r.duckdb"), "-r", str(RUNS / "tiny")], tmp_path / "r.duckdb"),
-            (["export", "trials", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "bi"), "--partition-by", "run"],
-             tmp_path / "bi" / "trials" / "run=tiny" / "data_0.parquet"),
+            (
+                ["export", "trials", "-r", str(RUNS / "tiny"), "-o", str(tmp_path / "bi"), "--partition-by", "run"],
+                tmp_path / "bi" / "trials" / "run=tiny" / "data_0.parquet",
+            ),
         ]:
             code, _, err = run_main(args, capsys, monkeypatch)
             assert code == 0, err
@@ -237,6 +257,7 @@ def test_a_replaced_file_keeps_its_mode(tmp_path, capsys, monkeypatch) -> None:
 
 
 # -- issue 9 item 13: one temp-naming scheme, swept by the next run ----------------------------------
+
 
 def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -262,7 +283,7 @@ def test_temp_names_are_hidden_checked_and_unique(tmp_path) -> None:
     assert parts is not None and parts.final == "x.parquet" and parts.pid == os.getpid() and not parts.old
     assert writes.parse_temp_name(writes.temp_name(tmp_path / "t", old=True).name).old
     # a look-alike (one digit of the checksum changed) is not rlsql's
-    forged = a.name[:-len(writes.TMP_SUFFIX) - 1] + ("0" if a.name[-len(writes.TMP_SUFFIX) - 1] != "0" else "1")
+    forged = a.name[: -len(writes.TMP_SUFFIX) - 1] + ("0" if a.name[-len(writes.TMP_SUFFIX) - 1] != "0" else "1")
     assert writes.parse_temp_name(forged + writes.TMP_SUFFIX) is None
     assert writes.parse_temp_name(".x.parquet.1234.abcd1234.rlsql-tmp") is None  # the old scheme
 
@@ -309,6 +330,7 @@ def test_dbfile_does_not_reach_into_export() -> None:
 
 # -- kill -9 ---------------------------------------------------------------------------------------
 
+
 def _big_run(folder: Path, copies: int, name: str = "bigrun") -> Path:
     run = folder / name
     run.mkdir()
@@ -324,8 +346,9 @@ def _big_run(folder: Path, copies: int, name: str = "bigrun") -> Path:
 def _kill_when(args: list[str], cwd: Path, ready) -> None:
     """Start `rlsql args` and SIGKILL it once `ready(its pid)` is true."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.Popen([sys.executable, "-m", "rlsql", *args], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlsql", *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + 90
     try:
         while not ready(proc.pid):
@@ -377,27 +400,34 @@ def test_kill_9_partitioned_export_leaves_each_partition_old_or_new(how, tmp_pat
     before = part.read_bytes()
     big = _big_run(tmp_path, 300)
     inputs = tree_hash(big)
-    _kill_when(["export", "metric_rows", "-r", str(big), "-r", str(small), "-o", str(out), "--partition-by", "run",
-                *how], tmp_path, lambda pid: _has_temp(out))
+    _kill_when(
+        ["export", "metric_rows", "-r", str(big), "-r", str(small), "-o", str(out), "--partition-by", "run", *how],
+        tmp_path,
+        lambda pid: _has_temp(out),
+    )
     assert part.read_bytes() == before
     code, _, err = run_main(args, capsys, monkeypatch)
     assert code == 0, err
     # the folder's lock file (writes.folder_lock) stays: removing it would let two exports lock different files
-    assert sorted(p.name for p in out.iterdir()) in (sorted([writes.MARK, writes.LOCK, "metric_rows"]),
-                                                     sorted([writes.LOCK, "metric_rows"]))
+    assert sorted(p.name for p in out.iterdir()) in (
+        sorted([writes.MARK, writes.LOCK, "metric_rows"]),
+        sorted([writes.LOCK, "metric_rows"]),
+    )
     assert not any(writes.parse_temp_name(p.name) for p in out.rglob("*"))
     assert tree_hash(big) == inputs
 
 
 def test_mark_is_json_with_format(tmp_path, capsys, monkeypatch) -> None:
     out = tmp_path / "o"
-    code, _, err = run_main(["export", "trials", "-r", str(RUNS / "tiny"), "-o", str(out), "--partition-by", "run"],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "trials", "-r", str(RUNS / "tiny"), "-o", str(out), "--partition-by", "run"], capsys, monkeypatch
+    )
     assert code == 0, err
     mark = json.loads((out / "trials" / writes.MARK).read_text())
     assert mark["format"] == writes.MARK_FORMAT and mark["name"] == "trials"
     assert pq.read_metadata(out / "trials" / "run=tiny" / "data_0.parquet").num_rows == len(
-        oracle.read_trials(RUNS / "tiny"))
+        oracle.read_trials(RUNS / "tiny")
+    )
 
 
 def test_hostile_run_names_round_trip_through_partitions(tmp_path, capsys, monkeypatch) -> None:
@@ -412,16 +442,17 @@ def test_hostile_run_names_round_trip_through_partitions(tmp_path, capsys, monke
     copy_run("calendar", runs / "plain")
     before = tree_hash(runs)
     out = tmp_path / "out"
-    code, _, err = run_main(["export", "trials", "-r", str(runs), "-o", str(out), "--partition-by", "run"],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", "trials", "-r", str(runs), "-o", str(out), "--partition-by", "run"], capsys, monkeypatch
+    )
     assert code == 0, err
     table = ds.dataset(out / "trials", format="parquet", partitioning="hive").to_table()
     counts = {run: table.filter(ds.field("run") == run).num_rows for run in (name, "plain")}
-    assert counts == {name: len(oracle.read_trials(RUNS / "tiny")),
-                      "plain": len(oracle.read_trials(RUNS / "calendar"))}
+    assert counts == {name: len(oracle.read_trials(RUNS / "tiny")), "plain": len(oracle.read_trials(RUNS / "calendar"))}
     files = sorted(str(p) for p in (out / "trials").glob("run=*/data_0.parquet"))
-    got = duckdb.execute("SELECT run, count(*) FROM read_parquet(?, hive_partitioning = true) GROUP BY run",
-                         [files]).fetchall()
+    got = duckdb.execute(
+        "SELECT run, count(*) FROM read_parquet(?, hive_partitioning = true) GROUP BY run", [files]
+    ).fetchall()
     assert dict(got) == counts
     assert tree_hash(runs) == before
 
@@ -447,13 +478,17 @@ def test_swap_dir_replaces_a_folder_whole(exchange, tmp_path, monkeypatch) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["steps", "trials"]
 
 
-@pytest.mark.parametrize("args", [
-    ["query", "turn_stats", "-o", "OUT/q [1] *?.txt"],
-    ["shell-init", "-o", "OUT/init 'x'.sql"],
-    ["export", "trials", "steps", "-o", "OUT/bi [*]"],
-    ["export", "trials", "-f", "csv", "--partition-by", "run", "-o", "OUT/hive?"],
-    ["db", "build", "OUT/r;un's.duckdb", "--materialize"],
-], ids=["query", "shell-init", "export", "export-partitioned", "db-build"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["query", "turn_stats", "-o", "OUT/q [1] *?.txt"],
+        ["shell-init", "-o", "OUT/init 'x'.sql"],
+        ["export", "trials", "steps", "-o", "OUT/bi [*]"],
+        ["export", "trials", "-f", "csv", "--partition-by", "run", "-o", "OUT/hive?"],
+        ["db", "build", "OUT/r;un's.duckdb", "--materialize"],
+    ],
+    ids=["query", "shell-init", "export", "export-partitioned", "db-build"],
+)
 def test_every_writing_command_leaves_the_runs_byte_identical(args, tmp_path, capsys, monkeypatch) -> None:
     """Outputs beside the runs, in the folder that holds them, under names with glob and quote characters."""
     runs = tmp_path / "runs"
@@ -493,8 +528,13 @@ def test_kill_9_at_random_points_never_leaves_half_a_partition(tmp_path, capsys,
     # temporary name to its end (a fixed range of seconds let a fast machine finish before the kill,
     # and a loaded one be killed before it started; time before the first write kills nothing worth it)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.Popen([sys.executable, "-m", "rlsql", *args], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlsql", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     first_write = None
     while proc.poll() is None:
         if first_write is None and (_has_temp(out) or _has_temp(out / "trials")):

@@ -48,8 +48,9 @@ def build(runs: Sequence[Run], force: bool, progress: Callable[[str], None] | No
     except store.CacheUnavailable as exc:
         raise UsageError(str(exc)) from exc
     rows += copies
-    covered = report.entries | copied | {store.entry_for(Path(r[2]), report.root).parquet
-                                         for r in rows if r[1] == "log"}
+    covered = (
+        report.entries | copied | {store.entry_for(Path(r[2]), report.root).parquet for r in rows if r[1] == "log"}
+    )
     evicted, freed = store.evict(report.root, settings.current().cache_max_bytes, keep=frozenset(covered))
     count = {state: sum(1 for r in rows if r[3] == state) for state in ("built", "grown", "fresh", "changing")}
     parts = [f"{count['built']} built"]
@@ -77,12 +78,32 @@ def status() -> Done:
         meta = entry.read_meta()
         state, why = _state(entry, con)
         shown = f"{meta.get('source')} ({meta['table']})" if meta.get("kind") == trajcopies.KIND else meta.get("source")
-        rows.append((shown, state, None if state == "fresh" else why, meta.get("rows"),
-                     meta.get("parquet_bytes"), meta.get("built_at"), _mtime(entry.meta), str(entry.parquet)))
+        rows.append(
+            (
+                shown,
+                state,
+                None if state == "fresh" else why,
+                meta.get("rows"),
+                meta.get("parquet_bytes"),
+                meta.get("built_at"),
+                _mtime(entry.meta),
+                str(entry.parquet),
+            )
+        )
     mirrors = store.list_mirrors(root) if root.exists() else []
     for m in mirrors:  # runs given as URLs: their copies, in the same folder and under the same limit
-        rows.append((m.url, "fetched", f"copy of a run URL: {m.files} files", None, m.size, m.fetched_at,
-                     _mtime(m.record), str(m.folder)))
+        rows.append(
+            (
+                m.url,
+                "fetched",
+                f"copy of a run URL: {m.files} files",
+                None,
+                m.size,
+                m.fetched_at,
+                _mtime(m.record),
+                str(m.folder),
+            )
+        )
     size = sum(r[4] or 0 for r in rows)
     extra = ""
     if listing.foreign:
@@ -90,8 +111,11 @@ def status() -> Done:
     if listing.leftovers:
         extra += f"; {len(listing.leftovers)} temporary file(s) of a build under way or interrupted"
     copies = f" (and {len(mirrors)} copies of run URLs)" if mirrors else ""
-    return Done(rows, f"cache folder: {root}: {len(rows) - len(mirrors)} entries{copies}, {size:,} of at most "
-                      f"{config.cache_max_bytes:,} bytes (RLSQL_CACHE_MAX_BYTES){extra}; {describe_policy(config)}")
+    return Done(
+        rows,
+        f"cache folder: {root}: {len(rows) - len(mirrors)} entries{copies}, {size:,} of at most "
+        f"{config.cache_max_bytes:,} bytes (RLSQL_CACHE_MAX_BYTES){extra}; {describe_policy(config)}",
+    )
 
 
 def clear(stale_only: bool) -> str:
@@ -103,8 +127,7 @@ def clear(stale_only: bool) -> str:
         return f"cache: nothing to clear (no cache entries in {root})"
     listing = store.list_root(root)
     con = memory_connection()
-    entries = [e for e in listing.entries
-               if not stale_only or _state(e, con)[0] not in ("fresh", "grown")]
+    entries = [e for e in listing.entries if not stale_only or _state(e, con)[0] not in ("fresh", "grown")]
     removed, freed = store.delete_entries(root, entries)
     removed += store.sweep_leftovers(root) + store.sweep_mirrors(root)
     if not stale_only:  # a run URL's copy is never stale: the next read refreshes it
@@ -130,11 +153,15 @@ def describe_policy(config: settings.Settings) -> str:
     if config.cache == "off":
         return "the cache is off (RLSQL_CACHE=off or --no-cache): every file is read in place"
     if config.cache == "on":
-        return ("every file a command reads is cached before it is read (RLSQL_CACHE=on or --cache); "
-                "RLSQL_CACHE=off turns the cache off")
-    return (f"a file's fresh cached copy is read where there is one; copies are made by `rlsql cache build` "
-            f"or --cache, never in the background; a file of {config.cache_hint_bytes / 2**20:g} MiB or more read "
-            "in place prints a hint (RLSQL_CACHE_HINT_BYTES)")
+        return (
+            "every file a command reads is cached before it is read (RLSQL_CACHE=on or --cache); "
+            "RLSQL_CACHE=off turns the cache off"
+        )
+    return (
+        f"a file's fresh cached copy is read where there is one; copies are made by `rlsql cache build` "
+        f"or --cache, never in the background; a file of {config.cache_hint_bytes / 2**20:g} MiB or more read "
+        "in place prints a hint (RLSQL_CACHE_HINT_BYTES)"
+    )
 
 
 def _mtime(path: Path) -> str | None:

@@ -62,8 +62,13 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
     config = settings.current()
     root = reading.cache_root(for_writing=config.cache == "on")
     if root is None or why_unnameable(path):
-        why = ("the cache is off" if config.cache == "off" else "no cache built yet: rlsql cache build"
-               if root is None else "DuckDB cannot name its path exactly")
+        why = (
+            "the cache is off"
+            if config.cache == "off"
+            else "no cache built yet: rlsql cache build"
+            if root is None
+            else "DuckDB cannot name its path exactly"
+        )
         reading.notice(f"{path}: read in place ({why})")
         _read_in_place(path)
         return None
@@ -94,8 +99,9 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
         reading.notice(f"{path}: read from the cache ({entry.parquet})")
     record = entry.read_meta()
     if record.get("rejected_rows"):
-        warnings.warn(rejects_warning(path, record.get("rejects", []), record["rejected_rows"]), RlsqlWarning,
-                      stacklevel=3)
+        warnings.warn(
+            rejects_warning(path, record.get("rejects", []), record["rejected_rows"]), RlsqlWarning, stacklevel=3
+        )
     reading.handed_out(entry)
     return str(entry.parquet)
 
@@ -125,7 +131,11 @@ def rejects_warning(path: Path | str, rejects: list, total: int) -> str:
 
 
 def build_cache_entry(
-    source: SqlFile, path: Path, header: list[str], types: dict[str, str], root: Path,
+    source: SqlFile,
+    path: Path,
+    header: list[str],
+    types: dict[str, str],
+    root: Path,
     con: duckdb.DuckDBPyConnection | None = None,
 ) -> Built | None:
     """Convert one CSV into its cache entry (sources/_cache_csv.sql.j2).
@@ -151,8 +161,15 @@ def build_cache_entry(
         read: str | None = str(path)
         while True:
             scans_before = last_scan(con)
-            sql = template.render(path=read, header=header, types=types, target=str(tmp), key=entry.key,
-                                  buffer=buffer, integers=INTEGER_COLUMNS.get(source.artifact or "", ()))
+            sql = template.render(
+                path=read,
+                header=header,
+                types=types,
+                target=str(tmp),
+                key=entry.key,
+                buffer=buffer,
+                integers=INTEGER_COLUMNS.get(source.artifact or "", ()),
+            )
             try:
                 rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
             except duckdb.InvalidInputException:
@@ -172,30 +189,34 @@ def build_cache_entry(
         # the record goes first, so no reader pairs the old record with the new Parquet file
         entry.meta.unlink(missing_ok=True)
         os.replace(tmp, entry.parquet)
-        store.write_json(entry.meta, {
-            "format": store.ENTRY_FORMAT,
-            "version": store.ENTRY_VERSION,
-            "key": entry.key,
-            "source": str(path),
-            "artifact": source.artifact,
-            "reading": reading_version(source, header, types),
-            "size": before.size,
-            "mtime_ns": before.mtime_ns,
-            "ctime_ns": before.ctime_ns,
-            "inode": before.inode,
-            "sha256": digest,
-            "rows": rows,
-            "rejected_rows": len(rejects),
-            "rejects": rejects[:MAX_RECORDED_REJECTS],
-            "parquet_bytes": parquet_bytes,
-            "parquet_crc32": crc,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "seconds": round(time.perf_counter() - started, 3),
-        })
+        store.write_json(
+            entry.meta,
+            {
+                "format": store.ENTRY_FORMAT,
+                "version": store.ENTRY_VERSION,
+                "key": entry.key,
+                "source": str(path),
+                "artifact": source.artifact,
+                "reading": reading_version(source, header, types),
+                "size": before.size,
+                "mtime_ns": before.mtime_ns,
+                "ctime_ns": before.ctime_ns,
+                "inode": before.inode,
+                "sha256": digest,
+                "rows": rows,
+                "rejected_rows": len(rejects),
+                "rejects": rejects[:MAX_RECORDED_REJECTS],
+                "parquet_bytes": parquet_bytes,
+                "parquet_crc32": crc,
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "seconds": round(time.perf_counter() - started, 3),
+            },
+        )
     except duckdb.Error as exc:
         # a full cache folder is the cache's failure (exit 4, naming the folder), not the CSV's
         raise writes.disk_failure(root, tmp, str(exc)) or DataError(
-            f"{path}: cannot build its cached copy: {one_line(exc)}") from exc
+            f"{path}: cannot build its cached copy: {one_line(exc)}"
+        ) from exc
     except OSError as exc:
         raise store.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
     finally:
@@ -250,8 +271,9 @@ def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[st
             source = catalog.files[f"{kind}_src"]
             if why_unnameable(artifact.path):
                 # a path DuckDB cannot be given exactly (rlsql/core/sqltext.py): the in-place reader skips it too
-                done.append((run.name, kind, str(artifact.path), "not cached (DuckDB cannot name its path)",
-                             None, None))
+                done.append(
+                    (run.name, kind, str(artifact.path), "not cached (DuckDB cannot name its path)", None, None)
+                )
                 continue
             entry = store.entry_for(artifact.path, root)
             types = source.column_types(header)

@@ -75,6 +75,8 @@ def log_format() -> str:
     """What an entry's record names as its layout: LOG_FORMAT and the version of the templates that parse a
     log (store.sql_version: an entry another rlsql built, parsing lines another way, is rebuilt, never extended)."""
     return f"{LOG_FORMAT}-{cache.sql_version()}"
+
+
 _ANSI = re.compile(TERMINAL_CODES)
 
 
@@ -166,8 +168,11 @@ def prefix_digest(fh, cut: int) -> str:
         spans = [(0, cut)]
     else:
         step = (cut - PROBE_BYTES) / (SAMPLES + 1)
-        spans = [(0, PROBE_BYTES), *((int(step * i), int(step * i) + PROBE_BYTES) for i in range(1, SAMPLES + 1)),
-                 (cut - PROBE_BYTES, cut)]
+        spans = [
+            (0, PROBE_BYTES),
+            *((int(step * i), int(step * i) + PROBE_BYTES) for i in range(1, SAMPLES + 1)),
+            (cut - PROBE_BYTES, cut),
+        ]
     for start, end in spans:
         fh.seek(start)
         left = end - start
@@ -179,8 +184,13 @@ def prefix_digest(fh, cut: int) -> str:
 
 def reusable_prefix(record: dict, path: Path, st: os.stat_result, fh) -> int:
     """How many bytes of the log the entry's record still covers: its cut, or 0 (parse from the start)."""
-    if (not record or record.get("kind") != LOG_KIND or record.get("log_format") != log_format()
-            or record.get("source") != str(path) or record.get("damaged")):
+    if (
+        not record
+        or record.get("kind") != LOG_KIND
+        or record.get("log_format") != log_format()
+        or record.get("source") != str(path)
+        or record.get("damaged")
+    ):
         return 0
     cut = record.get("cut")
     if not isinstance(cut, int) or cut <= 0 or record.get("inode") != st.st_ino or st.st_size < cut:
@@ -271,10 +281,14 @@ def _read_in_place(path: Path, run_bytes: int) -> None:
 
 def is_fresh(entry: cache.Entry, record: dict, st: os.stat_result) -> bool:
     """The entry covers the log as it is now (its stat as recorded, the Parquet file whole)."""
-    return bool(record and record.get("kind") == LOG_KIND and record.get("log_format") == log_format()
-                and not record.get("damaged")
-                and cache.Stat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino).matches(record)
-                and cache.parquet_looks_whole(entry, record) is None)
+    return bool(
+        record
+        and record.get("kind") == LOG_KIND
+        and record.get("log_format") == log_format()
+        and not record.get("damaged")
+        and cache.Stat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino).matches(record)
+        and cache.parquet_looks_whole(entry, record) is None
+    )
 
 
 def entry_state(entry: cache.Entry, con) -> tuple[str, str]:
@@ -391,7 +405,8 @@ def _spans_end_lines(con, fh, cut: int) -> bool:
         "SELECT min(line_no) FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) UNION ALL "
         "SELECT max(line_no) FROM direct WHERE cum <= ? AND (is_metric OR is_vllm) UNION ALL "
         "SELECT quantile_disc(line_no, 0.5) FROM direct WHERE cum <= ? AND (is_metric OR is_vllm))",
-        [cut] * 4).fetchall()
+        [cut] * 4,
+    ).fetchall()
     for start, end in rows:
         fh.seek(max(0, start - 1))
         before = fh.read(1) if start > 0 else b"\n"
@@ -413,7 +428,7 @@ def scan_kept(path: Path, fh, start: int, out, end: int) -> tuple[int, int]:
         if last_newline < 0:
             carry = buf
             continue
-        complete, carry = buf[:last_newline + 1], buf[last_newline + 1:]
+        complete, carry = buf[: last_newline + 1], buf[last_newline + 1 :]
         kept += write_kept(complete, cut, out)
         cut += len(complete)
     return cut, kept
@@ -451,10 +466,17 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
         after = path.stat()
         if after.st_ino != before.st_ino or after.st_size < cut:
             return None
-        sql = load_catalog().env.get_template("sources/_log_cache.sql.j2").render(
-            previous=str(entry.parquet) if start else None,
-            tail=str(tail_file) if kept and direct is None else None,
-            direct_cut=cut if direct is not None else None, target=str(tmp), key=entry.key)
+        sql = (
+            load_catalog()
+            .env.get_template("sources/_log_cache.sql.j2")
+            .render(
+                previous=str(entry.parquet) if start else None,
+                tail=str(tail_file) if kept and direct is None else None,
+                direct_cut=cut if direct is not None else None,
+                target=str(tmp),
+                key=entry.key,
+            )
+        )
         rows = con.execute(sql).fetchall()[0][0]
         parquet_bytes = tmp.stat().st_size
         crc = cache.parquet_checksum(tmp)
@@ -464,13 +486,26 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
         # from the record on the next read, which parses the bytes after `cut`; recording the stat
         # after the read would call such a log fresh and leave those bytes to the line-being-written path
         new = {
-            "format": cache.ENTRY_FORMAT, "version": cache.ENTRY_VERSION, "key": entry.key, "kind": LOG_KIND,
+            "format": cache.ENTRY_FORMAT,
+            "version": cache.ENTRY_VERSION,
+            "key": entry.key,
+            "kind": LOG_KIND,
             "log_format": log_format(),
-            "source": str(path), "size": before.st_size, "mtime_ns": before.st_mtime_ns,
-            "ctime_ns": before.st_ctime_ns, "inode": before.st_ino, "cut": cut,
-            "prefix_sha256": prefix, "rows": rows, "parquet_bytes": parquet_bytes, "parquet_crc32": crc,
-            "parsed_from": start, "parsed_bytes": cut - start, "lines_found_by": how,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
+            "source": str(path),
+            "size": before.st_size,
+            "mtime_ns": before.st_mtime_ns,
+            "ctime_ns": before.st_ctime_ns,
+            "inode": before.st_ino,
+            "cut": cut,
+            "prefix_sha256": prefix,
+            "rows": rows,
+            "parquet_bytes": parquet_bytes,
+            "parquet_crc32": crc,
+            "parsed_from": start,
+            "parsed_bytes": cut - start,
+            "lines_found_by": how,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "seconds": round(time.perf_counter() - started, 3),
             "cpu_seconds": round(time.process_time() - cpu_started, 3),
         }
         cache.write_json(entry.meta, new)
@@ -483,8 +518,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
         tmp.unlink(missing_ok=True)
         tail_file.unlink(missing_ok=True)
     what = f"parsed bytes {start:,}-{cut:,} (the tail after the cached prefix)" if start else f"parsed {cut:,} bytes"
-    reading.notice(f"{path}: cache entry updated: {what}, {kept:,} kept lines found by {how}, "
-                   f"{new['seconds']:.2f} s")
+    reading.notice(f"{path}: cache entry updated: {what}, {kept:,} kept lines found by {how}, {new['seconds']:.2f} s")
     return new
 
 
@@ -523,8 +557,12 @@ def _build_one(path: Path, root: Path, force: bool, con) -> tuple[str, int | Non
         return "not cached (DuckDB cannot name its path)", None, None
     entry = cache.entry_for(path, root)
     record = entry.read_meta()
-    if (not force and record.get("kind") == LOG_KIND and record.get("log_format") == log_format()
-            and cache.full_state(entry, con)[0] == "fresh"):
+    if (
+        not force
+        and record.get("kind") == LOG_KIND
+        and record.get("log_format") == log_format()
+        and cache.full_state(entry, con)[0] == "fresh"
+    ):
         return "fresh", record.get("rows"), record.get("parquet_bytes")
     try:
         with cache.build_lock(root):

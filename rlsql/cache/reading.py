@@ -107,8 +107,12 @@ def damaged_copy(source: Path | str, parquet: Path, why: str) -> None:
     the file, the copy and why (nothing is written: `cache build` rebuilds the copy). Not kept in `said`:
     an attempt stopped by a bad cell (rlsql/runs/badcells.py) drops its warnings and the next says them
     again; the command line says a warning repeated word for word once."""
-    warnings.warn(f"{source}: its cached copy {parquet} is damaged ({why}); answered from the file "
-                  "(`rlsql cache build` rebuilds the copy)", RlsqlWarning, stacklevel=3)
+    warnings.warn(
+        f"{source}: its cached copy {parquet} is damaged ({why}); answered from the file "
+        "(`rlsql cache build` rebuilds the copy)",
+        RlsqlWarning,
+        stacklevel=3,
+    )
 
 
 def notice(message: str) -> None:
@@ -136,9 +140,12 @@ def _hint(in_place: dict[str, tuple[int, str]], seconds: float) -> None:
     first = next(iter(in_place))
     more = f" and {len(in_place) - 1} more" if len(in_place) > 1 else ""
     saving = max(in_place.values())[1]  # the largest file's
-    print(f"rlsql: hint: read {total / 2**20:,.0f} MiB in place ({first}{more}) in {seconds:.1f} s; "
-          f"`rlsql cache build` with the same --run makes cached copies once, and {saving} "
-          "(RLSQL_CACHE=off: no hints)", file=sys.stderr)
+    print(
+        f"rlsql: hint: read {total / 2**20:,.0f} MiB in place ({first}{more}) in {seconds:.1f} s; "
+        f"`rlsql cache build` with the same --run makes cached copies once, and {saving} "
+        "(RLSQL_CACHE=off: no hints)",
+        file=sys.stderr,
+    )
 
 
 def _with_fallback(work: Callable[[], T], reads: Reads) -> T:
@@ -160,9 +167,13 @@ def _with_fallback(work: Callable[[], T], reads: Reads) -> T:
         reason = one_line(cause)
         for e in bad:
             store.mark_damaged(e, reason)
-            warnings.warn(f"{e.read_meta().get('source', e.parquet)}: its cached copy {e.parquet} could not be "
-                          f"read ({reason}); answered from the file, and the entry is marked damaged "
-                          "(`rlsql cache build` rebuilds it)", RlsqlWarning, stacklevel=4)
+            warnings.warn(
+                f"{e.read_meta().get('source', e.parquet)}: its cached copy {e.parquet} could not be "
+                f"read ({reason}); answered from the file, and the entry is marked damaged "
+                "(`rlsql cache build` rebuilds it)",
+                RlsqlWarning,
+                stacklevel=4,
+            )
         return result
 
 

@@ -77,8 +77,10 @@ _ENTRY_FILE = re.compile(r"^(?P<key>[0-9a-f]{24})\.(?P<ext>parquet|json)$")
 _FOLDER = re.compile(r"^[0-9a-f]{2}$")
 #: what earlier versions left when killed: mkstemp's `.<entry file>.<random>.tmp` and DuckDB's own
 #: `tmp_` copy of that name, and this version's first scheme (`<entry file>.rlsql-tmp.<host>.<pid>.<token>`)
-_LEGACY_TEMP = re.compile(r"^(?:(?:tmp_)?\.[0-9a-f]{24}\.(?:parquet|json)\.[A-Za-z0-9_]+\.tmp"
-                          r"|[0-9a-f]{24}\.(?:parquet|json)\.rlsql-tmp\.[A-Za-z0-9-]+\.\d+\.[0-9a-f]+)$")
+_LEGACY_TEMP = re.compile(
+    r"^(?:(?:tmp_)?\.[0-9a-f]{24}\.(?:parquet|json)\.[A-Za-z0-9_]+\.tmp"
+    r"|[0-9a-f]{24}\.(?:parquet|json)\.rlsql-tmp\.[A-Za-z0-9-]+\.\d+\.[0-9a-f]+)$"
+)
 
 
 class CacheUnavailable(Exception):
@@ -105,8 +107,10 @@ def check_root(root: Path) -> None:
     """Raise CacheUnavailable unless `root` is, or may become, rlsql's cache folder."""
     inside = run_folder_around(root)
     if inside is not None:
-        raise CacheUnavailable(f"cache folder {root} is inside run folder {inside}; "
-                               f"rlsql never writes into a run folder: set {CACHE_ENV} elsewhere")
+        raise CacheUnavailable(
+            f"cache folder {root} is inside run folder {inside}; "
+            f"rlsql never writes into a run folder: set {CACHE_ENV} elsewhere"
+        )
     if root.exists() and not has_marker(root):
         if not root.is_dir():
             raise CacheUnavailable(f"cache folder {root} is not a folder")
@@ -142,9 +146,15 @@ def ensure_root(root: Path) -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True)
         writes.sweep(root)  # a killed creation's marker temporary (only an abandoned one of rlsql's names)
-        write_json(root / MARKER, {"format": MARKER_FORMAT, "version": 1, "created_at": _now(),
-                                   "note": "rlsql's Parquet cache: `rlsql cache clear` deletes only the "
-                                           "entries rlsql wrote here"})
+        write_json(
+            root / MARKER,
+            {
+                "format": MARKER_FORMAT,
+                "version": 1,
+                "created_at": _now(),
+                "note": "rlsql's Parquet cache: `rlsql cache clear` deletes only the entries rlsql wrote here",
+            },
+        )
     except OSError as exc:
         raise CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
     _checked.add(root)
@@ -228,7 +238,11 @@ class Stat:
 
     def matches(self, record: dict) -> bool:
         return (self.size, self.mtime_ns, self.ctime_ns, self.inode) == (
-            record.get("size"), record.get("mtime_ns"), record.get("ctime_ns"), record.get("inode"))
+            record.get("size"),
+            record.get("mtime_ns"),
+            record.get("ctime_ns"),
+            record.get("inode"),
+        )
 
 
 def entry_key(name: Path | str) -> str:
@@ -520,10 +534,14 @@ def _footer_key(parquet: Path) -> str | None:
     import duckdb
 
     try:
-        rows = memory_connection().execute(
-            "SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
-            [glob_escaped(parquet), FOOTER_KEY],
-        ).fetchall()
+        rows = (
+            memory_connection()
+            .execute(
+                "SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
+                [glob_escaped(parquet), FOOTER_KEY],
+            )
+            .fetchall()
+        )
     except duckdb.Error:
         return None
     return rows[0][0] if rows else None
@@ -611,8 +629,11 @@ def list_mirrors(root: Path) -> list[Mirror]:
                 if f.is_file() and not f.is_symlink():
                     size, count = size + f.stat().st_size, count + 1
         with contextlib.suppress(OSError):
-            found.append(Mirror(path, folder, str(record.get("url")), record.get("fetched_at"), size, count,
-                                path.stat().st_mtime_ns))
+            found.append(
+                Mirror(
+                    path, folder, str(record.get("url")), record.get("fetched_at"), size, count, path.stat().st_mtime_ns
+                )
+            )
     return found
 
 

@@ -116,9 +116,12 @@ def cached_rows(source: str, run: Run, trace_jobs: Path, listing: trajectories.T
     reading.notice(f"{trace_jobs}: {source} read from the cache ({entry.parquet})")
     reading.handed_out(entry)
     record = entry.read_meta()
-    return {"run": run.name, "parquet": glob_escaped(entry.parquet),
-            "damaged": [{"run": run.name, "path": p, "problem": why} for p, why in record.get("damaged_files", [])],
-            "bad_cells": [tuple(cell) for cell in record.get("bad_cells", [])]}
+    return {
+        "run": run.name,
+        "parquet": glob_escaped(entry.parquet),
+        "damaged": [{"run": run.name, "path": p, "problem": why} for p, why in record.get("damaged_files", [])],
+        "bad_cells": [tuple(cell) for cell in record.get("bad_cells", [])],
+    }
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,8 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
         entry.parquet.parent.mkdir(exist_ok=True)
         # the source's own file, included with the context it is rendered with (`source` is one of SOURCES)
         sql = catalog.env.get_template("sources/_cache_trajectories.sql.j2").render(
-            source=source, bad_cells="record", target=str(tmp), key=entry.key, **context)
+            source=source, bad_cells="record", target=str(tmp), key=entry.key, **context
+        )
         rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
         damaged = sorted([path, problem] for path, (_, problem) in trajectories.recorded(con).items())
         if listing_digest(trajectories.list_trajectories(trace_jobs))[0] != before:
@@ -157,18 +161,31 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
         crc = store.parquet_checksum(tmp)
         entry.meta.unlink(missing_ok=True)  # the record first: no reader pairs the old record with the new rows
         os.replace(tmp, entry.parquet)
-        store.write_json(entry.meta, {
-            "format": store.ENTRY_FORMAT, "version": store.ENTRY_VERSION, "key": entry.key, "kind": KIND,
-            "source": str(trace_jobs), "table": source, "sql": sql_version(source), "digest": before,
-            "files": len(listing.files),
-            "rows": rows, "damaged_files": damaged,
-            "bad_cells": [[*key, value] for key, value in sorted(bad.cells.items())], "parquet_bytes": parquet_bytes,
-            "parquet_crc32": crc,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 3),
-        })
+        store.write_json(
+            entry.meta,
+            {
+                "format": store.ENTRY_FORMAT,
+                "version": store.ENTRY_VERSION,
+                "key": entry.key,
+                "kind": KIND,
+                "source": str(trace_jobs),
+                "table": source,
+                "sql": sql_version(source),
+                "digest": before,
+                "files": len(listing.files),
+                "rows": rows,
+                "damaged_files": damaged,
+                "bad_cells": [[*key, value] for key, value in sorted(bad.cells.items())],
+                "parquet_bytes": parquet_bytes,
+                "parquet_crc32": crc,
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "seconds": round(time.perf_counter() - started, 3),
+            },
+        )
     except duckdb.Error as exc:
         raise writes.disk_failure(root, tmp, str(exc)) or DataError(
-            f"{trace_jobs}: cannot build the cached copy of {source}: {one_line(exc)}") from exc
+            f"{trace_jobs}: cannot build the cached copy of {source}: {one_line(exc)}"
+        ) from exc
     except OSError as exc:
         raise store.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
     finally:
@@ -178,8 +195,13 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
     return Built(entry, rows, time.perf_counter() - started)
 
 
-def build_copies(runs: Sequence[Run], root: Path, force: bool, con: duckdb.DuckDBPyConnection,
-                 progress: Callable[[str], None] | None = None) -> tuple[list[tuple], frozenset[Path]]:
+def build_copies(
+    runs: Sequence[Run],
+    root: Path,
+    force: bool,
+    con: duckdb.DuckDBPyConnection,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[tuple], frozenset[Path]]:
     """`rlsql cache build`'s trajectory part: rows (run, "trajectories", trace_jobs (source), state, rows,
     parquet bytes) as csvcopies.build_cache gives them (state built, fresh, changing or not cached (why)),
     and the Parquet files of the entries they cover."""

@@ -14,8 +14,9 @@ from sqlglot import exp
 from rlsql.core.errors import CatalogError
 
 # sqlglot does not parse `CREATE MACRO m(a, b := 5)`: analyse the body after AS [TABLE] instead
-_MACRO_BODY = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+\w+\s*\([^)]*\)\s+AS\s+(?:TABLE\s+)?(.*)$",
-                         re.IGNORECASE | re.DOTALL)
+_MACRO_BODY = re.compile(
+    r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+\w+\s*\([^)]*\)\s+AS\s+(?:TABLE\s+)?(.*)$", re.IGNORECASE | re.DOTALL
+)
 
 
 def normalise(sql: str) -> str:

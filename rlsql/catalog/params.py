@@ -37,12 +37,19 @@ class Param:
     def parse(cls, text: str, where: str) -> Param:
         match = _PARAM.match(text.strip())
         if not match:
-            raise CatalogError(f"{where}: cannot read param line {text!r} "
-                               "(want 'name TYPE = default[, min N][, max N]: doc')")
+            raise CatalogError(
+                f"{where}: cannot read param line {text!r} (want 'name TYPE = default[, min N][, max N]: doc')"
+            )
         ptype = match["type"]
         raw_default = match["default"].strip()
-        param = cls(match["name"], ptype, None, float(match["min"]) if match["min"] else None, match["doc"].strip(),
-                    float(match["max"]) if match["max"] else None)
+        param = cls(
+            match["name"],
+            ptype,
+            None,
+            float(match["min"]) if match["min"] else None,
+            match["doc"].strip(),
+            float(match["max"]) if match["max"] else None,
+        )
         default = None if raw_default.upper() == "NULL" else param.convert(raw_default)
         return cls(param.name, ptype, default, param.minimum, param.doc, param.maximum)
 

@@ -28,7 +28,16 @@ _COLUMN_DOC = re.compile(r"^(?P<name>\*|[^:\s][^:]*?):\s+(?P<text>\S.*)$")
 #: the `-- column:` name that documents every column the header does not name
 OTHER_COLUMNS = "*"
 _KNOWN_KEYS = {
-    "name", "version", "description", "param", "grain", "artifact", "columns", "other_columns", "optional", "column",
+    "name",
+    "version",
+    "description",
+    "param",
+    "grain",
+    "artifact",
+    "columns",
+    "other_columns",
+    "optional",
+    "column",
 }
 _MACRO_IS_TABLE = re.compile(r"\)\s+AS\s+TABLE\b", re.IGNORECASE)
 

@@ -42,8 +42,7 @@ DOCS_HINT = (
 
 app = typer.Typer(
     name="rlsql",
-    help="SQL-first analytics for the logs of RL runs of LLM agents (SkyRL trainer, Harbor trials, vLLM). "
-    + DOCS_HINT,
+    help="SQL-first analytics for the logs of RL runs of LLM agents (SkyRL trainer, Harbor trials, vLLM). " + DOCS_HINT,
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -86,8 +85,8 @@ RunOption = Annotated[
         "--run",
         "-r",
         help="A run folder, a folder of run folders, a glob, a URL (s3://, gs://, hf://) or NAME=PATH to name one "
-             "run (repeatable). "
-             "Default: the bundled sample run.",
+        "run (repeatable). "
+        "Default: the bundled sample run.",
         show_default=False,
     ),
 ]
@@ -108,14 +107,20 @@ FormatOption = Annotated[
 def _output_path(value: str) -> Path:
     """`-o ""` is a mistake, not the current folder (which is what Path("") means)."""
     if not value:
-        raise UsageError("-o \"\": the output path is empty; give a file or folder name")
+        raise UsageError('-o "": the output path is empty; give a file or folder name')
     return Path(value)
 
 
 OutputOption = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Write to FILE (atomically) instead of stdout.", show_default=False,
-                 parser=_output_path, metavar="FILE"),
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write to FILE (atomically) instead of stdout.",
+        show_default=False,
+        parser=_output_path,
+        metavar="FILE",
+    ),
 ]
 ParamOption = Annotated[
     list[str] | None,
@@ -125,8 +130,10 @@ LimitOption = Annotated[
     int | None, typer.Option("--limit", "-n", min=0, help="Print at most N rows.", show_default=False)
 ]
 NameArgument = Annotated[
-    str, typer.Argument(help="A named query or view (see `rlsql list`, `rlsql list --views`).",
-                        autocompletion=_selectable_names)
+    str,
+    typer.Argument(
+        help="A named query or view (see `rlsql list`, `rlsql list --views`).", autocompletion=_selectable_names
+    ),
 ]
 
 
@@ -140,12 +147,16 @@ def query_command(
     limit: LimitOption = None,
     engine: Annotated[
         str | None,
-        typer.Option("--engine", "-e", help="duckdb (default) or spark (SPARK_REMOTE, else a local session); "
-                     "default: $RLSQL_ENGINE, else duckdb.", show_default=False),
+        typer.Option(
+            "--engine",
+            "-e",
+            help="duckdb (default) or spark (SPARK_REMOTE, else a local session); default: $RLSQL_ENGINE, else duckdb.",
+            show_default=False,
+        ),
     ] = None,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v",
-                           help="Say how each file was read (in place, cached copy); show Spark's log.")
+        bool,
+        typer.Option("--verbose", "-v", help="Say how each file was read (in place, cached copy); show Spark's log."),
     ] = False,
 ) -> None:
     """Run a named query (or a view) over one or more runs and print its rows."""
@@ -163,10 +174,9 @@ def _read_sql(text: str | None, file: Path | None) -> str:
             try:
                 return file.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                raise UsageError(f"{file}: cannot read the SQL file ({getattr(exc, 'strerror', None) or exc})") \
-                    from exc
+                raise UsageError(f"{file}: cannot read the SQL file ({getattr(exc, 'strerror', None) or exc})") from exc
     if text is None:
-        raise UsageError("give the SQL: rlsql sql \"SELECT ...\", rlsql sql - (stdin) or rlsql sql --file FILE")
+        raise UsageError('give the SQL: rlsql sql "SELECT ...", rlsql sql - (stdin) or rlsql sql --file FILE')
     if text == "-":
         return sys.stdin.read()
     return text
@@ -177,8 +187,9 @@ def _read_sql(text: str | None, file: Path | None) -> str:
 def sql_command(
     sql: Annotated[
         str | None,
-        typer.Argument(help="The SQL (the last statement's rows are printed); - reads it from stdin.",
-                       show_default=False),
+        typer.Argument(
+            help="The SQL (the last statement's rows are printed); - reads it from stdin.", show_default=False
+        ),
     ] = None,
     file: Annotated[
         Path | None, typer.Option("--file", help="Read the SQL from FILE (- for stdin).", show_default=False)
@@ -220,8 +231,13 @@ def list_command(
 
         from rlsql.outputs.formats import LISTING_WIDTH, to_entries
 
-        entries = [(f"{f.name}  version {f.version}  fingerprint {f.fingerprint}",
-                    [f.description, *(f"param {p.describe()}" for p in declared_params(f.name))]) for f in files]
+        entries = [
+            (
+                f"{f.name}  version {f.version}  fingerprint {f.fingerprint}",
+                [f.description, *(f"param {p.describe()}" for p in declared_params(f.name))],
+            )
+            for f in files
+        ]
         width = shutil.get_terminal_size((LISTING_WIDTH, 24)).columns
         sys.stdout.write(to_entries(entries, width))
         return
@@ -250,8 +266,7 @@ def describe_command(name: NameArgument, run: RunOption = None, fmt: FormatOptio
         sys.stdout.write(json.dumps(info.as_dict(), indent=2, ensure_ascii=False) + "\n")
         return
     if fmt in (OutputFormat.TABLE, OutputFormat.MARKDOWN):
-        lines = [f"{info.kind} {info.name} (version {info.version}, fingerprint {info.fingerprint})",
-                 info.description]
+        lines = [f"{info.kind} {info.name} (version {info.version}, fingerprint {info.fingerprint})", info.description]
         lines.extend(f"param {p}" for p in info.params)
         sys.stdout.write("\n".join(lines) + "\n\n")
     _emit_rows(fmt, columns, rows)
@@ -262,8 +277,9 @@ def show_command(
     name: NameArgument,
     dialect: Annotated[
         str | None,
-        typer.Option("--dialect", help="spark: print it compiled for Spark SQL (default parameters).",
-                     show_default=False),
+        typer.Option(
+            "--dialect", help="spark: print it compiled for Spark SQL (default parameters).", show_default=False
+        ),
     ] = None,
 ) -> None:
     """Print a named query's or view's SQL file (header and body)."""
@@ -303,8 +319,10 @@ def runs_command(run: RunOption = None, fmt: FormatOption = None) -> None:
     for found in runs:
         trials, harbor = found.artifact("trials"), found.artifact("harbor")
         if trials is not None and harbor is not None:
-            say(f"run {found.name!r}: trials from the CSV {trials.path.name}; {HARBOR_DIR}/ fills the columns it "
-                "lacks (--json-trials reads it instead)")
+            say(
+                f"run {found.name!r}: trials from the CSV {trials.path.name}; {HARBOR_DIR}/ fills the columns it "
+                "lacks (--json-trials reads it instead)"
+            )
     columns, rows = inventory(runs)
     _emit_rows(fmt, columns, rows)
 
@@ -316,9 +334,13 @@ def trial_command(
     full: Annotated[bool, typer.Option("--full", help="Print long texts whole and copied context unfolded.")] = False,
     fmt: Annotated[
         str | None,
-        typer.Option("--format", "-f", metavar="[json|markdown]",
-                     help="json or markdown (md) for other tools; default: drawn for the terminal.",
-                     show_default=False),
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="[json|markdown]",
+            help="json or markdown (md) for other tools; default: drawn for the terminal.",
+            show_default=False,
+        ),
     ] = None,
     output: OutputOption = None,
 ) -> None:
@@ -345,9 +367,14 @@ def findings_command(
     param: ParamOption = None,
     fail_on: Annotated[
         Severity | None,
-        typer.Option("--fail-on", parser=_choice(Severity, "--fail-on"), metavar=_metavar(Severity),
-                     help="Exit 1 when a finding of this severity or worse exists (for cron jobs and CI watching "
-                     "a run that is still training).", show_default=False),
+        typer.Option(
+            "--fail-on",
+            parser=_choice(Severity, "--fail-on"),
+            metavar=_metavar(Severity),
+            help="Exit 1 when a finding of this severity or worse exists (for cron jobs and CI watching "
+            "a run that is still training).",
+            show_default=False,
+        ),
     ] = None,
 ) -> None:
     """What is unusual in each run, one line per finding, criticals first, each with the command that shows it;
@@ -399,14 +426,23 @@ def report_command(
     run: RunOption = None,
     output: Annotated[
         Path,
-        typer.Option("--output", "-o", help="The folder to write the report into: new, empty, or a report folder "
-                     "rlsql wrote (replaced whole); never a run folder."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="The folder to write the report into: new, empty, or a report folder "
+            "rlsql wrote (replaced whole); never a run folder.",
+        ),
     ] = Path("rlsql-report"),
     report_format: Annotated[
         ReportFormat,
-        typer.Option("--format", "-f", parser=_choice(ReportFormat, "--format"), metavar=_metavar(ReportFormat),
-                     help="md: report.md and PNG figures beside it; html: one self-contained "
-                     "report.html with the figures embedded."),
+        typer.Option(
+            "--format",
+            "-f",
+            parser=_choice(ReportFormat, "--format"),
+            metavar=_metavar(ReportFormat),
+            help="md: report.md and PNG figures beside it; html: one self-contained "
+            "report.html with the figures embedded.",
+        ),
     ] = ReportFormat.MD,
     param: ParamOption = None,
     per_run: Annotated[
@@ -434,43 +470,66 @@ def report_command(
 def export_command(
     names: Annotated[
         list[str] | None,
-        typer.Argument(help="Named queries and views to export.", autocompletion=_selectable_names,
-                       show_default=False),
+        typer.Argument(help="Named queries and views to export.", autocompletion=_selectable_names, show_default=False),
     ] = None,
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="The folder to write into (created if needed; never a run folder).",
-                           parser=_output_path, metavar="FOLDER")
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The folder to write into (created if needed; never a run folder).",
+            parser=_output_path,
+            metavar="FOLDER",
+        ),
     ] = ...,  # type: ignore[assignment]
     all_queries: Annotated[bool, typer.Option("--all", help="Export every named query.")] = False,
     views: Annotated[
         bool,
-        typer.Option("--views", help="Export the base views: trials, steps, metric_rows, metrics_long, vllm_seconds, "
-                     "config."),
+        typer.Option(
+            "--views", help="Export the base views: trials, steps, metric_rows, metrics_long, vllm_seconds, config."
+        ),
     ] = False,
     run: RunOption = None,
     export_format: Annotated[
         ExportFormat,
-        typer.Option("--format", "-f", parser=_choice(ExportFormat, "--format"), metavar=_metavar(ExportFormat),
-                     help="The file format."),
+        typer.Option(
+            "--format",
+            "-f",
+            parser=_choice(ExportFormat, "--format"),
+            metavar=_metavar(ExportFormat),
+            help="The file format.",
+        ),
     ] = ExportFormat.PARQUET,
     partition_by: Annotated[
         Partition | None,
-        typer.Option("--partition-by", parser=_choice(Partition, "--partition-by"), metavar=_metavar(Partition),
-                     help="'run': an item with many rows per run (steps, trials, seconds) as a hive tree "
-                     "NAME/run=RUN/data_0.parquet, one with about one row per run as NAME.parquet; either way an "
-                     "export replaces only the exported runs' rows.", show_default=False),
+        typer.Option(
+            "--partition-by",
+            parser=_choice(Partition, "--partition-by"),
+            metavar=_metavar(Partition),
+            help="'run': an item with many rows per run (steps, trials, seconds) as a hive tree "
+            "NAME/run=RUN/data_0.parquet, one with about one row per run as NAME.parquet; either way an "
+            "export replaces only the exported runs' rows.",
+            show_default=False,
+        ),
     ] = None,
     param: ParamOption = None,
     replace_all: Annotated[
         bool,
-        typer.Option("--replace-all", help="With --partition-by: replace each tree or file whole, dropping the "
-                     "runs not exported (default: replace only the exported runs' partitions and rows)."),
+        typer.Option(
+            "--replace-all",
+            help="With --partition-by: replace each tree or file whole, dropping the "
+            "runs not exported (default: replace only the exported runs' partitions and rows).",
+        ),
     ] = False,
     relative_to: Annotated[
         Path | None,
-        typer.Option("--paths-relative-to", metavar="FOLDER", show_default=False,
-                     help="Name the run folders and source files in the provenance relative to FOLDER "
-                     "(default: absolute paths)."),
+        typer.Option(
+            "--paths-relative-to",
+            metavar="FOLDER",
+            show_default=False,
+            help="Name the run folders and source files in the provenance relative to FOLDER "
+            "(default: absolute paths).",
+        ),
     ] = None,
 ) -> None:
     """Write named queries and views to files for BI tools (Parquet carries provenance metadata)."""
@@ -482,8 +541,18 @@ def export_command(
     explicit = set(names or [])
     skippable = {item.name for item in items if item.name not in explicit}
     runs = _resolve(run)
-    written = export(runs, items, output, export_format.value, partition_by.value if partition_by else None,
-                     params, skippable, progress=say, replace_all=replace_all, relative_to=relative_to)
+    written = export(
+        runs,
+        items,
+        output,
+        export_format.value,
+        partition_by.value if partition_by else None,
+        params,
+        skippable,
+        progress=say,
+        replace_all=replace_all,
+        relative_to=relative_to,
+    )
     say(summary(written, output))
 
 
@@ -544,16 +613,21 @@ def db_build_command(
     ] = False,
     storage_version: Annotated[
         str | None,
-        typer.Option("--storage-version", help="DuckDB storage format, e.g. v1.4.0 (default: one DuckDB 1.4 and "
-                     "later can open) or latest.", show_default=False),
+        typer.Option(
+            "--storage-version",
+            help="DuckDB storage format, e.g. v1.4.0 (default: one DuckDB 1.4 and later can open) or latest.",
+            show_default=False,
+        ),
     ] = None,
 ) -> None:
     """Build a DuckDB database file with every view (absolute paths) or table, and an rlsql_metadata table."""
     from rlsql.outputs.dbfile import DEFAULT_STORAGE_VERSION, build_database
 
     built = build_database(_resolve(run), file, materialize, storage_version or DEFAULT_STORAGE_VERSION)
-    say(f"wrote {built.path}: views {built.views}, tables {built.tables} (rlsql_metadata included), "
-        f"macros {built.macros}; {built.bytes:,} bytes")
+    say(
+        f"wrote {built.path}: views {built.views}, tables {built.tables} (rlsql_metadata included), "
+        f"macros {built.macros}; {built.bytes:,} bytes"
+    )
 
 
 cache_app = typer.Typer(
@@ -615,12 +689,19 @@ def cache_clear_command(
 @app.command("serve")
 def serve_command(
     run: RunOption = None,
-    host: Annotated[str, typer.Option("--host", help="Address to bind; beyond 127.0.0.1 a token is required "
-                                      "in the URL (printed).")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind; beyond 127.0.0.1 a token is required in the URL (printed).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8765,
-    memory: Annotated[str | None, typer.Option("--memory", metavar="SIZE", show_default=False,
-                                               help="Memory budget for the answers kept (e.g. 512MB, 2GiB; "
-                                               "default RLSQL_SERVE_MEMORY, else 512MiB).")] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            metavar="SIZE",
+            show_default=False,
+            help="Memory budget for the answers kept (e.g. 512MB, 2GiB; default RLSQL_SERVE_MEMORY, else 512MiB).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the runs in a browser, live while they train: fleet, run, compare, trials, queries, SQL.
 
@@ -634,13 +715,26 @@ def serve_command(
 @app.command("mcp")
 def mcp_command(
     run: RunOption = None,
-    http: Annotated[bool, typer.Option("--http", help="Serve the MCP streamable HTTP transport at "
-                                       "http://HOST:PORT/mcp instead of stdin/stdout.")] = False,
-    host: Annotated[str, typer.Option("--host", help="With --http: the address to bind; beyond 127.0.0.1 a token "
-                                      "is required in the URL (printed).")] = "127.0.0.1",
+    http: Annotated[
+        bool,
+        typer.Option(
+            "--http", help="Serve the MCP streamable HTTP transport at http://HOST:PORT/mcp instead of stdin/stdout."
+        ),
+    ] = False,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="With --http: the address to bind; beyond 127.0.0.1 a token is required in the URL (printed).",
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="With --http: the port to listen on.")] = 8765,
-    max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="The most rows one answer holds; "
-                                          "more are cut, saying how many there were.")] = 1000,
+    max_rows: Annotated[
+        int,
+        typer.Option(
+            "--max-rows", min=1, help="The most rows one answer holds; more are cut, saying how many there were."
+        ),
+    ] = 1000,
 ) -> None:
     """Serve the runs to a coding agent over MCP: named queries, read-only SQL, transcripts, findings.
 
@@ -671,23 +765,31 @@ def main_options(
     ] = False,
     no_cache: Annotated[
         bool,
-        typer.Option("--no-cache", help="Read every file in place: neither read nor build cached copies "
-                     "(RLSQL_CACHE=off)."),
+        typer.Option(
+            "--no-cache", help="Read every file in place: neither read nor build cached copies (RLSQL_CACHE=off)."
+        ),
     ] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v",
-                           help="Say how each file was read (in place, cached copy); show Spark's log.")
+        bool,
+        typer.Option("--verbose", "-v", help="Say how each file was read (in place, cached copy); show Spark's log."),
     ] = False,
     from_logs: Annotated[
         bool,
-        typer.Option("--from-logs", help="Read trainer metrics and vLLM stats from a run's raw training logs even "
-                     "when its parser CSVs exist (RLSQL_FROM_LOGS=1)."),
+        typer.Option(
+            "--from-logs",
+            help="Read trainer metrics and vLLM stats from a run's raw training logs even "
+            "when its parser CSVs exist (RLSQL_FROM_LOGS=1).",
+        ),
     ] = False,
     json_trials: Annotated[
         list[str] | None,
-        typer.Option("--json-trials", metavar="RUN", help="Read this run's trials (a name, or a glob over names: "
-                     "'*' every run) from trace_jobs/*/result.json even when it has a trials CSV; repeatable "
-                     "(RLSQL_JSON_TRIALS)."),
+        typer.Option(
+            "--json-trials",
+            metavar="RUN",
+            help="Read this run's trials (a name, or a glob over names: "
+            "'*' every run) from trace_jobs/*/result.json even when it has a trials CSV; repeatable "
+            "(RLSQL_JSON_TRIALS).",
+        ),
     ] = None,
 ) -> None:
     """rlsql reads a run folder in place: trainer metrics, trial results, vLLM stats and rl_config.yaml.
@@ -697,8 +799,11 @@ def main_options(
     if use_cache and no_cache:
         raise UsageError("--cache and --no-cache contradict each other; give one")
     chosen = settings.Settings.from_env().replace(
-        cache="on" if use_cache else "off" if no_cache else None, verbose=verbose or None, from_logs=from_logs or None,
-        json_trials=tuple(json_trials) if json_trials else None)
+        cache="on" if use_cache else "off" if no_cache else None,
+        verbose=verbose or None,
+        from_logs=from_logs or None,
+        json_trials=tuple(json_trials) if json_trials else None,
+    )
     # current for the command's duration: the context closes it when the command returns, so nothing
     # carries over to a later command in the same process (tests, a notebook calling main)
     ctx.with_resource(settings.active(chosen))

@@ -46,7 +46,7 @@ class Progress:
 
     def __call__(self, step: str) -> None:
         self.steps += 1
-        line = f"rlsql: {self.what} [{self.steps}] {step}"[:shutil.get_terminal_size().columns - 1]
+        line = f"rlsql: {self.what} [{self.steps}] {step}"[: shutil.get_terminal_size().columns - 1]
         sys.stderr.write("\r" + line.ljust(self.width))
         sys.stderr.flush()
         self.width = len(line)
@@ -74,8 +74,8 @@ class _Kind:
         assert match is not None
         listed = ", ".join(self.items[:-1]) + " and " + self.items[-1]
         if self.form is _FOR_ITEM[0]:
-            return self.first[:match.start()] + f"; {listed} have nothing from it"
-        return f"skipping {listed}: " + self.first[match.end():]
+            return self.first[: match.start()] + f"; {listed} have nothing from it"
+        return f"skipping {listed}: " + self.first[match.end() :]
 
 
 class Warnings:
@@ -87,12 +87,12 @@ class Warnings:
     def add(self, message: str) -> None:
         match = _SUBJECT.match(message)
         subject = match["subject"] if match else ""
-        rest = message[len(subject):] if subject else message
+        rest = message[len(subject) :] if subject else message
         item, form = "", None
         for pattern in _FOR_ITEM:
             if found := pattern.search(rest):
                 item, form = found["item"], pattern
-                rest = rest[:found.start()] + pattern.pattern + rest[found.end():]
+                rest = rest[: found.start()] + pattern.pattern + rest[found.end() :]
                 break
         key = _PLURAL.sub(r"# \1", _NUMBER.sub("#", _QUOTED.sub("'…'", _DETAIL.sub("(…)", _PATH.sub("<path>", rest)))))
         kind = self.kinds.setdefault(key, _Kind(message, form=form))
@@ -114,7 +114,7 @@ class Warnings:
             if more <= 0:
                 say(f"warning: {kind.line()}")
                 continue
-            others = kind.subjects[1:1 + SHOWN]
+            others = kind.subjects[1 : 1 + SHOWN]
             named = f": {', '.join(others)}" + (f" and {more - len(others):,} more" if more > len(others) else "")
             say(f"warning: {kind.line()} (and {more:,} more like it{named if others else ''})")
         self.kinds.clear()

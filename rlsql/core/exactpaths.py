@@ -52,6 +52,5 @@ def why_unnameable(path: str | Path) -> str | None:
         return "its path holds a backslash and one of [ ] * ?, which DuckDB's reader cannot name exactly"
     parent = unlistable_parent(text)
     if parent is not None:
-        return (f"DuckDB cannot look for it: its glob of {parent} fails on a name there starting with a "
-                "backslash")
+        return f"DuckDB cannot look for it: its glob of {parent} fails on a name there starting with a backslash"
     return None

@@ -27,8 +27,19 @@ CACHE_MODES = ("auto", "on", "off")
 ENGINES = ("duckdb", "spark")
 _TRUE = {"1", "true", "yes", "on"}
 _SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>|b|k|kb|kib|m|mb|mib|g|gb|gib)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 10**3, "kib": 2**10, "m": 2**20, "mb": 10**6, "mib": 2**20,
-          "g": 2**30, "gb": 10**9, "gib": 2**30}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 2**10,
+    "kb": 10**3,
+    "kib": 2**10,
+    "m": 2**20,
+    "mb": 10**6,
+    "mib": 2**20,
+    "g": 2**30,
+    "gb": 10**9,
+    "gib": 2**30,
+}
 #: the settings that are sizes in bytes (`512MB`, `2GiB` or a number of bytes)
 _SIZES = frozenset({"cache_max_bytes", "cache_hint_bytes", "serve_memory", "trajectory_max_bytes"})
 _FALSE = {"0", "false", "no", "off", ""}
@@ -43,67 +54,151 @@ def _doc(env: str, flag: str, doc: str) -> dict[str, str]:
 class Settings:
     """What a command runs with. Build it with `from_env()` and change it with `replace()`."""
 
-    cache_dir: Path | None = field(default=None, metadata=_doc(
-        "RLSQL_CACHE_DIR", "",
-        "The cache folder (Parquet copies of CSVs, raw-log entries). Default: $XDG_CACHE_HOME/rlsql/parquet, "
-        "else ~/.cache/rlsql/parquet."))
-    cache: str = field(default="auto", metadata=_doc(
-        "RLSQL_CACHE", "--cache / --no-cache",
-        "auto: read a file's fresh cached copy where there is one (made by `rlsql cache build`); on: build the "
-        "copy of every file a command reads before reading it; off: read every file in place, touch no cache."))
-    cache_max_bytes: int = field(default=20 * 2**30, metadata=_doc(
-        "RLSQL_CACHE_MAX_BYTES", "",
-        "The cache's size limit: after a build, the least recently used entries go until it fits."))
-    cache_hint_bytes: int = field(default=32 * 2**20, metadata=_doc(
-        "RLSQL_CACHE_HINT_BYTES", "",
-        "A file at least this large read in place (no fresh copy) prints one hint line saying what "
-        "`rlsql cache build` would save."))
-    from_logs: bool = field(default=False, metadata=_doc(
-        "RLSQL_FROM_LOGS", "--from-logs",
-        "Read trainer metrics and vLLM stats from a run's raw training logs even where the parser's CSVs exist."))
-    json_trials: tuple[str, ...] = field(default=(), metadata=_doc(
-        "RLSQL_JSON_TRIALS", "--json-trials",
-        "Runs (names, or globs over names: `*` every run) whose trials come from Harbor's "
-        "trace_jobs/*/result.json outright even where a trials CSV exists (which then fills only the "
-        "columns it lacks). Space separated in the variable; the flag is repeatable."))
-    engine: str = field(default="duckdb", metadata=_doc(
-        "RLSQL_ENGINE", "--engine", "duckdb (in process) or spark (SPARK_REMOTE, else a local session)."))
-    verbose: bool = field(default=False, metadata=_doc(
-        "RLSQL_VERBOSE", "-v / --verbose",
-        "Say on stderr how each file was read (in place, or from its cached copy); show Spark's own log."))
-    report_rows: int = field(default=100, metadata=_doc(
-        "RLSQL_REPORT_ROWS", "",
-        "The most rows a report table shows (the tables of runs show every run); the rest is counted under it "
-        "and stays in the named query."))
-    spark_master: str = field(default="local[2]", metadata=_doc(
-        "RLSQL_SPARK_MASTER", "", "The master of a local Spark session (`local[8]`, a cluster URL)."))
-    spark_conf: tuple[str, ...] = field(default=(), metadata=_doc(
-        "RLSQL_SPARK_CONF", "", "More Spark settings for a local session: `key=value` pairs, space separated."))
-    spark_java_options: tuple[str, ...] = field(default=(), metadata=_doc(
-        "RLSQL_SPARK_JAVA_OPTIONS", "", "More JVM options for a local Spark session, space separated."))
-    spark_remote: str | None = field(default=None, metadata=_doc(
-        "SPARK_REMOTE", "", "Spark's own: `sc://host:port` sends Spark queries to that Spark Connect server."))
-    java_home: str | None = field(default=None, metadata=_doc(
-        "JAVA_HOME", "", "Java's own: the JDK or JRE a local Spark session starts."))
+    cache_dir: Path | None = field(
+        default=None,
+        metadata=_doc(
+            "RLSQL_CACHE_DIR",
+            "",
+            "The cache folder (Parquet copies of CSVs, raw-log entries). Default: $XDG_CACHE_HOME/rlsql/parquet, "
+            "else ~/.cache/rlsql/parquet.",
+        ),
+    )
+    cache: str = field(
+        default="auto",
+        metadata=_doc(
+            "RLSQL_CACHE",
+            "--cache / --no-cache",
+            "auto: read a file's fresh cached copy where there is one (made by `rlsql cache build`); on: build the "
+            "copy of every file a command reads before reading it; off: read every file in place, touch no cache.",
+        ),
+    )
+    cache_max_bytes: int = field(
+        default=20 * 2**30,
+        metadata=_doc(
+            "RLSQL_CACHE_MAX_BYTES",
+            "",
+            "The cache's size limit: after a build, the least recently used entries go until it fits.",
+        ),
+    )
+    cache_hint_bytes: int = field(
+        default=32 * 2**20,
+        metadata=_doc(
+            "RLSQL_CACHE_HINT_BYTES",
+            "",
+            "A file at least this large read in place (no fresh copy) prints one hint line saying what "
+            "`rlsql cache build` would save.",
+        ),
+    )
+    from_logs: bool = field(
+        default=False,
+        metadata=_doc(
+            "RLSQL_FROM_LOGS",
+            "--from-logs",
+            "Read trainer metrics and vLLM stats from a run's raw training logs even where the parser's CSVs exist.",
+        ),
+    )
+    json_trials: tuple[str, ...] = field(
+        default=(),
+        metadata=_doc(
+            "RLSQL_JSON_TRIALS",
+            "--json-trials",
+            "Runs (names, or globs over names: `*` every run) whose trials come from Harbor's "
+            "trace_jobs/*/result.json outright even where a trials CSV exists (which then fills only the "
+            "columns it lacks). Space separated in the variable; the flag is repeatable.",
+        ),
+    )
+    engine: str = field(
+        default="duckdb",
+        metadata=_doc("RLSQL_ENGINE", "--engine", "duckdb (in process) or spark (SPARK_REMOTE, else a local session)."),
+    )
+    verbose: bool = field(
+        default=False,
+        metadata=_doc(
+            "RLSQL_VERBOSE",
+            "-v / --verbose",
+            "Say on stderr how each file was read (in place, or from its cached copy); show Spark's own log.",
+        ),
+    )
+    report_rows: int = field(
+        default=100,
+        metadata=_doc(
+            "RLSQL_REPORT_ROWS",
+            "",
+            "The most rows a report table shows (the tables of runs show every run); the rest is counted under it "
+            "and stays in the named query.",
+        ),
+    )
+    spark_master: str = field(
+        default="local[2]",
+        metadata=_doc("RLSQL_SPARK_MASTER", "", "The master of a local Spark session (`local[8]`, a cluster URL)."),
+    )
+    spark_conf: tuple[str, ...] = field(
+        default=(),
+        metadata=_doc(
+            "RLSQL_SPARK_CONF", "", "More Spark settings for a local session: `key=value` pairs, space separated."
+        ),
+    )
+    spark_java_options: tuple[str, ...] = field(
+        default=(),
+        metadata=_doc("RLSQL_SPARK_JAVA_OPTIONS", "", "More JVM options for a local Spark session, space separated."),
+    )
+    spark_remote: str | None = field(
+        default=None,
+        metadata=_doc(
+            "SPARK_REMOTE", "", "Spark's own: `sc://host:port` sends Spark queries to that Spark Connect server."
+        ),
+    )
+    java_home: str | None = field(
+        default=None, metadata=_doc("JAVA_HOME", "", "Java's own: the JDK or JRE a local Spark session starts.")
+    )
     # a file costs DuckDB a few times its size while it is parsed (one file per reader at a time): 64 MiB keeps
     # a query over any number of files under 1 GB (real trajectories are ~17 KB, the largest seen a few MB)
-    trajectory_max_bytes: int = field(default=64 * 2**20, metadata=_doc(
-        "RLSQL_TRAJECTORY_MAX_BYTES", "",
-        "A trajectory file larger than this is skipped with a warning naming it (the rest of its run is read)."))
-    serve_host: str = field(default="127.0.0.1", metadata=_doc(
-        "", "rlsql serve --host", "The address `rlsql serve` binds; beyond the loopback a token is required."))
+    trajectory_max_bytes: int = field(
+        default=64 * 2**20,
+        metadata=_doc(
+            "RLSQL_TRAJECTORY_MAX_BYTES",
+            "",
+            "A trajectory file larger than this is skipped with a warning naming it (the rest of its run is read).",
+        ),
+    )
+    serve_host: str = field(
+        default="127.0.0.1",
+        metadata=_doc(
+            "", "rlsql serve --host", "The address `rlsql serve` binds; beyond the loopback a token is required."
+        ),
+    )
     serve_port: int = field(default=8765, metadata=_doc("", "rlsql serve --port", "The port `rlsql serve` listens on."))
-    serve_memory: int = field(default=512 * 2**20, metadata=_doc(
-        "RLSQL_SERVE_MEMORY", "rlsql serve --memory",
-        "What `rlsql serve` keeps of answers in memory (and each of its DuckDB connections' memory limit)."))
-    serve_time_limit: float = field(default=60.0, metadata=_doc(
-        "RLSQL_SERVE_TIME_LIMIT", "", "Seconds one `rlsql serve` request's DuckDB work may take before it is stopped."))
-    serve_row_limit: int = field(default=100_000, metadata=_doc(
-        "RLSQL_SERVE_ROW_LIMIT", "", "The most rows one `rlsql serve` answer holds; more are cut, and it says so."))
-    serve_concurrency: int = field(default=4, metadata=_doc(
-        "RLSQL_SERVE_CONCURRENCY", "",
-        "Requests `rlsql serve` works on at once (the others wait their turn); one answer holds at most the "
-        "memory budget divided by this many bytes."))
+    serve_memory: int = field(
+        default=512 * 2**20,
+        metadata=_doc(
+            "RLSQL_SERVE_MEMORY",
+            "rlsql serve --memory",
+            "What `rlsql serve` keeps of answers in memory (and each of its DuckDB connections' memory limit).",
+        ),
+    )
+    serve_time_limit: float = field(
+        default=60.0,
+        metadata=_doc(
+            "RLSQL_SERVE_TIME_LIMIT",
+            "",
+            "Seconds one `rlsql serve` request's DuckDB work may take before it is stopped.",
+        ),
+    )
+    serve_row_limit: int = field(
+        default=100_000,
+        metadata=_doc(
+            "RLSQL_SERVE_ROW_LIMIT", "", "The most rows one `rlsql serve` answer holds; more are cut, and it says so."
+        ),
+    )
+    serve_concurrency: int = field(
+        default=4,
+        metadata=_doc(
+            "RLSQL_SERVE_CONCURRENCY",
+            "",
+            "Requests `rlsql serve` works on at once (the others wait their turn); one answer holds at most the "
+            "memory budget divided by this many bytes.",
+        ),
+    )
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:

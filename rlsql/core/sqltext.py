@@ -75,9 +75,23 @@ def sql_type(name: str) -> str:
 #: rlsql pastes back into a source's empty stand-in (rlsql.engine.statements.stub_select): SQL_TYPES and the
 #: few others its SQL computes (a DATE from a timestamp's day, ...), each also as a list (`VARCHAR[]`);
 #: `"NULL"` is the type of a VALUES column that holds only NULLs (run_files.prefix when no file name has one)
-REPORTED_TYPES = SQL_TYPES | frozenset({"DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "FLOAT", "SMALLINT",
-                                        "TINYINT", "UBIGINT", "HUGEINT", "JSON", "BLOB", "INTERVAL", "TIME",
-                                        '"NULL"'})
+REPORTED_TYPES = SQL_TYPES | frozenset(
+    {
+        "DATE",
+        "TIMESTAMP",
+        "TIMESTAMP WITH TIME ZONE",
+        "FLOAT",
+        "SMALLINT",
+        "TINYINT",
+        "UBIGINT",
+        "HUGEINT",
+        "JSON",
+        "BLOB",
+        "INTERVAL",
+        "TIME",
+        '"NULL"',
+    }
+)
 
 
 def reported_type(name: str) -> str:
@@ -93,10 +107,12 @@ def reported_type(name: str) -> str:
         fields = [re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*) (.+)", f) for f in struct[1].split(", ")]
         if all(fields):
             inner = ", ".join(f"{m[1]} {reported_type(m[2])}" for m in fields if m)
-            return f"STRUCT({inner})" + text[len(base):]
+            return f"STRUCT({inner})" + text[len(base) :]
     if base.upper() not in REPORTED_TYPES:
-        raise ValueError(f"{name!r} is not a column type rlsql's sources produce "
-                         f"(one of {', '.join(sorted(REPORTED_TYPES))}, a STRUCT of them, or a list of one)")
+        raise ValueError(
+            f"{name!r} is not a column type rlsql's sources produce "
+            f"(one of {', '.join(sorted(REPORTED_TYPES))}, a STRUCT of them, or a list of one)"
+        )
     return text.upper()
 
 

@@ -47,10 +47,22 @@ from rlsql.runs.memorydb import memory_connection
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: words of a statement that reads DuckDB's own catalog: every object is created before it runs
-LISTING_WORDS = frozenset({
-    "duckdb_views", "duckdb_tables", "duckdb_columns", "duckdb_functions", "duckdb_dependencies",
-    "duckdb_constraints", "duckdb_indexes", "information_schema", "pg_catalog", "sqlite_master", "show", "pragma",
-})
+LISTING_WORDS = frozenset(
+    {
+        "duckdb_views",
+        "duckdb_tables",
+        "duckdb_columns",
+        "duckdb_functions",
+        "duckdb_dependencies",
+        "duckdb_constraints",
+        "duckdb_indexes",
+        "information_schema",
+        "pg_catalog",
+        "sqlite_master",
+        "show",
+        "pragma",
+    }
+)
 
 
 class OnDemand:
@@ -90,8 +102,15 @@ class OnDemand:
                 return
             # a connection reads the runs' own files, never a cache copy (the small sources once, module docstring)
             with settings.in_place():
-                create_objects(self.con, self.runs, missing, self.catalog, LOADED_SOURCES - IN_STATEMENT,
-                               sources=self.sources, bound=self.bound)
+                create_objects(
+                    self.con,
+                    self.runs,
+                    missing,
+                    self.catalog,
+                    LOADED_SOURCES - IN_STATEMENT,
+                    sources=self.sources,
+                    bound=self.bound,
+                )
             self.created.update(f.name for f in missing)
             for statement in column_comment_statements(self.con, missing):
                 self.con.execute(statement)

@@ -20,14 +20,19 @@ from rlsql.runs.folders import Run, read_header
 from rlsql.runs.memorydb import memory_connection
 
 
-def probe_sql(kind: str, path: Path | None, header: list[str], buffer: int | None = None,
-              paths: Sequence[Path] = ()) -> str:
+def probe_sql(
+    kind: str, path: Path | None, header: list[str], buffer: int | None = None, paths: Sequence[Path] = ()
+) -> str:
     """SQL that reads every column of one CSV as its source declares them (sources/_check_csv.sql.j2);
     with `paths`, of many CSVs with this header, a row of counts per file."""
     catalog = load_catalog()
     types = catalog.files[f"{kind}_src"].column_types(header)
     return catalog.env.get_template("sources/_check_csv.sql.j2").render(
-        path=str(path), header=header, types=types, integers=INTEGER_COLUMNS[kind], buffer=buffer,
+        path=str(path),
+        header=header,
+        types=types,
+        integers=INTEGER_COLUMNS[kind],
+        buffer=buffer,
         paths=[str(p) for p in paths],
     )
 

@@ -76,12 +76,13 @@ def warn_rejected_rows(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
-
-
 def data_error_text(exc: BaseException) -> str:
     text = str(exc)
-    return text[text.index(DATA_ERROR_MARK) + len(DATA_ERROR_MARK):].splitlines()[0] if DATA_ERROR_MARK in text \
+    return (
+        text[text.index(DATA_ERROR_MARK) + len(DATA_ERROR_MARK) :].splitlines()[0]
+        if DATA_ERROR_MARK in text
         else one_line(exc)
+    )
 
 
 def data_error(exc: BaseException) -> DataError | None:

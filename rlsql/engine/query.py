@@ -125,8 +125,13 @@ def _set_variables(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> No
 Consume = Callable[[duckdb.DuckDBPyConnection, str], T]
 
 
-def run_query(name: str, runs: Sequence[Run], params: dict[str, Any], consume: Consume | None = None,
-              config_columns: list[dict] | None = None) -> Any:
+def run_query(
+    name: str,
+    runs: Sequence[Run],
+    params: dict[str, Any],
+    consume: Consume | None = None,
+    config_columns: list[dict] | None = None,
+) -> Any:
     """Run the named query or view `name` over `runs`: a QueryResult, or what `consume` returns.
     `config_columns`: run_table's config columns worked out over more runs than `runs` (statements.py).
 

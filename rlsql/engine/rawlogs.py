@@ -81,9 +81,16 @@ def log_files(runs: Sequence[Run], kind: str, use_cache: bool = True) -> list[Lo
                 warnings.warn(f"{path}: {reason}; log skipped", RlsqlWarning, stacklevel=2)
                 continue
             entry = cached_log(path, run_bytes) if use_cache else None
-            files.append(LogFile(run.name, str(path), short_name(path, run.path), len(files),
-                                 entry.parquet if entry else None,
-                                 tuple(k.__dict__ for k in entry.tail) if entry else ()))
+            files.append(
+                LogFile(
+                    run.name,
+                    str(path),
+                    short_name(path, run.path),
+                    len(files),
+                    entry.parquet if entry else None,
+                    tuple(k.__dict__ for k in entry.tail) if entry else (),
+                )
+            )
     return files
 
 
@@ -117,20 +124,28 @@ def metric_keys(files: Sequence[LogFile]) -> LogMetrics:
 
 @functools.lru_cache(maxsize=32)
 def _metric_keys(stamp: tuple) -> LogMetrics:
-    files = [{"run": s[0], "path": s[1], "log_file": s[2], "file_no": s[3], "cached": s[4],
-              "tail": [dict(t) for t in s[5]]} for s in stamp]
+    files = [
+        {"run": s[0], "path": s[1], "log_file": s[2], "file_no": s[3], "cached": s[4], "tail": [dict(t) for t in s[5]]}
+        for s in stamp
+    ]
     if not files:
         return LogMetrics((), {})
     sql = load_catalog().env.get_template("sources/_metrics_log_keys.sql.j2").render(log_files=files)
     con = memory_connection()
     try:
         con.execute(f"CREATE TEMP TABLE long AS {sql}")
-        keys = [r[0] for r in con.execute(
-            "SELECT key FROM long GROUP BY key ORDER BY min({'f': file_no, 'l': row_line, 'p': pos})"
-        ).fetchall()]
-        forms = {r[0]: (r[1], r[2]) for r in con.execute(
-            "SELECT path, any_value(form), count(DISTINCT row_line) FROM long GROUP BY path"
-        ).fetchall()}
+        keys = [
+            r[0]
+            for r in con.execute(
+                "SELECT key FROM long GROUP BY key ORDER BY min({'f': file_no, 'l': row_line, 'p': pos})"
+            ).fetchall()
+        ]
+        forms = {
+            r[0]: (r[1], r[2])
+            for r in con.execute(
+                "SELECT path, any_value(form), count(DISTINCT row_line) FROM long GROUP BY path"
+            ).fetchall()
+        }
         # column lists, handed to the log part of metrics_src as one JSON literal (JSON numbers are
         # written and read back exactly; a long VALUES list would cost seconds to bind)
         columns = ("run", "log_file", "path", "file_no", "row_line", "key", "value")

@@ -30,8 +30,13 @@ from rlsql.runs.folders import Run, csv_header, read_header
 
 #: the trial durations the newest parser writes and older ones lack: a run with trace_jobs beside an older
 #: CSV takes them from result.json
-TRIAL_PHASES = ("trial_duration", "environment_setup_duration", "agent_setup_duration", "agent_execution_duration",
-                "verifier_duration")
+TRIAL_PHASES = (
+    "trial_duration",
+    "environment_setup_duration",
+    "agent_setup_duration",
+    "agent_execution_duration",
+    "verifier_duration",
+)
 
 
 @dataclass(frozen=True)
@@ -59,9 +64,15 @@ class SourceContext:
     #: what the function remembers, and a source's cached copy adds its damaged files to
     damaged_seen: dict[str, tuple[str, str]] | None = None
 
-    def __init__(self, runs: Sequence[Run], config_function: str | None = None, bad_cells: str | None = None,
-                 config_keys: str | None = None, trial: str | None = None,
-                 config_columns: list[dict] | None = None):
+    def __init__(
+        self,
+        runs: Sequence[Run],
+        config_function: str | None = None,
+        bad_cells: str | None = None,
+        config_keys: str | None = None,
+        trial: str | None = None,
+        config_columns: list[dict] | None = None,
+    ):
         self.runs = list(runs)
         #: run_table's config columns worked out over a larger set of runs than these (`rlsql serve` computes
         #: the rows of the runs that changed alone, with the columns of every run it serves); None: these runs'
@@ -79,9 +90,7 @@ class SourceContext:
 
     @functools.cached_property
     def run_rows(self) -> list[dict]:
-        return [
-            {"name": r.name, "path": str(r.path), "vllm_base_date": r.vllm_base_date()} for r in self.runs
-        ]
+        return [{"name": r.name, "path": str(r.path), "vllm_base_date": r.vllm_base_date()} for r in self.runs]
 
     @functools.cached_property
     def run_files(self) -> list[dict]:
@@ -222,8 +231,13 @@ class SourceContext:
             if f.buffer:
                 group["buffer"] = max(group["buffer"] or 0, f.buffer)
         integers = INTEGER_COLUMNS.get(source.artifact or "", ())
-        return {"files": files, "groups": list(groups.values()), "columns": columns, "integers": integers,
-                "bad_cells": self.bad_cells}
+        return {
+            "files": files,
+            "groups": list(groups.values()),
+            "columns": columns,
+            "integers": integers,
+            "bad_cells": self.bad_cells,
+        }
 
     def reads_harbor(self) -> bool:
         """Whether any run's trials are read from Harbor's trace_jobs (it has them and no trials CSV)."""
@@ -277,12 +291,23 @@ class SourceContext:
             names = [harbor.sql_name(f.folder) for f in listing.files]
             read = [harbor.reader_path(f.folder) for f in listing.files if f.problem is None]
             refused.extend(
-                {"run": run.name, "path": f"{prefix}/{harbor.sql_name(f.folder)}/{harbor.HARBOR_RESULT}",
-                 "problem": f.problem}
-                for f in listing.files if f.problem is not None
+                {
+                    "run": run.name,
+                    "path": f"{prefix}/{harbor.sql_name(f.folder)}/{harbor.HARBOR_RESULT}",
+                    "problem": f.problem,
+                }
+                for f in listing.files
+                if f.problem is not None
             )
-            files.append({"run": run.name, "prefix": prefix, "names": "/".join(names),
-                          "reader_prefix": harbor.reader_path(prefix), "read_names": "/".join(read)})
+            files.append(
+                {
+                    "run": run.name,
+                    "prefix": prefix,
+                    "names": "/".join(names),
+                    "reader_prefix": harbor.reader_path(prefix),
+                    "read_names": "/".join(read),
+                }
+            )
         return {"files": files, "refused": refused}
 
     def specialised(self, catalog: Catalog, f: SqlFile, keys: str | None = None) -> SqlFile:

@@ -66,8 +66,7 @@ def _extra_conf() -> dict[str, str]:
 def java_options() -> str:
     """The local driver JVM's options: rlsql's log configuration, then $RLSQL_SPARK_JAVA_OPTIONS (JVM flags,
     separated by spaces, e.g. `-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`, which the tests use)."""
-    return " ".join([f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
-                     *settings.current().spark_java_options])
+    return " ".join([f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}", *settings.current().spark_java_options])
 
 
 def require_pyspark() -> None:
@@ -148,8 +147,9 @@ def get_session(given: Any = None) -> Any:
             try:
                 spark = SparkSession.builder.remote(remote).getOrCreate()
             except ImportError as exc:
-                raise UsageError(f"Spark Connect needs its client libraries ({exc}): pip install 'pyspark[connect]'"
-                                 ) from None
+                raise UsageError(
+                    f"Spark Connect needs its client libraries ({exc}): pip install 'pyspark[connect]'"
+                ) from None
         else:
             require_java()
             spark = _local_session()
@@ -215,8 +215,9 @@ class SparkCatalog:
         # run_table: its config columns depend on the runs and `keys` (SqlFile.per_runs)
         f = self.sources.context.specialised(self.catalog, f, values.get("keys"))
         sources = [d.name for d in self.catalog.closure([f.name]) if d.kind == "source"]
-        return compile_file(f, self.catalog, values, columns_of(self.spark), _schema_key(self.spark, sources),
-                            self.compiled_sql)
+        return compile_file(
+            f, self.catalog, values, columns_of(self.spark), _schema_key(self.spark, sources), self.compiled_sql
+        )
 
     def _create_source(self, f: SqlFile, said: set[str]) -> None:
         """`said`: the warnings this query's sources gave so far: two sources over the same files (a run's

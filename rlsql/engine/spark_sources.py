@@ -31,11 +31,16 @@ from rlsql.engine.sources import SourceContext
 from rlsql.runs.config import config_rows
 from rlsql.runs.memorydb import memory_connection
 
-_SPARK_TYPE = {"VARCHAR": "STRING", "DOUBLE": "DOUBLE", "BIGINT": "BIGINT", "INTEGER": "INT", "BOOLEAN": "BOOLEAN",
-               "TIMESTAMP": "TIMESTAMP",
-               # trajectory_steps_src's calls (the tool_call_names view)
-               "STRUCT(CALL_INDEX BIGINT, FUNCTION_NAME VARCHAR)[]":
-                   "ARRAY<STRUCT<call_index: BIGINT, function_name: STRING>>"}
+_SPARK_TYPE = {
+    "VARCHAR": "STRING",
+    "DOUBLE": "DOUBLE",
+    "BIGINT": "BIGINT",
+    "INTEGER": "INT",
+    "BOOLEAN": "BOOLEAN",
+    "TIMESTAMP": "TIMESTAMP",
+    # trajectory_steps_src's calls (the tool_call_names view)
+    "STRUCT(CALL_INDEX BIGINT, FUNCTION_NAME VARCHAR)[]": "ARRAY<STRUCT<call_index: BIGINT, function_name: STRING>>",
+}
 _HADOOP_GLOB = re.compile(r"([\\*?\[\]{}])")
 CORRUPT = "_rlsql_corrupt"
 
@@ -78,21 +83,30 @@ class SparkSources:
 
     def frame(self, source: SqlFile) -> Any:
         if source.name == "runs":
-            return small_frame(self.spark, self.context.run_rows,
-                               [("name", "STRING"), ("path", "STRING"), ("vllm_base_date", "DATE")]
-                               ).toDF("run", "run_path", "vllm_base_date")
+            return small_frame(
+                self.spark, self.context.run_rows, [("name", "STRING"), ("path", "STRING"), ("vllm_base_date", "DATE")]
+            ).toDF("run", "run_path", "vllm_base_date")
         if source.name == "run_files":
-            return small_frame(self.spark, self.context.run_files,
-                               [("run", "STRING"), ("kind", "STRING"), ("path", "STRING"), ("prefix", "STRING")]
-                               ).toDF("run", "artifact", "path", "prefix")
+            return small_frame(
+                self.spark,
+                self.context.run_files,
+                [("run", "STRING"), ("kind", "STRING"), ("path", "STRING"), ("prefix", "STRING")],
+            ).toDF("run", "artifact", "path", "prefix")
         if source.artifact == "config":
-            return small_frame(self.spark, self.config_rows(),
-                               [("run", "STRING"), ("ordinal", "INT"), ("key", "STRING"), ("value", "STRING"),
-                                ("value_json", "STRING")])
+            return small_frame(
+                self.spark,
+                self.config_rows(),
+                [
+                    ("run", "STRING"),
+                    ("ordinal", "INT"),
+                    ("key", "STRING"),
+                    ("value", "STRING"),
+                    ("value_json", "STRING"),
+                ],
+            )
         if source.artifact == "harbor":
             return self.harbor_frame(source)
         if source.artifact == "trajectories":  # read by DuckDB here (rlsql/trajectories.py), handed over as rows
-
             columns, rows = duckdb_rows(self.context, self.catalog, source)
             return self.spark.createDataFrame(rows, ", ".join(f"{_q(n)} {spark_type(t)}" for n, t in columns))
         if source.artifact:
@@ -132,8 +146,15 @@ class SparkSources:
         schema = ", ".join([f"{n} STRING" for n in raw_names] + [f"{CORRUPT} STRING"])
         raw = (
             self.spark.read.format("csv")
-            .options(header=True, quote='"', escape='"', mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT,
-                     enforceSchema=True, multiLine=True)
+            .options(
+                header=True,
+                quote='"',
+                escape='"',
+                mode="PERMISSIVE",
+                columnNameOfCorruptRecord=CORRUPT,
+                enforceSchema=True,
+                multiLine=True,
+            )
             .schema(schema)
             .load([exact_path(f.path) for f in files])
             .withColumn("_rlsql_file", F.col("_metadata.file_path"))
@@ -149,27 +170,31 @@ class SparkSources:
             bad.append(f"({raw_name} IS NOT NULL AND {cast} IS NULL)")
             if ctype == "DOUBLE" and name in integers:
                 # a whole-number column keeps whole values up to 2**53 only (the sources' rule)
-                typed.append(f"CASE WHEN isnan({cast}) OR abs({cast}) = double('inf') THEN NULL "
-                             f"WHEN abs({cast}) <= 9007199254740992D AND pmod({cast}, 1.0D) = 0.0D "
-                             f"THEN CAST({cast} AS BIGINT) END "
-                             f"AS {_q(name)}")
+                typed.append(
+                    f"CASE WHEN isnan({cast}) OR abs({cast}) = double('inf') THEN NULL "
+                    f"WHEN abs({cast}) <= 9007199254740992D AND pmod({cast}, 1.0D) = 0.0D "
+                    f"THEN CAST({cast} AS BIGINT) END "
+                    f"AS {_q(name)}"
+                )
             elif ctype == "DOUBLE":
                 # nan and inf cells read as empty (the sources' rule, as pandas' skipna statistics)
-                typed.append(f"CASE WHEN isnan({cast}) OR abs({cast}) = double('inf') THEN NULL ELSE {cast} END "
-                             f"AS {_q(name)}")
+                typed.append(
+                    f"CASE WHEN isnan({cast}) OR abs({cast}) = double('inf') THEN NULL ELSE {cast} END AS {_q(name)}"
+                )
             else:
                 typed.append(f"{cast} AS {_q(name)}")
         rejected = " OR ".join([f"{CORRUPT} IS NOT NULL", *bad])
-        marked = raw.selectExpr("_rlsql_file", "monotonically_increasing_id() AS _rlsql_order",
-                                f"({rejected}) AS _rlsql_rejected", *typed)
+        marked = raw.selectExpr(
+            "_rlsql_file", "monotonically_increasing_id() AS _rlsql_order", f"({rejected}) AS _rlsql_rejected", *typed
+        )
         # read once: the count below fills Spark's cache, the numbered rows are read from it
         marked = marked.cache()
         self.persisted.append(marked)
         counts = {
             _local(r["_rlsql_file"]): (r["_rlsql_file"], r["rows"], r["rejected"])
-            for r in marked.groupBy("_rlsql_file").agg(
-                F.count(F.lit(1)).alias("rows"), F.sum(F.col("_rlsql_rejected").cast("int")).alias("rejected")
-            ).collect()
+            for r in marked.groupBy("_rlsql_file")
+            .agg(F.count(F.lit(1)).alias("rows"), F.sum(F.col("_rlsql_rejected").cast("int")).alias("rejected"))
+            .collect()
         }
         mapping, offset = [], 0
         for f in files:

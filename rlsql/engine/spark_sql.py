@@ -158,6 +158,7 @@ def _fold_integer(node: exp.Expr, path: str) -> int:
 def _fold(node: exp.Expr, path: str, bound: exp.Expr) -> float:
     """A frame bound's arithmetic: + - * /, abs, ln, ceil, a CASE over = and < (ema_depth(span)), casts
     (an INTEGER or BIGINT cast truncates), COALESCE of a parameter with its default."""
+
     def fold(n: exp.Expr) -> float:
         return _fold(n, path, bound)
 
@@ -176,13 +177,22 @@ def _fold(node: exp.Expr, path: str, bound: exp.Expr) -> float:
                 return fold(candidate)
         raise SparkCompileError(f"{path}: a window frame bound is NULL")
     binary: dict[type, Callable[[float, float], float]] = {
-        exp.Add: operator.add, exp.Sub: operator.sub, exp.Mul: operator.mul, exp.Div: operator.truediv,
-        exp.EQ: lambda a, b: float(a == b), exp.LT: lambda a, b: float(a < b)}
+        exp.Add: operator.add,
+        exp.Sub: operator.sub,
+        exp.Mul: operator.mul,
+        exp.Div: operator.truediv,
+        exp.EQ: lambda a, b: float(a == b),
+        exp.LT: lambda a, b: float(a < b),
+    }
     for kind, op in binary.items():
         if isinstance(node, kind):
             return op(fold(node.this), fold(node.expression))
     unary: dict[type, Callable[[float], float]] = {
-        exp.Neg: operator.neg, exp.Abs: abs, exp.Ln: math.log, exp.Ceil: lambda v: float(math.ceil(v))}
+        exp.Neg: operator.neg,
+        exp.Abs: abs,
+        exp.Ln: math.log,
+        exp.Ceil: lambda v: float(math.ceil(v)),
+    }
     for kind, op1 in unary.items():
         if isinstance(node, kind):
             return op1(fold(node.this))
@@ -361,8 +371,9 @@ def _windowed_list(window: exp.Window, path: str) -> exp.Expr:
     if condition != _not_null(value):
         raise SparkCompileError(f"{path}: a windowed list compiles only with FILTER (WHERE <value> IS NOT NULL)")
     window_order = window.args.get("order")
-    if isinstance(inner, exp.Order) and (window_order is None or [o.sql() for o in inner.expressions]
-                                         != [o.sql() for o in window_order.expressions]):
+    if isinstance(inner, exp.Order) and (
+        window_order is None or [o.sql() for o in inner.expressions] != [o.sql() for o in window_order.expressions]
+    ):
         raise SparkCompileError(f"{path}: a windowed list must be ordered as its window")
     result = window.copy()
     result.set("this", _func("collect_list", value.copy()))
@@ -440,10 +451,12 @@ def _star_replace(tree: exp.Expr, columns_of: Callable[[str], list[str]] | None,
         for key in ("where", "group", "having", "qualify", "order", "limit"):
             probe.set(key, None)
         by_name = {r.alias_or_name: r for r in replaced}
-        expanded = [by_name[c].copy() if c in by_name else exp.column(c, quoted=True)
-                    for c in columns_of(probe.sql(dialect=RlsqlSpark))]
+        expanded = [
+            by_name[c].copy() if c in by_name else exp.column(c, quoted=True)
+            for c in columns_of(probe.sql(dialect=RlsqlSpark))
+        ]
         index = select.expressions.index(star)
-        select.set("expressions", select.expressions[:index] + expanded + select.expressions[index + 1:])
+        select.set("expressions", select.expressions[:index] + expanded + select.expressions[index + 1 :])
     return tree
 
 

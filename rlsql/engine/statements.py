@@ -133,8 +133,9 @@ def _run(con: duckdb.DuckDBPyConnection, f: SqlFile, statement: str) -> None:
 def register_config_function(con: duckdb.DuckDBPyConnection, sources: SourceContext) -> None:
     """Give `con` the function config_src reads the parsed configs through, when `sources` asks for one."""
     if sources.config_function is not None:
-        con.create_function(CONFIG_FUNCTION, lambda: sources.config_docs, [], "STRUCT(run VARCHAR, doc VARCHAR)[]",
-                            side_effects=True)  # not folded into a constant when a view binds
+        con.create_function(
+            CONFIG_FUNCTION, lambda: sources.config_docs, [], "STRUCT(run VARCHAR, doc VARCHAR)[]", side_effects=True
+        )  # not folded into a constant when a view binds
 
 
 def create_objects(
@@ -172,8 +173,7 @@ def create_objects(
     """
     files = list(files)
     if sources is None:
-        sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys,
-                                trial=trial)
+        sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys, trial=trial)
         register_config_function(con, sources)
         if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/trajectories.py)
             sources.damaged_seen = trajectories.record_damaged(con)
@@ -308,8 +308,12 @@ def reads_little(runs: Sequence[Run], files: Iterable[SqlFile]) -> bool:
 
 
 def query_connection(
-    runs: Sequence[Run], name: str, catalog: Catalog | None = None, bad_cells: BadCells | None = None,
-    config_keys: str | None = None, config_columns: list[dict] | None = None,
+    runs: Sequence[Run],
+    name: str,
+    catalog: Catalog | None = None,
+    bad_cells: BadCells | None = None,
+    config_keys: str | None = None,
+    config_columns: list[dict] | None = None,
 ) -> tuple[duckdb.DuckDBPyConnection, str]:
     """A connection and the one statement that answers named query `name` over `runs`.
 
@@ -323,12 +327,17 @@ def query_connection(
     as worked out over a larger set of runs (SourceContext.config_columns), so `runs`' rows are theirs in it.
     """
     catalog = catalog or load_catalog()
-    sources = SourceContext(runs, bad_cells="fail" if bad_cells is None else "record", config_keys=config_keys,
-                            config_columns=config_columns)
+    sources = SourceContext(
+        runs,
+        bad_cells="fail" if bad_cells is None else "record",
+        config_keys=config_keys,
+        config_columns=config_columns,
+    )
     closure = catalog.closure([name])
     trajectory = any(f.artifact == "trajectories" for f in closure)
-    con = memory_connection(threads=1 if reads_little(runs, closure) else None,
-                            memory_limit=TRAJECTORY_MEMORY if trajectory else None)
+    con = memory_connection(
+        threads=1 if reads_little(runs, closure) else None, memory_limit=TRAJECTORY_MEMORY if trajectory else None
+    )
     if bad_cells is not None:
         badcells.register(con, bad_cells)
     if trajectory:  # damaged files named once (rlsql/trajectories.py)

@@ -62,8 +62,12 @@ class RunReport:
 
     def as_dict(self) -> dict:
         return {
-            "run": self.run, "path": self.path, "usable": self.usable, "readable_rows": self.readable_rows,
-            **self.counts(), "issues": [asdict(i) for i in self.issues],
+            "run": self.run,
+            "path": self.path,
+            "usable": self.usable,
+            "readable_rows": self.readable_rows,
+            **self.counts(),
+            "issues": [asdict(i) for i in self.issues],
         }
 
 
@@ -96,8 +100,9 @@ class CsvProbes:
             if len(paths) > 1:
                 self._probe(con, kind, list(names), buffer, paths)
 
-    def _probe(self, con: duckdb.DuckDBPyConnection, kind: str, header: list[str], buffer: int | None,
-               paths: list[Path]) -> None:
+    def _probe(
+        self, con: duckdb.DuckDBPyConnection, kind: str, header: list[str], buffer: int | None, paths: list[Path]
+    ) -> None:
         before = last_scan(con)
         try:
             rows = con.execute(probe_sql(kind, None, header, buffer, paths)).fetchall()
@@ -120,8 +125,9 @@ class CsvProbes:
         return self.results.get(str(path))
 
 
-def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str,
-               probes: CsvProbes | None = None) -> None:
+def _check_csv(
+    con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str, probes: CsvProbes | None = None
+) -> None:
     artifact = run.artifact(kind)
     if artifact is None:
         if reads_logs(run, kind):
@@ -199,18 +205,29 @@ def _check_csv(con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind
         nonfinite = values.get(f"nonfinite_{index}", 0)
         if nonfinite:
             lines = [line for line, _ in scan.nonfinite.get(name, [])]
-            report.add("warning", artifact.path, f"{nonfinite} nan/inf cell(s) in column {name}: read as empty"
-                       + _lines_note(lines), lines[0] if lines else None)
+            report.add(
+                "warning",
+                artifact.path,
+                f"{nonfinite} nan/inf cell(s) in column {name}: read as empty" + _lines_note(lines),
+                lines[0] if lines else None,
+            )
         if values.get(f"notwhole_{index}", 0) - (nonfinite or 0) > 0:
             for line, cell in scan.not_whole.get(name, []):
-                report.add("warning", artifact.path,
-                           f"column {name}: {cell!r} is not a whole number up to 2**53: read as empty", line)
+                report.add(
+                    "warning",
+                    artifact.path,
+                    f"column {name}: {cell!r} is not a whole number up to 2**53: read as empty",
+                    line,
+                )
     # every data line must be a row DuckDB read or one it rejected (a line it dropped without a
     # word is what this catches); the count comes from Python's csv module, not from DuckDB
     if scan.failed is None and scan.records != values["rows"] + len(rejected):
-        report.add("warning", artifact.path,
-                   f"{scan.records} data rows in the file, DuckDB read {values['rows']} and rejected "
-                   f"{len(rejected)}: {scan.records - values['rows'] - len(rejected)} row(s) unaccounted for")
+        report.add(
+            "warning",
+            artifact.path,
+            f"{scan.records} data rows in the file, DuckDB read {values['rows']} and rejected "
+            f"{len(rejected)}: {scan.records - values['rows'] - len(rejected)} row(s) unaccounted for",
+        )
     if values["rows"] == 0:
         report.add("info", artifact.path, "no readable data rows")
 
@@ -229,8 +246,10 @@ def _lines_note(lines: Sequence[int], shown: int = 5) -> str:
 
 
 #: rows read from raw training logs (runs whose metrics or vLLM stats come from their logs)
-LOG_ROWS = {"metric_rows": "SELECT run, count(*) FROM metric_rows {where} GROUP BY run",
-            "vllm_seconds": "SELECT run, count(*) FROM vllm_seconds {where} GROUP BY run"}
+LOG_ROWS = {
+    "metric_rows": "SELECT run, count(*) FROM metric_rows {where} GROUP BY run",
+    "vllm_seconds": "SELECT run, count(*) FROM vllm_seconds {where} GROUP BY run",
+}
 
 
 class ViewFindings:
@@ -242,24 +261,31 @@ class ViewFindings:
     run, so it is found, or fails, for the run it belongs to exactly as a check of that run alone.
     """
 
-    HARBOR = ("SELECT run, source_file, problem, bad_values, nonfinite FROM harbor_trials_src {where} "
-              "ORDER BY run, row_no")
+    HARBOR = (
+        "SELECT run, source_file, problem, bad_values, nonfinite FROM harbor_trials_src {where} ORDER BY run, row_no"
+    )
     # beside a trials CSV: the files that are no trial, and how the CSV's trials and result.json's meet
-    FILL_PROBLEMS = ("SELECT run, source_file, problem FROM harbor_fill_src WHERE problem IS NOT NULL {also} "
-                     "ORDER BY run, row_no")
-    FILL = ("SELECT run, count(*) FILTER (WHERE in_csv AND in_json), count(*) FILTER (WHERE in_csv), "
-            "count(*) FILTER (WHERE NOT in_csv) FROM (SELECT coalesce(c.run, j.run) AS run, "
-            "c.run IS NOT NULL AS in_csv, j.run IS NOT NULL AS in_json "
-            "FROM (SELECT DISTINCT run, trial_name FROM trials_src) AS c "
-            "FULL JOIN trial_fill AS j ON j.run = c.run AND j.trial_name = c.trial_name) "
-            "WHERE run IN (SELECT run FROM trial_fill) {also} GROUP BY run")
-    TWICE = ("SELECT run, step, list(DISTINCT log_file ORDER BY log_file) FROM metric_rows "
-             "WHERE step IS NOT NULL {also} GROUP BY run, step HAVING count(*) > 1 ORDER BY run, step")
+    FILL_PROBLEMS = (
+        "SELECT run, source_file, problem FROM harbor_fill_src WHERE problem IS NOT NULL {also} ORDER BY run, row_no"
+    )
+    FILL = (
+        "SELECT run, count(*) FILTER (WHERE in_csv AND in_json), count(*) FILTER (WHERE in_csv), "
+        "count(*) FILTER (WHERE NOT in_csv) FROM (SELECT coalesce(c.run, j.run) AS run, "
+        "c.run IS NOT NULL AS in_csv, j.run IS NOT NULL AS in_json "
+        "FROM (SELECT DISTINCT run, trial_name FROM trials_src) AS c "
+        "FULL JOIN trial_fill AS j ON j.run = c.run AND j.trial_name = c.trial_name) "
+        "WHERE run IN (SELECT run FROM trial_fill) {also} GROUP BY run"
+    )
+    TWICE = (
+        "SELECT run, step, list(DISTINCT log_file ORDER BY log_file) FROM metric_rows "
+        "WHERE step IS NOT NULL {also} GROUP BY run, step HAVING count(*) > 1 ORDER BY run, step"
+    )
     NO_STEP = "SELECT run, count(*) FROM metric_rows WHERE step IS NULL {also} GROUP BY run"
     # the first bad stamp in file order is the example, so the finding is the same however DuckDB
     # splits the scan among threads
-    BAD_STAMPS = ("SELECT run, count(*), arg_min(datetime_str, row_no) FROM vllm_seconds "
-                  "WHERE ts IS NULL {also} GROUP BY run")
+    BAD_STAMPS = (
+        "SELECT run, count(*), arg_min(datetime_str, row_no) FROM vllm_seconds WHERE ts IS NULL {also} GROUP BY run"
+    )
 
     def __init__(self, con: duckdb.DuckDBPyConnection, runs: Sequence[Run]):
         self.con = con
@@ -278,9 +304,15 @@ class ViewFindings:
             self.grouped[key] = self._all(key) if needed else {}
 
     def _sql(self, key: str, run: str | None) -> tuple[str, list]:
-        template = {"harbor": self.HARBOR, "twice": self.TWICE, "no_step": self.NO_STEP,
-                    "bad_stamps": self.BAD_STAMPS, "fill": self.FILL, "fill_problems": self.FILL_PROBLEMS,
-                    **LOG_ROWS}[key]
+        template = {
+            "harbor": self.HARBOR,
+            "twice": self.TWICE,
+            "no_step": self.NO_STEP,
+            "bad_stamps": self.BAD_STAMPS,
+            "fill": self.FILL,
+            "fill_problems": self.FILL_PROBLEMS,
+            **LOG_ROWS,
+        }[key]
         if run is None:
             return template.format(where="", also=""), []
         return template.format(where="WHERE run = ?", also="AND run = ?"), [run]
@@ -335,9 +367,11 @@ def _check_harbor(report: RunReport, run: Run, found: ViewFindings) -> None:
             report.add("warning", path, f"NaN or Infinity in {nonfinite}: read as empty")
     in_flight = harbor.list_trials(trace_jobs.path).in_flight
     if in_flight:
-        report.add("info", trace_jobs.path,
-                   f"{in_flight} trial folder{'s' if in_flight != 1 else ''} without a result.json yet (in flight): "
-                   "not read")
+        report.add(
+            "info",
+            trace_jobs.path,
+            f"{in_flight} trial folder{'s' if in_flight != 1 else ''} without a result.json yet (in flight): not read",
+        )
 
 
 def _check_fill(report: RunReport, run: Run, found: ViewFindings) -> None:
@@ -352,11 +386,14 @@ def _check_fill(report: RunReport, run: Run, found: ViewFindings) -> None:
     for path, problem in problems:
         report.add("warning", path, f"{problem}: skipped, fills no trial")
     matched, listed, extra = counts[0] if counts else (0, 0, 0)
-    report.add("info", trace_jobs.path,
-               f"the trials come from the CSV; result.json fills what it lacks (exception_message, started_at, "
-               f"finished_at, durations it has no column for) for {matched:,} of its {listed:,} trials by "
-               f"trial_name; {extra:,} result.json trial{'s are' if extra != 1 else ' is'} not in the CSV "
-               "(not counted; --json-trials reads trace_jobs/ instead)")
+    report.add(
+        "info",
+        trace_jobs.path,
+        f"the trials come from the CSV; result.json fills what it lacks (exception_message, started_at, "
+        f"finished_at, durations it has no column for) for {matched:,} of its {listed:,} trials by "
+        f"trial_name; {extra:,} result.json trial{'s are' if extra != 1 else ' is'} not in the CSV "
+        "(not counted; --json-trials reads trace_jobs/ instead)",
+    )
 
 
 def _check_logs(report: RunReport, run: Run, found: ViewFindings) -> None:
@@ -367,8 +404,11 @@ def _check_logs(report: RunReport, run: Run, found: ViewFindings) -> None:
     for kind, view, origin in (("metrics", "metric_rows", metrics_origin), ("vllm", "vllm_seconds", vllm_origin)):
         label = ARTIFACT_LABELS[kind]
         if not reads_logs(run, kind):
-            report.add("info", logs.path, f"{label} not read from the training logs: the run's CSV is used "
-                       "(rlsql --from-logs reads the logs)")
+            report.add(
+                "info",
+                logs.path,
+                f"{label} not read from the training logs: the run's CSV is used (rlsql --from-logs reads the logs)",
+            )
             continue
         try:
             rows = sum(n for (n,) in found.rows_for(view, run.name))
@@ -380,9 +420,13 @@ def _check_logs(report: RunReport, run: Run, found: ViewFindings) -> None:
         report.add("info", logs.path, f"{label} read from the training logs: {origin(run)}; {rows} row(s)")
         if kind == "vllm":
             for path, count, example in unread_stat_lines(run):
-                report.add("info", path, f"{count} line(s) mention 'Avg prompt throughput' but are not vLLM stat lines "
-                           f"rlsql reads (another actor, an unknown vLLM format, or a line still being written), "
-                           f"e.g. {example[:120]!r}")
+                report.add(
+                    "info",
+                    path,
+                    f"{count} line(s) mention 'Avg prompt throughput' but are not vLLM stat lines "
+                    f"rlsql reads (another actor, an unknown vLLM format, or a line still being written), "
+                    f"e.g. {example[:120]!r}",
+                )
 
 
 def _check_config(report: RunReport, run: Run) -> None:
@@ -403,9 +447,12 @@ def _check_views(report: RunReport, run: Run, found: ViewFindings) -> None:
     metrics = run.artifact("metrics") or (run.artifact("logs") if reads_logs(run, "metrics") else None)
     if metrics is not None and report.readable_rows.get("metrics"):
         for step, logs in found.rows_for("twice", run.name):
-            report.add("info", metrics.path,
-                       f"step {step} logged {len(logs) if len(logs) > 1 else 'more than once'} times "
-                       f"({', '.join(logs)}): the first-seen row is used")
+            report.add(
+                "info",
+                metrics.path,
+                f"step {step} logged {len(logs) if len(logs) > 1 else 'more than once'} times "
+                f"({', '.join(logs)}): the first-seen row is used",
+            )
         no_step = sum(n for (n,) in found.rows_for("no_step", run.name))
         if no_step:
             report.add("warning", metrics.path, f"{no_step} metric row(s) without a step number")
@@ -413,8 +460,11 @@ def _check_views(report: RunReport, run: Run, found: ViewFindings) -> None:
     if vllm is not None and report.readable_rows.get("vllm"):
         for count, example in found.rows_for("bad_stamps", run.name):
             if count:
-                report.add("warning", vllm.path,
-                           f"{count} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {example!r}): no timestamp")
+                report.add(
+                    "warning",
+                    vllm.path,
+                    f"{count} row(s) whose datetime_str is not MM-DD HH:MM:SS (e.g. {example!r}): no timestamp",
+                )
 
 
 @dataclass
@@ -442,19 +492,23 @@ class Findings:
 
 #: per trajectory file, over trajectory_steps_src: its steps whose timestamp is written but is no ISO 8601 (the
 #: first in the file as the example); the token counts are read so that their bad cells are recorded
-_STAMPS = ("SELECT source_file, count(*) FILTER (WHERE bad), arg_min(\"timestamp\", step_index) FILTER (WHERE bad), "
-           "count(prompt_tokens) + count(completion_tokens) + count(cached_tokens) "
-           "FROM (SELECT *, problem IS NULL AND \"timestamp\" IS NOT NULL AND ts IS NULL AS bad FROM ({sql})) "
-           "GROUP BY source_file")
+_STAMPS = (
+    'SELECT source_file, count(*) FILTER (WHERE bad), arg_min("timestamp", step_index) FILTER (WHERE bad), '
+    "count(prompt_tokens) + count(completion_tokens) + count(cached_tokens) "
+    'FROM (SELECT *, problem IS NULL AND "timestamp" IS NOT NULL AND ts IS NULL AS bad FROM ({sql})) '
+    "GROUP BY source_file"
+)
 #: per trajectory file, over trajectory_texts_src: observation results whose source_call_id names no tool call of
 #: their step (ATIF: the id of the call the result answers)
-_ORPHANS = ("SELECT source_file, sum(len(orphans)), arg_min(orphans[1], step_index) FILTER (WHERE len(orphans) > 0) "
-            "FROM (SELECT source_file, step_index, list_filter("
-            "list_transform(from_json(observations, '[{{\"source_call_id\": \"VARCHAR\"}}]'), "
-            "lambda o: o.source_call_id), "
-            "lambda i: i IS NOT NULL AND NOT list_contains(coalesce(list_transform("
-            "from_json(calls, '[{{\"tool_call_id\": \"VARCHAR\"}}]'), lambda c: c.tool_call_id), []), i)) AS orphans "
-            "FROM ({sql}) WHERE problem IS NULL) GROUP BY source_file HAVING sum(len(orphans)) > 0")
+_ORPHANS = (
+    "SELECT source_file, sum(len(orphans)), arg_min(orphans[1], step_index) FILTER (WHERE len(orphans) > 0) "
+    "FROM (SELECT source_file, step_index, list_filter("
+    'list_transform(from_json(observations, \'[{{"source_call_id": "VARCHAR"}}]\'), '
+    "lambda o: o.source_call_id), "
+    "lambda i: i IS NOT NULL AND NOT list_contains(coalesce(list_transform("
+    'from_json(calls, \'[{{"tool_call_id": "VARCHAR"}}]\'), lambda c: c.tool_call_id), []), i)) AS orphans '
+    "FROM ({sql}) WHERE problem IS NULL) GROUP BY source_file HAVING sum(len(orphans)) > 0"
+)
 
 
 def trajectory_findings(runs: Sequence[Run]) -> dict[str, Findings]:
@@ -546,21 +600,34 @@ def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
         return
     trace_jobs = artifact.path
     report.readable_rows["trajectories"] = mine.files - len(mine.damaged)
-    report.add("info", trace_jobs, f"{mine.with_trajectory} of {mine.trials} trial folders have a trajectory "
-               f"({mine.files} files); {mine.trials - mine.with_trajectory} have none (no agent/ or no "
-               "agent/trajectory.json)")
-    for trial in mine.no_agent[:trajectories.SHOWN_FILES]:
+    report.add(
+        "info",
+        trace_jobs,
+        f"{mine.with_trajectory} of {mine.trials} trial folders have a trajectory "
+        f"({mine.files} files); {mine.trials - mine.with_trajectory} have none (no agent/ or no "
+        "agent/trajectory.json)",
+    )
+    for trial in mine.no_agent[: trajectories.SHOWN_FILES]:
         report.add("info", trace_jobs / trial, "no agent/ folder: the trial has no trajectory")
     if len(mine.no_agent) > trajectories.SHOWN_FILES:
-        report.add("info", trace_jobs, f"{len(mine.no_agent) - trajectories.SHOWN_FILES} more trial folders have no "
-                   "agent/ folder")
+        report.add(
+            "info",
+            trace_jobs,
+            f"{len(mine.no_agent) - trajectories.SHOWN_FILES} more trial folders have no agent/ folder",
+        )
     for trial in mine.in_flight:
-        report.add("info", trace_jobs / trial, "a trajectory and no result.json (a trial in flight): its steps are "
-                   "read, it has no trials row yet")
+        report.add(
+            "info",
+            trace_jobs / trial,
+            "a trajectory and no result.json (a trial in flight): its steps are read, it has no trials row yet",
+        )
     for trial, missing in mine.gaps:
         names = ", ".join(f"trajectory.cont-{n}.json" for n in missing[:3]) + (" ..." if len(missing) > 3 else "")
-        report.add("warning", trace_jobs / trial / trajectories.AGENT_DIR,
-                   f"continuation gap: no {names}; the segments there are read in order")
+        report.add(
+            "warning",
+            trace_jobs / trial / trajectories.AGENT_DIR,
+            f"continuation gap: no {names}; the segments there are read in order",
+        )
     for path, problem in mine.damaged:
         report.add("warning", path, f"{problem}: {trajectories.SKIPPED}")
     for path, column, value in mine.bad_counts:
@@ -569,11 +636,19 @@ def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
     for path, count, example in mine.bad_stamps:
         report.add("warning", path, f"{count} step(s) whose timestamp is not ISO 8601 (e.g. {example!r}): ts is empty")
     for path, where, key in mine.repeated:
-        report.add("warning", path, f"{where} writes key {key!r} twice: rlsql reads the first value, Python's json "
-                   "and Harbor the last (the file is read; its value may differ from theirs)")
+        report.add(
+            "warning",
+            path,
+            f"{where} writes key {key!r} twice: rlsql reads the first value, Python's json "
+            "and Harbor the last (the file is read; its value may differ from theirs)",
+        )
     for path, count, example in mine.orphans:
-        report.add("warning", path, f"{count} observation result(s) whose source_call_id names no tool call of "
-                   f"their step (e.g. {example!r}): counted for no call")
+        report.add(
+            "warning",
+            path,
+            f"{count} observation result(s) whose source_call_id names no tool call of "
+            f"their step (e.g. {example!r}): counted for no call",
+        )
 
 
 def check_runs(runs: Sequence[Run]) -> list[RunReport]:
@@ -587,13 +662,17 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:
-            if settings.current().from_logs and "logs" in run.artifacts and ignored.name.endswith(
-                CSV_ARTIFACTS["metrics"] + CSV_ARTIFACTS["vllm"]
+            if (
+                settings.current().from_logs
+                and "logs" in run.artifacts
+                and ignored.name.endswith(CSV_ARTIFACTS["metrics"] + CSV_ARTIFACTS["vllm"])
             ):
                 report.add("info", ignored, "not read: --from-logs reads the run's training logs instead")
                 continue
-            if "harbor" in run.artifacts and "trials" not in run.artifacts and ignored.name.endswith(
-                CSV_ARTIFACTS["trials"]
+            if (
+                "harbor" in run.artifacts
+                and "trials" not in run.artifacts
+                and ignored.name.endswith(CSV_ARTIFACTS["trials"])
             ):
                 report.add("info", ignored, "not read: --json-trials reads the run's trace_jobs/ instead")
                 continue
@@ -614,15 +693,30 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
 
 ISSUE_COLUMNS = ["run", "severity", "file", "line", "problem"]
 SUMMARY_COLUMNS = [
-    "run", "usable", "errors", "warnings", "infos", "metric_rows", "trials", "vllm_seconds", "harbor_trials",
+    "run",
+    "usable",
+    "errors",
+    "warnings",
+    "infos",
+    "metric_rows",
+    "trials",
+    "vllm_seconds",
+    "harbor_trials",
     "trajectory_files",
 ]
 
 
 def summary_rows(reports: Sequence[RunReport]) -> list[tuple]:
     return [
-        (r.run, r.usable, *r.counts().values(),
-         r.readable_rows.get("metrics"), r.readable_rows.get("trials"), r.readable_rows.get("vllm"),
-         r.readable_rows.get("harbor"), r.readable_rows.get("trajectories"))
+        (
+            r.run,
+            r.usable,
+            *r.counts().values(),
+            r.readable_rows.get("metrics"),
+            r.readable_rows.get("trials"),
+            r.readable_rows.get("vllm"),
+            r.readable_rows.get("harbor"),
+            r.readable_rows.get("trajectories"),
+        )
         for r in reports
     ]

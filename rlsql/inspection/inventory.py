@@ -12,8 +12,20 @@ from rlsql.engine.statements import open_connection
 from rlsql.runs.folders import Run, read_header
 
 COLUMNS = [
-    "run", "parser_format", "metrics_file", "metric_rows", "logs", "steps", "trials_file", "trials", "trajectories",
-    "vllm_file", "vllm_seconds", "config_file", "ignored_files", "path",
+    "run",
+    "parser_format",
+    "metrics_file",
+    "metric_rows",
+    "logs",
+    "steps",
+    "trials_file",
+    "trials",
+    "trajectories",
+    "vllm_file",
+    "vllm_seconds",
+    "config_file",
+    "ignored_files",
+    "path",
 ]
 
 
@@ -60,6 +72,7 @@ def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
     agents = trajectory_counts(runs)
     rows = []
     for run in runs:
+
         def name(kind: str, run: Run = run) -> str | None:
             artifact = run.artifact(kind)
             if artifact is None and kind == "trials":
@@ -69,13 +82,22 @@ def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
         m = metric.get(run.name, (0, 0, 0))
         # trainer metrics and vLLM stats of a run without their CSV come from its raw logs
         metrics_file, vllm_file = metrics_origin(run), vllm_origin(run)
-        rows.append((
-            run.name, parser_format(run),
-            metrics_file, m[0] if metrics_file else None, m[1] if metrics_file else None,
-            m[2] if metrics_file else None,
-            name("trials"), trials.get(run.name, (0,))[0] if name("trials") else None,
-            agents[run.name][1] if run.name in agents else None,
-            vllm_file, vllm.get(run.name, (0,))[0] if vllm_file else None,
-            name("config"), len(run.ignored), shown_path(run.path),
-        ))
+        rows.append(
+            (
+                run.name,
+                parser_format(run),
+                metrics_file,
+                m[0] if metrics_file else None,
+                m[1] if metrics_file else None,
+                m[2] if metrics_file else None,
+                name("trials"),
+                trials.get(run.name, (0,))[0] if name("trials") else None,
+                agents[run.name][1] if run.name in agents else None,
+                vllm_file,
+                vllm.get(run.name, (0,))[0] if vllm_file else None,
+                name("config"),
+                len(run.ignored),
+                shown_path(run.path),
+            )
+        )
     return COLUMNS, rows

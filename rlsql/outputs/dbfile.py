@@ -145,8 +145,10 @@ def _write_metadata(
         ("materialized", "true" if materialize else "false"),
         ("runs", json.dumps([run_record(r.name, r.path) for r in runs])),
         ("sources", json.dumps(SourceFingerprints().for_files(runs, catalog.order))),
-        ("queries", json.dumps({q.name: {"version": q.version, "fingerprint": q.fingerprint}
-                                for q in catalog.queries()})),
+        (
+            "queries",
+            json.dumps({q.name: {"version": q.version, "fingerprint": q.fingerprint} for q in catalog.queries()}),
+        ),
     ]
     con.execute("CREATE TABLE rlsql_metadata (key VARCHAR PRIMARY KEY, value VARCHAR)")
     con.executemany("INSERT INTO rlsql_metadata VALUES (?, ?)", rows)
@@ -154,6 +156,8 @@ def _write_metadata(
         "COMMENT ON TABLE rlsql_metadata IS "
         + literal("How rlsql built this file: versions, runs, source files (path, size, mtime, sha256), queries.")
     )
-    con.execute("COMMENT ON COLUMN rlsql_metadata.key IS "
-                + literal("what the row records: rlsql_version, duckdb_version, runs, sources, queries, ..."))
+    con.execute(
+        "COMMENT ON COLUMN rlsql_metadata.key IS "
+        + literal("what the row records: rlsql_version, duckdb_version, runs, sources, queries, ...")
+    )
     con.execute("COMMENT ON COLUMN rlsql_metadata.value IS " + literal("its value (a list or mapping as JSON text)"))

@@ -29,8 +29,14 @@ LABELS = {
     "harbor": "Harbor trial folders",
 }
 #: the trainer's routing defaults, as the exception_routing view writes them (stated here for the docs)
-DEFAULT_MASK = ("DaytonaError", "EnvironmentStartTimeoutError", "NetworkError", "ConnectionError",
-                "RewardFileNotFoundError", "RewardFileEmptyError")
+DEFAULT_MASK = (
+    "DaytonaError",
+    "EnvironmentStartTimeoutError",
+    "NetworkError",
+    "ConnectionError",
+    "RewardFileNotFoundError",
+    "RewardFileEmptyError",
+)
 DEFAULT_ZERO = ("AgentTimeoutError", "ContextLengthExceededError")
 
 
@@ -45,19 +51,32 @@ def _number(value: float | None) -> str:
 def _entry(f: SqlFile, types: dict[str, str]) -> dict:
     from rlsql.engine.query import declared_params
 
-    columns = [{"name": c, "type": t, "description": f.column_doc(c)} for c, t in types.items()
-               if c in f.column_docs]
+    columns = [{"name": c, "type": t, "description": f.column_doc(c)} for c, t in types.items() if c in f.column_docs]
     if "*" in f.column_docs:
         # a metric column a run's CSV brings: DOUBLE, or BIGINT for the counts (docs/semantics.md)
         columns.append({"name": "*", "type": "DOUBLE or BIGINT", "description": f.column_docs["*"]})
     params = [
-        {"name": p.name, "type": p.type, "doc": p.doc, "minimum": p.minimum, "minimum_text": _number(p.minimum),
-         "maximum": p.maximum, "maximum_text": _number(p.maximum),
-         "default_text": "NULL" if p.default is None else str(p.default)}
+        {
+            "name": p.name,
+            "type": p.type,
+            "doc": p.doc,
+            "minimum": p.minimum,
+            "minimum_text": _number(p.minimum),
+            "maximum": p.maximum,
+            "maximum_text": _number(p.maximum),
+            "default_text": "NULL" if p.default is None else str(p.default),
+        }
         for p in declared_params(f.name)
     ]
-    return {"name": f.name, "version": f.version, "description": f.description, "grain": f.grain,
-            "layout": _export_layout(f), "params": params, "columns": columns}
+    return {
+        "name": f.name,
+        "version": f.version,
+        "description": f.description,
+        "grain": f.grain,
+        "layout": _export_layout(f),
+        "params": params,
+        "columns": columns,
+    }
 
 
 def _export_layout(f: SqlFile) -> str | None:
@@ -86,10 +105,14 @@ def queries_md(catalog: Catalog | None = None) -> str:
     runs = resolve_runs(None)
     entries = {f.name: _entry(f, dict(column_types(f.name, runs))) for f in [*catalog.queries(), *catalog.views()]}
     macros = [f for f in catalog.order if f.kind == "macro"]
-    return _environment().get_template("queries.md.j2").render(
-        queries=[entries[f.name] for f in catalog.queries()],
-        views=[entries[f.name] for f in catalog.views()],
-        macros=sorted(({"name": m.name, "description": m.description} for m in macros), key=lambda m: m["name"]),
+    return (
+        _environment()
+        .get_template("queries.md.j2")
+        .render(
+            queries=[entries[f.name] for f in catalog.queries()],
+            views=[entries[f.name] for f in catalog.views()],
+            macros=sorted(({"name": m.name, "description": m.description} for m in macros), key=lambda m: m["name"]),
+        )
     )
 
 
@@ -97,25 +120,47 @@ def data_contract_md(catalog: Catalog | None = None) -> str:
     """docs/data-contract.md: the prose of the template, the file names rlsql looks for, the sources' columns."""
     catalog = catalog or load_catalog()
     artifacts = [
-        {"kind": kind, "label": LABELS[kind], "prefixed": f"`<ts>_{prefixed}`",
-         "plain": f"`{plain}`"}
+        {"kind": kind, "label": LABELS[kind], "prefixed": f"`<ts>_{prefixed}`", "plain": f"`{plain}`"}
         for kind, (prefixed, plain) in CSV_ARTIFACTS.items()
     ]
-    artifacts.append({"kind": "config", "label": LABELS["config"], "prefixed": f"`{CONFIG_NAMES[0]}`",
-                      "plain": " or ".join(f"`{n}`" for n in CONFIG_NAMES[1:])})
-    artifacts.append({"kind": "harbor", "label": LABELS["harbor"],
-                      "prefixed": f"`{HARBOR_DIR}/<trial>/{HARBOR_RESULT}` (the trials when the trials CSV is "
-                                  "absent; beside it, what it lacks)",
-                      "plain": ""})
+    artifacts.append(
+        {
+            "kind": "config",
+            "label": LABELS["config"],
+            "prefixed": f"`{CONFIG_NAMES[0]}`",
+            "plain": " or ".join(f"`{n}`" for n in CONFIG_NAMES[1:]),
+        }
+    )
+    artifacts.append(
+        {
+            "kind": "harbor",
+            "label": LABELS["harbor"],
+            "prefixed": f"`{HARBOR_DIR}/<trial>/{HARBOR_RESULT}` (the trials when the trials CSV is "
+            "absent; beside it, what it lacks)",
+            "plain": "",
+        }
+    )
     sources = [
-        {"name": f.name, "artifact": f.artifact, "optional": f.optional, "description": f.description,
-         "columns": ", ".join(f"`{c.name}` {c.type}" for c in f.columns),
-         "other": f.other_columns_type if f.columns else ""}
-        for f in catalog.order if f.kind == "source"
+        {
+            "name": f.name,
+            "artifact": f.artifact,
+            "optional": f.optional,
+            "description": f.description,
+            "columns": ", ".join(f"`{c.name}` {c.type}" for c in f.columns),
+            "other": f.other_columns_type if f.columns else "",
+        }
+        for f in catalog.order
+        if f.kind == "source"
     ]
-    return _environment().get_template("data-contract.md.j2").render(
-        artifacts=artifacts, sources=sorted(sources, key=lambda s: str(s["name"])),
-        default_mask=", ".join(DEFAULT_MASK), default_zero=", ".join(DEFAULT_ZERO),
+    return (
+        _environment()
+        .get_template("data-contract.md.j2")
+        .render(
+            artifacts=artifacts,
+            sources=sorted(sources, key=lambda s: str(s["name"])),
+            default_mask=", ".join(DEFAULT_MASK),
+            default_zero=", ".join(DEFAULT_ZERO),
+        )
     )
 
 
@@ -148,7 +193,7 @@ def settings_md() -> str:
         "",
         "Every setting rlsql has, with its environment variable and its command-line flag. A flag wins over",
         "the variable; in Python, `rlsql.connect(runs, settings=rlsql.Settings.from_env().replace(...))`",
-        "(and `rlsql.query`) take a `Settings` object instead ([python.md](python.md), \"Settings\").",
+        '(and `rlsql.query`) take a `Settings` object instead ([python.md](python.md), "Settings").',
         "",
         "| setting | variable | flag | default: meaning |",
         "|---|---|---|---|",

@@ -149,9 +149,7 @@ class Written:
     file_rows: int | None = None
 
 
-def select_items(
-    names: Sequence[str], all_queries: bool, views: bool, catalog: Catalog | None = None
-) -> list[SqlFile]:
+def select_items(names: Sequence[str], all_queries: bool, views: bool, catalog: Catalog | None = None) -> list[SqlFile]:
     """The queries and base views to export, each once, in the order asked."""
     catalog = catalog or load_catalog()
     if not names and not all_queries and not views:
@@ -177,17 +175,22 @@ def _select(con: duckdb.DuckDBPyConnection, name: str, fmt: str, partition: str 
         # a timestamp as the UTC instant it is (rlsql's timestamps are UTC): Parquet's isAdjustedToUTC, so that
         # pyarrow, pandas, polars, Spark and BI tools read an instant, not a wall-clock time of no zone
         stamps = [c for c, ctype, *_ in columns if ctype == "TIMESTAMP"]
-        instants = [(c, "TIMESTAMP WITH TIME ZONE" if ctype == "TIMESTAMP" else ctype, *rest)
-                    for c, ctype, *rest in columns]
-        replaced = (" REPLACE (" + ", ".join(f"timezone('UTC', {identifier(c)}) AS {identifier(c)}" for c in stamps)
-                    + ")") if stamps else ""
+        instants = [
+            (c, "TIMESTAMP WITH TIME ZONE" if ctype == "TIMESTAMP" else ctype, *rest) for c, ctype, *rest in columns
+        ]
+        replaced = (
+            (" REPLACE (" + ", ".join(f"timezone('UTC', {identifier(c)}) AS {identifier(c)}" for c in stamps) + ")")
+            if stamps
+            else ""
+        )
         return f"SELECT *{replaced} FROM {identifier(name)}{_every_column_nullable(instants)}"
     if fmt != "json":
         return f"SELECT * FROM {identifier(name)}"
     # JSON has no NaN: write null, as `rlsql query -f json` does
     parts = [
         f"CASE WHEN isnan({identifier(c)}) THEN NULL ELSE {identifier(c)} END AS {identifier(c)}"
-        if ctype in ("DOUBLE", "FLOAT") else identifier(c)
+        if ctype in ("DOUBLE", "FLOAT")
+        else identifier(c)
         for c, ctype, *_ in columns
     ]
     return f"SELECT {', '.join(parts)} FROM {identifier(name)}"
@@ -292,8 +295,9 @@ def export(
     # nothing to split by: one file, written whole as without --partition-by (partition_layout None)
     trees = {item.name for item in kept if partition_by and partition_layout(item) == "tree"}
     targets = {item.name: out_dir / (item.name if item.name in trees else f"{item.name}{suffix}") for item in kept}
-    check = functools.partial(_check_targets, kept, targets, trees, out_dir, fmt, runs, replace_all,
-                              partition_by is not None)
+    check = functools.partial(
+        _check_targets, kept, targets, trees, out_dir, fmt, runs, replace_all, partition_by is not None
+    )
     check()  # before anything is written, the output folder included
     with failures_named(out_dir):
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -302,14 +306,34 @@ def export(
         sweep(out_dir)
         check()  # again, now that no other export can change the folder
         # a cached copy that fails to read costs a second export from the CSVs, never a failed export
-        return with_cache_fallback(functools.partial(
-            _write_items, runs, kept, out_dir, fmt, partition_by, values, targets, trees, progress, catalog,
-            replace_all, relative_to))
+        return with_cache_fallback(
+            functools.partial(
+                _write_items,
+                runs,
+                kept,
+                out_dir,
+                fmt,
+                partition_by,
+                values,
+                targets,
+                trees,
+                progress,
+                catalog,
+                replace_all,
+                relative_to,
+            )
+        )
 
 
 def _check_targets(
-    kept: Sequence[SqlFile], targets: dict[str, Path], trees: Collection[str], out_dir: Path, fmt: str,
-    runs: Sequence[Run], replace_all: bool, partitioned: bool,
+    kept: Sequence[SqlFile],
+    targets: dict[str, Path],
+    trees: Collection[str],
+    out_dir: Path,
+    fmt: str,
+    runs: Sequence[Run],
+    replace_all: bool,
+    partitioned: bool,
 ) -> None:
     """Every target the export would write or replace is rlsql's (or new); else a UsageError."""
     with failures_named(out_dir):
@@ -336,16 +360,27 @@ def _check_old_tree(tree: Path, name: str, fmt: str, replace_all: bool) -> None:
             _check_tree_replaceable(tree, name, [], replace_all=True)
             return
     if read_mark(tree) is not None and not tree.is_symlink():
-        raise UsageError(f"{tree}: a partition tree an older rlsql wrote; {name} is now one merged file "
-                         f"{name}{EXPORT_FORMATS[fmt]}: export every run again with --replace-all (it removes "
-                         "the tree)")
+        raise UsageError(
+            f"{tree}: a partition tree an older rlsql wrote; {name} is now one merged file "
+            f"{name}{EXPORT_FORMATS[fmt]}: export every run again with --replace-all (it removes "
+            "the tree)"
+        )
     raise _not_ours(tree, f"is in the way of {name}'s merged file (a folder rlsql did not write)")
 
 
 def _write_items(
-    runs: Sequence[Run], kept: Sequence[SqlFile], out_dir: Path, fmt: str, partition_by: str | None,
-    values: dict[str, dict[str, Any]], targets: dict[str, Path], trees: Collection[str], progress: Progress,
-    catalog: Catalog, replace_all: bool, relative_to: Path | None = None,
+    runs: Sequence[Run],
+    kept: Sequence[SqlFile],
+    out_dir: Path,
+    fmt: str,
+    partition_by: str | None,
+    values: dict[str, dict[str, Any]],
+    targets: dict[str, Path],
+    trees: Collection[str],
+    progress: Progress,
+    catalog: Catalog,
+    replace_all: bool,
+    relative_to: Path | None = None,
 ) -> list[Written]:
     """export()'s writing half, once every item, parameter and target has been checked. `trees`: the items
     written as partition trees (the others with `partition_by` are merged files)."""
@@ -368,10 +403,12 @@ def _write_items(
             needed = catalog.closure([item.name])
             # the result.json beside a trials CSV: in the provenance when the plan reads them (planning
             # costs ~0.1 s over 300 runs, so only where there are such files to read)
-            fills = beside_csv and any(f.name == "harbor_fill_src" for f in needed) and reads_result_files(
-                con, item.name)
-            metadata = functools.partial(_metadata, item, values[item.name], needed, fingerprints, exported_at,
-                                         columns, fills, relative_to)
+            fills = (
+                beside_csv and any(f.name == "harbor_fill_src" for f in needed) and reads_result_files(con, item.name)
+            )
+            metadata = functools.partial(
+                _metadata, item, values[item.name], needed, fingerprints, exported_at, columns, fills, relative_to
+            )
             for pname in set_before:  # a view must not see a parameter set for an earlier query
                 con.execute(f"RESET VARIABLE {identifier(pname)}")
             set_before = set(values[item.name])
@@ -409,12 +446,20 @@ def _write_items(
 
 
 def _merged_config_keys(
-    runs: Sequence[Run], kept: Sequence[SqlFile], targets: dict[str, Path], trees: Collection[str], fmt: str,
+    runs: Sequence[Run],
+    kept: Sequence[SqlFile],
+    targets: dict[str, Path],
+    trees: Collection[str],
+    fmt: str,
 ) -> str | None:
     """run_table merged into an earlier file without a `keys` parameter: its columns are the file's config
     keys and the keys that differ between the runs exported now (None: no such file, the usual layout)."""
-    carried = [key for f in kept if f.per_runs and f.name not in trees and targets[f.name].exists()
-               for key in carried_config_keys(f, targets[f.name], fmt)]
+    carried = [
+        key
+        for f in kept
+        if f.per_runs and f.name not in trees and targets[f.name].exists()
+        for key in carried_config_keys(f, targets[f.name], fmt)
+    ]
     if not carried:
         return None
     keys = {*carried, *SourceContext(runs).differing_keys()}
@@ -422,26 +467,46 @@ def _merged_config_keys(
 
 
 def _metadata(
-    item: SqlFile, params: dict[str, Any], needed: Sequence[SqlFile], fingerprints: SourceFingerprints,
-    exported_at: str, columns: Sequence[str], fills: bool, relative_to: Path | None, runs: Sequence[Run],
+    item: SqlFile,
+    params: dict[str, Any],
+    needed: Sequence[SqlFile],
+    fingerprints: SourceFingerprints,
+    exported_at: str,
+    columns: Sequence[str],
+    fills: bool,
+    relative_to: Path | None,
+    runs: Sequence[Run],
 ) -> dict[str, str]:
     """The provenance record of `item` exported over `runs` (all of them, or one partition's run). `fills`:
     whether its plan reads the result.json files beside a trials CSV (reads_result_files); `relative_to`: the
     folder the paths are written relative to (None: absolute)."""
+
     def shown(path: str) -> str:
         return path if relative_to is None else os.path.relpath(path, relative_to)
 
-    sources = [{**f, "path": shown(f["path"])} if "path" in f else f
-               for f in fingerprints.for_files(runs, needed, fills)]
-    return dict(zip(METADATA_KEYS, (
-        item.name, item.kind, item.version, item.fingerprint, json.dumps(params),
-        __version__, duckdb.__version__,
-        json.dumps([{**run_record(r.name, r.path), "path": shown(str(r.path))} for r in runs]),
-        json.dumps(sources),
-        exported_at,
-        # column -> its `-- column:` description (Parquet has no per-column comment of its own)
-        json.dumps(item.column_descriptions(columns)),
-    ), strict=True))
+    sources = [
+        {**f, "path": shown(f["path"])} if "path" in f else f for f in fingerprints.for_files(runs, needed, fills)
+    ]
+    return dict(
+        zip(
+            METADATA_KEYS,
+            (
+                item.name,
+                item.kind,
+                item.version,
+                item.fingerprint,
+                json.dumps(params),
+                __version__,
+                duckdb.__version__,
+                json.dumps([{**run_record(r.name, r.path), "path": shown(str(r.path))} for r in runs]),
+                json.dumps(sources),
+                exported_at,
+                # column -> its `-- column:` description (Parquet has no per-column comment of its own)
+                json.dumps(item.column_descriptions(columns)),
+            ),
+            strict=True,
+        )
+    )
 
 
 def partition_folder(value: Any) -> str:
@@ -508,8 +573,15 @@ def _copy(con: duckdb.DuckDBPyConnection, select: str, to: Path, options: str, t
 
 
 def _write_merged(
-    con: duckdb.DuckDBPyConnection, select: str, fmt: str, target: Path, item: SqlFile, runs: Sequence[Run],
-    record: dict[str, str], replace_all: bool, loose: Sequence[str],
+    con: duckdb.DuckDBPyConnection,
+    select: str,
+    fmt: str,
+    target: Path,
+    item: SqlFile,
+    runs: Sequence[Run],
+    record: dict[str, str],
+    replace_all: bool,
+    loose: Sequence[str],
 ) -> Written:
     """One file of an item with about one row per run (rlsql.outputs.exportmerge): the exported runs' rows
     replace theirs in it, the other runs' rows and records stay."""
@@ -573,8 +645,14 @@ Metadata = Callable[[Sequence[Run]], dict[str, str]]
 
 
 def _write_tree(
-    con: duckdb.DuckDBPyConnection, select: str, fmt: str, tree: Path, name: str, runs: Sequence[Run],
-    metadata: Metadata, replace_all: bool,
+    con: duckdb.DuckDBPyConnection,
+    select: str,
+    fmt: str,
+    tree: Path,
+    name: str,
+    runs: Sequence[Run],
+    metadata: Metadata,
+    replace_all: bool,
 ) -> Written:
     """A hive tree (`NAME/run=X/data_0.parquet`): one COPY per run, so each partition's metadata is its own
     run's, built in a staging folder beside the tree. Then either the whole tree is swapped in, or each
@@ -596,11 +674,20 @@ def _write_tree(
                 part.mkdir()
             where = f"run IS NOT DISTINCT FROM {literal(value)}"
             data = part / f"data_0{suffix}"
-            rows += _copy(con, f"SELECT * EXCLUDE (run) FROM {_STAGED} WHERE {where}", data,
-                          _copy_options(fmt, meta), tree, staging)
+            rows += _copy(
+                con,
+                f"SELECT * EXCLUDE (run) FROM {_STAGED} WHERE {where}",
+                data,
+                _copy_options(fmt, meta),
+                tree,
+                staging,
+            )
             files, size = files + 1, size + data.stat().st_size
-            write_mark(part, {"name": name, "partition": "run", "value": value,
-                              **({"metadata": meta} if fmt != "parquet" else {})}, staged=True)
+            write_mark(
+                part,
+                {"name": name, "partition": "run", "value": value, **({"metadata": meta} if fmt != "parquet" else {})},
+                staged=True,
+            )
         con.execute(f"DROP TABLE {_STAGED}")
         shared = {k: v for k, v in metadata([]).items() if k in TREE_KEYS}
         tree_mark = {"name": name, "partition_by": "run", "file_format": fmt, "metadata": shared}

@@ -78,9 +78,13 @@ def is_sources_sidecar(target: Path, name: str) -> bool:
 def sources_summary(sources: Sequence[dict], text: str, target: Path) -> dict[str, Any]:
     """What a Parquet file keeps of its `sources` (written as `text` to its sources_sidecar): how many runs,
     files and bytes, and the sha256 of the sidecar's bytes, so that the list beside it can be checked."""
-    return {"list": sources_sidecar(target, text).name, "sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "runs": len({s.get("run") for s in sources}), "files": sum(s.get("files", 1) for s in sources),
-            "bytes": sum(s.get("size", 0) for s in sources)}
+    return {
+        "list": sources_sidecar(target, text).name,
+        "sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "runs": len({s.get("run") for s in sources}),
+        "files": sum(s.get("files", 1) for s in sources),
+        "bytes": sum(s.get("size", 0) for s in sources),
+    }
 
 
 def listed_sources(record: dict[str, str], target: Path) -> list | None:
@@ -106,8 +110,7 @@ def _listed_name(record: dict[str, str]) -> str:
 def read_provenance(target: Path, fmt: str) -> dict[str, str]:
     """The provenance record an earlier export left with `target` (Parquet metadata or the sidecar)."""
     if fmt == "parquet":
-        rows = duckdb.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)",
-                              [str(target)]).fetchall()
+        rows = duckdb.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)", [str(target)]).fetchall()
         return {k: v for k, v in rows if k.startswith("rlsql.")}
     try:
         record = json.loads(sidecar(target).read_text(encoding="utf-8"))
@@ -133,17 +136,26 @@ def kept_records(old: dict[str, str], new: dict[str, str], replaced: set[str], t
             what = key.removeprefix("rlsql.query.")
             raise UsageError(
                 f"{target}: holds rows exported with {what} {old.get(key)!r}, this export has {new[key]!r}; "
-                "export every run again with --replace-all, or choose another -o folder")
+                "export every run again with --replace-all, or choose another -o folder"
+            )
     runs, sources = _loads(old.get("rlsql.runs")), listed_sources(old, target)
     if not isinstance(runs, list) or sources is None:
-        what = "lists no runs" if not isinstance(runs, list) else \
-            f"names a list of its source files that is missing or changed ({_listed_name(old)})"
-        raise UsageError(f"{target}: its provenance {what}, so its rows cannot be merged; "
-                         "export again with --replace-all, or choose another -o folder")
+        what = (
+            "lists no runs"
+            if not isinstance(runs, list)
+            else f"names a list of its source files that is missing or changed ({_listed_name(old)})"
+        )
+        raise UsageError(
+            f"{target}: its provenance {what}, so its rows cannot be merged; "
+            "export again with --replace-all, or choose another -o folder"
+        )
     # a run's record names its export time when that is not the file's (`rlsql.exported_at`, this export's)
     exported_at = old.get("rlsql.exported_at")
-    kept = [{**r, "exported_at": r.get("exported_at", exported_at)}
-            for r in runs if isinstance(r, dict) and r.get("name") not in replaced]
+    kept = [
+        {**r, "exported_at": r.get("exported_at", exported_at)}
+        for r in runs
+        if isinstance(r, dict) and r.get("name") not in replaced
+    ]
     names = {r["name"] for r in kept}
     return kept, [s for s in sources if isinstance(s, dict) and s.get("run") in names]
 
@@ -156,8 +168,9 @@ def _old_rows(con: duckdb.DuckDBPyConnection, target: Path, fmt: str, types: dic
     if fmt == "csv":  # every cell as text, then cast: no guess of DuckDB's sniffer reaches the rows
         source = f"read_csv({path}, header = true, all_varchar = true)"
         columns = [c[0] for c in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
-        cast = [f"CAST({identifier(c)} AS {types[c]}) AS {identifier(c)}" if c in types else identifier(c)
-                for c in columns]
+        cast = [
+            f"CAST({identifier(c)} AS {types[c]}) AS {identifier(c)}" if c in types else identifier(c) for c in columns
+        ]
         return f"SELECT {', '.join(cast)} FROM {source}"
     # JSON: read with this export's types, so a text that looks like a time stays the text it was
     if con.execute(f"SELECT count(*) FROM read_json({path}, format = 'array')").fetchall() == [(0,)]:
@@ -172,8 +185,11 @@ def _old_rows(con: duckdb.DuckDBPyConnection, target: Path, fmt: str, types: dic
 def old_columns(target: Path, fmt: str) -> list[str]:
     """The column names of a file an earlier export wrote ([] when it cannot be read)."""
     path = literal(str(target))
-    source = {"parquet": f"read_parquet({path})", "csv": f"read_csv({path}, header = true, all_varchar = true)",
-              "json": f"read_json({path}, format = 'array')"}[fmt]
+    source = {
+        "parquet": f"read_parquet({path})",
+        "csv": f"read_csv({path}, header = true, all_varchar = true)",
+        "json": f"read_json({path}, format = 'array')",
+    }[fmt]
     try:
         return [c[0] for c in duckdb.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
     except duckdb.Error:
@@ -223,8 +239,15 @@ def _merged_types(con: duckdb.DuckDBPyConnection, loose: Sequence[str], old: str
 
 
 def merge(
-    con: duckdb.DuckDBPyConnection, select: str, fmt: str, target: Path, runs: Sequence[Run],
-    metadata: dict[str, str], replace_all: bool, copy: Copy, nullable: Callable[[Sequence[tuple]], str],
+    con: duckdb.DuckDBPyConnection,
+    select: str,
+    fmt: str,
+    target: Path,
+    runs: Sequence[Run],
+    metadata: dict[str, str],
+    replace_all: bool,
+    copy: Copy,
+    nullable: Callable[[Sequence[tuple]], str],
     loose: Collection[str] = (),
 ) -> tuple[int, int]:
     """Write `target` holding the exported runs' rows (`select`) and, unless `replace_all`, the old
@@ -243,7 +266,8 @@ def merge(
         described = con.execute(f"DESCRIBE {_NEW}").fetchall()
         types = {c: str(t) for c, t, *_ in described}
         replaced = {r.name for r in runs} | {
-            v for (v,) in con.execute(f"SELECT DISTINCT run FROM {_NEW} WHERE run IS NOT NULL").fetchall()}
+            v for (v,) in con.execute(f"SELECT DISTINCT run FROM {_NEW} WHERE run IS NOT NULL").fetchall()
+        }
         new_runs = json.loads(metadata["rlsql.runs"])  # exported now: the file's own rlsql.exported_at
         kept_runs: list = []
         kept_sources: list = []
@@ -259,21 +283,24 @@ def merge(
             merged = _merged_types(con, retyped, old, old_names)
             new_cast = ", ".join(_value_cast(c, t) for c, t in merged.items())
             old_cast = ", ".join(_value_cast(c, t) for c, t in merged.items() if c in old_names)
-            parts = [f"SELECT *{f' REPLACE ({new_cast})' if new_cast else ''}, row_number() OVER () AS {_ORDER} "
-                     f"FROM {_NEW}",
-                     f"SELECT *{f' REPLACE ({old_cast})' if old_cast else ''}, row_number() OVER () AS {_ORDER} "
-                     f"FROM ({old})"]
+            parts = [
+                f"SELECT *{f' REPLACE ({new_cast})' if new_cast else ''}, row_number() OVER () AS {_ORDER} FROM {_NEW}",
+                f"SELECT *{f' REPLACE ({old_cast})' if old_cast else ''}, row_number() OVER () AS {_ORDER} "
+                f"FROM ({old})",
+            ]
             described = [(c, merged.get(c, t), *rest) for c, t, *rest in described]
         if fmt == "parquet" and (branch := nullable(described)):
             parts.append(f"SELECT *, NULL::BIGINT AS {_ORDER} FROM ({branch})")
         # each run's rows stay together and in the order its export wrote them
-        sql = (f"SELECT * EXCLUDE ({_ORDER}) FROM ({' UNION ALL BY NAME '.join(parts)}) "
-               f"ORDER BY run NULLS LAST, {_ORDER}")
+        sql = (
+            f"SELECT * EXCLUDE ({_ORDER}) FROM ({' UNION ALL BY NAME '.join(parts)}) ORDER BY run NULLS LAST, {_ORDER}"
+        )
         columns = [c[0] for c in con.execute(f"DESCRIBE {sql}").fetchall()]
         record = dict(metadata)
         record["rlsql.runs"] = json.dumps(sorted([*kept_runs, *new_runs], key=lambda r: str(r.get("name"))))
         record["rlsql.sources"] = json.dumps(
-            sorted([*kept_sources, *(listed_sources(metadata, target) or [])], key=lambda s: str(s.get("run"))))
+            sorted([*kept_sources, *(listed_sources(metadata, target) or [])], key=lambda s: str(s.get("run")))
+        )
         new_rows = con.execute(f"SELECT count(*) FROM {_NEW}").fetchone()
         return (int(new_rows[0]) if new_rows else 0), copy(sql, record, columns)
     finally:

@@ -188,8 +188,9 @@ def markdown_cell(text: str) -> str:
     return text.replace("\r\n", " ").translate(_MARKDOWN_ESCAPES)
 
 
-_MARKDOWN_ESCAPES = str.maketrans({**CONTROL_ESCAPES, "\\": "\\\\", "|": "\\|", "`": "\\`", "<": "&lt;",
-                                   ">": "&gt;", "\n": " ", "\r": " "})
+_MARKDOWN_ESCAPES = str.maketrans(
+    {**CONTROL_ESCAPES, "\\": "\\\\", "|": "\\|", "`": "\\`", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " "}
+)
 
 
 def fenced(text: str, info: str = "") -> str:
@@ -234,8 +235,9 @@ class Layout:
     records: bool = False
 
 
-def layout(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None,
-           keys: Sequence[str] = ()) -> Layout:
+def layout(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None, keys: Sequence[str] = ()
+) -> Layout:
     """The layout of `rows` (a table's first batch) on a terminal `width` wide (None: a file or a pipe,
     every cell whole). The columns in `keys` name a row (its run, its grain): never cut, or the rows could
     not be told apart. The widest other column gives way first, down to MIN_COLUMN_WIDTH; a table that
@@ -262,8 +264,14 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + ELLIPSIS
 
 
-def to_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None,
-             shape: Layout | None = None, header: bool = True, keys: Sequence[str] = ()) -> str:
+def to_table(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    width: int | None = None,
+    shape: Layout | None = None,
+    header: bool = True,
+    keys: Sequence[str] = (),
+) -> str:
     """A plain aligned text table: numbers right-aligned, no wrapping, readable in any pager.
 
     With `width` (a terminal's), cells that would overflow it are cut with an ellipsis, but never those of
@@ -277,8 +285,10 @@ def to_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int |
     cells = [[_cell(v) for v in row] for row in rows]
 
     def line(values: Sequence[str]) -> str:
-        parts = [(_clip(v, w) if c else v).rjust(w) if n else (_clip(v, w) if c else v).ljust(w)
-                 for v, w, n, c in zip(values, shape.widths, shape.numeric, shape.cut, strict=True)]
+        parts = [
+            (_clip(v, w) if c else v).rjust(w) if n else (_clip(v, w) if c else v).ljust(w)
+            for v, w, n, c in zip(values, shape.widths, shape.numeric, shape.cut, strict=True)
+        ]
         return "  ".join(parts).rstrip()
 
     out = [line([shown(c) for c in columns]), "  ".join("-" * w for w in shape.widths)] if header else []
@@ -293,8 +303,10 @@ def to_records(columns: Sequence[str], rows: Sequence[Sequence[Any]], first: int
     out = []
     for number, row in enumerate(rows, first):
         out.append(f"-[ RECORD {number} ]".ljust(label + 3, "-"))
-        out.extend(f"{shown(c).ljust(label)} | {_cell(v)}".replace("\n", " ").rstrip()
-                   for c, v in zip(columns, row, strict=True))
+        out.extend(
+            f"{shown(c).ljust(label)} | {_cell(v)}".replace("\n", " ").rstrip()
+            for c, v in zip(columns, row, strict=True)
+        )
     return "\n".join(out) + "\n" if out else ""
 
 
@@ -308,11 +320,20 @@ def to_entries(entries: Sequence[tuple[str, Sequence[str]]], width: int) -> str:
     out = []
     width = max(width, 20)
     for title, texts in entries:
-        out.extend(textwrap.wrap(shown(title), width, subsequent_indent="    ", break_long_words=False,
-                                 break_on_hyphens=False))
+        out.extend(
+            textwrap.wrap(shown(title), width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+        )
         for text in texts:
-            out.extend(textwrap.wrap(shown(text), width, initial_indent="    ", subsequent_indent="    ",
-                                     break_long_words=False, break_on_hyphens=False))
+            out.extend(
+                textwrap.wrap(
+                    shown(text),
+                    width,
+                    initial_indent="    ",
+                    subsequent_indent="    ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+            )
     return "\n".join(out) + "\n" if out else ""
 
 

@@ -85,8 +85,9 @@ class Output:
     """Where a command's rows go (stdout or `-o`) and in which format; `write_*` stages them whole,
     `commit` puts them in place (see the module docstring)."""
 
-    def __init__(self, fmt: OutputFormat | None, target: Path | None, limit: int | None = None,
-                 grain: Sequence[str] = ()):
+    def __init__(
+        self, fmt: OutputFormat | None, target: Path | None, limit: int | None = None, grain: Sequence[str] = ()
+    ):
         self.fmt = fmt or OutputFormat.for_output(None if target == writes.STDOUT else target)
         self.kind = "stdout" if target is None else writes.output_kind(target)
         if target is not None and self.kind == "file":
@@ -156,8 +157,10 @@ class Output:
 
     def _copy(self, con: duckdb.DuckDBPyConnection, sql: str) -> Written:
         relation = con.sql(sql)
-        select = ", ".join(_json_cell(c, str(t)) if self.fmt is not OutputFormat.CSV else identifier(c)
-                           for c, t in zip(relation.columns, relation.types, strict=True))
+        select = ", ".join(
+            _json_cell(c, str(t)) if self.fmt is not OutputFormat.CSV else identifier(c)
+            for c, t in zip(relation.columns, relation.types, strict=True)
+        )
         return self._copy_select(con, sql, select, _COPY_OPTIONS[self.fmt])
 
     def _copy_lines(self, con: duckdb.DuckDBPyConnection, sql: str) -> Written | None:
@@ -179,26 +182,39 @@ class Output:
         shape = layout(columns, first, None, self.keys(columns))
         if self.fmt is OutputFormat.MARKDOWN:
             head = _markdown_head(columns, shape)
-            parts = [_markdown_sql(c) if t == "VARCHAR" else f"coalesce({c}, '')"
-                     for c, t in zip(cells, map(str, relation.types), strict=True)]
+            parts = [
+                _markdown_sql(c) if t == "VARCHAR" else f"coalesce({c}, '')"
+                for c, t in zip(cells, map(str, relation.types), strict=True)
+            ]
             line = "concat('| ', " + ", ' | ', ".join(parts) + ", ' |')"
         else:
             head = to_table(columns, [], None, shape).rstrip("\n")
             is_text = [str(t) == "VARCHAR" for t in relation.types]
-            texts = [f"coalesce({_controls_sql(_spaced(c))}, '')" if text else f"coalesce({c}, '')"
-                     for c, text in zip(cells, is_text, strict=True)]
+            texts = [
+                f"coalesce({_controls_sql(_spaced(c))}, '')" if text else f"coalesce({c}, '')"
+                for c, text in zip(cells, is_text, strict=True)
+            ]
             # a cell is blank when its text is whitespace alone (rtrim, which decodes its set of characters for
             # every row, only for the texts that are not empty); a cell that is no text only when it is NULL (a
             # test of the value, not of its text: DuckDB inlines each v in every place the line names it)
-            blanks = [f"(v{i} = '' OR rtrim(v{i}, {literal(WHITESPACE)}) = '')" if text else f"r{i} IS NULL"
-                      for i, text in enumerate(is_text)]
-            values = "".join(f", {identifier(c)} AS r{i}"
-                             for i, (c, text) in enumerate(zip(columns, is_text, strict=True)) if not text)
+            blanks = [
+                f"(v{i} = '' OR rtrim(v{i}, {literal(WHITESPACE)}) = '')" if text else f"r{i} IS NULL"
+                for i, text in enumerate(is_text)
+            ]
+            values = "".join(
+                f", {identifier(c)} AS r{i}"
+                for i, (c, text) in enumerate(zip(columns, is_text, strict=True))
+                if not text
+            )
             sql = "SELECT " + ", ".join(f"{v} AS v{i}" for i, v in enumerate(texts)) + f"{values} FROM ({sql}) AS cells"
             line = _table_line_sql(blanks, is_text, shape.widths, shape.numeric)
         # one VARCHAR column, written as it is (no quotes, no escapes), its name the header lines
-        return self._copy_select(con, sql, f"{line} AS {identifier(head)}",
-                                 f"FORMAT csv, HEADER true, QUOTE '', ESCAPE '', DELIMITER {literal(chr(1))}")
+        return self._copy_select(
+            con,
+            sql,
+            f"{line} AS {identifier(head)}",
+            f"FORMAT csv, HEADER true, QUOTE '', ESCAPE '', DELIMITER {literal(chr(1))}",
+        )
 
     def _copy_select(self, con: duckdb.DuckDBPyConnection, sql: str, select: str, options: str) -> Written:
         inner = f"SELECT {select} FROM ({sql}) AS rows_out"
@@ -315,8 +331,10 @@ class Output:
 
 
 #: the one line of a query that failed after some of its rows went to stdout (never printed twice)
-_SENT = ("the answer stopped after its first {sent:,} bytes had gone to stdout ({why}); it is not printed again: "
-         "-o FILE writes it whole (answered again from the files where it must be)")
+_SENT = (
+    "the answer stopped after its first {sent:,} bytes had gone to stdout ({why}); it is not printed again: "
+    "-o FILE writes it whole (answered again from the files where it must be)"
+)
 
 
 def _reason(exc: BaseException) -> str:
@@ -349,7 +367,7 @@ class _Stream:
                 try:
                     view = memoryview(chunk)
                     while view:
-                        view = view[os.write(fd, view):]
+                        view = view[os.write(fd, view) :]
                     self.sent += len(chunk)
                 except OSError as exc:
                     self.failure = exc
@@ -384,8 +402,10 @@ def _json_cell(column: str, type_name: str) -> str:
     if type_name in _FLOATS:
         return f"CASE WHEN isfinite({name}) THEN {name} END AS {name}"
     if type_name == "TIMESTAMP":
-        return (f"CASE WHEN microsecond({name}) % 1000000 = 0 THEN strftime({name}, '%Y-%m-%dT%H:%M:%S') "
-                f"ELSE strftime({name}, '%Y-%m-%dT%H:%M:%S.%f') END AS {name}")
+        return (
+            f"CASE WHEN microsecond({name}) % 1000000 = 0 THEN strftime({name}, '%Y-%m-%dT%H:%M:%S') "
+            f"ELSE strftime({name}, '%Y-%m-%dT%H:%M:%S.%f') END AS {name}"
+        )
     return name
 
 
@@ -395,11 +415,15 @@ def _markdown_head(columns: Sequence[str], shape: Layout) -> str:
     return names + "\n|" + "|".join("---:" if n else "---" for n in shape.numeric) + "|"
 
 
-_INTEGERS = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
-                       "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"})
+_INTEGERS = frozenset(
+    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
+)
 #: what str.rstrip() strips (str.isspace): a table's line ends as `_render`'s does
-WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
-              + "\u2028\u2029\u202f\u205f\u3000")
+WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
 #: the characters formats.markdown_cell changes
 _MARKDOWN_SPECIAL = "[\\\\|`<>\n\r]|" + CONTROL_CLASS
 
@@ -412,18 +436,24 @@ def _display_sql(name: str, type_name: str) -> str | None:
     if type_name in _INTEGERS or type_name in ("BOOLEAN", "DATE"):
         return f"CAST({name} AS VARCHAR)"
     if type_name == "TIMESTAMP":  # datetime.isoformat(sep=" "): microseconds only when not zero
-        return (f"CASE WHEN microsecond({name}) % 1000000 = 0 THEN strftime({name}, '%Y-%m-%d %H:%M:%S') "
-                f"ELSE strftime({name}, '%Y-%m-%d %H:%M:%S.%f') END")
+        return (
+            f"CASE WHEN microsecond({name}) % 1000000 = 0 THEN strftime({name}, '%Y-%m-%d %H:%M:%S') "
+            f"ELSE strftime({name}, '%Y-%m-%d %H:%M:%S.%f') END"
+        )
     if type_name not in _FLOATS:
         return None
     x = f"CAST({name} AS DOUBLE)"
     # format(x, ".4f").rstrip("0").rstrip("."): printf's %.4f is Python's below 1e15 (both round the exact
     # binary value); above, a double's fraction has at most 3 decimals and its integer part is exact as BIGNUM
-    fixed = (f"CASE WHEN abs({x}) < 1e15 THEN printf('%.4f', {x}) ELSE CAST(CAST(trunc({x}) AS BIGNUM) AS VARCHAR) "
-             f"|| substr(printf('%.4f', abs({x} - trunc({x}))), 2) END")
-    return (f"CASE WHEN isnan({x}) THEN 'nan' WHEN isinf({x}) THEN CASE WHEN {x} > 0 THEN 'inf' ELSE '-inf' END "
-            f"WHEN {x} = 0 THEN '0' WHEN abs({x}) < 0.001 THEN printf('%.4g', {x}) "
-            f"ELSE rtrim(rtrim({fixed}, '0'), '.') END")
+    fixed = (
+        f"CASE WHEN abs({x}) < 1e15 THEN printf('%.4f', {x}) ELSE CAST(CAST(trunc({x}) AS BIGNUM) AS VARCHAR) "
+        f"|| substr(printf('%.4f', abs({x} - trunc({x}))), 2) END"
+    )
+    return (
+        f"CASE WHEN isnan({x}) THEN 'nan' WHEN isinf({x}) THEN CASE WHEN {x} > 0 THEN 'inf' ELSE '-inf' END "
+        f"WHEN {x} = 0 THEN '0' WHEN abs({x}) < 0.001 THEN printf('%.4g', {x}) "
+        f"ELSE rtrim(rtrim({fixed}, '0'), '.') END"
+    )
 
 
 def _replace_chars(text: str, escapes: dict[int, str]) -> str:
@@ -441,16 +471,26 @@ def _spaced(text: str) -> str:
 def _controls_sql(text: str) -> str:
     """formats.shown in SQL (`text` a VARCHAR expression): the control characters written out, only in the
     texts that hold one."""
-    return (f"CASE WHEN regexp_matches({text}, {literal(CONTROL_CLASS)}) "
-            f"THEN {_replace_chars(text, CONTROL_ESCAPES)} ELSE {text} END")
+    return (
+        f"CASE WHEN regexp_matches({text}, {literal(CONTROL_CLASS)}) "
+        f"THEN {_replace_chars(text, CONTROL_ESCAPES)} ELSE {text} END"
+    )
 
 
 def _markdown_sql(cell: str) -> str:
     """formats.markdown_cell in SQL: one replace per character it escapes, the backslash first (the others'
     escapes hold one), only in the cells that hold one."""
     text = f"replace({cell}, chr(13) || chr(10), ' ')"
-    escapes = {ord("\\"): "\\\\", **CONTROL_ESCAPES, 10: " ", 13: " ", ord("|"): "\\|", ord("`"): "\\`",
-               ord("<"): "&lt;", ord(">"): "&gt;"}
+    escapes = {
+        ord("\\"): "\\\\",
+        **CONTROL_ESCAPES,
+        10: " ",
+        13: " ",
+        ord("|"): "\\|",
+        ord("`"): "\\`",
+        ord("<"): "&lt;",
+        ord(">"): "&gt;",
+    }
     text = _replace_chars(text, escapes)
     return f"CASE WHEN regexp_matches({cell}, {literal(_MARKDOWN_SPECIAL)}) THEN {text} ELSE coalesce({cell}, '') END"
 

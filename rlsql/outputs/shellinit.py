@@ -46,8 +46,7 @@ def _column_comments(statements: Sequence[str], catalog: Catalog) -> list[str]:
             con.execute(statement)
         return column_comment_statements(con, catalog.order)
     except duckdb.Error as exc:
-        warnings.warn(f"column descriptions left out of the init script: {one_line(exc)}", RlsqlWarning,
-                      stacklevel=3)
+        warnings.warn(f"column descriptions left out of the init script: {one_line(exc)}", RlsqlWarning, stacklevel=3)
         return []
     finally:
         con.close()
@@ -74,7 +73,7 @@ def without_semicolons(statement: str) -> str:
         end = tokens[index + 1][0] if index + 1 < len(tokens) else len(statement)
         piece = statement[start:end]
         token = piece.rstrip()
-        gap = piece[len(token):]
+        gap = piece[len(token) :]
         if SEMICOLON in token:
             if kind == duckdb.token_type.comment:
                 token = token.replace(SEMICOLON, ",")
@@ -84,8 +83,12 @@ def without_semicolons(statement: str) -> str:
                 else:
                     token = "(" + token.replace(SEMICOLON, "' || chr(59) || '") + ")"
             else:
-                warnings.warn(f"the init script holds a ';' in {token[:60]!r}: harlequin will split the script "
-                              "there (the DuckDB shell reads it as is)", RlsqlWarning, stacklevel=2)
+                warnings.warn(
+                    f"the init script holds a ';' in {token[:60]!r}: harlequin will split the script "
+                    "there (the DuckDB shell reads it as is)",
+                    RlsqlWarning,
+                    stacklevel=2,
+                )
         out.append(statement[:start] if index == 0 else "")
         out.append(token + gap)
     return "".join(out)

@@ -26,9 +26,22 @@ from rlsql.runs.folders import Run
 #: characters of a message, reasoning or observation shown before it is cut (without --full)
 CUT = 600
 #: the trials view's columns the transcript's header shows, in order
-TRIAL_FIELDS = ("task_name", "outcome", "reward", "exception_type", "exception_message", "n_episodes",
-                "n_input_tokens", "n_output_tokens", "trial_duration", "environment_setup_duration",
-                "agent_setup_duration", "agent_execution_duration", "agent_duration_sec", "verifier_duration")
+TRIAL_FIELDS = (
+    "task_name",
+    "outcome",
+    "reward",
+    "exception_type",
+    "exception_message",
+    "n_episodes",
+    "n_input_tokens",
+    "n_output_tokens",
+    "trial_duration",
+    "environment_setup_duration",
+    "agent_setup_duration",
+    "agent_execution_duration",
+    "agent_duration_sec",
+    "verifier_duration",
+)
 
 
 @dataclass
@@ -72,16 +85,20 @@ def find_trial(runs: Sequence[Run], name: str) -> Run:
     folders = [(run, path) for run in runs if (path := trace_jobs_of(run)) is not None]
     found = [run for run, path in folders if list_trajectories(path, name).files]
     if len(found) > 1:
-        raise UsageError(f"trial {name!r} is in runs {', '.join(r.name for r in found)}: choose one with --run "
-                         "(in rlsql mcp, the trial tool's `run` argument)")
+        raise UsageError(
+            f"trial {name!r} is in runs {', '.join(r.name for r in found)}: choose one with --run "
+            "(in rlsql mcp, the trial tool's `run` argument)"
+        )
     if found:
         return found[0]
     if (bare := _folder_without_trajectory(runs, name)) is not None:
         raise TrialWithoutTrajectory(*bare)
     names = {f.trial for _, path in folders for f in list_trajectories(path).files}
     if not names:
-        raise DataError(f"no agent trajectories in {', '.join(repr(r.name) for r in runs)} "
-                        "(looked for trace_jobs/*/agent/trajectory.json)")
+        raise DataError(
+            f"no agent trajectories in {', '.join(repr(r.name) for r in runs)} "
+            "(looked for trace_jobs/*/agent/trajectory.json)"
+        )
     import difflib
 
     close = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.6)
@@ -108,8 +125,13 @@ def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript
         run = find_trial(runs, name)
     except TrialWithoutTrajectory as bare:
         found, missing = bare.args
-        return Transcript(found.name, name, _trials_row(found, name) if facts else None, missing=missing,
-                          traceback=exception_traceback(found, name))
+        return Transcript(
+            found.name,
+            name,
+            _trials_row(found, name) if facts else None,
+            missing=missing,
+            traceback=exception_traceback(found, name),
+        )
     catalog = load_catalog()
     con = memory_connection()
     trajectories.record_damaged(con)
@@ -130,12 +152,24 @@ def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript
     for r in rows["trajectory_steps_src"]:
         if r["problem"] is None:
             w = words.get((r["segment"], r["step_index"]), {})
-            steps.append({**r, "message": w.get("message"), "reasoning": w.get("reasoning"),
-                          "calls": json.loads(w["calls"]) if w.get("calls") else [],
-                          "observations": json.loads(w["observations"]) if w.get("observations") else []})
+            steps.append(
+                {
+                    **r,
+                    "message": w.get("message"),
+                    "reasoning": w.get("reasoning"),
+                    "calls": json.loads(w["calls"]) if w.get("calls") else [],
+                    "observations": json.loads(w["observations"]) if w.get("observations") else [],
+                }
+            )
     mark_repeats(steps)
-    return Transcript(run.name, name, _trials_row(run, name) if facts else None, steps, damaged,
-                      traceback=exception_traceback(run, name))
+    return Transcript(
+        run.name,
+        name,
+        _trials_row(run, name) if facts else None,
+        steps,
+        damaged,
+        traceback=exception_traceback(run, name),
+    )
 
 
 def exception_traceback(run: Run, name: str) -> str | None:
@@ -238,22 +272,48 @@ def as_dict(t: Transcript, full: bool) -> dict[str, Any]:
     """The transcript as JSON-ready data: texts cut unless `full`."""
     steps = []
     for s in t.steps:
-        steps.append({
-            "segment": s["segment"], "step_id": s["step_id"], "turn": s["turn"], "source": s["source"],
-            "ts": _plain(s["ts"]), "timestamp": s["timestamp"], "model_name": s["model_name"], "copied": s["copied"],
-            "prompt_tokens": s["prompt_tokens"], "completion_tokens": s["completion_tokens"],
-            "cached_tokens": s["cached_tokens"], "cost_usd": s["cost_usd"],
-            "message": cut(s.get("message"), full), "reasoning": cut(s.get("reasoning"), full),
-            "tool_calls": [{"tool_call_id": c["tool_call_id"], "function_name": c["function_name"],
-                            "arguments": cut(c["arguments"], full), "repeat_of": _repeat_of(c),
-                            "times": c.get("times", 1)} for c in s.get("calls") or []],
-            "observations": [{"source_call_id": o["source_call_id"], "content": cut(o["content"], full)}
-                             for o in s.get("observations") or []],
-        })
+        steps.append(
+            {
+                "segment": s["segment"],
+                "step_id": s["step_id"],
+                "turn": s["turn"],
+                "source": s["source"],
+                "ts": _plain(s["ts"]),
+                "timestamp": s["timestamp"],
+                "model_name": s["model_name"],
+                "copied": s["copied"],
+                "prompt_tokens": s["prompt_tokens"],
+                "completion_tokens": s["completion_tokens"],
+                "cached_tokens": s["cached_tokens"],
+                "cost_usd": s["cost_usd"],
+                "message": cut(s.get("message"), full),
+                "reasoning": cut(s.get("reasoning"), full),
+                "tool_calls": [
+                    {
+                        "tool_call_id": c["tool_call_id"],
+                        "function_name": c["function_name"],
+                        "arguments": cut(c["arguments"], full),
+                        "repeat_of": _repeat_of(c),
+                        "times": c.get("times", 1),
+                    }
+                    for c in s.get("calls") or []
+                ],
+                "observations": [
+                    {"source_call_id": o["source_call_id"], "content": cut(o["content"], full)}
+                    for o in s.get("observations") or []
+                ],
+            }
+        )
     facts = {k: _plain(v) for k, v in (t.facts or {}).items() if k in TRIAL_FIELDS}
-    return {"run": t.run, "trial_name": t.trial, "trial": facts if t.facts else None,
-            "exception_traceback": cut(t.traceback, full) if t.traceback else None, "steps": steps,
-            "damaged_files": [{"file": p, "problem": why} for p, why in t.damaged], "no_trajectory": t.missing}
+    return {
+        "run": t.run,
+        "trial_name": t.trial,
+        "trial": facts if t.facts else None,
+        "exception_traceback": cut(t.traceback, full) if t.traceback else None,
+        "steps": steps,
+        "damaged_files": [{"file": p, "problem": why} for p, why in t.damaged],
+        "no_trajectory": t.missing,
+    }
 
 
 def _repeat_of(call: dict[str, Any]) -> dict[str, int] | None:
@@ -270,13 +330,20 @@ def _header(t: Transcript) -> list[str]:
     if t.facts is None:
         return ["no trials row (a trial in flight, or one the trials file does not list): outcome No reward"]
     f = t.facts
-    line = [f"outcome {f.get('outcome') or 'No reward'}", f"reward {_or_none(f.get('reward'))}",
-            f"exception {f.get('exception_type')}", f"turns {_or_none(f.get('n_episodes'))}"]
+    line = [
+        f"outcome {f.get('outcome') or 'No reward'}",
+        f"reward {_or_none(f.get('reward'))}",
+        f"exception {f.get('exception_type')}",
+        f"turns {_or_none(f.get('n_episodes'))}",
+    ]
     lines = [", ".join(line)]
     if f.get("exception_message"):
         lines.append(f"exception message: {f['exception_message']}")
-    durations = [f"{k.removesuffix('_duration').removesuffix('_sec').replace('_', ' ')} {f[k]:.1f} s"
-                 for k in TRIAL_FIELDS if k.endswith(("duration", "_sec")) and isinstance(f.get(k), int | float)]
+    durations = [
+        f"{k.removesuffix('_duration').removesuffix('_sec').replace('_', ' ')} {f[k]:.1f} s"
+        for k in TRIAL_FIELDS
+        if k.endswith(("duration", "_sec")) and isinstance(f.get(k), int | float)
+    ]
     if durations:
         lines.append("durations: " + ", ".join(durations))
     return lines
@@ -292,8 +359,11 @@ def step_title(s: dict) -> str:
         parts.append(_plain(s["ts"]) + " UTC")
     elif s["timestamp"]:
         parts.append(f"time {s['timestamp']!r} (not ISO 8601)")
-    tokens = [f"{k.removesuffix('_tokens')} {s[k]:,}" for k in ("prompt_tokens", "completion_tokens", "cached_tokens")
-              if s[k] is not None]
+    tokens = [
+        f"{k.removesuffix('_tokens')} {s[k]:,}"
+        for k in ("prompt_tokens", "completion_tokens", "cached_tokens")
+        if s[k] is not None
+    ]
     if tokens:
         parts.append("tokens " + " / ".join(tokens))
     return " · ".join(parts)
@@ -347,8 +417,10 @@ def as_markdown(t: Transcript, full: bool) -> str:
                 out += ["*reasoning:*", "", fenced(cut(s["reasoning"], full), "text"), ""]
             for c in s.get("calls") or []:
                 repeat = f" *{markdown_cell(note)}*" if (note := repeat_note(c, segment)) else ""
-                out.append(f"- call {code_span(c['function_name'] or '')} {code_span(cut(c['arguments'], full))}"
-                           f" ({code_span(c['tool_call_id'] or '')}){repeat}")
+                out.append(
+                    f"- call {code_span(c['function_name'] or '')} {code_span(cut(c['arguments'], full))}"
+                    f" ({code_span(c['tool_call_id'] or '')}){repeat}"
+                )
             for o in s.get("observations") or []:
                 answer = f" (answers {code_span(o['source_call_id'])})" if o["source_call_id"] else ""
                 out += ["", f"observation{answer}:", "", fenced(cut(o["content"] or "", full), "text")]
@@ -371,11 +443,22 @@ def print_terminal(t: Transcript, full: bool, stream: Any = None) -> None:
         stream.write(as_markdown(t, full))
         return
     console = Console(file=stream, highlight=False, soft_wrap=False)
-    console.print(Panel("\n".join(escape(shown(line)) for line in _header(t)),
-                        title=f"[bold]{escape(shown(t.trial))}[/] (run {escape(shown(t.run))})", expand=True))
+    console.print(
+        Panel(
+            "\n".join(escape(shown(line)) for line in _header(t)),
+            title=f"[bold]{escape(shown(t.trial))}[/] (run {escape(shown(t.run))})",
+            expand=True,
+        )
+    )
     if t.traceback:
-        console.print(Panel(Text(shown(cut(t.traceback.rstrip("\n"), full))), title="exception traceback (result.json)",
-                            expand=True, border_style="red"))
+        console.print(
+            Panel(
+                Text(shown(cut(t.traceback.rstrip("\n"), full))),
+                title="exception traceback (result.json)",
+                expand=True,
+                border_style="red",
+            )
+        )
     if t.missing:
         console.print(Text(shown(t.missing), style="bold"))
     for path, problem in t.damaged:
@@ -391,8 +474,9 @@ def print_terminal(t: Transcript, full: bool, stream: Any = None) -> None:
             if s.get("reasoning"):
                 console.print(Text(shown("reasoning: " + cut(s["reasoning"], full)), style="italic"))
             for c in s.get("calls") or []:
-                call = Text(shown(f"→ {c['function_name']} {cut(c['arguments'], full)} ({c['tool_call_id']})"),
-                            style="green")
+                call = Text(
+                    shown(f"→ {c['function_name']} {cut(c['arguments'], full)} ({c['tool_call_id']})"), style="green"
+                )
                 if note := repeat_note(c, segment):
                     call.append(f"  [{note}]", style="bold magenta")
                 console.print(call)

@@ -36,12 +36,28 @@ ARTIFACT_ALTERNATIVES.update({"metrics": ("metrics", "logs"), "vllm": ("vllm", "
 INTEGER_COLUMNS = {
     "trials": ("n_episodes", "n_input_tokens", "n_output_tokens"),
     # counts: read as BIGINT by the sources (issue 16), through the same guard
-    "metrics": ("trainer/global_step", "global_step", "async/discarded_count", "async/effective_batch_groups",
-                "async/effective_batch_samples", "generate/min_num_tokens", "generate/max_num_tokens",
-                "batch_errors/total_batches", "batch_errors/total_instances", "batch_errors/total_successful",
-                "batch_errors/total_failed", "batch_errors/total_masked"),
-    "vllm": ("n_engines_reporting", "unique_ips", "total_running_requests", "total_waiting_requests",
-             "min_running_requests", "max_running_requests"),
+    "metrics": (
+        "trainer/global_step",
+        "global_step",
+        "async/discarded_count",
+        "async/effective_batch_groups",
+        "async/effective_batch_samples",
+        "generate/min_num_tokens",
+        "generate/max_num_tokens",
+        "batch_errors/total_batches",
+        "batch_errors/total_instances",
+        "batch_errors/total_successful",
+        "batch_errors/total_failed",
+        "batch_errors/total_masked",
+    ),
+    "vllm": (
+        "n_engines_reporting",
+        "unique_ips",
+        "total_running_requests",
+        "total_waiting_requests",
+        "min_running_requests",
+        "max_running_requests",
+    ),
 }
 
 
@@ -97,7 +113,8 @@ def check_artifacts(runs: Sequence[Run], files: Iterable[ReadsArtifact], query: 
             raise MissingArtifact(
                 f"{query} needs the {label} of run {run.name!r}, and there are none{more}: looked in {where}",
                 f"no run has the {label} {'it reads' if len(runs) == 1 else f'they read ({len(runs):,} runs)'}: "
-                f"looked in {where}")
+                f"looked in {where}",
+            )
         for run in lacking:
             warnings.warn(
                 f"run {run.name!r} has no {label} (looked in {where_looked(run, f.artifact)}); "

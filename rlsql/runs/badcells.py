@@ -55,11 +55,19 @@ class BadCells:
             by_file.setdefault(path, {}).setdefault(column, []).append(value)
         for path, columns in by_file.items():
             count = sum(len(v) for v in columns.values())
-            where = _lines(path, list(columns)) or "; ".join(
-                f"column {c}: {', '.join(_number(v) for v in values[:EXAMPLES])}" for c, values in columns.items()
-            ) + "; `rlsql check` names their lines"
-            warnings.warn(f"{path}: {count} cell{'s' if count > 1 else ''} not a whole number up to 2**53, "
-                          f"read as empty ({where})", RlsqlWarning, stacklevel=3)
+            where = (
+                _lines(path, list(columns))
+                or "; ".join(
+                    f"column {c}: {', '.join(_number(v) for v in values[:EXAMPLES])}" for c, values in columns.items()
+                )
+                + "; `rlsql check` names their lines"
+            )
+            warnings.warn(
+                f"{path}: {count} cell{'s' if count > 1 else ''} not a whole number up to 2**53, "
+                f"read as empty ({where})",
+                RlsqlWarning,
+                stacklevel=3,
+            )
 
 
 def _number(value: float) -> str:
@@ -86,8 +94,14 @@ def _lines(path: str, columns: list[str]) -> str | None:
 
 def register(con: duckdb.DuckDBPyConnection, bad: BadCells) -> None:
     """Create FUNCTION on `con`, recording into `bad`."""
-    con.create_function(FUNCTION, bad.record, ["VARCHAR", "BIGINT", "VARCHAR", "DOUBLE"], "DOUBLE",  # type: ignore[call-overload]
-                        null_handling="special", side_effects=True)
+    con.create_function(
+        FUNCTION,
+        bad.record,
+        ["VARCHAR", "BIGINT", "VARCHAR", "DOUBLE"],
+        "DOUBLE",  # type: ignore[call-overload]
+        null_handling="special",
+        side_effects=True,
+    )
 
 
 def answering(work: Callable[[BadCells | None], T]) -> T:

@@ -282,8 +282,9 @@ def setting_problems(tree: dict) -> list[str]:
     for key, value in flatten(tree):
         if key == INTERVAL_KEY:  # the first occurrence is the one read
             if value is not None and whole_steps(value) is None:
-                return [f"{key} should be a whole number of steps, at least 1, not {value!r}; "
-                        f"using {DEFAULT_SAVE_INTERVAL}"]
+                return [
+                    f"{key} should be a whole number of steps, at least 1, not {value!r}; using {DEFAULT_SAVE_INTERVAL}"
+                ]
             break
     return []
 
@@ -311,8 +312,10 @@ def value_type(texts: Iterable[str | None]) -> str:
         return "BOOLEAN"
     if all(_INTEGER.fullmatch(v) and -(2**63) <= int(v) < 2**63 for v in values):
         return "BIGINT"
-    if all(_NUMBER.fullmatch(v) and math.isfinite(float(v))
-           and (not _INTEGER.fullmatch(v) or abs(int(v)) <= 2**53) for v in values):
+    if all(
+        _NUMBER.fullmatch(v) and math.isfinite(float(v)) and (not _INTEGER.fullmatch(v) or abs(int(v)) <= 2**53)
+        for v in values
+    ):
         return "DOUBLE"
     return "VARCHAR"
 

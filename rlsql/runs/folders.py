@@ -87,8 +87,9 @@ class Run:
 def artifact_name(name: str) -> bool:
     """Whether a file named `name` in a run folder is one of its CSV artifacts (prefixed or not)."""
     match = _PREFIX.match(name)
-    return any(match["rest"] == suffix if match else name == unprefixed
-               for suffix, unprefixed in CSV_ARTIFACTS.values())
+    return any(
+        match["rest"] == suffix if match else name == unprefixed for suffix, unprefixed in CSV_ARTIFACTS.values()
+    )
 
 
 def scan_folder(path: Path) -> Run | None:
@@ -146,8 +147,11 @@ def only_loose_logs(run: Run) -> bool:
     """A folder whose only artifact is `*.out`/`*.log` files lying in it (a `rsync.log` in a folder of
     runs, say): its sub-folders are looked at first, and it is a run only when none of them is."""
     logs = run.artifacts.get("logs")
-    return set(run.artifacts) == {"logs"} and logs is not None and logs.path == run.path and not any(
-        p.parent != run.path for p in find_logs(run.path)
+    return (
+        set(run.artifacts) == {"logs"}
+        and logs is not None
+        and logs.path == run.path
+        and not any(p.parent != run.path for p in find_logs(run.path))
     )
 
 
@@ -215,8 +219,7 @@ def has_trajectories(trace_jobs: Path) -> bool:
     (rlsql/trajectories.py reads them); stops at the first."""
     try:
         with os.scandir(trace_jobs) as entries:
-            return any(e.is_dir() and os.path.isfile(os.path.join(e.path, "agent", "trajectory.json"))
-                       for e in entries)
+            return any(e.is_dir() and os.path.isfile(os.path.join(e.path, "agent", "trajectory.json")) for e in entries)
     except OSError:
         return False
 
@@ -325,8 +328,12 @@ def _warn_nested(others: list[Path], path: Path) -> None:
             nested.append((sub, count))
     if nested:
         named = ", ".join(f"{sub.name} ({count} run{'s' if count > 1 else ''})" for sub, count in nested)
-        warnings.warn(f"{path}: sub-folder(s) {named} hold runs one level deeper, not read; give such a folder "
-                      f"with its own -r (e.g. -r {nested[0][0]})", RlsqlWarning, stacklevel=4)
+        warnings.warn(
+            f"{path}: sub-folder(s) {named} hold runs one level deeper, not read; give such a folder "
+            f"with its own -r (e.g. -r {nested[0][0]})",
+            RlsqlWarning,
+            stacklevel=4,
+        )
 
 
 #: the NAME of `--run NAME=PATH`: what a folder name usually is, and never a path or a pattern
@@ -388,14 +395,19 @@ def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
         if matched and not by_path:
             raise DataError(f"{spec}: no run folder among the folders this pattern matches")
     names = _names(by_path)
-    runs = sorted((Run(names[real], real, run.artifacts, run.ignored) for real, run in runs_by_path.items()),
-                  key=lambda r: r.name)
+    runs = sorted(
+        (Run(names[real], real, run.artifacts, run.ignored) for real, run in runs_by_path.items()), key=lambda r: r.name
+    )
     for pattern in settings.current().json_trials:
         if not any(fnmatch.fnmatchcase(r.name, pattern) for r in runs):
             # a warning, not an error: RLSQL_JSON_TRIALS may name runs of another command's set
             shown = ", ".join(r.name for r in runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
-            warnings.warn(f"--json-trials {pattern} (RLSQL_JSON_TRIALS): no run is named so (the runs: {shown}); "
-                          "their trials come from their trials CSVs", RlsqlWarning, stacklevel=2)
+            warnings.warn(
+                f"--json-trials {pattern} (RLSQL_JSON_TRIALS): no run is named so (the runs: {shown}); "
+                "their trials come from their trials CSVs",
+                RlsqlWarning,
+                stacklevel=2,
+            )
     return [chosen_sources(r) for r in runs]
 
 
@@ -427,8 +439,9 @@ def _names(by_path: dict[Path, list[tuple[str | None, Path]]]) -> dict[Path, str
             continue
         for real, label in _by_parents([given[r] for r in reals], reals).items():
             if label in taken or label in names.values():
-                raise UsageError(f"two runs are both named {label!r} ({taken.get(label, real)} and {real}); "
-                                 f"{ALIAS_HINT}")
+                raise UsageError(
+                    f"two runs are both named {label!r} ({taken.get(label, real)} and {real}); {ALIAS_HINT}"
+                )
             names[real] = label
     return names
 
@@ -462,8 +475,7 @@ class Header:
     def notice(self) -> str | None:
         if not self.stripped:
             return None
-        return (f"spaces around column name(s) {', '.join(repr(n) for n in self.stripped)}: "
-                "read without them")
+        return f"spaces around column name(s) {', '.join(repr(n) for n in self.stripped)}: read without them"
 
 
 def _first_line(path: Path) -> str:

@@ -27,7 +27,6 @@ HARBOR_RESULT = "result.json"
 SHOWN_FILES = 3
 
 
-
 class HarborFilesWarning(RlsqlWarning):
     """Result.json files skipped or read with empty values (`rlsql check` lists them itself)."""
 
@@ -89,8 +88,9 @@ def file_problem(folder: str, path: str, backslash_in_prefix: bool) -> tuple[str
             return "its folder name is not valid UTF-8: DuckDB cannot be given the path", None
     if (backslash_in_prefix or "\\" in folder) and glob_cannot_name(path):
         # DuckDB's globbing takes `\` for a path separator: `b\x[1]` would read `b/x1`
-        return ("its path holds a backslash and a glob character ([ ] * ?): DuckDB cannot read it as this exact "
-                "file"), None
+        return (
+            "its path holds a backslash and a glob character ([ ] * ?): DuckDB cannot read it as this exact file"
+        ), None
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -127,8 +127,10 @@ def list_trials(trace_jobs: Path, trial: str | None = None) -> Listing:
             listing.in_flight += 1
             continue
         if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
-            problem = (f"DuckDB cannot look for it: its glob of {shown(unlistable)} fails on a name there "
-                       "starting with a backslash")
+            problem = (
+                f"DuckDB cannot look for it: its glob of {shown(unlistable)} fails on a name there "
+                "starting with a backslash"
+            )
         listing.files.append(TrialFile(folder, path, problem if isinstance(problem, str) else None))
     return listing
 

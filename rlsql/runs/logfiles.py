@@ -17,8 +17,14 @@ LOG_SUFFIXES = (".out", ".log")
 LOGS_DIR = "logs"
 #: what a SkyRL training log holds that another program's `.log` does not: a console metric block, a
 #: WANDB_MIRROR line, the Harbor generator's batch lines, a vLLM stat line (docs/semantics.md "Raw training logs")
-TRAINING_MARKS = (b"{'async/", b"'trainer/global_step'", b"WANDB_MIRROR", b"Batch generation complete",
-                  b"Exception breakdown", b"Avg prompt throughput")
+TRAINING_MARKS = (
+    b"{'async/",
+    b"'trainer/global_step'",
+    b"WANDB_MIRROR",
+    b"Batch generation complete",
+    b"Exception breakdown",
+    b"Avg prompt throughput",
+)
 #: the terminal control sequences Ray, vLLM and progress bars print, removed from a log line before it is read:
 #: CSI sequences (colours `ESC[36m`, erase-line `ESC[K`, cursor moves `ESC[1A`), OSC sequences (window
 #: titles, ended by BEL or ESC \\) and two-byte escapes; RE2 (DuckDB) and Python's re read it alike

@@ -29,7 +29,8 @@ def spill_folder() -> Path:
 #: a callable every connection opened in this context is handed to (rlsql serve interrupts a request's
 #: connections at its time limit: rlsql/serve/rlsql_core.py)
 opened: contextvars.ContextVar[Callable[[duckdb.DuckDBPyConnection], None] | None] = contextvars.ContextVar(
-    "rlsql_opened", default=None)
+    "rlsql_opened", default=None
+)
 
 
 #: DuckDB's memory limit for a statement over agents' trajectories: what it holds grows with the run (the

@@ -23,8 +23,9 @@ UNCLOSED_QUOTE = "a quote that is not closed, or text after a closing quote"
 def has_reject_tables(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether any scan has stored rejected rows yet (DuckDB creates the tables with the first one)."""
     # DuckDB keeps them in the temp catalogue; naming it lets duckdb_tables() skip the others (~3 ms a query)
-    found = scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'temp' "
-                        "AND table_name = 'reject_errors'")
+    found = scalar(
+        con, "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'temp' AND table_name = 'reject_errors'"
+    )
     return bool(found)
 
 

@@ -137,8 +137,10 @@ def _trial_files(base: str, folder: str, unlistable: str | None, limit: int) -> 
         path = f"{agent}/{name}"
         problem, info = harbor.file_problem(folder, path, "\\" in base)  # harbor.py's rules, one set
         if problem is None and unlistable is not None and (unlistable != base or has_glob(folder)):
-            problem = (f"DuckDB cannot look for it: its glob of {harbor.shown(unlistable)} fails on a name "
-                       "there starting with a backslash")
+            problem = (
+                f"DuckDB cannot look for it: its glob of {harbor.shown(unlistable)} fails on a name "
+                "there starting with a backslash"
+            )
         if problem is None and segment > MAX_SEGMENT:
             problem = f"its continuation number is past {MAX_SEGMENT:,}, the largest segment"
         if problem is None and info is not None and info.st_size > limit:
@@ -182,23 +184,42 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None, 
         chosen = listing.files
         prefix = str(trace_jobs)
         readable = [f for f in chosen if f.problem is None]
-        refused.extend({"run": run.name, "trial": harbor.sql_name(f.trial),
-                        "segment": f.segment if f.segment <= MAX_SEGMENT else None,
-                        "path": f"{prefix}/{harbor.sql_name(f.trial)}/{AGENT_DIR}/{Path(f.path).name}",
-                        "problem": f.problem} for f in chosen if f.problem)
+        refused.extend(
+            {
+                "run": run.name,
+                "trial": harbor.sql_name(f.trial),
+                "segment": f.segment if f.segment <= MAX_SEGMENT else None,
+                "path": f"{prefix}/{harbor.sql_name(f.trial)}/{AGENT_DIR}/{Path(f.path).name}",
+                "problem": f.problem,
+            }
+            for f in chosen
+            if f.problem
+        )
         # in as many parts as there are cores: DuckDB reads one read_blob's files on one thread, and the
         # parts of a UNION ALL side by side (10,000 trials: the parse 1.1 s -> 0.6 s on 2 cores)
         parts = min(READERS, len(readable))
         for chunk in (readable[i::parts] for i in range(parts)):
             globbed = [f for f in chunk if harbor.reader_path(f.trial) != f.trial]
-            files.append({"run": run.name, "prefix": prefix, "reader_prefix": harbor.reader_path(prefix),
-                          "read": "/".join(harbor.reader_path(f.trial) for f in chunk),
-                          "read_files": "/".join(Path(f.path).name for f in chunk),
-                          "guarded": "/".join(harbor.reader_path(f.trial) for f in globbed),
-                          "names": "/".join(f.trial for f in globbed),
-                          "guarded_files": "/".join(Path(f.path).name for f in globbed)})
-    return {"files": files, "refused": refused, "copies": copied, "record_damaged": record,
-            "DAMAGED_FUNCTION": DAMAGED_FUNCTION, "READ_AS_EMPTY": READ_AS_EMPTY}
+            files.append(
+                {
+                    "run": run.name,
+                    "prefix": prefix,
+                    "reader_prefix": harbor.reader_path(prefix),
+                    "read": "/".join(harbor.reader_path(f.trial) for f in chunk),
+                    "read_files": "/".join(Path(f.path).name for f in chunk),
+                    "guarded": "/".join(harbor.reader_path(f.trial) for f in globbed),
+                    "names": "/".join(f.trial for f in globbed),
+                    "guarded_files": "/".join(Path(f.path).name for f in globbed),
+                }
+            )
+    return {
+        "files": files,
+        "refused": refused,
+        "copies": copied,
+        "record_damaged": record,
+        "DAMAGED_FUNCTION": DAMAGED_FUNCTION,
+        "READ_AS_EMPTY": READ_AS_EMPTY,
+    }
 
 
 # -- damaged files: recorded while a statement runs, said once after it --------------------------------
@@ -219,8 +240,7 @@ def record_damaged(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]
         seen.setdefault(path, (run, problem))
         return problem
 
-    con.create_function(DAMAGED_FUNCTION, damaged, ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR",
-                        side_effects=True)
+    con.create_function(DAMAGED_FUNCTION, damaged, ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR", side_effects=True)
     return seen
 
 
@@ -239,11 +259,14 @@ def warn_damaged(con: duckdb.DuckDBPyConnection) -> None:
     for run, items in by_run.items():
         for path, problem in items[:SHOWN_FILES]:
             said = problem if problem.endswith(READ_AS_EMPTY) else f"{problem}; {SKIPPED}"
-            warnings.warn(f"{shown(path)}: {said} (run {shown(run)!r})",
-                          TrajectoryFilesWarning, stacklevel=3)
+            warnings.warn(f"{shown(path)}: {said} (run {shown(run)!r})", TrajectoryFilesWarning, stacklevel=3)
         if len(items) > SHOWN_FILES:
-            warnings.warn(f"run {shown(run)!r}: {len(items) - SHOWN_FILES} more damaged trajectory files "
-                          "skipped (`rlsql check` names them all)", TrajectoryFilesWarning, stacklevel=3)
+            warnings.warn(
+                f"run {shown(run)!r}: {len(items) - SHOWN_FILES} more damaged trajectory files "
+                "skipped (`rlsql check` names them all)",
+                TrajectoryFilesWarning,
+                stacklevel=3,
+            )
 
 
 #: DuckDB's message for a file its glob found and it then could not open
@@ -265,8 +288,12 @@ def warn_removed(path: str) -> None:
     from rlsql.runs.harbor import shown
 
     trial = path.rsplit("/", 3)[-3]
-    warnings.warn(f"{shown(path)}: removed while rlsql read it; trial {shown(trial)!r} skipped (answered again "
-                  "from the files there now)", TrajectoryFilesWarning, stacklevel=3)
+    warnings.warn(
+        f"{shown(path)}: removed while rlsql read it; trial {shown(trial)!r} skipped (answered again "
+        "from the files there now)",
+        TrajectoryFilesWarning,
+        stacklevel=3,
+    )
 
 
 def forget(con: duckdb.DuckDBPyConnection) -> None:

@@ -80,8 +80,10 @@ def write_failure(path: Path | str, exc: OSError) -> RlsqlError:
 
 
 #: the failures of the filesystem, as another library's message (DuckDB's) spells them
-_DISK_ERRORS = tuple(os.strerror(code) for code in (
-    errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG, errno.EIO))
+_DISK_ERRORS = tuple(
+    os.strerror(code)
+    for code in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG, errno.EIO)
+)
 
 
 def disk_failure(target: Path, temporary: Path, message: str) -> WriteError | None:
@@ -103,6 +105,7 @@ def failures_named(path: Path | str) -> Iterator[None]:
 
 
 # -- temporary names and the sweep -----------------------------------------------------------------
+
 
 def _host() -> str:
     return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
@@ -262,6 +265,7 @@ def fsync_dir(folder: Path) -> None:
 
 # -- targets ---------------------------------------------------------------------------------------
 
+
 def guard(target: Path) -> None:
     """Refuse to write, replace or delete `target` when it is a run folder or lies inside one: any folder
     rlsql recognises as a run by what it holds (rlsql.runs.folders.scan_folder), given on the command
@@ -289,8 +293,9 @@ def guard_folder(target: Path) -> None:
         except RlsqlError:
             continue
         if found is not None:
-            raise UsageError(f"{target}: holds run folder {sub}; rlsql never writes among a user's runs: "
-                             "choose another path")
+            raise UsageError(
+                f"{target}: holds run folder {sub}; rlsql never writes among a user's runs: choose another path"
+            )
 
 
 #: what `-o` can be besides a regular file or a new name: written into as a shell's `>` writes
@@ -330,10 +335,8 @@ def pour(staged: Path, target: Path) -> None:
         shutil.copyfileobj(src, dst, 1 << 20)
 
 
-
-
-
 # -- writing files ---------------------------------------------------------------------------------
+
 
 def stage(target: Path) -> Path:
     """The temporary name `target` is written under (beside it; its folder made, a killed writer's
@@ -397,9 +400,11 @@ def atomic_path(target: Path, mark: bool = False) -> Iterator[Path]:
 def atomic_file(target: Path, binary: bool = False, mark: bool = False) -> Iterator[IO[Any]]:
     """An open file whose contents replace `target` when the block succeeds (see `atomic_path`)."""
     # "x": the temporary is new or the write fails (never through a link someone put there)
-    with atomic_path(target, mark) as tmp, failures_named(target), (
-        tmp.open("xb") if binary else tmp.open("x", encoding="utf-8", newline="")
-    ) as fh:
+    with (
+        atomic_path(target, mark) as tmp,
+        failures_named(target),
+        tmp.open("xb") if binary else tmp.open("x", encoding="utf-8", newline="") as fh,
+    ):
         yield fh
 
 
@@ -409,6 +414,7 @@ def write_text(target: Path, text: str, mark: bool = False) -> None:
 
 
 # -- folders ---------------------------------------------------------------------------------------
+
 
 def swap_dir(staging: Path, target: Path) -> None:
     """Put the folder `staging` (complete, fsynced) in the place of `target`, whose old folder is removed.
@@ -475,6 +481,7 @@ def fsync_tree(folder: Path) -> None:
 
 # -- one writer at a time in a folder --------------------------------------------------------------
 
+
 @contextlib.contextmanager
 def folder_lock(folder: Path, waiting: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold an exclusive `flock` on `folder/LOCK` for the block: two exports into one folder run one
@@ -505,14 +512,18 @@ def folder_lock(folder: Path, waiting: Callable[[str], None] | None = None) -> I
             if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
                 raise write_failure(path, exc) from exc
             # a filesystem without locks (some NFS mounts): the export still runs, unguarded
-            warnings.warn(f"{path}: cannot lock ({exc.strerror}); do not run two exports into this folder at once",
-                          RlsqlWarning, stacklevel=3)
+            warnings.warn(
+                f"{path}: cannot lock ({exc.strerror}); do not run two exports into this folder at once",
+                RlsqlWarning,
+                stacklevel=3,
+            )
         yield
     finally:
         os.close(fd)
 
 
 # -- the mark of what an export wrote --------------------------------------------------------------
+
 
 def write_mark(folder: Path, record: dict[str, Any], staged: bool = False) -> None:
     """Record in `folder` that rlsql wrote it (or, for an export folder, which of its files).

@@ -56,8 +56,9 @@ def bind_host(host: str) -> str:
     return host
 
 
-def serve(runs: Sequence[str] | None, host: str | None = None, port: int | None = None, memory: str | None = None,
-          say=None) -> None:
+def serve(
+    runs: Sequence[str] | None, host: str | None = None, port: int | None = None, memory: str | None = None, say=None
+) -> None:
     """Serve `runs` (what `--run` takes) on host:port until Ctrl-C."""
     require_serve()
     import uvicorn
@@ -68,8 +69,10 @@ def serve(runs: Sequence[str] | None, host: str | None = None, port: int | None 
 
     say = say or (lambda line: print(f"rlsql: {line}", file=sys.stderr))
     settings = core.settings.current().replace(
-        serve_host=None if host is None else bind_host(host), serve_port=port,
-        serve_memory=core.settings.parse_size(memory, "--memory") if memory else None)
+        serve_host=None if host is None else bind_host(host),
+        serve_port=port,
+        serve_memory=core.settings.parse_size(memory, "--memory") if memory else None,
+    )
     token = None if settings.serve_host in LOOPBACK else secrets.token_urlsafe(18)
     served = Served(core.resolve(runs), settings, token)
     host = settings.serve_host
@@ -84,22 +87,35 @@ def serve(runs: Sequence[str] | None, host: str | None = None, port: int | None 
 
     server: uvicorn.Server | None = None
     app = make_app(served, stopping=lambda: server is not None and server.should_exit)
-    server = Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                                   lifespan="on", timeout_graceful_shutdown=3))
+    server = Server(
+        uvicorn.Config(
+            app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=3
+        )
+    )
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
     if token:
-        say(f"warning: serving on {host}, beyond this machine: anyone who can reach it and has the token "
-            "can read these runs")
-    say(f"serving {len(served.runs)} run(s) at {url} (memory budget {settings.serve_memory / 2**20:,.0f} MiB; "
-        "Ctrl-C stops)")
+        say(
+            f"warning: serving on {host}, beyond this machine: anyone who can reach it and has the token "
+            "can read these runs"
+        )
+    say(
+        f"serving {len(served.runs)} run(s) at {url} (memory budget {settings.serve_memory / 2**20:,.0f} MiB; "
+        "Ctrl-C stops)"
+    )
     with sock, contextlib.suppress(KeyboardInterrupt):  # uvicorn stops cleanly on Ctrl-C, then raises it again
         server.run(sockets=[sock])
     say("stopped")
 
 
-def mcp(runs: Sequence[str] | None, http: bool = False, host: str | None = None, port: int | None = None,
-        max_rows: int | None = None, say=None) -> None:
+def mcp(
+    runs: Sequence[str] | None,
+    http: bool = False,
+    host: str | None = None,
+    port: int | None = None,
+    max_rows: int | None = None,
+    say=None,
+) -> None:
     """`rlsql mcp`: serve `runs` to an MCP client over stdio until its input closes, or with `http` over the SDK's
     streamable HTTP until Ctrl-C (rlsql/serve/mcp_server.py)."""
     try:

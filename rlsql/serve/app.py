@@ -44,8 +44,13 @@ DOWNLOADS = {"csv": "text/csv; charset=utf-8", "json": "application/json", "parq
 
 
 def _templates() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["cell"] = core.display
     env.filters["numeric"] = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
     env.filters["cut"] = core.transcripts.cut
@@ -69,8 +74,12 @@ def embedded_json(value: Any) -> str:
 
 def _url(path: str, **query: Any) -> str:
     """`path` with a query string of the non-empty values (lists repeat their key)."""
-    pairs = [(k, v) for k, vs in query.items() for v in (vs if isinstance(vs, (list, tuple)) else [vs])
-             if v not in (None, "", False)]
+    pairs = [
+        (k, v)
+        for k, vs in query.items()
+        for v in (vs if isinstance(vs, (list, tuple)) else [vs])
+        if v not in (None, "", False)
+    ]
     return f"{path}?{urlencode(pairs)}" if pairs else path
 
 
@@ -158,8 +167,13 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
 
     def page(template: str, request: Request, status: int = 200, **context: Any) -> HTMLResponse:
         body = env.get_template(template).render(
-            request=request, served=served, version=served.version, path=request.url.path, given=_given(request),
-            **context)
+            request=request,
+            served=served,
+            version=served.version,
+            path=request.url.path,
+            given=_given(request),
+            **context,
+        )
         return HTMLResponse(body, status)
 
     def failed(request: Request, exc: Exception) -> HTMLResponse:
@@ -168,9 +182,11 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
     def worked(answer: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
         """`answer` in a worker thread when one of the slots is free (rlsql/serve/work.py); given up when the
         client goes away."""
+
         async def endpoint(request: Request) -> Response:
             response = await slots.run(request.receive, lambda: answer(request))
             return response if response is not None else PlainTextResponse("the client went away", 503)
+
         return endpoint
 
     def guarded(render: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
@@ -179,26 +195,34 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
                 return render(request)
             except core.RlsqlError as exc:
                 return failed(request, exc)
+
         return worked(endpoint)
 
     # -- pages ----------------------------------------------------------------------------------
     def fleet(request: Request) -> Response:
         given = _given(request)
-        state: dict[str, Any] = {k: given.get(k, "")
-                                 for k in ("group", "sort", "desc", "x", "y", "span", "page", "band")}
+        state: dict[str, Any] = {
+            k: given.get(k, "") for k in ("group", "sort", "desc", "x", "y", "span", "page", "band")
+        }
         state["f"] = [f for f in request.query_params.getlist("f") if f.partition("=")[0]]
         return page("fleet.html.j2", request, fleet=pages.fleet(served, state), state=state)
 
     def run(request: Request) -> Response:
         given = _given(request)
-        return page("run.html.j2", request, **pages.run_page(served, given.get("run", ""), given),
-                    span=given.get("span") or "5")
+        return page(
+            "run.html.j2", request, **pages.run_page(served, given.get("run", ""), given), span=given.get("span") or "5"
+        )
 
     def compare(request: Request) -> Response:
         given = _given(request)
         names = request.query_params.getlist("run")
-        return page("compare.html.j2", request, **pages.compare_page(served, names, given),
-                    span=given.get("span") or "5", names=names)
+        return page(
+            "compare.html.j2",
+            request,
+            **pages.compare_page(served, names, given),
+            span=given.get("span") or "5",
+            names=names,
+        )
 
     def trials(request: Request) -> Response:
         given = _given(request)
@@ -207,8 +231,9 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
     def trial(request: Request) -> Response:
         given = _given(request)
         full = given.get("full") in ("1", "true", "on")
-        return page("trial.html.j2", request,
-                    **pages.trial_page(served, given.get("run", ""), given.get("trial", ""), full))
+        return page(
+            "trial.html.j2", request, **pages.trial_page(served, given.get("run", ""), given.get("trial", ""), full)
+        )
 
     def queries(request: Request) -> Response:
         return page("queries.html.j2", request, items=core.items())
@@ -227,8 +252,17 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
                 raise
             error = str(exc)
         query_string = urlencode([("run", n) for n in names] + [(k, v) for k, v in given.items() if v])
-        return page("query.html.j2", request, item=item, answer=answer, error=error, names=names, params=given,
-                    shown=SHOWN_ROWS, query_string=query_string)
+        return page(
+            "query.html.j2",
+            request,
+            item=item,
+            answer=answer,
+            error=error,
+            names=names,
+            params=given,
+            shown=SHOWN_ROWS,
+            query_string=query_string,
+        )
 
     def sql(request: Request) -> Response:
         text = request.query_params.get("q", "")
@@ -243,8 +277,17 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
                 error = str(exc)
         views = core.items()
         query_string = urlencode([("q", text), *[("run", n) for n in names]])
-        return page("sql.html.j2", request, text=text, answer=answer, error=error, names=names, views=views,
-                    shown=SHOWN_ROWS, query_string=query_string)
+        return page(
+            "sql.html.j2",
+            request,
+            text=text,
+            answer=answer,
+            error=error,
+            names=names,
+            views=views,
+            shown=SHOWN_ROWS,
+            query_string=query_string,
+        )
 
     # -- the API --------------------------------------------------------------------------------
     def api_error(exc: Exception) -> JSONResponse:
@@ -254,8 +297,9 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
         if fmt == "json-api":
             body: dict[str, Any] = {
                 "columns": answer.columns,
-                "rows": [{c: core.json_cell(v) for c, v in zip(answer.columns, row, strict=True)}
-                         for row in answer.rows],
+                "rows": [
+                    {c: core.json_cell(v) for c, v in zip(answer.columns, row, strict=True)} for row in answer.rows
+                ],
             }
             if answer.truncated:
                 body["truncated"] = True
@@ -303,8 +347,12 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
             with handle:
                 while block := handle.read(2**20):
                     yield block
-        return StreamingResponse(blocks(), media_type=DOWNLOADS["parquet"], headers={
-            "content-disposition": f'attachment; filename="{name}.parquet"', "content-length": str(size)})
+
+        return StreamingResponse(
+            blocks(),
+            media_type=DOWNLOADS["parquet"],
+            headers={"content-disposition": f'attachment; filename="{name}.parquet"', "content-length": str(size)},
+        )
 
     def api_sql(request: Request) -> Response:
         fmt = request.path_params.get("fmt", "json-api")
@@ -320,12 +368,24 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
             return api_error(exc)
 
     def api_runs(request: Request) -> Response:
-        return JSONResponse({"version": served.version, "runs": [
-            {"run": r.name, "path": str(r.path), "artifacts": {k: str(a.path) for k, a in sorted(r.artifacts.items())},
-             "changes": served.generation[r.name]} for r in served.runs.values()]})
+        return JSONResponse(
+            {
+                "version": served.version,
+                "runs": [
+                    {
+                        "run": r.name,
+                        "path": str(r.path),
+                        "artifacts": {k: str(a.path) for k, a in sorted(r.artifacts.items())},
+                        "changes": served.generation[r.name],
+                    }
+                    for r in served.runs.values()
+                ],
+            }
+        )
 
     async def events(request: Request) -> Response:
         """Server-sent events: `change` with the runs whose files changed, as soon as the server noticed."""
+
         async def stream() -> AsyncIterator[str]:
             seen = served.version
             yield f"event: hello\ndata: {json.dumps({'version': seen})}\n\n"
@@ -344,11 +404,13 @@ def make_app(served: Served, stopping: Callable[[], bool] = lambda: False) -> St
                         quiet = 0.0
                 if await request.is_disconnected():
                     return
+
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-store"})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         """The watcher: one task on the server's own loop, polling in a worker thread; ends with the server."""
+
         async def watch() -> None:
             while True:
                 await asyncio.sleep(served.poll_seconds)
@@ -389,8 +451,7 @@ def guards(served: Served) -> list[Middleware]:
     middleware = [Middleware(SameOrigin), Middleware(TokenGate, token=served.token)]
     if served.local:
         # bound to the loopback: a page elsewhere that rebinds its DNS name to 127.0.0.1 is refused
-        middleware.insert(0, Middleware(TrustedHostMiddleware,
-                                        allowed_hosts=["127.0.0.1", "localhost", "[::1]"]))
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "[::1]"]))
     return middleware
 
 

@@ -107,9 +107,18 @@ class Chart:
 
         series = [{**s, "values": positive(s["values"])} for s in self.series] if self.ylog else self.series
         return {
-            "id": self.id, "title": self.title, "kind": self.kind, "x": self.x, "series": series,
-            "xlabel": self.xlabel, "ylabel": self.ylabel, "xtime": self.xtime, "ylog": self.ylog, "xlog": self.xlog,
-            "labels": self.labels, "gaps": self.gaps,
+            "id": self.id,
+            "title": self.title,
+            "kind": self.kind,
+            "x": self.x,
+            "series": series,
+            "xlabel": self.xlabel,
+            "ylabel": self.ylabel,
+            "xtime": self.xtime,
+            "ylog": self.ylog,
+            "xlog": self.xlog,
+            "labels": self.labels,
+            "gaps": self.gaps,
         }
 
     @property
@@ -177,8 +186,11 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
             distinct[key].add(mine.get(key))
     keys = sorted(distinct, key=lambda k: (len(distinct[k]) < 2, k))
     # a figure needs a key with two numbers or more among the runs
-    numeric = [k for k in keys if len(distinct[k] - {None}) > 1
-               and all(_float(v) is not None for v in distinct[k] if v is not None)]
+    numeric = [
+        k
+        for k in keys
+        if len(distinct[k] - {None}) > 1 and all(_float(v) is not None for v in distinct[k] if v is not None)
+    ]
     # run_table's own columns; its config columns are typed (a DOUBLE lr), but filters, groups and the x axis
     # go by a key's text, as the config view gives it and the links name it
     own = core.own_columns("run_table")
@@ -207,11 +219,11 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     present.sort(key=lambda r: _sort_key(cell(r, sort)), reverse=desc)
     rows = present + missing  # no value last, either way
     group = state.get("group") or ""
-    shown = [k for k in [group, *(f.partition("=")[0] for f in state.get("f", []))]
-             if k and k not in columns]
+    shown = [k for k in [group, *(f.partition("=")[0] for f in state.get("f", []))] if k and k not in columns]
     shown = list(dict.fromkeys(shown))
     ordered: list[tuple[str | None, tuple]] = [(None, r) for r in rows]
     if group:
+
         def label(r: tuple) -> str | None:
             return core.display(cell(r, group)) if cell(r, group) is not None else None
 
@@ -225,7 +237,7 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     if not 1 <= page <= pages:
         raise core.UsageError(f"page: {state.get('page')!r} is not a page of 1 to {pages}")
     groups: list[tuple[str | None, list[tuple]]] = []
-    for name, r in ordered[(page - 1) * FLEET_PAGE:page * FLEET_PAGE]:
+    for name, r in ordered[(page - 1) * FLEET_PAGE : page * FLEET_PAGE]:
         if not groups or groups[-1][0] != name:
             groups.append((name, []))
         groups[-1][1].append(r)
@@ -239,8 +251,22 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     if band:
         params = {"key": band, **({"span": state["span"]} if state.get("span") else {})}
         bands = band_chart(served.named("group_curves", runs, params), band)
-    return Fleet(Answer(columns, rows, table.truncated), figures, keys, numeric, shown, groups, chart,
-                 {**state, "x": x, "y": y, "sort": sort}, len(table.rows), values, page, pages, sizes, bands=bands)
+    return Fleet(
+        Answer(columns, rows, table.truncated),
+        figures,
+        keys,
+        numeric,
+        shown,
+        groups,
+        chart,
+        {**state, "x": x, "y": y, "sort": sort},
+        len(table.rows),
+        values,
+        page,
+        pages,
+        sizes,
+        bands=bands,
+    )
 
 
 def band_chart(curves: Answer, key: str) -> Chart | None:
@@ -251,33 +277,53 @@ def band_chart(curves: Answer, key: str) -> Chart | None:
     rows = curves.dicts()
     xs = sorted({r["step"] for r in rows})
     values = sorted({r["value"] for r in rows}, key=lambda v: (v is None, _sort_key(v)))
-    chart = Chart("fleet-bands", f"Reward EMA by {key}: mean and 95% interval over the runs", xs, xlabel="step",
-                  ylabel="reward EMA")
+    chart = Chart(
+        "fleet-bands",
+        f"Reward EMA by {key}: mean and 95% interval over the runs",
+        xs,
+        xlabel="step",
+        ylabel="reward EMA",
+    )
     palette = ("#2f6fdf", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#0b7285", "#e67700", "#5c940d")
     for i, value in enumerate(values):
         at = {r["step"]: r for r in rows if r["value"] == value}
         color = palette[i % len(palette)]
         label = f"{key} = {value if value is not None else '(no value)'}"
         runs = max(r["runs"] for r in at.values())
-        chart.add(f"{label} ({runs} run{'s' if runs != 1 else ''})", [at[x]["mean_ema"] if x in at else None
-                                                                      for x in xs], color=color, width=2)
+        chart.add(
+            f"{label} ({runs} run{'s' if runs != 1 else ''})",
+            [at[x]["mean_ema"] if x in at else None for x in xs],
+            color=color,
+            width=2,
+        )
         for bound in ("ci_low", "ci_high"):
-            chart.add(f"{label} {bound}", [at[x][bound] if x in at else None for x in xs], color=color, width=1,
-                      dash=[4, 3])
+            chart.add(
+                f"{label} {bound}", [at[x][bound] if x in at else None for x in xs], color=color, width=1, dash=[4, 3]
+            )
     return chart
 
 
 def _fleet_chart(rows: list[tuple], x: str, y: str, group: str, cell: Any) -> Chart | None:
-    found = [(_float(core.display(cell(r, x))) if cell(r, x) is not None else None, number(cell(r, y)), r)
-             for r in rows]
+    found = [
+        (_float(core.display(cell(r, x))) if cell(r, x) is not None else None, number(cell(r, y)), r) for r in rows
+    ]
     points: list[tuple[float, float, tuple]] = sorted(
-        ((px, py, r) for px, py, r in found if px is not None and py is not None), key=lambda p: (p[0], p[2][0]))
+        ((px, py, r) for px, py, r in found if px is not None and py is not None), key=lambda p: (p[0], p[2][0])
+    )
     if not points:
         return None
     xs = [p[0] for p in points]
     xlog = min(xs) > 0 and max(xs) / min(xs) >= 100
-    chart = Chart("fleet", f"{y} against {x}", [p[0] for p in points], kind="points", xlabel=x, ylabel=y,
-                  xlog=xlog, labels=[p[2][0] for p in points])
+    chart = Chart(
+        "fleet",
+        f"{y} against {x}",
+        [p[0] for p in points],
+        kind="points",
+        xlabel=x,
+        ylabel=y,
+        xlog=xlog,
+        labels=[p[2][0] for p in points],
+    )
     names = [core.display(cell(p[2], group)) if group and cell(p[2], group) is not None else None for p in points]
     for name in sorted(set(names), key=lambda n: (n is None, _sort_key(n))) if group else [None]:
         label = f"{group} = {name}" if group else y
@@ -324,15 +370,24 @@ def run_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str, A
     runs = served.pick([name])
     agent = AGENT_SECTION if runs[0].artifact("trajectories") is not None else ()
     answers = answer_all(served, [*(i for section in RUN_SECTIONS.values() for i in section), *agent], runs, given)
-    charts = [c for c in (
-        reward_chart("reward", answers["reward_curve"], answers["best_checkpoint"]),
-        *signal_charts(answers["step_signals"], runs),
-        step_time_chart(answers["step_time_stack"]),
-        *vllm_charts(answers["vllm_series"]),
-        turns_chart(answers["turn_histogram"], [r.name for r in runs]),
-    ) if c is not None and not c.empty]
-    return {"run": runs[0], "answers": answers, "charts": {c.id: c for c in charts},
-            "findings": finding_items(answers["findings"]), "agent": bool(agent)}
+    charts = [
+        c
+        for c in (
+            reward_chart("reward", answers["reward_curve"], answers["best_checkpoint"]),
+            *signal_charts(answers["step_signals"], runs),
+            step_time_chart(answers["step_time_stack"]),
+            *vllm_charts(answers["vllm_series"]),
+            turns_chart(answers["turn_histogram"], [r.name for r in runs]),
+        )
+        if c is not None and not c.empty
+    ]
+    return {
+        "run": runs[0],
+        "answers": answers,
+        "charts": {c.id: c for c in charts},
+        "findings": finding_items(answers["findings"]),
+        "agent": bool(agent),
+    }
 
 
 def finding_items(answer: Answer | str) -> list[dict[str, Any]]:
@@ -369,14 +424,16 @@ def evidence_link(command: str) -> str | None:
     return f"/query/{urllib.parse.quote(words[2])}?{urllib.parse.urlencode(query)}"
 
 
-def answer_all(served: Served, items: Sequence[str], runs: Sequence[core.Run],
-               given: Mapping[str, str]) -> dict[str, Answer | str]:
+def answer_all(
+    served: Served, items: Sequence[str], runs: Sequence[core.Run], given: Mapping[str, str]
+) -> dict[str, Answer | str]:
     """Each item's answer: those not kept in memory asked two at a time (the machine's cores; DuckDB lets
     go of the GIL), in threads that end before this returns, each in this request's context (its client
     going away stops them: rlsql/serve/work.py)."""
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rlsql-page") as pool:
-        futures = {item: pool.submit(contextvars.copy_context().run, _maybe, served, item, runs, given)
-                   for item in items}
+        futures = {
+            item: pool.submit(contextvars.copy_context().run, _maybe, served, item, runs, given) for item in items
+        }
         return {item: future.result() for item, future in futures.items()}
 
 
@@ -401,8 +458,14 @@ def reward_chart(cid: str, curve: Answer | str, best: Answer | str) -> Chart | N
     chart.add("EMA", [r["ema"] for r in rows], color="#2f6fdf", width=2.5)
     if isinstance(best, Answer) and best.rows and best.dicts()[0]["step"] is not None:
         b = best.dicts()[0]
-        chart.add(f"best checkpoint (step {b['step']})", [b["ema"] if s == b["step"] else None for s in chart.x],
-                  color="#d6336c", width=0, points=True, size=11)
+        chart.add(
+            f"best checkpoint (step {b['step']})",
+            [b["ema"] if s == b["step"] else None for s in chart.x],
+            color="#d6336c",
+            width=0,
+            points=True,
+            size=11,
+        )
     return chart
 
 
@@ -445,11 +508,25 @@ def vllm_charts(series: Answer | str) -> list[Chart]:
             rows.append({**dict.fromkeys(r, None), "ts": r["ts"], "log_file": r["log_file"]})
         rows.append(r)
     xs = [epoch(r["ts"]) for r in rows]
-    tps = Chart("vllm-tps", "vLLM generation throughput per engine", xs, xlabel="time (node-local)",
-                ylabel="tokens/s", xtime=True, gaps=True)
+    tps = Chart(
+        "vllm-tps",
+        "vLLM generation throughput per engine",
+        xs,
+        xlabel="time (node-local)",
+        ylabel="tokens/s",
+        xtime=True,
+        gaps=True,
+    )
     tps.add("generation tokens/s per engine", [r["avg_generation_throughput_per_engine"] for r in rows])
-    load = Chart("vllm-requests", "vLLM requests per engine", xs, xlabel="time (node-local)", ylabel="requests",
-                 xtime=True, gaps=True)
+    load = Chart(
+        "vllm-requests",
+        "vLLM requests per engine",
+        xs,
+        xlabel="time (node-local)",
+        ylabel="requests",
+        xtime=True,
+        gaps=True,
+    )
     load.add("running", [r["avg_running_requests_per_engine"] for r in rows])
     load.add("waiting", [r["avg_waiting_requests_per_engine"] for r in rows])
     return [tps, load]
@@ -459,8 +536,14 @@ def turns_chart(hist: Answer | str, runs: Sequence[str]) -> Chart | None:
     if not isinstance(hist, Answer) or not hist.rows:
         return None
     xs, per = by_run(hist, "turns", "trials", runs)
-    chart = Chart("turns", "Trials by number of turns", xs, kind="bars" if len(runs) == 1 else "line",
-                  xlabel="turns", ylabel="trials")
+    chart = Chart(
+        "turns",
+        "Trials by number of turns",
+        xs,
+        kind="bars" if len(runs) == 1 else "line",
+        xlabel="turns",
+        ylabel="trials",
+    )
     for run in runs:
         chart.add(run if len(runs) > 1 else "trials", per[run])
     return chart
@@ -469,16 +552,31 @@ def turns_chart(hist: Answer | str, runs: Sequence[str]) -> Chart | None:
 # -- compare --------------------------------------------------------------------------------------
 def compare_page(served: Served, names: Sequence[str], given: Mapping[str, str]) -> dict[str, Any]:
     if not 2 <= len(set(names)) <= COMPARE_MAX:
-        raise core.UsageError(f"compare takes 2 to {COMPARE_MAX} runs ({len(set(names))} given): "
-                              "tick them on the fleet page")
+        raise core.UsageError(
+            f"compare takes 2 to {COMPARE_MAX} runs ({len(set(names))} given): tick them on the fleet page"
+        )
     runs = served.pick(names)
     run_names = [r.name for r in runs]
     baseline = (given.get("baseline") or "").strip() or min(run_names)
     if baseline not in run_names:  # task_diff would answer no rows, which reads as "nothing changed"
         raise core.UsageError(f"baseline {baseline!r} is not among the runs compared ({', '.join(run_names)})")
-    answers = answer_all(served, ("compare_runs", "reward_curve", "best_checkpoint", "step_time_stack",
-                                  "step_signals", "turn_histogram", "exception_treatment", "run_diff", "task_diff",
-                                  "task_rates"), runs, given)
+    answers = answer_all(
+        served,
+        (
+            "compare_runs",
+            "reward_curve",
+            "best_checkpoint",
+            "step_time_stack",
+            "step_signals",
+            "turn_histogram",
+            "exception_treatment",
+            "run_diff",
+            "task_diff",
+            "task_rates",
+        ),
+        runs,
+        given,
+    )
     charts: list[Chart] = []
     curve = answers["reward_curve"]
     if isinstance(curve, Answer) and curve.rows:
@@ -491,8 +589,9 @@ def compare_page(served: Served, names: Sequence[str], given: Mapping[str, str])
     stack = answers["step_time_stack"]
     if isinstance(stack, Answer) and stack.rows:
         xs, per = by_run(stack, "step", "step_seconds", run_names)
-        chart = Chart("cmp-step-time", "Step time (timing/step, log scale)", xs, xlabel="step", ylabel="seconds",
-                      ylog=True)
+        chart = Chart(
+            "cmp-step-time", "Step time (timing/step, log scale)", xs, xlabel="step", ylabel="seconds", ylog=True
+        )
         for run in run_names:
             chart.add(run, per[run])
         charts.append(chart)
@@ -500,8 +599,12 @@ def compare_page(served: Served, names: Sequence[str], given: Mapping[str, str])
     turns = turns_chart(answers["turn_histogram"], run_names)
     if turns is not None:
         charts.append(turns)
-    return {"runs": runs, "answers": answers, "charts": {c.id: c for c in charts if not c.empty},
-            "grid": task_grid(answers["task_rates"], answers["task_diff"], run_names, baseline)}
+    return {
+        "runs": runs,
+        "answers": answers,
+        "charts": {c.id: c for c in charts if not c.empty},
+        "grid": task_grid(answers["task_rates"], answers["task_diff"], run_names, baseline),
+    }
 
 
 @dataclass
@@ -571,13 +674,24 @@ def trials_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str
         raise core.UsageError(f"page: {page!r} is not a page of 1 to {pages}")
     order = f"{core.identifier(sort)} {'DESC' if desc else 'ASC'} NULLS LAST, row_no"
     rows = served.select(
-        f"SELECT * FROM (\n{filtered}\n) ORDER BY {order} LIMIT {TRIALS_PAGE} OFFSET $offset", runs,
-        {**bound, "offset": (int(page) - 1) * TRIALS_PAGE})
+        f"SELECT * FROM (\n{filtered}\n) ORDER BY {order} LIMIT {TRIALS_PAGE} OFFSET $offset",
+        runs,
+        {**bound, "offset": (int(page) - 1) * TRIALS_PAGE},
+    )
     exceptions = _maybe(served, "exception_distribution", runs, {})
-    return {"run": runs[0], "rows": rows, "count": count, "page": int(page), "pages": pages, "sort": sort,
-            "desc": desc, "filters": {k: given.get(k, "") for k in TRIAL_FILTERS}, "outcomes": OUTCOMES,
-            "exceptions": [r["exception_type"] for r in exceptions.dicts()] if isinstance(exceptions, Answer) else [],
-            "page_size": TRIALS_PAGE}
+    return {
+        "run": runs[0],
+        "rows": rows,
+        "count": count,
+        "page": int(page),
+        "pages": pages,
+        "sort": sort,
+        "desc": desc,
+        "filters": {k: given.get(k, "") for k in TRIAL_FILTERS},
+        "outcomes": OUTCOMES,
+        "exceptions": [r["exception_type"] for r in exceptions.dicts()] if isinstance(exceptions, Answer) else [],
+        "page_size": TRIALS_PAGE,
+    }
 
 
 def trial_page(served: Served, name: str, trial: str, full: bool) -> dict[str, Any]:
@@ -594,9 +708,15 @@ def trial_page(served: Served, name: str, trial: str, full: bool) -> dict[str, A
         found = found.missing or found  # a trial folder without a trajectory: the CLI's line, saying what it lacks
     except (core.DataError, core.UsageError) as exc:
         found = str(exc)  # no trajectories in the run, or none for this trial: the CLI's line, saying where it looked
-    return {"run": runs[0], "trial": trial, "row": row, "full": full, "cut_at": core.transcripts.CUT,
-            "facts": {k: facts.get(k) for k in core.transcripts.TRIAL_FIELDS},
-            # the trial's result.json's, whether or not it has a trajectory
-            "traceback": core.transcripts.exception_traceback(runs[0], trial),
-            "transcript": found, "segments": [] if isinstance(found, str) else
-            list(core.transcripts.segments(found, full))}
+    return {
+        "run": runs[0],
+        "trial": trial,
+        "row": row,
+        "full": full,
+        "cut_at": core.transcripts.CUT,
+        "facts": {k: facts.get(k) for k in core.transcripts.TRIAL_FIELDS},
+        # the trial's result.json's, whether or not it has a trajectory
+        "traceback": core.transcripts.exception_traceback(runs[0], trial),
+        "transcript": found,
+        "segments": [] if isinstance(found, str) else list(core.transcripts.segments(found, full)),
+    }

@@ -68,6 +68,7 @@ __all__ = [
     "transcripts",
 ]
 
+
 def version() -> str:
     return __version__
 
@@ -104,10 +105,15 @@ class Item:
 def items() -> list[Item]:
     """Every named query, then every view, each by name."""
     catalog = load_catalog()
-    return [Item(f.name, f.kind, " ".join(f.description.split()),
-                 tuple(ParamInfo(p.name, p.type, p.default, p.minimum, p.doc, p.maximum)
-                       for p in declared_params(f.name)))
-            for f in [*catalog.queries(), *catalog.views()]]
+    return [
+        Item(
+            f.name,
+            f.kind,
+            " ".join(f.description.split()),
+            tuple(ParamInfo(p.name, p.type, p.default, p.minimum, p.doc, p.maximum) for p in declared_params(f.name)),
+        )
+        for f in [*catalog.queries(), *catalog.views()]
+    ]
 
 
 def own_columns(name: str) -> set[str]:
@@ -133,9 +139,13 @@ def rescan(run: Run) -> Run:
     return chosen_sources(fresh)
 
 
-def run_named(name: str, runs: Sequence[Run], params: dict[str, str],
-              consume: Callable[[duckdb.DuckDBPyConnection, str], Any],
-              config_columns: list[dict] | None = None) -> Any:
+def run_named(
+    name: str,
+    runs: Sequence[Run],
+    params: dict[str, str],
+    consume: Callable[[duckdb.DuckDBPyConnection, str], Any],
+    config_columns: list[dict] | None = None,
+) -> Any:
     """`rlsql query NAME -p ...` over `runs`: the CLI's path; `consume(connection, sql)` fetches what it needs
     of the answer (so no row past the server's limits is fetched) and its value is returned. `config_columns`:
     run_table's config columns as worked out over more runs (config_columns below)."""

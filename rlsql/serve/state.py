@@ -32,8 +32,18 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 #: they are worked out over every run asked about and are part of a kept row's key. Not here: compare_runs,
 #: run_diff, task_diff (against a baseline run), group_curves (over the runs), whose rows depend on the others;
 #: task_rates (no order). The fleet page's queries, then the compare page's.
-PER_RUN = frozenset({"findings", "run_table", "reward_curve", "best_checkpoint", "step_time_stack", "step_signals",
-                     "turn_histogram", "exception_treatment"})
+PER_RUN = frozenset(
+    {
+        "findings",
+        "run_table",
+        "reward_curve",
+        "best_checkpoint",
+        "step_time_stack",
+        "step_signals",
+        "turn_histogram",
+        "exception_treatment",
+    }
+)
 
 
 class TimeLimit(core.RlsqlError):
@@ -59,8 +69,13 @@ class Stopping(core.RlsqlError):
 class Served:
     """The runs served and everything kept about them."""
 
-    def __init__(self, runs: Sequence[core.Run], settings: core.Settings | None = None, token: str | None = None,
-                 poll_seconds: float = 1.0):
+    def __init__(
+        self,
+        runs: Sequence[core.Run],
+        settings: core.Settings | None = None,
+        token: str | None = None,
+        poll_seconds: float = 1.0,
+    ):
         #: rlsql's one settings object: serve_memory, serve_time_limit, serve_row_limit, serve_host
         self.settings = settings or core.settings.current()
         #: required in every request's URL (or its cookie) when bound beyond the loopback
@@ -183,8 +198,9 @@ class Served:
             return self._once(key, lambda: self._by_run(name, runs, params) or self._compute(name, runs, params))
         return self._once(key, lambda: self._compute(name, runs, params))
 
-    def _compute(self, name: str, runs: Sequence[core.Run], params: dict[str, str],
-                 config_columns: list[dict] | None = None) -> Answer:
+    def _compute(
+        self, name: str, runs: Sequence[core.Run], params: dict[str, str], config_columns: list[dict] | None = None
+    ) -> Answer:
         """One statement of `name` over `runs`, within the time limit and the answer's bounds."""
         core.item(name)  # an unknown name is a UsageError with a did-you-mean, before any file is read
         deadline = self.deadline()
@@ -192,8 +208,13 @@ class Served:
             with deadline.running():
                 if deadline.expired:
                     raise self.stopped(deadline, name)
-                return core.run_named(name, runs, params, lambda con, sql: self._fetch(
-                    con.execute(sql), runs, lambda: self._count(con, sql, None)), config_columns)
+                return core.run_named(
+                    name,
+                    runs,
+                    params,
+                    lambda con, sql: self._fetch(con.execute(sql), runs, lambda: self._count(con, sql, None)),
+                    config_columns,
+                )
         except (core.RlsqlError, duckdb.Error) as exc:
             if deadline.expired:
                 raise self.stopped(deadline, name) from exc
@@ -233,8 +254,7 @@ class Served:
             for row in fresh.rows:
                 mine[row[ri]].append(row)
             for r in missing:
-                kept[r.name] = Answer(fresh.columns, mine[r.name], False, frozenset({r.name}),
-                                      total=len(mine[r.name]))
+                kept[r.name] = Answer(fresh.columns, mine[r.name], False, frozenset({r.name}), total=len(mine[r.name]))
                 self.memory.put(key(r), kept[r.name])
         columns = next((a.columns for a in kept.values() if a.columns), [])
         rows = [row for r in runs for row in kept[r.name].rows]
@@ -269,6 +289,7 @@ class Served:
                     raise core.QueryError(f"SQL: {core.one_line(exc)}") from exc
             finally:
                 cursor.close()
+
         return self._once(key, compute)
 
     def _once(self, key: Hashable, compute: Callable[[], Answer]) -> Answer:
@@ -303,8 +324,9 @@ class Served:
             with self._lock:
                 del self._inflight[key]
 
-    def _fetch(self, result: duckdb.DuckDBPyConnection, runs: Sequence[core.Run],
-               count: Callable[[], int | None]) -> Answer:
+    def _fetch(
+        self, result: duckdb.DuckDBPyConnection, runs: Sequence[core.Run], count: Callable[[], int | None]
+    ) -> Answer:
         """A statement's rows within the row limit and the answer size (rows past either are not fetched); a
         cut answer's `total` counted by `count` (DuckDB runs the statement again under count(*))."""
         if not result.description:

@@ -81,8 +81,10 @@ class _Harbor:
         if mtime != self.mtime_ns:
             self.mtime_ns = mtime
             listed = _subfolders(trace_jobs)
-            self.trials = {os.path.join(trace_jobs, t): self.trials.get(os.path.join(trace_jobs, t)) or _Trial()
-                           for t in sorted(listed)}
+            self.trials = {
+                os.path.join(trace_jobs, t): self.trials.get(os.path.join(trace_jobs, t)) or _Trial()
+                for t in sorted(listed)
+            }
         # every trial, finished or not: a trajectory rewritten after its result.json (a retry, a late copy)
         # makes the answers that read it stale as well
         stamps = {folder: trial.look(folder) for folder, trial in self.trials.items()}

@@ -87,8 +87,10 @@ def check_target(out_dir: Path, runs: Sequence[Run]) -> None:
     with failures_named(out_dir):
         foreign = out_dir.is_dir() and any(out_dir.iterdir()) and not written_by_rlsql(out_dir)
     if foreign:
-        raise UsageError(f"{out_dir}: the folder holds files rlsql did not write (no report mark {MARK}); "
-                         "rlsql replaces only a report folder it wrote: choose a new or empty folder")
+        raise UsageError(
+            f"{out_dir}: the folder holds files rlsql did not write (no report mark {MARK}); "
+            "rlsql replaces only a report folder it wrote: choose a new or empty folder"
+        )
 
 
 def write_folder(out_dir: Path, files: dict[str, bytes], fmt: str) -> None:
@@ -116,9 +118,16 @@ def write_folder(out_dir: Path, files: dict[str, bytes], fmt: str) -> None:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: Progress | None = None,
-                 params: dict[str, str] | None = None, per_run: bool = False, check: bool = True,
-                 notify: Callable[[str], None] | None = None) -> list[Path]:
+def build_report(
+    runs: Sequence[Run],
+    out_dir: Path,
+    fmt: str = "md",
+    progress: Progress | None = None,
+    params: dict[str, str] | None = None,
+    per_run: bool = False,
+    check: bool = True,
+    notify: Callable[[str], None] | None = None,
+) -> list[Path]:
     """Write the report of `runs` into `out_dir`; returns the files written (the report file last).
 
     `params` are `-p` parameters of the queries the report runs; `per_run` adds the per-run
@@ -158,4 +167,3 @@ def build_report(runs: Sequence[Run], out_dir: Path, fmt: str = "md", progress: 
         progress.close()
     names = [name for name in files if name != report] + [report]
     return [out_dir / name for name in names]
-

@@ -41,16 +41,29 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[Run], fetch: Any) -> d
         # the first rows only: looping_trials lists every repeated call of every trial
         _, found[name] = fetch(name, f"SELECT * FROM {name} LIMIT {TABLE_ROWS}")
     trajectories.warn_damaged(con)
-    with_trajectory = {(run.name, f.trial) for run in runs if (tj := trajectories.trace_jobs_of(run))
-                       for f in trajectories.list_trajectories(tj).files if f.segment == 0}
+    with_trajectory = {
+        (run.name, f.trial)
+        for run in runs
+        if (tj := trajectories.trace_jobs_of(run))
+        for f in trajectories.list_trajectories(tj).files
+        if f.segment == 0
+    }
     chosen: list[tuple[str, str, str]] = []
     for row in found["looping_trials"]:
         if len(chosen) < 2 and (row["run"], row["trial_name"]) not in {(r, t) for r, t, _ in chosen}:
-            chosen.append((row["run"], row["trial_name"],
-                           f"{row['function_name']} repeated {row['repeats']} times (turns {row['first_turn']}-"
-                           f"{row['last_turn']})"))
-    _, failures = fetch("trial_rows", "SELECT run, trial_name, n_episodes FROM trial_rows WHERE outcome = 'Failure' "
-                                  "AND n_episodes IS NOT NULL ORDER BY n_episodes DESC, run, trial_name LIMIT 50")
+            chosen.append(
+                (
+                    row["run"],
+                    row["trial_name"],
+                    f"{row['function_name']} repeated {row['repeats']} times (turns {row['first_turn']}-"
+                    f"{row['last_turn']})",
+                )
+            )
+    _, failures = fetch(
+        "trial_rows",
+        "SELECT run, trial_name, n_episodes FROM trial_rows WHERE outcome = 'Failure' "
+        "AND n_episodes IS NOT NULL ORDER BY n_episodes DESC, run, trial_name LIMIT 50",
+    )
     for row in failures:
         if len(chosen) >= WORST_TRIALS:
             break
@@ -75,8 +88,10 @@ def short_markdown(t: Any) -> str:
     shown = 0
     total = sum(1 for s in t.steps if not s["copied"])
     for segment, steps, folded in transcript.segments(t, full=False):
-        lines.append(f"-- segment {segment}: {transcript.segment_name(segment)}"
-                     + (f" ({folded} steps of copied context folded)" if folded else ""))
+        lines.append(
+            f"-- segment {segment}: {transcript.segment_name(segment)}"
+            + (f" ({folded} steps of copied context folded)" if folded else "")
+        )
         for s in steps:
             if shown == STEPS_SHOWN:
                 break

@@ -59,8 +59,18 @@ VIEWS = (
 #: matters only then, and is not listed among the report's parameters otherwise)
 BASELINE_QUERIES = ("run_diff", "task_diff")
 #: what the comparison layout (many runs, no --per-run) reads: the cross-run table, the caveats and the figures
-COMPARISON_SOURCES = ("findings", "run_ranking", "run_summary", "reward_curve", "best_checkpoint", "step_time_stack",
-                      "step_signals", "turn_histogram", "turns_by_exception", "config_diff")
+COMPARISON_SOURCES = (
+    "findings",
+    "run_ranking",
+    "run_summary",
+    "reward_curve",
+    "best_checkpoint",
+    "step_time_stack",
+    "step_signals",
+    "turn_histogram",
+    "turns_by_exception",
+    "config_diff",
+)
 #: the vLLM series the vLLM figure draws (the vllm_series view: at most 2,000 points per log)
 VLLM_SERIES_COLUMNS = (
     "run",
@@ -143,8 +153,10 @@ def warn_missing_artifacts(runs: Sequence[Run]) -> None:
         if len(lacking) == 1:
             message = f"run {lacking[0]!r} has no {label}; the report's {section} section leaves it out"
         else:
-            message = (f"{len(lacking)} runs have no {label}: {name_list(lacking)}; "
-                       f"the report's {section} section leaves them out")
+            message = (
+                f"{len(lacking)} runs have no {label}: {name_list(lacking)}; "
+                f"the report's {section} section leaves them out"
+            )
         warnings.warn(
             message,
             RlsqlWarning,
@@ -173,10 +185,13 @@ def bind_report_params(given: dict[str, str], catalog: Catalog | None = None) ->
     declared = report_params(catalog)
     unknown = sorted(set(given) - set(declared))
     if unknown:
-        raise UsageError(f"the report's queries have no parameter {', '.join(unknown)} "
-                         f"(accepted: {', '.join(sorted(declared))})")
-    bound = {name: (param.convert(given[name]) if name in given else param.default)
-             for name, param in sorted(declared.items())}
+        raise UsageError(
+            f"the report's queries have no parameter {', '.join(unknown)} (accepted: {', '.join(sorted(declared))})"
+        )
+    bound = {
+        name: (param.convert(given[name]) if name in given else param.default)
+        for name, param in sorted(declared.items())
+    }
     if bound.get("baseline") is None:
         for name in _baseline_only(catalog or load_catalog()):
             bound.pop(name, None)
@@ -193,8 +208,13 @@ def _fetch(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> tuple[list[st
     return columns, rows
 
 
-def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
-           params: dict[str, str] | None = None, check: bool = True, tables: bool = True) -> ReportData:
+def gather(
+    runs: Sequence[Run],
+    step: Callable[..., None] | None = None,
+    params: dict[str, str] | None = None,
+    check: bool = True,
+    tables: bool = True,
+) -> ReportData:
     """Run every query and view the report needs over `runs` (one connection, views created once).
 
     `tables=False` (the comparison layout without per-run sections) runs only COMPARISON_SOURCES.
@@ -213,7 +233,7 @@ def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
             # in batches: each run's findings are its own, and check's per-run queries scan every run of
             # the connection (300 runs at once: ~65 s; in batches of CHECK_BATCH: a few seconds)
             for start in range(0, len(runs), CHECK_BATCH):
-                data.checks += check_runs(runs[start:start + CHECK_BATCH])
+                data.checks += check_runs(runs[start : start + CHECK_BATCH])
     step(f"running {len(wanted)} queries and views", stage=True)
     from rlsql.outputs.report import agent  # "What the agent did": runs with agents' trajectories only
 
@@ -221,11 +241,16 @@ def gather(runs: Sequence[Run], step: Callable[..., None] | None = None,
     against = list(BASELINE_QUERIES) if data.params.get("baseline") is not None and len(runs) > 1 else []
     if against and data.params["baseline"] not in {r.name for r in runs}:
         # the report says so in its section too; a script reading only the exit code and stderr hears it here
-        warnings.warn(RlsqlWarning(f"baseline {data.params['baseline']!r} names none of the runs "
-                                   f"({', '.join(sorted(r.name for r in runs))}): nothing to compare with"),
-                      stacklevel=2)
-    con = open_connection(runs, [*wanted, *against, "vllm_series", *(agent.QUERIES + agent.VIEWS if agents else ())],
-                          catalog)
+        warnings.warn(
+            RlsqlWarning(
+                f"baseline {data.params['baseline']!r} names none of the runs "
+                f"({', '.join(sorted(r.name for r in runs))}): nothing to compare with"
+            ),
+            stacklevel=2,
+        )
+    con = open_connection(
+        runs, [*wanted, *against, "vllm_series", *(agent.QUERIES + agent.VIEWS if agents else ())], catalog
+    )
     for pname, value in data.params.items():
         if value is not None:
             # the name comes from a SQL header (a validated identifier); the value is a bound parameter

@@ -43,8 +43,9 @@ def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError as exc:
-        raise UsageError(f"rlsql report draws its figures with matplotlib, which is not installed: {INSTALL_HINT}") \
-            from exc
+        raise UsageError(
+            f"rlsql report draws its figures with matplotlib, which is not installed: {INSTALL_HINT}"
+        ) from exc
 
 
 def _figure(width: float, height: float):
@@ -197,8 +198,11 @@ def drawn_note(data: ReportData, drawn: Collection[str], artifact: str, logged: 
     if silent:
         reasons.append(f"{_runs_phrase(silent)}: {logged or ARTIFACT_LABELS[artifact]} not logged")
     shown = [r.name for r in data.runs if r.name in drawn]
-    head = (f"Drawn: {_names(shown)}" if len(shown) <= NAMES_IN_NOTE
-            else f"Drawn: {human.count(len(shown))} of {human.count(len(data.runs))} runs")
+    head = (
+        f"Drawn: {_names(shown)}"
+        if len(shown) <= NAMES_IN_NOTE
+        else f"Drawn: {human.count(len(shown))} of {human.count(len(data.runs))} runs"
+    )
     return f"{head}. Not drawn: {'; '.join(reasons)}."
 
 
@@ -243,11 +247,20 @@ def _mark_clipped(ax, points: list[tuple[Any, float]], limit: float) -> None:
     """Write each clipped value inside its bar, upright, below a break mark: the bar runs on past the frame."""
     for x, value in points:
         if value is not None and value > limit:
-            ax.plot([x], [limit], marker=(2, 0, 0), markersize=14, color="white", markeredgewidth=3, zorder=5,
-                    clip_on=False)
-            ax.text(x, limit * 0.97, f"{human.duration(value)} (clipped)", rotation=90, ha="center", va="top",
-                    fontsize=8, zorder=6, bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": 0.85,
-                                                "edgecolor": "none"})
+            ax.plot(
+                [x], [limit], marker=(2, 0, 0), markersize=14, color="white", markeredgewidth=3, zorder=5, clip_on=False
+            )
+            ax.text(
+                x,
+                limit * 0.97,
+                f"{human.duration(value)} (clipped)",
+                rotation=90,
+                ha="center",
+                va="top",
+                fontsize=8,
+                zorder=6,
+                bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": 0.85, "edgecolor": "none"},
+            )
 
 
 @dataclass
@@ -274,24 +287,54 @@ def reward_figure(data: ReportData) -> Drawn | None:
         rows, color = curve[run], styles.color(run)
         shown = styles.shown(run)
         x, y = _xy(rows, "step", "ema")
-        ax.plot(x, y, color=color, linewidth=styles.width(run, 2.2), alpha=1 if shown else 0.5,
-                label=styles.label(run, ema), zorder=styles.zorder(run))
+        ax.plot(
+            x,
+            y,
+            color=color,
+            linewidth=styles.width(run, 2.2),
+            alpha=1 if shown else 0.5,
+            label=styles.label(run, ema),
+            zorder=styles.zorder(run),
+        )
         if not shown:
             continue
         x, y = _xy(rows, "step", "reward")
-        ax.plot(x, y, color=color, alpha=0.45, linewidth=1, marker="o", markersize=2.5,
-                label=styles.series(run, "reward per step"))
+        ax.plot(
+            x,
+            y,
+            color=color,
+            alpha=0.45,
+            linewidth=1,
+            marker="o",
+            markersize=2.5,
+            label=styles.series(run, "reward per step"),
+        )
         x, y = _xy(rows, "step", "pass_at_k")
         if y and styles.few:
             k = next((r["k"] for r in rows if r["k"] is not None), None)
             ax.plot(x, y, color=color, linewidth=1.3, linestyle="--", label=styles.series(run, f"pass@{k}"))
         b = best.get(run)
         if b and b["step"] is not None:
-            ax.plot([b["step"]], [b["ema"]], marker="*", markersize=16, color=color, markeredgecolor="black",
-                    linestyle="none", zorder=5, label=styles.series(run, "best checkpoint"))
+            ax.plot(
+                [b["step"]],
+                [b["ema"]],
+                marker="*",
+                markersize=16,
+                color=color,
+                markeredgecolor="black",
+                linestyle="none",
+                zorder=5,
+                label=styles.series(run, "best checkpoint"),
+            )
             if len(data.runs) == 1:
-                ax.annotate(f"step {b['step']}\nEMA {human.number(b['ema'])}", (b["step"], b["ema"]),
-                            textcoords="offset points", xytext=(-10, -32), ha="right", fontsize=9)
+                ax.annotate(
+                    f"step {b['step']}\nEMA {human.number(b['ema'])}",
+                    (b["step"], b["ema"]),
+                    textcoords="offset points",
+                    xytext=(-10, -32),
+                    ha="right",
+                    fontsize=9,
+                )
     ax.set_title("Reward per training step", fontsize=13)
     ax.set_xlabel("training step (deduplicated, first-seen row)")
     ax.xaxis.set_major_locator(_integer_ticks())
@@ -318,25 +361,35 @@ def turns_figure(data: ReportData) -> Drawn | None:
     left, right = fig.subplots(1, 2, width_ratios=[1.1, 1])
     if single:
         for run in drawn:
-            left.bar([r["turns"] for r in hist[run]], [r["trials"] for r in hist[run]], width=0.8,
-                     color=styles.color(run))
+            left.bar(
+                [r["turns"] for r in hist[run]], [r["trials"] for r in hist[run]], width=0.8, color=styles.color(run)
+            )
         left.set_ylabel("trials")
     elif styles.few:
         # runs of different sizes compare by share: 12 trials beside 4,000 would be a flat line
         width = 0.8 / len(drawn)
         for i, run in enumerate(drawn):
             x = [r["turns"] + (i - (len(drawn) - 1) / 2) * width for r in hist[run]]
-            left.bar(x, [100 * r["share"] for r in hist[run]], width=width, color=styles.color(run),
-                     label=styles.label(run))
+            left.bar(
+                x, [100 * r["share"] for r in hist[run]], width=width, color=styles.color(run), label=styles.label(run)
+            )
         left.set_ylabel("share of the run's trials (%)")
     else:
         # many runs: lines (bars of 40 runs side by side would be slivers)
         for run in styles.order():
             x, y = _xy(hist[run], "turns", "share")
             shown = styles.shown(run)
-            left.plot(x, [100 * v for v in y], color=styles.color(run), linewidth=styles.width(run, 1.8),
-                      alpha=1 if shown else 0.5, label=styles.label(run), marker="o" if shown else None,
-                      markersize=3, zorder=styles.zorder(run))
+            left.plot(
+                x,
+                [100 * v for v in y],
+                color=styles.color(run),
+                linewidth=styles.width(run, 1.8),
+                alpha=1 if shown else 0.5,
+                label=styles.label(run),
+                marker="o" if shown else None,
+                markersize=3,
+                zorder=styles.zorder(run),
+            )
         left.set_ylabel("share of the run's trials (%)")
     left.set_title("Agent turns per trial", fontsize=12)
     left.set_xlabel("agent turns (n_episodes)")
@@ -396,8 +449,15 @@ def _step_panel(ax, run: str, rows: Rows, colors: dict[str, Any]) -> None:
         for s in xs:
             bottoms[s] += seconds[s]
     totals = {r["step"]: r["step_seconds"] for r in rows}
-    ax.plot(steps, [totals[s] for s in steps], linestyle="none", marker="_", markersize=10, color="black",
-            label="timing/step (the step's total)")
+    ax.plot(
+        steps,
+        [totals[s] for s in steps],
+        linestyle="none",
+        marker="_",
+        markersize=10,
+        color="black",
+        label="timing/step (the step's total)",
+    )
     limit = _clip_limit(list(totals.values()))
     if limit is not None:
         ax.set_ylim(0, limit)
@@ -434,15 +494,27 @@ def step_time_figure(data: ReportData) -> Drawn | None:
     for run in styles.order():
         totals = sorted({r["step"]: r["step_seconds"] for r in stack[run]}.items())
         shown = styles.shown(run)
-        ax.plot([t[0] for t in totals], [t[1] for t in totals], color=styles.color(run),
-                linewidth=styles.width(run, 1.8), alpha=1 if shown else 0.5, label=styles.label(run),
-                zorder=styles.zorder(run))
+        ax.plot(
+            [t[0] for t in totals],
+            [t[1] for t in totals],
+            color=styles.color(run),
+            linewidth=styles.width(run, 1.8),
+            alpha=1 if shown else 0.5,
+            label=styles.label(run),
+            zorder=styles.zorder(run),
+        )
         every += [t[1] for t in totals if t[1] is not None]
     limit = _clip_limit(every)
     if limit is not None:
         ax.set_ylim(0, limit)
-        ax.text(0.01, 0.98, f"clipped at {human.duration(limit)}: longer steps run off the top",
-                transform=ax.transAxes, va="top", fontsize=8)
+        ax.text(
+            0.01,
+            0.98,
+            f"clipped at {human.duration(limit)}: longer steps run off the top",
+            transform=ax.transAxes,
+            va="top",
+            fontsize=8,
+        )
     ax.set_title("Time per training step (timing/step), every run", fontsize=12)
     ax.set_xlabel("training step")
     ax.xaxis.set_major_locator(_integer_ticks())
@@ -458,8 +530,13 @@ SIGNAL_PANELS = (
     ("policy entropy", (("entropy", "-", ""),)),
     ("grad norm (raw)", (("grad_norm", "-", ""),)),
     ("|log ratio| mean", (("log_ratio_mean", "-", ""),)),
-    ("errors per rollout\nbatch (mean)", (("timeouts_per_batch", "-", "agent timeouts per batch"),
-                                         ("context_length_per_batch", ":", "context-length errors per batch"))),
+    (
+        "errors per rollout\nbatch (mean)",
+        (
+            ("timeouts_per_batch", "-", "agent timeouts per batch"),
+            ("context_length_per_batch", ":", "context-length errors per batch"),
+        ),
+    ),
 )
 
 
@@ -468,8 +545,10 @@ def signals_figure(data: ReportData) -> Drawn | None:
     for each signal some run logs; a panel that lacks some of the figure's runs says which."""
     rows = data["step_signals"]
     by_run = _by(rows, "run")
-    logged = {label: [run for run, rs in by_run.items() if any(r[c] is not None for r in rs for c, _, _ in series)]
-              for label, series in SIGNAL_PANELS}
+    logged = {
+        label: [run for run, rs in by_run.items() if any(r[c] is not None for r in rs for c, _, _ in series)]
+        for label, series in SIGNAL_PANELS
+    }
     panels = [(label, series) for label, series in SIGNAL_PANELS if logged[label]]
     if not panels:
         return None
@@ -487,8 +566,16 @@ def signals_figure(data: ReportData) -> Drawn | None:
                 x, y = _xy(by_run[run], "step", column)
                 if not x:
                     continue  # a run that does not log it gets no line
-                ax.plot(x, y, color=styles.color(run), linewidth=width, alpha=alpha, linestyle=style,
-                        label=styles.label(run) if i == 0 else None, zorder=styles.zorder(run))
+                ax.plot(
+                    x,
+                    y,
+                    color=styles.color(run),
+                    linewidth=width,
+                    alpha=alpha,
+                    linestyle=style,
+                    label=styles.label(run) if i == 0 else None,
+                    zorder=styles.zorder(run),
+                )
                 if what and (style, what) not in styled:
                     styled.append((style, what))
         ax.set_ylabel(label, fontsize=9)
@@ -551,8 +638,12 @@ def vllm_figure(data: ReportData) -> Drawn | None:
         colors = {run: [next(palette) for _ in logs[run]] for run in chosen}
     else:
         # the best run's logs in blues, the worst's in reds (as in every figure); runs chosen by name: tab10
-        colors = {run: _shades(styles.color(run), len(logs[run])) if run in (styles.best, styles.worst)
-                  else _colors(len(logs[run])) for run in chosen}
+        colors = {
+            run: _shades(styles.color(run), len(logs[run]))
+            if run in (styles.best, styles.worst)
+            else _colors(len(logs[run]))
+            for run in chosen
+        }
     fig = _figure(min(12 + 5 * (len(chosen) - 1), 30), 9)
     grid = fig.subplots(len(panels), len(chosen), sharex="col", squeeze=False)
     for col, run in enumerate(chosen):
@@ -565,8 +656,13 @@ def vllm_figure(data: ReportData) -> Drawn | None:
                 ax.set_ylabel(label, fontsize=9)
             ax.grid(alpha=0.3)
         axes[-1].set_ylim(0, 100)
-        title = ("vLLM engines over time" if len(data.runs) == 1 else
-                 f"vLLM engines: {run}" if styles.few else f"vLLM engines, {styles.who(run)}")
+        title = (
+            "vLLM engines over time"
+            if len(data.runs) == 1
+            else f"vLLM engines: {run}"
+            if styles.few
+            else f"vLLM engines, {styles.who(run)}"
+        )
         axes[0].set_title(title, fontsize=12 if len(title) < 60 else 10)
         locator = mdates.AutoDateLocator(minticks=2, maxticks=5 if len(chosen) > 1 else 8)
         axes[-1].xaxis.set_major_locator(locator)
@@ -582,12 +678,17 @@ def vllm_choice_note(data: ReportData, with_stats: list[str], chosen: list[str],
     count = f"{human.count(len(with_stats))} of {human.count(len(data.runs))} runs have vLLM engine stats"
     ranked = [r for r in chosen if r in (styles.best, styles.worst)]
     if not ranked:
-        return (f"{count}; none of them is ranked (no {styles.ranked_by}), so the first "
-                f"{'two' if len(chosen) > 1 else 'one'} by name: {', '.join(chosen)}.")
+        return (
+            f"{count}; none of them is ranked (no {styles.ranked_by}), so the first "
+            f"{'two' if len(chosen) > 1 else 'one'} by name: {', '.join(chosen)}."
+        )
     text = f"{count}; drawn: the best and the worst of them by {styles.ranked_by}."
     best, worst = data.highlighted()
-    lacking = [f"the {which} run overall ({run})" for which, run in (("best", best), ("worst", worst))
-               if run is not None and run not in with_stats]
+    lacking = [
+        f"the {which} run overall ({run})"
+        for which, run in (("best", best), ("worst", worst))
+        if run is not None and run not in with_stats
+    ]
     if lacking:
         text += f" {' and '.join(lacking).capitalize()} {'has' if len(lacking) == 1 else 'have'} none."
     return text + " The vLLM table (rlsql query vllm_summary) has every log."

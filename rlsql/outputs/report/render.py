@@ -37,19 +37,49 @@ INDENT = "\u2003\u2003"
 LONG_TABLE = 25
 
 #: columns holding a rate 0-1, printed as a percentage
-RATE_COLUMNS = frozenset({
-    "success_rate", "timeout_rate", "context_length_rate", "mean_discard_rate", "share_of_within", "share_of_step",
-    "share_of_trial", "slowest_span_share",
-})
+RATE_COLUMNS = frozenset(
+    {
+        "success_rate",
+        "timeout_rate",
+        "context_length_rate",
+        "mean_discard_rate",
+        "share_of_within",
+        "share_of_step",
+        "share_of_trial",
+        "slowest_span_share",
+    }
+)
 #: columns holding seconds, printed as h/m/s
-DURATION_COLUMNS = frozenset({
-    "mean_seconds", "step_seconds", "generation_wait_seconds", "total_time_s", "mean_step_time_s",
-    "training_time_s", "slowest_span_mean_s", "mean_step_s", "mean_generation_wait_s", "median_s", "mean_s",
-    "total_s",
-})
+DURATION_COLUMNS = frozenset(
+    {
+        "mean_seconds",
+        "step_seconds",
+        "generation_wait_seconds",
+        "total_time_s",
+        "mean_step_time_s",
+        "training_time_s",
+        "slowest_span_mean_s",
+        "mean_step_s",
+        "mean_generation_wait_s",
+        "median_s",
+        "mean_s",
+        "total_s",
+    }
+)
 #: integer columns that name a step or a setting: printed without thousands separators
-PLAIN_COLUMNS = frozenset({"step", "first_step", "last_step", "best_ema_step", "best_checkpoint_step", "k",
-                           "save_every", "turns", "total_steps"})
+PLAIN_COLUMNS = frozenset(
+    {
+        "step",
+        "first_step",
+        "last_step",
+        "best_ema_step",
+        "best_checkpoint_step",
+        "k",
+        "save_every",
+        "turns",
+        "total_steps",
+    }
+)
 
 #: the findings a report over several runs lists first (the worst; the rest counted, with the command that gives
 #: them): a fleet's dozens would push its ranked table off the first screen
@@ -134,9 +164,17 @@ def _sort_key(value: Any) -> str:
     return repr(float(value))
 
 
-def make_table(source: str, rows: Rows, columns: Sequence[str], filters: dict[str, str] | None = None,
-               cells: dict[str, Callable[[dict], str]] | None = None, units: dict[str, str] | None = None,
-               title: str = "", every_row: bool = False, sortable: bool = False) -> Table:
+def make_table(
+    source: str,
+    rows: Rows,
+    columns: Sequence[str],
+    filters: dict[str, str] | None = None,
+    cells: dict[str, Callable[[dict], str]] | None = None,
+    units: dict[str, str] | None = None,
+    title: str = "",
+    every_row: bool = False,
+    sortable: bool = False,
+) -> Table:
     """Rows (dicts) -> a Table of `columns`; `cells` maps a column to a function giving its text for a row,
     `units` overrides a column's unit (see unit_of). At most Settings.report_rows rows are printed unless
     `every_row` (the table of every run: one row per run the user named, and sorting needs them all)."""
@@ -145,12 +183,17 @@ def make_table(source: str, rows: Rows, columns: Sequence[str], filters: dict[st
     shown = len(rows) if every_row else settings.current().report_rows
     hidden = max(len(rows) - shown, 0)
     rows = rows[:shown]
-    printed = [[cells[c](r) if c in cells else human_cell(r.get(c), units.get(c) or unit_of(c)) for c in columns]
-               for r in rows]
-    numeric = [bool(rows) and c not in cells and all(_is_number(r.get(c)) or r.get(c) is None for r in rows)
-               for c in columns]
-    keys = [[_sort_key(r.get(c)) if n else "" for c, n in zip(columns, numeric, strict=True)] for r in rows] \
-        if sortable else []
+    printed = [
+        [cells[c](r) if c in cells else human_cell(r.get(c), units.get(c) or unit_of(c)) for c in columns] for r in rows
+    ]
+    numeric = [
+        bool(rows) and c not in cells and all(_is_number(r.get(c)) or r.get(c) is None for r in rows) for c in columns
+    ]
+    keys = (
+        [[_sort_key(r.get(c)) if n else "" for c, n in zip(columns, numeric, strict=True)] for r in rows]
+        if sortable
+        else []
+    )
     return Table(source, list(columns), printed, numeric, dict(filters or {}), title, hidden, sortable, keys)
 
 
@@ -174,13 +217,35 @@ SUMMARY_FIGURES = (
     ("Slowest span: share of step", "slowest_span_share"),
 )
 #: the cross-run table's headline columns (run_ranking), before the config keys
-CROSS_RUN_COLUMNS = ("run", "rank", "steps", "trials", "success_rate", "mean_reward", "final_ema", "best_ema",
-                     "best_checkpoint_step", "mean_step_time_s", "timeout_rate", "context_length_rate",
-                     "mean_staleness")
+CROSS_RUN_COLUMNS = (
+    "run",
+    "rank",
+    "steps",
+    "trials",
+    "success_rate",
+    "mean_reward",
+    "final_ema",
+    "best_ema",
+    "best_checkpoint_step",
+    "mean_step_time_s",
+    "timeout_rate",
+    "context_length_rate",
+    "mean_staleness",
+)
 #: the ranked table's columns (many runs): what a reader compares runs by; the ranking's own column moves
 #: to the front, after rank and run
-RANKED_COLUMNS = ("rank", "run", "final_ema", "best_checkpoint_step", "best_checkpoint_ema", "success_rate",
-                  "timeout_rate", "steps", "trials", "mean_step_time_s")
+RANKED_COLUMNS = (
+    "rank",
+    "run",
+    "final_ema",
+    "best_checkpoint_step",
+    "best_checkpoint_ema",
+    "success_rate",
+    "timeout_rate",
+    "steps",
+    "trials",
+    "mean_step_time_s",
+)
 #: the ranked table shows this many of the best and as many of the worst runs
 RANKED_ENDS = 10
 #: the text above it names at most this many of the runs it leaves out
@@ -190,9 +255,23 @@ NAMES_IN_TEXT = 3
 CONFIG_COLUMNS = 8
 RANKED_CONFIG = 4
 #: the progression table's columns (progression_rows); a column no row has a value in is left out
-PROGRESSION_COLUMNS = ("run", "step", "log_file", "rerun", "reward", "pass_at_k", "kl_or_entropy", "loss", "epoch",
-                       "grad_norm", "ppo_clip_ratio", "policy_loss", "log_ratio_mean", "step_seconds",
-                       "generation_wait_seconds")
+PROGRESSION_COLUMNS = (
+    "run",
+    "step",
+    "log_file",
+    "rerun",
+    "reward",
+    "pass_at_k",
+    "kl_or_entropy",
+    "loss",
+    "epoch",
+    "grad_norm",
+    "ppo_clip_ratio",
+    "policy_loss",
+    "log_ratio_mean",
+    "step_seconds",
+    "generation_wait_seconds",
+)
 
 
 class Layout:
@@ -218,8 +297,10 @@ class Layout:
         rows = self.data["run_summary"]
         runs = [r["run"] for r in rows]
         by_run = {r["run"]: r for r in rows}
-        grid = [{"figure": label, "column": column, **{run: by_run[run][column] for run in runs}}
-                for label, column in SUMMARY_FIGURES]
+        grid = [
+            {"figure": label, "column": column, **{run: by_run[run][column] for run in runs}}
+            for label, column in SUMMARY_FIGURES
+        ]
         cells = {run: _human_in(run) for run in runs}
         table = make_table("run_summary", grid, ["figure", *runs], cells=cells, filters={"layout": "columns"})
         table.numeric = [False, *([True] * len(runs))]
@@ -239,8 +320,14 @@ class Layout:
                     nested.add(key)
         return sorted(present, key=lambda k: (scalars_first and k in nested, -present[k], k))
 
-    def run_table(self, rows: Rows, columns: Sequence[str], filters: dict[str, str] | None = None,
-                  keys: int = CONFIG_COLUMNS, **kw: Any) -> Table:
+    def run_table(
+        self,
+        rows: Rows,
+        columns: Sequence[str],
+        filters: dict[str, str] | None = None,
+        keys: int = CONFIG_COLUMNS,
+        **kw: Any,
+    ) -> Table:
         """run_ranking's rows with a `config.KEY` column for each of the first `keys` config keys (scalar
         keys first when that is fewer than every key). A table of runs holds every row it is given, whatever
         Settings.report_rows: its rows are the runs the user named (the ranked table picks 20 of them)."""
@@ -255,8 +342,18 @@ class Layout:
             return None
         baseline = self.data.params["baseline"]
         changed = self.data["task_diff"]
-        columns = ["run", "task_name", "verdict", "rate_base", "rate_run", "delta", "trials_base", "trials_run",
-                   "p_value", "q_value"]
+        columns = [
+            "run",
+            "task_name",
+            "verdict",
+            "rate_base",
+            "rate_run",
+            "delta",
+            "trials_base",
+            "trials_run",
+            "p_value",
+            "q_value",
+        ]
         return {
             "baseline": baseline,
             "alpha": self.data.params.get("alpha"),
@@ -293,24 +390,31 @@ class Layout:
         by = self.data.ranked_by
         what = "final EMA of reward" if by == "final EMA" else "success rate (no run has a final EMA of reward)"
         if len(ranked) > 2 * RANKED_ENDS:
-            text = (f"The {RANKED_ENDS} best and the {RANKED_ENDS} worst of the {human.count(len(ranked))} runs "
-                    f"ranked by {what} (rank 1 is the best, ties by name)")
+            text = (
+                f"The {RANKED_ENDS} best and the {RANKED_ENDS} worst of the {human.count(len(ranked))} runs "
+                f"ranked by {what} (rank 1 is the best, ties by name)"
+            )
         else:
             text = f"The {human.count(len(ranked))} runs ranked by {what} (rank 1 is the best, ties by name)"
         if unranked:
             artifact = "metrics" if by == "final EMA" else "trials"
             names = [r.name for r in unranked]
             who = (f"the {human.count(len(names))} runs" if len(names) > 1 else "the run") + (
-                f" without {ARTIFACT_LABELS[artifact]}" if not any(has_artifact(r, artifact) for r in unranked)
-                else f" without a {by}")
-            text += (f"; {who} {'have' if len(names) > 1 else 'has'} no rank "
-                     f"({name_list(names, NAMES_IN_TEXT)})")
-        text += (". Success rate is the share of the trials with a reward whose reward is above 0, timeout rate the "
-                 "share of all trials")
+                f" without {ARTIFACT_LABELS[artifact]}"
+                if not any(has_artifact(r, artifact) for r in unranked)
+                else f" without a {by}"
+            )
+            text += f"; {who} {'have' if len(names) > 1 else 'has'} no rank ({name_list(names, NAMES_IN_TEXT)})"
+        text += (
+            ". Success rate is the share of the trials with a reward whose reward is above 0, timeout rate the "
+            "share of all trials"
+        )
         keys = len(self.config_keys())
         if keys:
-            text += (f"; the config columns are {min(keys, RANKED_CONFIG)} of the {keys} rl_config.yaml keys that "
-                     "differ between the runs (-p keys=a,b picks others; the appendix lists them all)")
+            text += (
+                f"; the config columns are {min(keys, RANKED_CONFIG)} of the {keys} rl_config.yaml keys that "
+                "differ between the runs (-p keys=a,b picks others; the appendix lists them all)"
+            )
         return text + "."
 
     def all_runs(self) -> Table:
@@ -321,8 +425,10 @@ class Layout:
     def highlight_note(self) -> str:
         if self.data.highlighted()[0] is None:
             return ""
-        return (f"In the figures blue is the best and red the worst by {self.data.ranked_by} of the runs a "
-                "figure draws, every other run grey; each legend names them.")
+        return (
+            f"In the figures blue is the best and red the worst by {self.data.ranked_by} of the runs a "
+            "figure draws, every other run grey; each legend names them."
+        )
 
     def caveats(self) -> dict[str, Any]:
         """What `rlsql check` found: problems (errors, warnings) for the first screen, notes (info) for the
@@ -333,26 +439,37 @@ class Layout:
             run = runs.get(issue.run)
             path = issue.file
             if run is not None and path.startswith(str(run.path)):
-                path = path[len(str(run.path)):].lstrip("/") or "."
+                path = path[len(str(run.path)) :].lstrip("/") or "."
             return f"{path}:{issue.line}" if issue.line is not None else path
 
         def table(severities: tuple[str, ...]) -> Table:
-            rows = [{"run": i.run, "severity": i.severity, "where": where(i), "problem": i.problem}
-                    for report in self.data.checks for i in report.issues if i.severity in severities]
+            rows = [
+                {"run": i.run, "severity": i.severity, "where": where(i), "problem": i.problem}
+                for report in self.data.checks
+                for i in report.issues
+                if i.severity in severities
+            ]
             columns = ["run", "severity", "where", "problem"] if self.multi else ["severity", "where", "problem"]
-            return make_table("check", rows, columns, cells={c: _text_of(c, empty="None") for c in columns},
-                              filters={"severity": "+".join(severities)})
+            return make_table(
+                "check",
+                rows,
+                columns,
+                cells={c: _text_of(c, empty="None") for c in columns},
+                filters={"severity": "+".join(severities)},
+            )
 
-        return {"problems": table(("error", "warning")), "notes": table(("info",)),
-                "line": caveat_line(self.data)}
+        return {"problems": table(("error", "warning")), "notes": table(("info",)), "line": caveat_line(self.data)}
 
     # -- sections ------------------------------------------------------------------------------------
     def runs(self) -> list[dict]:
         out = []
         for run in self.data.runs:
             files = [f"{kind}: {a.path.name}" for kind, a in sorted(run.artifacts.items())]
-            missing = [ARTIFACT_LABELS[k] for k in ("metrics", "trials", "vllm", "config")
-                       if all(run.artifact(a) is None for a in ARTIFACT_ALTERNATIVES.get(k, (k,)))]
+            missing = [
+                ARTIFACT_LABELS[k]
+                for k in ("metrics", "trials", "vllm", "config")
+                if all(run.artifact(a) is None for a in ARTIFACT_ALTERNATIVES.get(k, (k,)))
+            ]
             out.append({"name": run.name, "path": str(run.path), "files": files, "missing": missing})
         return out
 
@@ -364,14 +481,19 @@ class Layout:
         notes = []
         for run, (kl, loss) in seen.items():
             who = f"{run}: " if self.multi else ""
-            notes.append(f"{who}pass_at_k is pass@{k_of.get(run, '?')}; kl_or_entropy is {kl or 'not logged'}; "
-                         f"loss is {loss or 'not logged'}")
+            notes.append(
+                f"{who}pass_at_k is pass@{k_of.get(run, '?')}; kl_or_entropy is {kl or 'not logged'}; "
+                f"loss is {loss or 'not logged'}"
+            )
         return notes
 
     def progression(self) -> Table:
         rows = self.data["progression_rows"]
-        columns = [c for c in self.cols("progression_rows", PROGRESSION_COLUMNS)
-                   if c in ("run", "step", "log_file", "rerun") or any(r.get(c) is not None for r in rows)]
+        columns = [
+            c
+            for c in self.cols("progression_rows", PROGRESSION_COLUMNS)
+            if c in ("run", "step", "log_file", "rerun") or any(r.get(c) is not None for r in rows)
+        ]
         if not any(r["rerun"] for r in rows):
             columns.remove("rerun")
 
@@ -393,8 +515,18 @@ class Layout:
         for family in families:
             units = {c: "duration" for c in ("mean", "std", "min", "max")} if family == "timing" else {}
             title = "Other (keys without a family)" if family == "other" else family
-            out.append((title, make_table("metric_stats", [r for r in rows if r["family"] == family], columns,
-                                          filters={"family": family}, units=units)))
+            out.append(
+                (
+                    title,
+                    make_table(
+                        "metric_stats",
+                        [r for r in rows if r["family"] == family],
+                        columns,
+                        filters={"family": family},
+                        units=units,
+                    ),
+                )
+            )
         return out
 
     def timing_table(self) -> Table:
@@ -424,24 +556,66 @@ class Layout:
         return make_table("config_diff", list(keys.values()), ["key", *runs], cells=cells)
 
     def agent(self) -> dict[str, Any] | None:
-        """"What the agent did": tool usage, token usage by outcome, the most repeated calls, a few transcripts."""
+        """ "What the agent did": tool usage, token usage by outcome, the most repeated calls, a few transcripts."""
         found = self.data.agent
         if not found:
             return None
         multi = self.multi
+
         def cols(names: list[str]) -> list[str]:
             return names if multi else [c for c in names if c != "run"]
 
         return {
-            "tools": make_table("tool_usage", found["tool_usage"], cols(
-                ["run", "function_name", "calls", "trials", "success_trials", "failure_trials",
-                 "mean_calls_per_trial"])),
-            "tokens": make_table("token_usage", found["token_usage"], cols(
-                ["run", "outcome", "trials", "agent_steps", "mean_prompt_tokens", "mean_completion_tokens",
-                 "cached_share", "p50_completion_tokens", "p90_completion_tokens", "max_step_prompt_tokens"])),
-            "loops": make_table("looping_trials", found["looping_trials"], cols(
-                ["run", "trial_name", "outcome", "exception_type", "function_name", "arguments", "repeats",
-                 "first_turn", "last_turn"])),
+            "tools": make_table(
+                "tool_usage",
+                found["tool_usage"],
+                cols(
+                    [
+                        "run",
+                        "function_name",
+                        "calls",
+                        "trials",
+                        "success_trials",
+                        "failure_trials",
+                        "mean_calls_per_trial",
+                    ]
+                ),
+            ),
+            "tokens": make_table(
+                "token_usage",
+                found["token_usage"],
+                cols(
+                    [
+                        "run",
+                        "outcome",
+                        "trials",
+                        "agent_steps",
+                        "mean_prompt_tokens",
+                        "mean_completion_tokens",
+                        "cached_share",
+                        "p50_completion_tokens",
+                        "p90_completion_tokens",
+                        "max_step_prompt_tokens",
+                    ]
+                ),
+            ),
+            "loops": make_table(
+                "looping_trials",
+                found["looping_trials"],
+                cols(
+                    [
+                        "run",
+                        "trial_name",
+                        "outcome",
+                        "exception_type",
+                        "function_name",
+                        "arguments",
+                        "repeats",
+                        "first_turn",
+                        "last_turn",
+                    ]
+                ),
+            ),
             "worst": found["worst"],
         }
 
@@ -467,14 +641,18 @@ class Layout:
         # the runs as --run names them: their one parent folder when there are many (a bare `rlsql findings`
         # would answer for the sample run)
         given = [f"{p}/" for p in parents] if len(runs) > 6 and len(parents) == 1 else [str(r.path) for r in runs]
-        return {"rows": rows[:shown], "hidden": max(0, len(rows) - shown),
-                "command": "rlsql findings" + "".join(f" --run {shlex.quote(g)}" for g in given)}
+        return {
+            "rows": rows[:shown],
+            "hidden": max(0, len(rows) - shown),
+            "command": "rlsql findings" + "".join(f" --run {shlex.quote(g)}" for g in given),
+        }
 
     def context(self, figure_src: dict[str, tuple[str, str]]) -> dict[str, Any]:
         """`figure_src`: figure name -> (where the image is, its note: which runs it draws)."""
         data = self.data
-        figures = {name: {"src": src, "alt": FIGURES[name][0], "note": note}
-                   for name, (src, note) in figure_src.items()}
+        figures = {
+            name: {"src": src, "alt": FIGURES[name][0], "note": note} for name, (src, note) in figure_src.items()
+        }
         trial_tables = []
         if self.per_run:
             trial_tables = [
@@ -493,34 +671,65 @@ class Layout:
         caveats = self.caveats()
         appendix = []
         if self.compare:
-            appendix.append(("All runs", self.all_runs(),
-                             "Every run with every figure of the cross-run table, best first (unranked runs "
-                             "last, by name); in the HTML report a click on a column's header sorts by it."))
+            appendix.append(
+                (
+                    "All runs",
+                    self.all_runs(),
+                    "Every run with every figure of the cross-run table, best first (unranked runs "
+                    "last, by name); in the HTML report a click on a column's header sorts by it.",
+                )
+            )
         if self.compare and self.data["config_diff"]:
-            appendix.append(("Config keys that differ between runs",
-                             self.table("config_diff", filters={"layout": "long"},
-                                        cells={c: (lambda r, c=c: "" if r[c] is None else str(r[c]))
-                                               for c in ("run", "key", "value")}),
-                             "Every rl_config.yaml key whose value differs between the runs, one row per run "
-                             "and key (empty: the run lacks the key)."))
+            appendix.append(
+                (
+                    "Config keys that differ between runs",
+                    self.table(
+                        "config_diff",
+                        filters={"layout": "long"},
+                        cells={c: (lambda r, c=c: "" if r[c] is None else str(r[c])) for c in ("run", "key", "value")},
+                    ),
+                    "Every rl_config.yaml key whose value differs between the runs, one row per run "
+                    "and key (empty: the run lacks the key).",
+                )
+            )
         if caveats["notes"].rows:
-            appendix.append(("Notes from rlsql check", caveats["notes"],
-                             "What `rlsql check` notes without calling it a problem: files not read, steps "
-                             "logged twice, artifacts a run lacks."))
+            appendix.append(
+                (
+                    "Notes from rlsql check",
+                    caveats["notes"],
+                    "What `rlsql check` notes without calling it a problem: files not read, steps "
+                    "logged twice, artifacts a run lacks.",
+                )
+            )
         if self.per_run:
-            appendix.append(("Training progression per logged row", self.progression(),
-                             "Every metric row with a step. A resumed job re-runs the step it resumed from: "
-                             "both rows are listed, and the deduplicated curve (the figures, the EMA) uses the "
-                             "first-seen one (`re-run: used`)."))
-            appendix.append(("EMA per step and checkpoint eligibility",
-                             self.table("checkpoint_ema", ["run", "step", "reward", "ema", "rolling_mean",
-                                                           "eligible", "is_best"]),
-                             "Eligible steps are multiples of save_every from 2 x save_every on (the first save "
-                             "is skipped); the best is the eligible step with the highest EMA, ties to the "
-                             "earliest."))
+            appendix.append(
+                (
+                    "Training progression per logged row",
+                    self.progression(),
+                    "Every metric row with a step. A resumed job re-runs the step it resumed from: "
+                    "both rows are listed, and the deduplicated curve (the figures, the EMA) uses the "
+                    "first-seen one (`re-run: used`).",
+                )
+            )
+            appendix.append(
+                (
+                    "EMA per step and checkpoint eligibility",
+                    self.table(
+                        "checkpoint_ema", ["run", "step", "reward", "ema", "rolling_mean", "eligible", "is_best"]
+                    ),
+                    "Eligible steps are multiples of save_every from 2 x save_every on (the first save "
+                    "is skipped); the best is the eligible step with the highest EMA, ties to the "
+                    "earliest.",
+                )
+            )
             for title, t in self.metric_tables():
-                appendix.append((f"Metrics: {title}", t,
-                                 "Mean, sample standard deviation, min, max and count over every metric row."))
+                appendix.append(
+                    (
+                        f"Metrics: {title}",
+                        t,
+                        "Mean, sample standard deviation, min, max and count over every metric row.",
+                    )
+                )
         return {
             "version": __version__,
             "multi": self.multi,
@@ -559,11 +768,13 @@ def caveat_line(data: ReportData) -> str:
                 runs.add(issue.run)
     if not counts["error"] and not counts["warning"]:
         return f"data caveats: none in {human.count(len(data.runs))} run{'s' if len(data.runs) != 1 else ''}" + (
-            f" ({human.count(counts['info'])} note{'s' if counts['info'] != 1 else ''})" if counts["info"] else "")
-    parts = [f"{human.count(counts[s])} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning")
-             if counts[s]]
-    return (f"data caveats: {', '.join(parts)} in {human.count(len(runs))} run{'s' if len(runs) != 1 else ''} "
-            "(listed in the report's Data caveats section; `rlsql check` shows the same)")
+            f" ({human.count(counts['info'])} note{'s' if counts['info'] != 1 else ''})" if counts["info"] else ""
+        )
+    parts = [f"{human.count(counts[s])} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning") if counts[s]]
+    return (
+        f"data caveats: {', '.join(parts)} in {human.count(len(runs))} run{'s' if len(runs) != 1 else ''} "
+        "(listed in the report's Data caveats section; `rlsql check` shows the same)"
+    )
 
 
 def _anchor(text: str) -> str:
@@ -611,7 +822,9 @@ def render_markdown(data: ReportData, notes: dict[str, str], per_run: bool = Fal
 
 def render_html(data: ReportData, figures: dict[str, tuple[bytes, str]], per_run: bool = False) -> str:
     """`figures`: name -> (PNG bytes, note), embedded as data: URIs."""
-    srcs = {name: ("data:image/png;base64," + base64.b64encode(png).decode("ascii"), note)
-            for name, (png, note) in figures.items()}
+    srcs = {
+        name: ("data:image/png;base64," + base64.b64encode(png).decode("ascii"), note)
+        for name, (png, note) in figures.items()
+    }
     context = Layout(data, per_run).context(srcs)
     return environment().get_template("report.html.j2").render(**context)
