@@ -2406,12 +2406,55 @@ def _trial_findings(run: str, run_dir: Path, p: dict[str, Any]) -> list[Row]:
     return out
 
 
+def _damaged_findings(run: str, run_dir: Path) -> list[Row]:
+    """damaged_input: the result.json files that are no trial (a run without a trials CSV), and the trajectory
+    files rlsql skips among those of trials that have a trials row (a trial in flight may be mid-write)."""
+    found = find_artifacts(run_dir)
+    inputs = []  # (metric, what, how, [(path, damaged)])
+    trace_jobs = found["harbor"]
+    if found["trials"] is None and trace_jobs is not None:
+        entries = os.listdir(trace_jobs)
+        listed = []
+        for name in sorted(entries):
+            path = trace_jobs / name / "result.json"
+            if not (trace_jobs / name).is_dir() or not os.path.lexists(path):
+                continue
+            text = None if _glob_fails(trace_jobs, name, entries) else _harbor_text(path)
+            listed.append((str(path), text is None or _harbor_trial(text) is None))
+        inputs.append(("result.json", "trial result files", "are no trial and were skipped", listed))
+    files, _, _ = trajectory_files(run_dir)
+    finished = {t["trial_name"] for t in read_trials(run_dir)}
+    kept = [(str(path), read_trajectory(path) is None) for trial, _, path in files if trial in finished]
+    if kept:
+        inputs.append(("trajectory", "trajectory files of finished trials", "are damaged and were skipped", kept))
+    out = []
+    for metric, what, how, listed in inputs:
+        bad = sorted(path for path, damaged in listed if damaged)
+        if bad:
+            out.append(
+                _finding(
+                    run,
+                    "damaged_input",
+                    "warning",
+                    None,
+                    None,
+                    metric,
+                    len(bad) / len(listed),
+                    0.0,
+                    f"{_k_of_n(len(bad), len(listed), what)} {how}; the first: {bad[0]}",
+                    f"rlsql check --run {shell_word(run)}",
+                )
+            )
+    return out
+
+
 def q_findings(run: str, run_dir: Path, **params: Any) -> list[Row]:
     """docs/findings.md: every rule over the run's files; a rule whose inputs the run lacks gives nothing."""
     unknown = set(params) - set(FINDING_DEFAULTS)
     assert not unknown, unknown
     p = {**FINDING_DEFAULTS, **params}
     rows = _step_findings(run, run_dir, p) + _vllm_findings(run, run_dir, p) + _trial_findings(run, run_dir, p)
+    rows += _damaged_findings(run, run_dir)
     return sorted(
         rows,
         key=lambda r: (

@@ -278,6 +278,54 @@ def test_looping_on_the_harbor_fixture() -> None:
     assert not [r for r in findings(RUNS / "harbor", looping_share=0.231) if r["kind"] == "looping"]
 
 
+def result_json(trial: Path, reward: float) -> None:
+    trial.mkdir(parents=True)
+    (trial / "result.json").write_text(
+        json.dumps({"task_name": "t", "trial_name": trial.name, "verifier_result": {"rewards": {"reward": reward}}})
+    )
+
+
+def test_damaged_input_names_the_skipped_files_of_finished_trials(tmp_path: Path) -> None:
+    run = tmp_path / "h"
+    jobs = run / "trace_jobs"
+    for name in ("t__a", "t__b", "t__c"):
+        result_json(jobs / name, 1.0)
+    (jobs / "t__d").mkdir()
+    (jobs / "t__d" / "result.json").write_text('{"task_name": "t", "trial_na')  # cut off: no trial
+    # trajectories: t__a fine, t__b not JSON; t__e is in flight (no result.json) and cut off mid-write: not counted
+    steps = {"steps": [{"step_id": 1, "source": "user", "message": "go"}]}
+    for name, text in (("t__a", json.dumps(steps)), ("t__b", "[1, 2"), ("t__e", '{"steps": [')):
+        (jobs / name / "agent").mkdir(parents=True)
+        (jobs / name / "agent" / "trajectory.json").write_text(text)
+    with pytest.warns(rlsql.RlsqlWarning):
+        rows = [r for r in findings(run) if r["kind"] == "damaged_input"]
+    assert [(r["metric"], r["severity"], r["value"], r["baseline"], r["message"], r["evidence"]) for r in rows] == [
+        (
+            "result.json",
+            "warning",
+            0.25,
+            0.0,
+            f"1 of 4 trial result files (25.0%) are no trial and were skipped; the first: {jobs}/t__d/result.json",
+            "rlsql check --run h",
+        ),
+        (
+            "trajectory",
+            "warning",
+            0.5,
+            0.0,
+            f"1 of 2 trajectory files of finished trials (50.0%) are damaged and were skipped; the first: "
+            f"{jobs}/t__b/agent/trajectory.json",
+            "rlsql check --run h",
+        ),
+    ]
+    # a trial in flight whose trajectory is still being written is no finding
+    (jobs / "t__b" / "agent" / "trajectory.json").write_text(json.dumps(steps))
+    (jobs / "t__d" / "result.json").unlink()
+    result_json(jobs / "t__f", 0.0)
+    with pytest.warns(rlsql.RlsqlWarning):  # t__e's file is still said as skipped
+        assert [r for r in findings(run) if r["kind"] == "damaged_input"] == []
+
+
 # ---------------------------------------------------------------------------- inputs lacking, order, names
 
 

@@ -391,6 +391,13 @@ def ranked_selection(rows: list[dict]) -> list[dict]:
     return ranked if len(ranked) <= 2 * RANKED_ENDS else ranked[:RANKED_ENDS] + ranked[-RANKED_ENDS:]
 
 
+def finding_counts(run: str, run_dirs: list[Path]) -> dict[str, str]:
+    """The ranked table's findings column: the run's critical / warning findings (the oracle's)."""
+    run_dir = next(d for d in run_dirs if oracle.run_name(d) == run)
+    severities = [f["severity"] for f in oracle.q_findings(run, run_dir)]
+    return {"findings": f"{severities.count('critical')} / {severities.count('warning')}"}
+
+
 def expect_config_long(run_dirs: list[Path]) -> list[dict]:
     wide = expect_config_diff(run_dirs)
     return [
@@ -417,7 +424,7 @@ def expected_rows(source: str, filters: dict[str, str], run_dirs: list[Path]) ->
         return expect_config_long(run_dirs)
     rows = VIEW_EXPECTATIONS[source](run_dirs) if source in VIEW_EXPECTATIONS else oracle.expected(source, run_dirs)
     if source == "run_ranking" and filters.get("layout") == "ranked":
-        rows = ranked_selection(rows)
+        rows = [{**r, **finding_counts(r["run"], run_dirs)} for r in ranked_selection(rows)]
     return [r for r in rows if all(str(r.get(k)) == v for k, v in filters.items() if k != "layout")]
 
 
@@ -1132,7 +1139,8 @@ def test_many_runs_open_with_contents_then_the_ranked_table(fleet) -> None:
     assert text.index("## Contents") < text.index("## Ranked runs") < text.index("<!-- source:")
     ranked = tables[0]
     assert ranked["source"] == "run_ranking" and ranked["filters"] == {"layout": "ranked"}
-    assert len(ranked["rows"]) == 2 * RANKED_ENDS and ranked["columns"][:3] == ["rank", "run", "final_ema"]
+    assert len(ranked["rows"]) == 2 * RANKED_ENDS
+    assert ranked["columns"][:4] == ["rank", "run", "final_ema", "findings"]
     assert [row[0] for row in ranked["rows"]] == [str(n) for n in [*range(1, 11), *range(21, 31)]]
     assert any(c.startswith("config.fleet.") for c in ranked["columns"])
     assert "the 10 runs without trainer metrics have no rank (run_002, run_006, run_010 and 7 more)" in text

@@ -1,10 +1,10 @@
 -- name: findings
--- version: 1
+-- version: 2
 -- description: What is unusual in a run, where, and the command that shows it: one row per finding (a stretch of
 --   consecutive deduplicated steps that trip one rule is one row), ordered by run, severity (critical, warning,
 --   info), step_from (NULLs last), kind. Kinds: slow_step, idle_engines, kv_cache_pressure, waiting_requests,
 --   reward_drop, still_improving, grad_spike, entropy_collapse, staleness, timeouts, masked_trials, no_reward,
---   looping (rules: docs/findings.md, one file each: sql/queries/_finding_<kind>.sql.j2). A run lacking a rule's
+--   looping, damaged_input (rules: docs/findings.md, one file each: sql/queries/_finding_<kind>.sql.j2). A run lacking a rule's
 --   inputs gives no row for it, the step rules read complete steps only (a run's last step without timing/step is
 --   still being written). Shares are 0-1.
 -- optional: true
@@ -30,7 +30,8 @@
 -- grain: run, kind, metric, log_file, step_from
 -- column: run: the run: its folder's name
 -- column: kind: what was found: slow_step, idle_engines, kv_cache_pressure, waiting_requests, reward_drop,
---   still_improving, grad_spike, entropy_collapse, staleness, timeouts, masked_trials, no_reward or looping
+--   still_improving, grad_spike, entropy_collapse, staleness, timeouts, masked_trials, no_reward, looping or
+--   damaged_input
 -- column: severity: critical, warning or info
 -- column: log_file: the log (job) it happened in, where it belongs to one (every step of it from one log), else NULL
 -- column: step_from: the first deduplicated step it covers, NULL where it has no steps
@@ -135,7 +136,8 @@ WITH
     ),
     found AS (
 {%- for kind in ["slow_step", "idle_engines", "kv_cache_pressure", "waiting_requests", "reward_drop", "still_improving",
-                 "grad_spike", "entropy_collapse", "staleness", "timeouts", "masked_trials", "no_reward", "looping"] %}
+                 "grad_spike", "entropy_collapse", "staleness", "timeouts", "masked_trials", "no_reward", "looping",
+                 "damaged_input"] %}
         {{ "UNION ALL" if not loop.first }}
         SELECT * FROM (
             {% include "queries/_finding_" ~ kind ~ ".sql.j2" %}

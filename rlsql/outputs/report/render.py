@@ -376,12 +376,26 @@ class Layout:
         by = next((r["ranked_by"] for r in rows), "final_ema")
         columns = [c for c in RANKED_COLUMNS if c != by]
         columns.insert(2, by)
+        counts = self.finding_counts()
+        if counts is not None:  # what to look at in a run, beside the figure it is ranked by; one narrow column
+            columns.insert(3, "findings")  # (two would push the table past the page's width)
+            rows = [{**r, "findings": "{} / {}".format(*counts.get(r["run"], (0, 0)))} for r in rows]
         table = self.run_table(rows, columns, filters={"layout": "ranked"}, keys=RANKED_CONFIG)
         if cut:
             count = len([r for r in self.data["run_ranking"] if r["rank"] is not None])
             table.gap_after = RANKED_ENDS
             table.gap = f"ranks {RANKED_ENDS + 1}-{count - RANKED_ENDS}: in the table of every run (appendix)"
         return table
+
+    def finding_counts(self) -> dict[str, tuple[int, int]] | None:
+        """run -> (critical, warning) findings, as the fleet page counts them; None without a findings answer."""
+        if "findings" not in self.data.rows:
+            return None
+        counts: dict[str, tuple[int, int]] = {}
+        for f in self.data["findings"]:
+            critical, warning = counts.get(f["run"], (0, 0))
+            counts[f["run"]] = (critical + (f["severity"] == "critical"), warning + (f["severity"] == "warning"))
+        return counts
 
     def ranked_note(self) -> str:
         """What the ranked table shows, which runs it leaves out and why."""
@@ -409,6 +423,8 @@ class Layout:
             ". Success rate is the share of the trials with a reward whose reward is above 0, timeout rate the "
             "share of all trials"
         )
+        if self.finding_counts() is not None:
+            text += "; findings counts each run's critical / warning findings (the Findings section above)"
         keys = len(self.config_keys())
         if keys:
             text += (
