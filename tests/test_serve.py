@@ -20,9 +20,12 @@ import duckdb
 import pytest
 from starlette.testclient import TestClient
 
+from rlsql.cache.mirrors import resolve_runs
+from rlsql.core.errors import UsageError
 from rlsql.core.settings import Settings, parse_size
 from rlsql.outputs.formats import display
-from rlsql.serve import rlsql_core as core
+from rlsql.runs import memorydb
+from rlsql.serve import pages, state
 from rlsql.serve.app import make_app
 from rlsql.serve.memory import Answer, Memory
 from rlsql.serve.state import Served
@@ -37,7 +40,7 @@ BASE = "http://127.0.0.1"  # the app refuses any other Host when bound to the lo
 
 def client(runs: list[Path], token: str | None = None, **settings) -> TestClient:
     """An app over `runs`; `settings`: fields of rlsql's Settings (serve_time_limit=...)."""
-    served = Served(core.resolve([str(p) for p in runs]), Settings(**settings), token)
+    served = Served(resolve_runs([str(p) for p in runs]), Settings(**settings), token)
     return TestClient(make_app(served), base_url=BASE)
 
 
@@ -115,7 +118,7 @@ def same_rows(got: list[dict], want: list[dict]) -> bool:
 
 
 # -- the JSON API ----------------------------------------------------------------------------------
-NAMES = [i.name for i in core.items() if i.kind == "query"] + [
+NAMES = [i.name for i in pages.items() if i.kind == "query"] + [
     "trials",
     "run_summary",
     "step_signals",
@@ -255,15 +258,15 @@ def test_time_and_row_limits(live_run) -> None:
 
 def test_a_named_query_is_interrupted_at_the_time_limit(live_run, monkeypatch) -> None:
     """A named query's own connection is handed to the request's deadline (rlsql.runs.memorydb.opened)."""
-    served = Served(core.resolve([str(live_run)]), Settings(serve_time_limit=0.3))
-    slow = core.run_named
+    served = Served(resolve_runs([str(live_run)]), Settings(serve_time_limit=0.3))
+    slow = state.run_query
 
     def slower(name, runs, params, consume, *more):
-        con = core.memorydb.memory_connection()  # as run_query opens its own: watched
+        con = memorydb.memory_connection()  # as run_query opens its own: watched
         con.execute("SELECT count(*) FROM range(100000000000) a, range(100000) b").fetchall()
         return slow(name, runs, params, consume, *more)
 
-    monkeypatch.setattr(core, "run_named", slower)
+    monkeypatch.setattr(state, "run_query", slower)
     with TestClient(make_app(served), base_url=BASE) as c:
         got = c.get("/api/query/turn_stats")
     assert got.status_code == 504 and "turn_stats: stopped after the time limit" in got.json()["error"]
@@ -286,7 +289,7 @@ def test_loopback_refuses_other_host_names(live_run) -> None:
 
 # -- memory and live updates ----------------------------------------------------------------------
 def test_answers_come_from_memory_until_a_file_changes(live_run) -> None:
-    served = Served(core.resolve([str(live_run)]), Settings())
+    served = Served(resolve_runs([str(live_run)]), Settings())
     with TestClient(make_app(served), base_url=BASE) as c:
         before = c.get("/api/query/reward_curve").json()["rows"]
         hits = served.memory.hits
@@ -338,7 +341,7 @@ def test_memory_budget_setting() -> None:
     assert parse_size("512MB") == 512 * 10**6 and parse_size("2GiB") == 2 * 2**30 and parse_size("300m") == 300 * 2**20
     assert Settings.from_env({"RLSQL_SERVE_MEMORY": "1GiB"}).serve_memory == 2**30
     assert Settings.from_env({}).serve_memory == 512 * 2**20
-    with pytest.raises(core.UsageError, match="give a size such as 512MB"):
+    with pytest.raises(UsageError, match="give a size such as 512MB"):
         parse_size("lots")
 
 
