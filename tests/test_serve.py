@@ -192,6 +192,35 @@ def test_api_errors_are_one_line_with_a_status(api) -> None:
     assert "\n" not in typo and "trails" in typo and "Did you mean" in typo and "trials" in typo
 
 
+def test_each_error_has_its_status_as_json_on_the_api_and_as_a_page_elsewhere(api) -> None:
+    """docs/serve.md's statuses, one request each: the API answers `{"error": line}`, a page the error page
+    with the line (escaped) in it."""
+    cases = {
+        "/api/query/turn_stat.parquet": (404, "no named query or view 'turn_stat'"),
+        "/api/sql.xml?q=SELECT+1": (404, "/api/sql.xml: ad hoc SQL comes as /api/sql"),
+        "/api/sql?q=DROP+TABLE+x": (403, "read-only: DROP statements are refused"),
+        "/api/sql?q=+": (400, "no SQL given"),
+        "/api/query/vllm_summary?run=newest": (422, "vllm_summary needs the vLLM engine stats of run 'newest'"),
+    }
+    for url, (status, line) in cases.items():
+        got = api.get(url)
+        assert (got.status_code, got.headers["content-type"]) == (status, "application/json"), url
+        assert list(got.json()) == ["error"] and got.json()["error"].startswith(line), url
+    page = api.get("/query/turn_stat")
+    assert page.status_code == 404 and page.headers["content-type"] == "text/html; charset=utf-8"
+    assert '<p class="error" id="error">no named query or view &#39;turn_stat&#39;' in page.text
+
+
+def test_a_stopping_server_answers_503(live_run) -> None:
+    """Once the server is stopping (Ctrl-C), work not yet started is interrupted before it runs."""
+    with client([live_run]) as c:
+        c.app.state.served.stop()
+        got = c.get("/api/query/turn_stats")
+        assert got.status_code == 503 and got.json() == {"error": "turn_stats: interrupted, the server is stopping"}
+        page = c.get("/run", params={"run": "tiny"})
+        assert page.status_code == 503 and "interrupted, the server is stopping" in page.text
+
+
 # -- read-only ------------------------------------------------------------------------------------
 def hostile(target: Path) -> list[tuple[str, int, str]]:
     """(statement, HTTP status, what the answer says) for statements that must not run."""
