@@ -81,57 +81,59 @@ templates = Jinja2Templates(env=_environment(), context_processors=[_every_page]
 
 
 def render(request: Request, template: str, status: int = 200, **context: Any) -> Response:
+    """`template` rendered now (in the caller's thread) with `context` and what every page shows."""
     return templates.TemplateResponse(request, template, context, status_code=status)
 
 
 async def fleet(request: Request) -> Response:
-    state: dict[str, Any] = {
-        k: given(request).get(k, "") for k in ("group", "sort", "desc", "x", "y", "span", "page", "band")
-    }
+    asked = given(request)
+    state: dict[str, Any] = {k: asked.get(k, "") for k in ("group", "sort", "desc", "x", "y", "span", "page", "band")}
     state["f"] = [f for f in request.query_params.getlist("f") if f.partition("=")[0]]
-    return await worked(
-        request,
-        lambda: render(request, "fleet.html.j2", fleet=pages.fleet(request.app.state.served, state), state=state),
-    )
+
+    def answer() -> Response:
+        found = pages.fleet(request.app.state.served, state)
+        return render(request, "fleet.html.j2", fleet=found, state=state)
+
+    return await worked(request, answer)
 
 
 async def run(request: Request) -> Response:
-    shown = given(request)
+    asked = given(request)
 
     def answer() -> Response:
-        found = pages.run_page(request.app.state.served, shown.get("run", ""), shown)
-        return render(request, "run.html.j2", **found, span=shown.get("span") or "5")
+        found = pages.run_page(request.app.state.served, asked.get("run", ""), asked)
+        return render(request, "run.html.j2", **found, span=asked.get("span") or "5")
 
     return await worked(request, answer)
 
 
 async def compare(request: Request) -> Response:
-    shown = given(request)
+    asked = given(request)
     names = request.query_params.getlist("run")
 
     def answer() -> Response:
-        found = pages.compare_page(request.app.state.served, names, shown)
-        return render(request, "compare.html.j2", **found, span=shown.get("span") or "5", names=names)
+        found = pages.compare_page(request.app.state.served, names, asked)
+        return render(request, "compare.html.j2", **found, span=asked.get("span") or "5", names=names)
 
     return await worked(request, answer)
 
 
 async def trials(request: Request) -> Response:
-    shown = given(request)
-    return await worked(
-        request,
-        lambda: render(
-            request, "trials.html.j2", **pages.trials_page(request.app.state.served, shown.get("run", ""), shown)
-        ),
-    )
+    asked = given(request)
+
+    def answer() -> Response:
+        found = pages.trials_page(request.app.state.served, asked.get("run", ""), asked)
+        return render(request, "trials.html.j2", **found)
+
+    return await worked(request, answer)
 
 
 async def trial(request: Request) -> Response:
-    shown = given(request)
-    full = shown.get("full") in ("1", "true", "on")
+    asked = given(request)
+    full = asked.get("full") in ("1", "true", "on")
 
     def answer() -> Response:
-        found = pages.trial_page(request.app.state.served, shown.get("run", ""), shown.get("trial", ""), full)
+        found = pages.trial_page(request.app.state.served, asked.get("run", ""), asked.get("trial", ""), full)
         return render(request, "trial.html.j2", **found)
 
     return await worked(request, answer)
@@ -149,7 +151,8 @@ async def query(request: Request) -> Response:
 
     def answer() -> Response:
         item = pages.item(request.path_params["name"])
-        params = {p.name: given(request).get(p.name, "") for p in item.params}
+        asked = given(request)
+        params = {p.name: asked.get(p.name, "") for p in item.params}
         found: Answer | None = None
         error = None
         try:
