@@ -20,8 +20,8 @@ import time
 import warnings
 from pathlib import Path
 
+from rlsql.cache.mirrors import resolve_runs
 from rlsql.serve import pages, state
-from rlsql.serve import rlsql_core as core
 from rlsql.serve.state import Served
 
 
@@ -46,7 +46,7 @@ def main() -> None:
     if args.whole:
         state.PER_RUN = frozenset()
     warnings.simplefilter("ignore")  # the fleet's runs without metrics say so on every query
-    served = Served(core.resolve([str(args.fleet)]), poll_seconds=0)
+    served = Served(resolve_runs([str(args.fleet)]), poll_seconds=0)
     changing = [r.path for r in served.runs.values() if any(r.path.glob("*[0-9]_metrics_table.csv"))]
     for page, load in (("fleet", lambda: pages.fleet(served, {})),):
         first = timed(load)

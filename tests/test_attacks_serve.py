@@ -30,9 +30,9 @@ import duckdb
 import pytest
 from starlette.testclient import TestClient
 
+from rlsql.cache.mirrors import resolve_runs
 from rlsql.core.settings import Settings
-from rlsql.serve import bind_host
-from rlsql.serve import rlsql_core as core
+from rlsql.serve import bind_host, state
 from rlsql.serve.app import make_app
 from rlsql.serve.memory import Answer, Memory, fetch_bounded, rows_bytes, value_bytes
 from rlsql.serve.state import Served
@@ -47,7 +47,7 @@ SLOW = "SELECT count(*) FROM range(100000000000) a, range(100000) b"
 
 
 def served(specs: list[str], **settings: Any) -> Served:
-    return Served(core.resolve(specs), Settings(**settings))
+    return Served(resolve_runs(specs), Settings(**settings))
 
 
 def wait_for(condition: Callable[[], bool], seconds: float = 30.0, what: str = "the condition") -> None:
@@ -127,7 +127,7 @@ def test_every_connection_a_request_opens_has_the_memory_budget(tiny, monkeypatc
     """A named query's own connection (not only the sandboxed one) gets the budget as DuckDB's memory_limit."""
     s = served([str(tiny)], serve_memory=300 * 2**20)
     seen: list[str] = []
-    real = core.run_named
+    real = state.run_query
 
     def recording(name, runs, params, consume, *more):
         def consume_and_look(con, sql):
@@ -136,7 +136,7 @@ def test_every_connection_a_request_opens_has_the_memory_budget(tiny, monkeypatc
 
         return real(name, runs, params, consume_and_look, *more)
 
-    monkeypatch.setattr(core, "run_named", recording)
+    monkeypatch.setattr(state, "run_query", recording)
     s.named("turn_stats", list(s.runs.values()))
     sandboxed = s._connection(list(s.runs.values())).execute("SELECT current_setting('memory_limit')").fetchone()[0]
     assert seen and seen[0] == sandboxed and sandboxed.startswith("300.0 MiB")
@@ -164,7 +164,7 @@ class Gate:
 def test_requests_beyond_the_concurrency_wait_their_turn(tiny, monkeypatch) -> None:
     """Six requests for six different answers, two slots: two work at once, the others wait, all answer."""
     gate = Gate()
-    monkeypatch.setattr(core, "run_named", gate)
+    monkeypatch.setattr(state, "run_query", gate)
     s = served([str(tiny)], serve_concurrency=2)
     codes: list[int] = []
     with TestClient(make_app(s), base_url=BASE) as c:
@@ -188,7 +188,7 @@ def test_requests_beyond_the_concurrency_wait_their_turn(tiny, monkeypatch) -> N
 
 def test_concurrent_requests_for_one_answer_compute_it_once(tiny, monkeypatch) -> None:
     gate = Gate()
-    monkeypatch.setattr(core, "run_named", gate)
+    monkeypatch.setattr(state, "run_query", gate)
     s = served([str(tiny)])
     runs = list(s.runs.values())
     answers: list[Answer] = []

@@ -121,7 +121,7 @@ def core_packages() -> set[str]:
 #: message: a plain install must reach none of them from a command that does not need the extra)
 EXTRAS = {
     "matplotlib": {"rlsql.outputs.report.figures"},
-    "starlette": {"rlsql.serve", "rlsql.serve.app"},
+    "starlette": {"rlsql.serve", "rlsql.serve.app", "rlsql.serve.api", "rlsql.serve.views"},
     "uvicorn": {"rlsql.serve", "rlsql.serve.app", "rlsql.serve.mcp_server"},
     # the MCP SDK and what it brings (anyio runs it, pydantic describes the tools' arguments): `rlsql mcp`
     "mcp": {"rlsql.serve", "rlsql.serve.mcp_server"},

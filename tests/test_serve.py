@@ -20,9 +20,12 @@ import duckdb
 import pytest
 from starlette.testclient import TestClient
 
+from rlsql.cache.mirrors import resolve_runs
+from rlsql.core.errors import UsageError
 from rlsql.core.settings import Settings, parse_size
 from rlsql.outputs.formats import display
-from rlsql.serve import rlsql_core as core
+from rlsql.runs import memorydb
+from rlsql.serve import pages, state
 from rlsql.serve.app import make_app
 from rlsql.serve.memory import Answer, Memory
 from rlsql.serve.state import Served
@@ -37,7 +40,7 @@ BASE = "http://127.0.0.1"  # the app refuses any other Host when bound to the lo
 
 def client(runs: list[Path], token: str | None = None, **settings) -> TestClient:
     """An app over `runs`; `settings`: fields of rlsql's Settings (serve_time_limit=...)."""
-    served = Served(core.resolve([str(p) for p in runs]), Settings(**settings), token)
+    served = Served(resolve_runs([str(p) for p in runs]), Settings(**settings), token)
     return TestClient(make_app(served), base_url=BASE)
 
 
@@ -115,7 +118,7 @@ def same_rows(got: list[dict], want: list[dict]) -> bool:
 
 
 # -- the JSON API ----------------------------------------------------------------------------------
-NAMES = [i.name for i in core.items() if i.kind == "query"] + [
+NAMES = [i.name for i in pages.items() if i.kind == "query"] + [
     "trials",
     "run_summary",
     "step_signals",
@@ -189,6 +192,35 @@ def test_api_errors_are_one_line_with_a_status(api) -> None:
     assert "\n" not in typo and "trails" in typo and "Did you mean" in typo and "trials" in typo
 
 
+def test_each_error_has_its_status_as_json_on_the_api_and_as_a_page_elsewhere(api) -> None:
+    """docs/serve.md's statuses, one request each: the API answers `{"error": line}`, a page the error page
+    with the line (escaped) in it."""
+    cases = {
+        "/api/query/turn_stat.parquet": (404, "no named query or view 'turn_stat'"),
+        "/api/sql.xml?q=SELECT+1": (404, "/api/sql.xml: ad hoc SQL comes as /api/sql"),
+        "/api/sql?q=DROP+TABLE+x": (403, "read-only: DROP statements are refused"),
+        "/api/sql?q=+": (400, "no SQL given"),
+        "/api/query/vllm_summary?run=newest": (422, "vllm_summary needs the vLLM engine stats of run 'newest'"),
+    }
+    for url, (status, line) in cases.items():
+        got = api.get(url)
+        assert (got.status_code, got.headers["content-type"]) == (status, "application/json"), url
+        assert list(got.json()) == ["error"] and got.json()["error"].startswith(line), url
+    page = api.get("/query/turn_stat")
+    assert page.status_code == 404 and page.headers["content-type"] == "text/html; charset=utf-8"
+    assert '<p class="error" id="error">no named query or view &#39;turn_stat&#39;' in page.text
+
+
+def test_a_stopping_server_answers_503(live_run) -> None:
+    """Once the server is stopping (Ctrl-C), work not yet started is interrupted before it runs."""
+    with client([live_run]) as c:
+        c.app.state.served.stop()
+        got = c.get("/api/query/turn_stats")
+        assert got.status_code == 503 and got.json() == {"error": "turn_stats: interrupted, the server is stopping"}
+        page = c.get("/run", params={"run": "tiny"})
+        assert page.status_code == 503 and "interrupted, the server is stopping" in page.text
+
+
 # -- read-only ------------------------------------------------------------------------------------
 def hostile(target: Path) -> list[tuple[str, int, str]]:
     """(statement, HTTP status, what the answer says) for statements that must not run."""
@@ -255,15 +287,15 @@ def test_time_and_row_limits(live_run) -> None:
 
 def test_a_named_query_is_interrupted_at_the_time_limit(live_run, monkeypatch) -> None:
     """A named query's own connection is handed to the request's deadline (rlsql.runs.memorydb.opened)."""
-    served = Served(core.resolve([str(live_run)]), Settings(serve_time_limit=0.3))
-    slow = core.run_named
+    served = Served(resolve_runs([str(live_run)]), Settings(serve_time_limit=0.3))
+    slow = state.run_query
 
     def slower(name, runs, params, consume, *more):
-        con = core.memorydb.memory_connection()  # as run_query opens its own: watched
+        con = memorydb.memory_connection()  # as run_query opens its own: watched
         con.execute("SELECT count(*) FROM range(100000000000) a, range(100000) b").fetchall()
         return slow(name, runs, params, consume, *more)
 
-    monkeypatch.setattr(core, "run_named", slower)
+    monkeypatch.setattr(state, "run_query", slower)
     with TestClient(make_app(served), base_url=BASE) as c:
         got = c.get("/api/query/turn_stats")
     assert got.status_code == 504 and "turn_stats: stopped after the time limit" in got.json()["error"]
@@ -286,7 +318,7 @@ def test_loopback_refuses_other_host_names(live_run) -> None:
 
 # -- memory and live updates ----------------------------------------------------------------------
 def test_answers_come_from_memory_until_a_file_changes(live_run) -> None:
-    served = Served(core.resolve([str(live_run)]), Settings())
+    served = Served(resolve_runs([str(live_run)]), Settings())
     with TestClient(make_app(served), base_url=BASE) as c:
         before = c.get("/api/query/reward_curve").json()["rows"]
         hits = served.memory.hits
@@ -338,7 +370,7 @@ def test_memory_budget_setting() -> None:
     assert parse_size("512MB") == 512 * 10**6 and parse_size("2GiB") == 2 * 2**30 and parse_size("300m") == 300 * 2**20
     assert Settings.from_env({"RLSQL_SERVE_MEMORY": "1GiB"}).serve_memory == 2**30
     assert Settings.from_env({}).serve_memory == 512 * 2**20
-    with pytest.raises(core.UsageError, match="give a size such as 512MB"):
+    with pytest.raises(UsageError, match="give a size such as 512MB"):
         parse_size("lots")
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from rlsql.cache.mirrors import resolve_runs
 from rlsql.core.settings import Settings
 from rlsql.serve import pages, state
-from rlsql.serve import rlsql_core as core
 from rlsql.serve.state import Served
 from tests import oracle
 from tests.conftest import RUNS
@@ -40,7 +40,7 @@ def fleet(tmp_path: Path) -> list[Path]:
 def served(dirs: list[Path]) -> Served:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # newest has no config: said once per query, not what is tested here
-        return Served(core.resolve([str(d) for d in dirs]), Settings(), poll_seconds=0)
+        return Served(resolve_runs([str(d) for d in dirs]), Settings(), poll_seconds=0)
 
 
 def append_step(run: Path) -> None:
@@ -64,13 +64,13 @@ def fleet_page(s: Served) -> pages.Fleet:
 def asked(monkeypatch) -> list[tuple[str, tuple[str, ...]]]:
     """Each named query's statement as the server asks rlsql for it: (name, the runs it is over)."""
     seen: list[tuple[str, tuple[str, ...]]] = []
-    real = core.run_named
+    real = state.run_query
 
     def recording(name, runs, *args, **kwargs):
         seen.append((name, tuple(r.name for r in runs)))
         return real(name, runs, *args, **kwargs)
 
-    monkeypatch.setattr(core, "run_named", recording)
+    monkeypatch.setattr(state, "run_query", recording)
     return seen
 
 

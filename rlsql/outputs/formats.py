@@ -132,7 +132,8 @@ def _cell(value: Any) -> str:
     return display(value).replace("\n", " ").translate(_CONTROL_TABLE)
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """A cell as `rlsql query -f json` writes it: NaN and inf as null, dates ISO 8601, decimals as floats."""
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return None
     if isinstance(value, (dt.date, dt.datetime, dt.time)):
@@ -140,20 +141,20 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, decimal.Decimal):
         return float(value)
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
     return value
 
 
 def to_json(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    objects = [{c: _jsonable(v) for c, v in zip(columns, row, strict=True)} for row in rows]
+    objects = [{c: jsonable(v) for c, v in zip(columns, row, strict=True)} for row in rows]
     return json.dumps(objects, indent=2, ensure_ascii=False) + "\n"
 
 
 def to_jsonl(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "".join(
-        json.dumps({c: _jsonable(v) for c, v in zip(columns, row, strict=True)}, ensure_ascii=False) + "\n"
+        json.dumps({c: jsonable(v) for c, v in zip(columns, row, strict=True)}, ensure_ascii=False) + "\n"
         for row in rows
     )
 
@@ -164,8 +165,8 @@ def _csv_cell(value: Any) -> Any:
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, (list, tuple)):
-        return json.dumps(_jsonable(value))
-    return _jsonable(value)
+        return json.dumps(jsonable(value))
+    return jsonable(value)
 
 
 def to_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

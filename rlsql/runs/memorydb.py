@@ -27,7 +27,7 @@ def spill_folder() -> Path:
 
 
 #: a callable every connection opened in this context is handed to (rlsql serve interrupts a request's
-#: connections at its time limit: rlsql/serve/rlsql_core.py)
+#: connections at its time limit: rlsql/serve/deadline.py)
 opened: contextvars.ContextVar[Callable[[duckdb.DuckDBPyConnection], None] | None] = contextvars.ContextVar(
     "rlsql_opened", default=None
 )

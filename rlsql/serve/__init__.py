@@ -13,7 +13,7 @@ import socket
 import sys
 from collections.abc import Sequence
 
-from rlsql.serve.rlsql_core import UsageError
+from rlsql.core.errors import UsageError
 
 INSTALL_HINT = "pip install 'rlsql[serve]'"
 MCP_INSTALL_HINT = "pip install 'rlsql[mcp]'"
@@ -63,18 +63,19 @@ def serve(
     require_serve()
     import uvicorn
 
-    from rlsql.serve import rlsql_core as core
+    from rlsql.cache.mirrors import resolve_runs
+    from rlsql.core import settings as rlsql_settings
     from rlsql.serve.app import make_app
     from rlsql.serve.state import LOOPBACK, Served
 
     say = say or (lambda line: print(f"rlsql: {line}", file=sys.stderr))
-    settings = core.settings.current().replace(
+    settings = rlsql_settings.current().replace(
         serve_host=None if host is None else bind_host(host),
         serve_port=port,
-        serve_memory=core.settings.parse_size(memory, "--memory") if memory else None,
+        serve_memory=rlsql_settings.parse_size(memory, "--memory") if memory else None,
     )
     token = None if settings.serve_host in LOOPBACK else secrets.token_urlsafe(18)
-    served = Served(core.resolve(runs), settings, token)
+    served = Served(resolve_runs(list(runs) if runs else None), settings, token)
     host = settings.serve_host
     sock = listening_socket(host, settings.serve_port)
     port = sock.getsockname()[1]

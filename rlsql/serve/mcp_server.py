@@ -24,8 +24,16 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from rlsql.serve import rlsql_core as core
+from rlsql.cache.mirrors import resolve_runs
+from rlsql.core import settings as rlsql_settings
+from rlsql.core.errors import RlsqlError, RlsqlWarning, UsageError
+from rlsql.core.version import __version__
+from rlsql.engine.query import sql_failure
+from rlsql.inspection.describe import describe
+from rlsql.outputs import transcript as transcripts
+from rlsql.outputs.formats import jsonable
 from rlsql.serve.memory import Answer
+from rlsql.serve.pages import items
 from rlsql.serve.state import LOOPBACK, Served
 
 #: the rows one answer holds unless --max-rows says otherwise: an agent reads them all, so fewer than a page
@@ -67,7 +75,7 @@ def hearing_warnings():
 
     def show(message, category, filename, lineno, file=None, line=None):
         heard = _heard.get()
-        if heard is None or not issubclass(category, core.RlsqlWarning):
+        if heard is None or not issubclass(category, RlsqlWarning):
             previous(message, category, filename, lineno, file, line)
         elif str(message) not in heard:
             heard.append(str(message))
@@ -97,7 +105,7 @@ def _rows(answer: Answer, limit: int, narrow: str) -> dict[str, Any]:
     answer.warnings = answer.warnings or list(_heard.get() or [])  # said again when answered from memory
     body: dict[str, Any] = {
         "columns": answer.columns,
-        "rows": [{c: core.json_cell(v) for c, v in zip(answer.columns, row, strict=True)} for row in answer.rows],
+        "rows": [{c: jsonable(v) for c, v in zip(answer.columns, row, strict=True)} for row in answer.rows],
         "row_count": answer.total,
         "truncated": answer.truncated,
     }
@@ -123,16 +131,16 @@ class Tools:
         heard: list[str] = []
         token = _heard.set(heard)
         try:
-            with core.settings.active(self.served.settings):
+            with rlsql_settings.active(self.served.settings):
                 self.served.refresh()  # a run still training: its grown files are read again, as serve does
                 data = work()
             kept = data.pop("warnings", [])
             said = [*kept, *(w for w in heard if w not in kept)]
             return _result({**data, "warnings": said} if said else data)
-        except core.RlsqlError as exc:
+        except RlsqlError as exc:
             return _failed(str(exc))
         except duckdb.Error as exc:
-            return _failed(core.one_line(exc))
+            return _failed(sql_failure(exc))
         finally:
             _heard.reset(token)
 
@@ -151,7 +159,7 @@ class Tools:
                             {
                                 "name": p.name,
                                 "type": p.type,
-                                "default": core.json_cell(p.default),
+                                "default": jsonable(p.default),
                                 "minimum": p.minimum,
                                 "maximum": p.maximum,
                                 "doc": p.doc,
@@ -159,7 +167,7 @@ class Tools:
                             for p in i.params
                         ],
                     }
-                    for i in core.items()
+                    for i in items()
                 ]
             }
 
@@ -170,7 +178,7 @@ class Tools:
     ) -> CallToolResult:
         """A named query's or view's columns (name, DuckDB type over the served runs, description), parameters,
         version and fingerprint: what `rlsql describe NAME -f json` prints."""
-        return self.call(lambda: core.describe(name, list(self.served.runs.values())).as_dict())
+        return self.call(lambda: describe(name, list(self.served.runs.values())).as_dict())
 
     def query(
         self,
@@ -212,7 +220,7 @@ class Tools:
 
         def work() -> dict[str, Any]:
             if not sql.strip():
-                raise core.UsageError("no SQL given: one SELECT, e.g. SELECT outcome, count(*) FROM trials GROUP BY 1")
+                raise UsageError("no SQL given: one SELECT, e.g. SELECT outcome, count(*) FROM trials GROUP BY 1")
             picked = self.served.pick(runs)
             answer = self.served.select(sql, picked)
             narrow = "add WHERE, GROUP BY (aggregate) or LIMIT, or ask for fewer runs"
@@ -238,7 +246,7 @@ class Tools:
 
         def work() -> dict[str, Any]:
             found = self.served.transcript(self.served.pick([run] if run else None), trial, facts=True)
-            return {**core.transcripts.as_dict(found, full), "markdown": core.transcripts.as_markdown(found, full)}
+            return {**transcripts.as_dict(found, full), "markdown": transcripts.as_markdown(found, full)}
 
         return self.call(work)
 
@@ -267,7 +275,7 @@ class Tools:
         the rows of the `findings` named query, each with a severity, a message and the command that shows its
         evidence. Start here when asked why a run went wrong; its thresholds are parameters (`query` with name
         findings and `params`)."""
-        if FINDINGS not in {i.name for i in core.items()}:
+        if FINDINGS not in {i.name for i in items()}:
             return _failed(
                 f"this rlsql has no `{FINDINGS}` named query (`list_queries` shows what it has): "
                 "use `query` and `sql` over the views instead"
@@ -279,7 +287,7 @@ def make_server(served: Served) -> MCPServer:
     """An MCP server whose tools answer from `served` (read-only: every tool says so to the client)."""
     tools = Tools(served)
     server: MCPServer = MCPServer(
-        "rlsql", version=core.version(), log_level="WARNING", instructions=INSTRUCTIONS.format(limit=tools.limit)
+        "rlsql", version=__version__, log_level="WARNING", instructions=INSTRUCTIONS.format(limit=tools.limit)
     )
     read_only = ToolAnnotations(
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -299,9 +307,9 @@ def run(
 ) -> None:
     """Serve `runs` (what `--run` takes) to an MCP client: over stdin and stdout until the input closes, or
     with `http` over streamable HTTP on host:port until Ctrl-C."""
-    settings = core.settings.current().replace(serve_host=host, serve_port=port, serve_row_limit=max_rows or ROW_LIMIT)
+    settings = rlsql_settings.current().replace(serve_host=host, serve_port=port, serve_row_limit=max_rows or ROW_LIMIT)
     token = None if not http or settings.serve_host in LOOPBACK else secrets.token_urlsafe(18)
-    served = Served(core.resolve(runs), settings, token)
+    served = Served(resolve_runs(list(runs) if runs else None), settings, token)
     server = make_server(served)
     with hearing_warnings():
         try:

@@ -19,9 +19,18 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from rlsql.serve import rlsql_core as core
+from rlsql.catalog.catalog import load_catalog
+from rlsql.catalog.params import Param
+from rlsql.catalog.sqlfile import SqlFile
+from rlsql.core.errors import DataError, QueryError, UsageError
+from rlsql.core.sqltext import identifier
+from rlsql.engine.query import declared_params
+from rlsql.outputs import transcript as transcripts
+from rlsql.outputs.findings import worst_first
+from rlsql.outputs.formats import display
+from rlsql.runs.folders import Run
 from rlsql.serve.memory import Answer
-from rlsql.serve.state import NotFound, Served
+from rlsql.serve.state import NotFound, Served, known
 
 #: the compare page overlays this many runs at most
 COMPARE_MAX = 6
@@ -60,6 +69,36 @@ def page_sql(name: str) -> str:
     return resources.files("rlsql.serve").joinpath("sql", f"{name}.sql").read_text(encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class Item:
+    """A named query or view: what its page and the query list show."""
+
+    name: str
+    kind: str  # "query" or "view"
+    description: str
+    params: tuple[Param, ...]
+
+
+def _item(f: SqlFile) -> Item:
+    return Item(f.name, f.kind, " ".join(f.description.split()), tuple(declared_params(f.name)))
+
+
+def items() -> list[Item]:
+    """Every named query, then every view, each by name."""
+    catalog = load_catalog()
+    return [_item(f) for f in [*catalog.queries(), *catalog.views()]]
+
+
+def item(name: str) -> Item:
+    """The named query or view `name`; NotFound with a did-you-mean otherwise."""
+    return _item(known(name))
+
+
+def own_columns(name: str) -> set[str]:
+    """The columns a query or view names in its header (not those it passes through, such as config keys)."""
+    return set(load_catalog().files[name].column_docs) - {"*"}
+
+
 def number(value: Any) -> float | None:
     """A cell as a chart value: numbers as floats, everything else (and NaN) as a gap."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -75,7 +114,7 @@ def is_numeric(answer: Answer, column: str) -> bool:
 
 def params_for(served: Served, name: str, given: Mapping[str, str]) -> dict[str, str]:
     """The page's parameters that the query or view `name` declares."""
-    declared = {p.name for p in core.item(name).params}
+    declared = {p.name for p in item(name).params}
     return {k: v for k, v in given.items() if k in declared and v not in (None, "")}
 
 
@@ -193,7 +232,7 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     ]
     # run_table's own columns; its config columns are typed (a DOUBLE lr), but filters, groups and the x axis
     # go by a key's text, as the config view gives it and the links name it
-    own = core.own_columns("run_table")
+    own = own_columns("run_table")
     figures = [c for c in table.columns if c != "run" and c in own and is_numeric(table, c)]
     columns = table.columns
     table_rows = list(table.rows)
@@ -211,7 +250,7 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     rows = table_rows
     for f in state.get("f", []):
         key, _, wanted = f.partition("=")
-        rows = [r for r in rows if core.display(cell(r, key)) == wanted]
+        rows = [r for r in rows if display(cell(r, key)) == wanted]
     sort = state.get("sort") or "run"
     desc = bool(state.get("desc"))
     present = [r for r in rows if cell(r, sort) is not None]
@@ -225,7 +264,7 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     if group:
 
         def label(r: tuple) -> str | None:
-            return core.display(cell(r, group)) if cell(r, group) is not None else None
+            return display(cell(r, group)) if cell(r, group) is not None else None
 
         ordered = sorted(((label(r), r) for r in rows), key=lambda gr: (gr[0] is None, _sort_key(gr[0])))
     sizes: dict[str | None, int] = {}
@@ -235,7 +274,7 @@ def fleet(served: Served, state: Mapping[str, Any]) -> Fleet:
     pages = max(1, -(-len(ordered) // FLEET_PAGE))
     page = int(state["page"]) if whole_number(str(state.get("page") or "")) else 1
     if not 1 <= page <= pages:
-        raise core.UsageError(f"page: {state.get('page')!r} is not a page of 1 to {pages}")
+        raise UsageError(f"page: {state.get('page')!r} is not a page of 1 to {pages}")
     groups: list[tuple[str | None, list[tuple]]] = []
     for name, r in ordered[(page - 1) * FLEET_PAGE : page * FLEET_PAGE]:
         if not groups or groups[-1][0] != name:
@@ -304,9 +343,7 @@ def band_chart(curves: Answer, key: str) -> Chart | None:
 
 
 def _fleet_chart(rows: list[tuple], x: str, y: str, group: str, cell: Any) -> Chart | None:
-    found = [
-        (_float(core.display(cell(r, x))) if cell(r, x) is not None else None, number(cell(r, y)), r) for r in rows
-    ]
+    found = [(_float(display(cell(r, x))) if cell(r, x) is not None else None, number(cell(r, y)), r) for r in rows]
     points: list[tuple[float, float, tuple]] = sorted(
         ((px, py, r) for px, py, r in found if px is not None and py is not None), key=lambda p: (p[0], p[2][0])
     )
@@ -324,7 +361,7 @@ def _fleet_chart(rows: list[tuple], x: str, y: str, group: str, cell: Any) -> Ch
         xlog=xlog,
         labels=[p[2][0] for p in points],
     )
-    names = [core.display(cell(p[2], group)) if group and cell(p[2], group) is not None else None for p in points]
+    names = [display(cell(p[2], group)) if group and cell(p[2], group) is not None else None for p in points]
     for name in sorted(set(names), key=lambda n: (n is None, _sort_key(n))) if group else [None]:
         label = f"{group} = {name}" if group else y
         chart.add(label, [p[1] if not group or names[i] == name else None for i, p in enumerate(points)])
@@ -335,11 +372,11 @@ def _fleet_chart(rows: list[tuple], x: str, y: str, group: str, cell: Any) -> Ch
 FINDING_COUNTS = ("findings_critical", "findings_warning")
 
 
-def finding_counts(served: Served, runs: Sequence[core.Run]) -> dict[str, tuple[int, int]] | None:
+def finding_counts(served: Served, runs: Sequence[Run]) -> dict[str, tuple[int, int]] | None:
     """run -> (critical, warning) findings; None when the findings query has no answer."""
     try:
         answer = served.named("findings", runs, {})
-    except (core.DataError, core.QueryError):
+    except (DataError, QueryError):
         return None
     ri, si = answer.columns.index("run"), answer.columns.index("severity")
     counts: dict[str, list[int]] = {}
@@ -395,7 +432,7 @@ def finding_items(answer: Answer | str) -> list[dict[str, Any]]:
     run and the parameters the command gives)."""
     if not isinstance(answer, Answer):
         return []
-    items = core.worst_first([dict(zip(answer.columns, row, strict=True)) for row in answer.rows])
+    items = worst_first([dict(zip(answer.columns, row, strict=True)) for row in answer.rows])
     for item in items:
         item["link"] = evidence_link(item["evidence"])
     return items
@@ -425,7 +462,7 @@ def evidence_link(command: str) -> str | None:
 
 
 def answer_all(
-    served: Served, items: Sequence[str], runs: Sequence[core.Run], given: Mapping[str, str]
+    served: Served, items: Sequence[str], runs: Sequence[Run], given: Mapping[str, str]
 ) -> dict[str, Answer | str]:
     """Each item's answer: those not kept in memory asked two at a time (the machine's cores; DuckDB lets
     go of the GIL), in threads that end before this returns, each in this request's context (its client
@@ -437,11 +474,11 @@ def answer_all(
         return {item: future.result() for item, future in futures.items()}
 
 
-def _maybe(served: Served, item: str, runs: Sequence[core.Run], given: Mapping[str, str]) -> Answer | str:
+def _maybe(served: Served, item: str, runs: Sequence[Run], given: Mapping[str, str]) -> Answer | str:
     """The answer, or the one-line reason there is none (a run without vLLM stats has no vLLM section)."""
     try:
         return served.named(item, runs, params_for(served, item, given))
-    except (core.DataError, core.QueryError) as exc:
+    except (DataError, QueryError) as exc:
         return str(exc)
 
 
@@ -469,7 +506,7 @@ def reward_chart(cid: str, curve: Answer | str, best: Answer | str) -> Chart | N
     return chart
 
 
-def signal_charts(signals: Answer | str, runs: Sequence[core.Run]) -> list[Chart]:
+def signal_charts(signals: Answer | str, runs: Sequence[Run]) -> list[Chart]:
     if not isinstance(signals, Answer) or not signals.rows:
         return []
     names = [r.name for r in runs]
@@ -552,14 +589,14 @@ def turns_chart(hist: Answer | str, runs: Sequence[str]) -> Chart | None:
 # -- compare --------------------------------------------------------------------------------------
 def compare_page(served: Served, names: Sequence[str], given: Mapping[str, str]) -> dict[str, Any]:
     if not 2 <= len(set(names)) <= COMPARE_MAX:
-        raise core.UsageError(
+        raise UsageError(
             f"compare takes 2 to {COMPARE_MAX} runs ({len(set(names))} given): tick them on the fleet page"
         )
     runs = served.pick(names)
     run_names = [r.name for r in runs]
     baseline = (given.get("baseline") or "").strip() or min(run_names)
     if baseline not in run_names:  # task_diff would answer no rows, which reads as "nothing changed"
-        raise core.UsageError(f"baseline {baseline!r} is not among the runs compared ({', '.join(run_names)})")
+        raise UsageError(f"baseline {baseline!r} is not among the runs compared ({', '.join(run_names)})")
     answers = answer_all(
         served,
         (
@@ -649,7 +686,7 @@ def trial_filters(given: Mapping[str, str]) -> dict[str, Any]:
         raw = (given.get(name) or "").strip()
         if name.startswith("turns_") and raw:
             if not whole_number(raw):
-                raise core.UsageError(f"{name}: {raw!r} is not a whole number of turns")
+                raise UsageError(f"{name}: {raw!r} is not a whole number of turns")
             values[name] = int(raw)
         else:
             values[name] = raw or None
@@ -666,13 +703,13 @@ def trials_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str
     columns = served.select(f"SELECT * FROM (\n{filtered}\n) LIMIT 0", runs, bound).columns
     sort = given.get("sort") or "row_no"
     if sort not in columns:
-        raise core.UsageError(f"sort: no column {sort!r} in trials (columns: {', '.join(columns)})")
+        raise UsageError(f"sort: no column {sort!r} in trials (columns: {', '.join(columns)})")
     desc = given.get("desc") in ("1", "true", "on")
     pages = max(1, -(-count // TRIALS_PAGE))
     page = given.get("page") or "1"
     if not whole_number(page) or not 1 <= int(page) <= pages:
-        raise core.UsageError(f"page: {page!r} is not a page of 1 to {pages}")
-    order = f"{core.identifier(sort)} {'DESC' if desc else 'ASC'} NULLS LAST, row_no"
+        raise UsageError(f"page: {page!r} is not a page of 1 to {pages}")
+    order = f"{identifier(sort)} {'DESC' if desc else 'ASC'} NULLS LAST, row_no"
     rows = served.select(
         f"SELECT * FROM (\n{filtered}\n) ORDER BY {order} LIMIT {TRIALS_PAGE} OFFSET $offset",
         runs,
@@ -702,21 +739,21 @@ def trial_page(served: Served, name: str, trial: str, full: bool) -> dict[str, A
     if not row.rows:
         raise NotFound(f"run {runs[0].name} has no trial {trial!r}")
     facts = dict(zip(row.columns, row.rows[0], strict=True))
-    found: core.transcripts.Transcript | str
+    found: transcripts.Transcript | str
     try:
         found = served.transcript(runs[:1], trial)
         found = found.missing or found  # a trial folder without a trajectory: the CLI's line, saying what it lacks
-    except (core.DataError, core.UsageError) as exc:
+    except (DataError, UsageError) as exc:
         found = str(exc)  # no trajectories in the run, or none for this trial: the CLI's line, saying where it looked
     return {
         "run": runs[0],
         "trial": trial,
         "row": row,
         "full": full,
-        "cut_at": core.transcripts.CUT,
-        "facts": {k: facts.get(k) for k in core.transcripts.TRIAL_FIELDS},
+        "cut_at": transcripts.CUT,
+        "facts": {k: facts.get(k) for k in transcripts.TRIAL_FIELDS},
         # the trial's result.json's, whether or not it has a trajectory
-        "traceback": core.transcripts.exception_traceback(runs[0], trial),
+        "traceback": transcripts.exception_traceback(runs[0], trial),
         "transcript": found,
-        "segments": [] if isinstance(found, str) else list(core.transcripts.segments(found, full)),
+        "segments": [] if isinstance(found, str) else list(transcripts.segments(found, full)),
     }

@@ -16,9 +16,18 @@ from typing import Any
 
 import duckdb
 
-from rlsql.serve import rlsql_core as core
+from rlsql.catalog.catalog import load_catalog
+from rlsql.catalog.sqlfile import SqlFile
+from rlsql.core import settings as rlsql_settings
+from rlsql.core.errors import DataError, QueryError, RlsqlError, UsageError
+from rlsql.engine.query import run_query, sql_failure
+from rlsql.engine.sources import SourceContext
+from rlsql.outputs import transcript as transcripts
+from rlsql.runs.folders import Run, chosen_sources, scan_folder
 from rlsql.serve import work
+from rlsql.serve.deadline import Deadline
 from rlsql.serve.memory import Answer, Memory, fetch_bounded
+from rlsql.serve.sandbox import check_select, sandboxed
 from rlsql.serve.watch import Watcher
 
 #: sandboxed connections kept open (one per set of runs a page asked about), least recently used out
@@ -46,24 +55,48 @@ PER_RUN = frozenset(
 )
 
 
-class TimeLimit(core.RlsqlError):
+class TimeLimit(RlsqlError):
     """A request's DuckDB work ran past the time limit and was interrupted."""
 
 
-class Refused(core.RlsqlError):
+class Refused(RlsqlError):
     """SQL that is not one read-only SELECT."""
 
 
-class NotFound(core.UsageError):
+class NotFound(UsageError):
     """No such run, query or trial."""
 
 
-class Gone(core.RlsqlError):
+class Gone(RlsqlError):
     """The request's client went away: its work was given up."""
 
 
-class Stopping(core.RlsqlError):
+class Stopping(RlsqlError):
     """The server is shutting down: the work under way was interrupted."""
+
+
+def known(name: str) -> SqlFile:
+    """The named query or view `name`; NotFound with the CLI's did-you-mean when there is none."""
+    try:
+        return load_catalog().query(name)
+    except UsageError as exc:
+        raise NotFound(str(exc)) from exc
+
+
+def rescan(run: Run) -> Run:
+    """`run` looked at again (a file appeared or went), keeping its name."""
+    found = scan_folder(run.path)
+    fresh = Run(run.name, run.path, found.artifacts if found else {}, found.ignored if found else ())
+    return chosen_sources(fresh)
+
+
+def config_columns(name: str, runs: Sequence[Run], params: dict[str, str]) -> list[dict]:
+    """The config columns the query `name` has over `runs` (run_table's: the keys that differ, typed), [] for
+    a query whose columns do not depend on the runs."""
+    f = load_catalog().query(name)
+    if "config_columns" not in f.body:
+        return []
+    return SourceContext(runs, config_keys=params.get("keys")).config_columns(f)
 
 
 class Served:
@@ -71,18 +104,18 @@ class Served:
 
     def __init__(
         self,
-        runs: Sequence[core.Run],
-        settings: core.Settings | None = None,
+        runs: Sequence[Run],
+        settings: rlsql_settings.Settings | None = None,
         token: str | None = None,
         poll_seconds: float = 1.0,
     ):
         #: rlsql's one settings object: serve_memory, serve_time_limit, serve_row_limit, serve_host
-        self.settings = settings or core.settings.current()
+        self.settings = settings or rlsql_settings.current()
         #: required in every request's URL (or its cookie) when bound beyond the loopback
         self.token = token
         #: seconds between two looks at the runs' files
         self.poll_seconds = poll_seconds
-        self.runs: dict[str, core.Run] = {r.name: r for r in sorted(runs, key=lambda r: r.name)}
+        self.runs: dict[str, Run] = {r.name: r for r in sorted(runs, key=lambda r: r.name)}
         self.generation: dict[str, int] = dict.fromkeys(self.runs, 0)
         #: bumped on every change; changes lists (version, run) for the event streams
         self.version = 0
@@ -92,7 +125,7 @@ class Served:
         self._connections: OrderedDict[tuple[tuple[str, int], ...], Any] = OrderedDict()
         self._lock = threading.Lock()
         #: the deadlines of the DuckDB work under way (stop() fires them: the server is going)
-        self._active: set[core.Deadline] = set()
+        self._active: set[Deadline] = set()
         self.stopping = False
         #: answers being computed, by key: a second request for one waits for the first's
         self._inflight: dict[Hashable, Future[Answer]] = {}
@@ -109,10 +142,10 @@ class Served:
         """The most bytes one answer's rows take: the budget shared by the requests worked on at once."""
         return self.settings.serve_memory // max(1, self.settings.serve_concurrency)
 
-    def deadline(self) -> core.Deadline:
+    def deadline(self) -> Deadline:
         """A time limit for one request's DuckDB work (each of its connections given the memory budget), fired
         early when its client goes away or by stop()."""
-        deadline = core.Deadline(self.settings.serve_time_limit, self._active, self.memory_limit)
+        deadline = Deadline(self.settings.serve_time_limit, self._active, self.memory_limit)
         if self.stopping:
             deadline.fire("stopping")
         request = work.current.get()
@@ -120,7 +153,7 @@ class Served:
             request.add(deadline)
         return deadline
 
-    def stopped(self, deadline: core.Deadline, what: str) -> core.RlsqlError:
+    def stopped(self, deadline: Deadline, what: str) -> RlsqlError:
         """Why `deadline`'s work ended early, as the error the request answers with."""
         if deadline.why == "gone":
             return Gone(f"{what}: given up, its client went away")
@@ -146,7 +179,7 @@ class Served:
         return self.settings.serve_host in LOOPBACK
 
     # -- runs -----------------------------------------------------------------------------------
-    def pick(self, names: Sequence[str] | None) -> list[core.Run]:
+    def pick(self, names: Sequence[str] | None) -> list[Run]:
         """The runs named (all of them for none), in the served order; NotFound names one that is not served."""
         if not names:
             return list(self.runs.values())
@@ -160,7 +193,7 @@ class Served:
             picked.append(run)
         return sorted(picked, key=lambda r: r.name)
 
-    def _stamp(self, runs: Sequence[core.Run]) -> tuple[tuple[str, int], ...]:
+    def _stamp(self, runs: Sequence[Run]) -> tuple[tuple[str, int], ...]:
         return tuple((r.name, self.generation[r.name]) for r in runs)
 
     def refresh(self) -> list[str]:
@@ -170,7 +203,7 @@ class Served:
             return []
         with self._lock:
             for name in changed:
-                self.runs[name] = core.rescan(self.runs[name])
+                self.runs[name] = rescan(self.runs[name])
                 self.generation[name] += 1
                 self.version += 1
                 self.changes.append((self.version, name))
@@ -189,7 +222,7 @@ class Served:
         return sorted({name for v, name in self.changes if v > version})
 
     # -- answers --------------------------------------------------------------------------------
-    def named(self, name: str, runs: Sequence[core.Run], params: Mapping[str, str] | None = None) -> Answer:
+    def named(self, name: str, runs: Sequence[Run], params: Mapping[str, str] | None = None) -> Answer:
         """`rlsql query NAME -p ...` over `runs`, from memory when its files have not changed since; a PER_RUN
         query's rows kept per run, so that only the runs changed since are computed again."""
         params = {k: str(v) for k, v in (params or {}).items() if v is not None and str(v) != ""}
@@ -199,28 +232,28 @@ class Served:
         return self._once(key, lambda: self._compute(name, runs, params))
 
     def _compute(
-        self, name: str, runs: Sequence[core.Run], params: dict[str, str], config_columns: list[dict] | None = None
+        self, name: str, runs: Sequence[Run], params: dict[str, str], config_columns: list[dict] | None = None
     ) -> Answer:
         """One statement of `name` over `runs`, within the time limit and the answer's bounds."""
-        core.item(name)  # an unknown name is a UsageError with a did-you-mean, before any file is read
+        known(name)  # an unknown name is NotFound with a did-you-mean, before any file is read
         deadline = self.deadline()
         try:
             with deadline.running():
                 if deadline.expired:
                     raise self.stopped(deadline, name)
-                return core.run_named(
+                return run_query(
                     name,
                     runs,
                     params,
                     lambda con, sql: self._fetch(con.execute(sql), runs, lambda: self._count(con, sql, None)),
                     config_columns,
                 )
-        except (core.RlsqlError, duckdb.Error) as exc:
+        except (RlsqlError, duckdb.Error) as exc:
             if deadline.expired:
                 raise self.stopped(deadline, name) from exc
             raise
 
-    def _by_run(self, name: str, runs: Sequence[core.Run], params: dict[str, str]) -> Answer | None:
+    def _by_run(self, name: str, runs: Sequence[Run], params: dict[str, str]) -> Answer | None:
         """A PER_RUN query over `runs` as each run's rows in turn: the rows kept for a run since it last changed,
         the others computed in one statement over those runs alone and kept per run. None when the rows do not
         fit one answer (the row limit, the answer size): the caller computes the whole answer, cut as usual."""
@@ -228,12 +261,12 @@ class Served:
         with self._lock:
             shape = self._shapes.get((name, stamp, tuple(sorted(params.items()))))
         if shape is None:
-            shape = tuple(core.config_columns(name, runs, params))
+            shape = tuple(config_columns(name, runs, params))
             with self._lock:
                 self._shapes[(name, stamp, tuple(sorted(params.items())))] = shape
         shape_key = tuple(tuple(sorted(c.items())) for c in shape)
 
-        def key(run: core.Run) -> Hashable:
+        def key(run: Run) -> Hashable:
             return ("run", name, self._stamp([run]), shape_key, tuple(sorted(params.items())))
 
         kept = {r.name: a for r in runs if (a := self.memory.get(key(r))) is not None}
@@ -241,7 +274,7 @@ class Served:
         if missing:
             try:
                 fresh = self._compute(name, missing, params, list(shape) if shape else None)
-            except core.DataError:
+            except DataError:
                 if len(missing) == len(runs):
                     raise
                 # a run lacking what the query reads is refused alone, yet has its row (of NULLs) among others
@@ -263,7 +296,7 @@ class Served:
             return None
         return Answer(columns, rows, False, frozenset(r.name for r in runs), nbytes, total=len(rows))
 
-    def select(self, sql: str, runs: Sequence[core.Run], params: Mapping[str, Any] | None = None) -> Answer:
+    def select(self, sql: str, runs: Sequence[Run], params: Mapping[str, Any] | None = None) -> Answer:
         """SQL over every view of `runs`: one SELECT (checked), on a connection that cannot read other files,
         write any, load extensions or change settings; bound `params` ($name in the SQL)."""
         key = ("select", sql, self._stamp(runs), tuple(sorted((params or {}).items())))
@@ -272,7 +305,7 @@ class Served:
             cursor = self._connection(runs).cursor()
             try:
                 try:
-                    core.check_select(cursor, sql)
+                    check_select(cursor, sql)
                 except PermissionError as exc:
                     raise Refused(str(exc)) from exc
                 deadline = self.deadline()
@@ -286,7 +319,7 @@ class Served:
                 except duckdb.Error as exc:
                     if deadline.expired:
                         raise self.stopped(deadline, "SQL") from exc
-                    raise core.QueryError(f"SQL: {core.one_line(exc)}") from exc
+                    raise QueryError(f"SQL: {sql_failure(exc)}") from exc
             finally:
                 cursor.close()
 
@@ -324,9 +357,7 @@ class Served:
             with self._lock:
                 del self._inflight[key]
 
-    def _fetch(
-        self, result: duckdb.DuckDBPyConnection, runs: Sequence[core.Run], count: Callable[[], int | None]
-    ) -> Answer:
+    def _fetch(self, result: duckdb.DuckDBPyConnection, runs: Sequence[Run], count: Callable[[], int | None]) -> Answer:
         """A statement's rows within the row limit and the answer size (rows past either are not fetched); a
         cut answer's `total` counted by `count` (DuckDB runs the statement again under count(*))."""
         if not result.description:
@@ -351,26 +382,26 @@ class Served:
         except duckdb.Error:
             return None
 
-    def transcript(self, runs: Sequence[core.Run], trial: str, facts: bool = False) -> core.transcripts.Transcript:
+    def transcript(self, runs: Sequence[Run], trial: str, facts: bool = False) -> transcripts.Transcript:
         """`rlsql trial TRIAL`'s steps over `runs` (with its trials row if `facts`: the trial page has it
         already), within the time limit. Not kept: it reads that one trial's files, and a trial in flight grows."""
         deadline = self.deadline()
         try:
             with deadline.running():
-                return core.transcripts.transcript(runs, trial, facts=facts)
-        except (core.RlsqlError, duckdb.Error) as exc:
+                return transcripts.transcript(runs, trial, facts=facts)
+        except (RlsqlError, duckdb.Error) as exc:
             if deadline.expired:
                 raise self.stopped(deadline, f"{trial}'s transcript") from exc
             raise
 
-    def _connection(self, runs: Sequence[core.Run]) -> Any:
+    def _connection(self, runs: Sequence[Run]) -> Any:
         key = self._stamp(runs)
         with self._lock:
             con = self._connections.get(key)
             if con is not None:
                 self._connections.move_to_end(key)
                 return con
-        con = core.sandboxed(runs, self.memory_limit)
+        con = sandboxed(runs, self.memory_limit)
         with self._lock:
             self._connections[key] = con
             while len(self._connections) > CONNECTIONS_KEPT:

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlsql.serve.rlsql_core import HARBOR_DIR
+from rlsql.runs.folders import HARBOR_DIR
 
 RESULT = "result.json"
 #: a trial folder's sub-folder holding its trajectories

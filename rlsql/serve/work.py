@@ -14,7 +14,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from rlsql.serve import rlsql_core as core
+from rlsql.serve.deadline import Deadline
 
 T = TypeVar("T")
 
@@ -27,10 +27,10 @@ class Work:
 
     def __init__(self) -> None:
         self.cancelled = False
-        self._deadlines: set[core.Deadline] = set()
+        self._deadlines: set[Deadline] = set()
         self._lock = threading.Lock()
 
-    def add(self, deadline: core.Deadline) -> None:
+    def add(self, deadline: Deadline) -> None:
         with self._lock:
             self._deadlines.add(deadline)
             if self.cancelled:
