@@ -153,7 +153,18 @@ def test_a_run_whose_every_log_is_unreadable_names_them(tmp_path: Path) -> None:
     for log in logs:
         log.chmod(0)
     done = subprocess.run(
-        [*refused_by_mode(), sys.executable, "-m", "rlsql", "query", "reward_curve", "-r", str(root / "*"), "-f", "json"],
+        [
+            *refused_by_mode(),
+            sys.executable,
+            "-m",
+            "rlsql",
+            "query",
+            "reward_curve",
+            "-r",
+            str(root / "*"),
+            "-f",
+            "json",
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "RLSQL_CACHE": "off"},
