@@ -483,7 +483,7 @@ class Findings:
     orphans: list[tuple[str, int, str]] = field(default_factory=list)
     #: per trial: (trial folder, the continuation numbers missing before its last)
     gaps: list[tuple[str, list[int]]] = field(default_factory=list)
-    #: per file: (path, the object, the first key written twice there): json reads the last (docs/trajectories.md)
+    #: per file: (path, the object, the first key written twice there): DuckDB reads the first, json the last
     repeated: list[tuple[str, str, str]] = field(default_factory=list)
     #: trial folders with a trajectory and no result.json (in flight), and those without agent/
     in_flight: list[str] = field(default_factory=list)
@@ -639,8 +639,8 @@ def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
         report.add(
             "warning",
             path,
-            f"{where} writes key {key!r} twice: Python's json and Harbor read the last value, rlsql's "
-            "queries too in a file repeating a step_id, message or function_name, else the first",
+            f"{where} writes key {key!r} twice: rlsql reads the first value, Python's json "
+            "and Harbor the last (the file is read; its value may differ from theirs)",
         )
     for path, count, example in mine.orphans:
         report.add(
