@@ -142,6 +142,41 @@ def test_an_unreadable_log_is_one_warning_when_the_kernel_refuses_it(tmp_path: P
     assert {r["run"] for r in json.loads(done.stdout)} == {"r1", "r2"}
 
 
+def test_a_run_whose_every_log_is_unreadable_names_them(tmp_path: Path) -> None:
+    """Issue 42 (minor): when no log of a folder can be read, nothing said the folder had logs: it read as a run
+    without metrics (or no run), the logs never named. Each is one warning naming it and why; the other run
+    answers."""
+    root = tmp_path / "runs"
+    shutil.copytree(RUNS / "rawlogs", root / "r1", ignore=shutil.ignore_patterns("trace_jobs"))
+    shutil.copytree(RUNS / "rawlogs", root / "r2")
+    logs = sorted((root / "r1" / "logs").iterdir())
+    for log in logs:
+        log.chmod(0)
+    done = subprocess.run(
+        [
+            *refused_by_mode(),
+            sys.executable,
+            "-m",
+            "rlsql",
+            "query",
+            "reward_curve",
+            "-r",
+            str(root / "*"),
+            "-f",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RLSQL_CACHE": "off"},
+    )
+    assert done.returncode == 0, done.stderr
+    # the three logs (`*.out`; the `.err` is no log) named once each, in one line (the CLI folds alike warnings)
+    named = [line for line in done.stderr.splitlines() if "cannot read (Permission denied); log skipped" in line]
+    assert len(named) == 1 and f"{logs[0]}: cannot read (Permission denied); log skipped" in named[0], done.stderr
+    assert [done.stderr.count(str(log)) for log in logs] == [1, 1, 0, 1], done.stderr
+    assert {r["run"] for r in json.loads(done.stdout)} == {"r2"}
+
+
 def test_export_says_each_problem_once_for_all_its_queries(tmp_path, capsys, monkeypatch) -> None:
     """Issue 27: `export --all` over runs without vLLM stats printed a line per query and run. Two copies of
     tiny (vLLM stats, no trajectories) and three of newest (neither): one line says which three runs lack

@@ -153,6 +153,38 @@ def test_db_build_opens_in_the_duckdb_shell(duckdb_exe, tmp_path, capsys, monkey
     }
 
 
+def test_db_build_names_a_csv_whose_line_endings_its_views_cannot_read(tmp_path, capsys, monkeypatch) -> None:
+    """Issue 42 item 3: a live CSV whose last appended row ends in CRLF (the rest LF). rlsql's queries read it (a
+    line-bounded copy), but the database's views read the file itself, and DuckDB's parser fails a file whose line
+    endings are mixed (strict_mode=false would read it, and would as silently swallow the rest of a file after a
+    quote that never closes): db build says so, naming the file and the line, and builds the rest."""
+    import pandas as pd
+
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    metrics = run / "20260105_120000_metrics_table.csv"
+    lines = metrics.read_bytes().splitlines()
+    metrics.write_bytes(metrics.read_bytes() + lines[-1] + b"\r\n")
+    db = tmp_path / "out.duckdb"
+    code, _, err = run_main(["db", "build", str(db), "-r", str(run)], capsys, monkeypatch)
+    assert code == 0, err
+    named = [line for line in err.splitlines() if str(metrics) in line]
+    assert named == [
+        f"rlsql: warning: {metrics}:{len(lines) + 1}: its lines end in LF and this one in CRLF: DuckDB cannot "
+        "parse the file, so the database's views of it fail (rlsql's queries read it)"
+    ], err
+    # the rows rlsql reads are pandas' (the last row twice)
+    want = pd.read_csv(metrics)
+    rows = rlsql.query("reward_curve", [run]).to_dicts()
+    assert len(want) == len(lines) and [r["step"] for r in rows] == sorted(set(want["trainer/global_step"]))
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM trials").fetchone() == (len(oracle.read_trials(run)),)
+    # an unmixed file is no warning
+    metrics.write_bytes(b"\n".join(lines) + b"\n")
+    code, _, err = run_main(["db", "build", str(db), "-r", str(run)], capsys, monkeypatch)
+    assert code == 0 and str(metrics) not in err, err
+
+
 def test_db_build_materialized_needs_no_csv(duckdb_exe, tmp_path, capsys, monkeypatch) -> None:
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)

@@ -19,6 +19,7 @@ import contextlib
 import datetime as dt
 import json
 import shutil
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +30,13 @@ from rlsql.cache.mirrors import run_record
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
-from rlsql.core.errors import DataError, RlsqlError, UsageError, one_line
+from rlsql.core.errors import DataError, RlsqlError, RlsqlWarning, UsageError, one_line
 from rlsql.core.sqltext import identifier, literal
 from rlsql.core.version import __version__
 from rlsql.engine.statements import comment_columns, create_objects
 from rlsql.outputs.provenance import SourceFingerprints
-from rlsql.runs.folders import Run
+from rlsql.runs.csvfiles import mixed_line_ending
+from rlsql.runs.folders import CSV_ARTIFACTS, Run
 from rlsql.runs.memorydb import memory_connection
 from rlsql.runs.writes import atomic_path, disk_failure, failures_named, guard
 
@@ -65,6 +67,7 @@ def build_database(
     with failures_named(target):
         if target.is_dir():
             raise UsageError(f"{target}: is a folder; give the database FILE to write (e.g. runs.duckdb)")
+    _warn_mixed_line_endings(runs)
     with atomic_path(target) as tmp:
         wal = tmp.with_name(tmp.name + ".wal")
         try:
@@ -83,6 +86,29 @@ def build_database(
     macros = sum(1 for f in catalog.order if f.kind == "macro")
     views = sum(1 for f in catalog.order if f.kind != "macro") - tables
     return Built(target, views, tables + 1, macros, size)
+
+
+def _warn_mixed_line_endings(runs: Sequence[Run]) -> None:
+    """Name each CSV whose line endings are mixed: the file's views read it in place, and DuckDB's parser fails
+    it (its strict_mode=false reads it, but would as silently swallow the rows after a quote that never closes);
+    rlsql's queries read such a file through a line-bounded copy, which outlives no process."""
+    for run in runs:
+        for kind in CSV_ARTIFACTS:
+            artifact = run.artifact(kind)
+            if artifact is None or not artifact.path.is_file():
+                continue
+            try:
+                found = mixed_line_ending(artifact.path)
+            except OSError:
+                continue  # the build's read names a file it cannot open
+            if found is not None:
+                line, why = found
+                warnings.warn(
+                    f"{artifact.path}:{line}: {why}: DuckDB cannot parse the file, so the database's views of it "
+                    "fail (rlsql's queries read it)",
+                    RlsqlWarning,
+                    stacklevel=3,
+                )
 
 
 def _build(

@@ -122,6 +122,34 @@ def line_bounded_copy(path: Path) -> str | None:
     return str(target)
 
 
+def mixed_line_ending(path: Path, chunk: int = 1 << 24) -> tuple[int, str] | None:
+    """(line, why) of the first record of `path` whose line ending (CRLF or LF) is not the first record's, or None.
+
+    DuckDB's parser fails such a file (a live CSV whose last row was appended with `\r\n`); rlsql's queries read
+    it through line_bounded_copy, but a view of `rlsql db build` reads the file itself. A CRLF inside a quoted
+    cell is the cell's text. A file without a carriage return (nearly every one) is only searched for one.
+    """
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            if b"\r" in block:
+                break
+        else:
+            return None
+        fh.seek(0)
+        first, quoted = None, False
+        for line, raw in enumerate(iter(fh.readline, b""), 1):
+            if raw.count(b'"') % 2:
+                quoted = not quoted
+            if quoted or not raw.endswith(b"\n"):
+                continue
+            ending = "CRLF" if raw.endswith(b"\r\n") else "LF"
+            if first is None:
+                first = ending
+            elif ending != first:
+                return line, f"its lines end in {first} and this one in {ending}"
+    return None
+
+
 def file_version(path: str) -> tuple[str, int, int]:
     """The key of `unparsable`: the path with its size and modification time (0, 0 when gone)."""
     try:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import warnings
 from pathlib import Path
+
+from rlsql.core.errors import RlsqlWarning
 
 #: the file endings of SLURM/Ray console logs (the parser's default glob is `*.out`)
 LOG_SUFFIXES = (".out", ".log")
@@ -54,7 +57,9 @@ def find_logs(run_dir: Path) -> list[Path]:
 
 def has_training_lines(logs: list[Path]) -> bool:
     """Whether any of `logs` is a training log: one of TRAINING_MARKS in its first or last MARK_WINDOW
-    bytes. A folder's stray `rsync.log` or `first.out` does not make it a run folder."""
+    bytes. A folder's stray `rsync.log` or `first.out` does not make it a run folder. A log that cannot be read
+    is named in a warning when no other log holds those lines (else the read of the logs names it)."""
+    unreadable: list[str] = []
     for path in logs:
         try:
             with path.open("rb") as fh:
@@ -64,10 +69,13 @@ def has_training_lines(logs: list[Path]) -> bool:
                 if size > MARK_WINDOW:
                     fh.seek(max(MARK_WINDOW, size - MARK_WINDOW))
                     tail = fh.read(MARK_WINDOW)
-        except OSError:
+        except OSError as exc:
+            unreadable.append(f"{path}: cannot read ({exc.strerror}); log skipped")
             continue
         if any(mark in head or mark in tail for mark in TRAINING_MARKS):
             return True
+    for problem in unreadable:
+        warnings.warn(problem, RlsqlWarning, stacklevel=2)
     return False
 
 
