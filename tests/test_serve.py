@@ -254,7 +254,7 @@ def test_time_and_row_limits(live_run) -> None:
 
 
 def test_a_named_query_is_interrupted_at_the_time_limit(live_run, monkeypatch) -> None:
-    """A named query's own connection is handed to the request's deadline (rlsql.runs.memorydb.opened)."""
+    """A named query's own connection is handed to the request's deadline (rlsql.duck.memorydb.opened)."""
     served = Served(core.resolve([str(live_run)]), Settings(serve_time_limit=0.3))
     slow = core.run_named
 

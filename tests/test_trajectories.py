@@ -157,6 +157,7 @@ def test_a_trial_folder_removed_while_the_query_reads_is_skipped_with_a_warning(
     which one reader (READERS = 1) opens after it. The answer is the oracle's without that trial."""
     import shutil
 
+    from rlsql.duck import damagedfiles
     from rlsql.runs import trajectories
 
     run = tmp_path / "harbor"
@@ -165,9 +166,9 @@ def test_a_trial_folder_removed_while_the_query_reads_is_skipped_with_a_warning(
     doomed = run / "trace_jobs" / last / "agent"
     monkeypatch.setattr(trajectories, "READERS", 1)
 
-    def record_damaged(con):  # trajectories.record_damaged, and the clean-up racing the read
+    def record_damaged(con):  # damagedfiles.record_damaged, and the clean-up racing the read
         seen: dict = {}
-        trajectories._RECORDERS[con] = seen
+        damagedfiles._RECORDERS[con] = seen
 
         def damaged(run_name: str, path: str, problem: str) -> str:
             shutil.rmtree(doomed, ignore_errors=True)
@@ -179,7 +180,7 @@ def test_a_trial_folder_removed_while_the_query_reads_is_skipped_with_a_warning(
         )
         return seen
 
-    monkeypatch.setattr(trajectories, "record_damaged", record_damaged)
+    monkeypatch.setattr(damagedfiles, "record_damaged", record_damaged)
     monkeypatch.setenv("RLSQL_CACHE", "off")
     rows, messages = rows_of("tool_usage", [run])
     assert not doomed.exists()  # the clean-up ran, during the read

@@ -26,11 +26,11 @@ from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
 from rlsql.core.exactpaths import why_unnameable
+from rlsql.duck.memorydb import memory_connection
+from rlsql.duck.rejects import REJECT_EXAMPLES, last_scan, lost_after, rejected_lines
 from rlsql.runs import csvfiles, writes
 from rlsql.runs.artifacts import INTEGER_COLUMNS
 from rlsql.runs.folders import CSV_ARTIFACTS, Run, csv_header, read_header
-from rlsql.runs.memorydb import memory_connection
-from rlsql.runs.rejects import REJECT_EXAMPLES, last_scan, lost_after, rejected_lines
 
 
 def reading_version(source: SqlFile, header: list[str], types: dict[str, str]) -> str:

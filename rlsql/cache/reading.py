@@ -34,8 +34,8 @@ import duckdb
 from rlsql.cache import store
 from rlsql.core import settings
 from rlsql.core.errors import RlsqlError, RlsqlWarning, UnparsableCsv, one_line
+from rlsql.duck.memorydb import memory_connection
 from rlsql.runs import csvfiles, trajectories
-from rlsql.runs.memorydb import memory_connection
 from rlsql.runs.writes import WriteError
 
 T = TypeVar("T")
@@ -105,7 +105,7 @@ def cache_root(for_writing: bool) -> Path | None:
 def damaged_copy(source: Path | str, parquet: Path, why: str) -> None:
     """A copy found damaged before use (store.quick_state): its file answers instead, with a warning naming
     the file, the copy and why (nothing is written: `cache build` rebuilds the copy). Not kept in `said`:
-    an attempt stopped by a bad cell (rlsql/runs/badcells.py) drops its warnings and the next says them
+    an attempt stopped by a bad cell (rlsql/duck/badcells.py) drops its warnings and the next says them
     again; the command line says a warning repeated word for word once."""
     warnings.warn(
         f"{source}: its cached copy {parquet} is damaged ({why}); answered from the file "

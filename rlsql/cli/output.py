@@ -109,8 +109,8 @@ def emit_query(
 ) -> None:
     """Rows of a query to stdout or -o as DuckDB produces them: `run(consume)` answers with `consume`
     taking the connection and the statement (rlsql/engine/query.py); `grain`: the columns a row is per."""
+    from rlsql.duck import badcells
     from rlsql.outputs.rows import Output
-    from rlsql.runs import badcells
 
     out = Output(fmt, output, limit, grain)  # a target that cannot be written is refused before any file is read
     # rows that go to stdout as they come are never answered again: bad cells recorded from the first attempt

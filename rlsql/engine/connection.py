@@ -32,6 +32,7 @@ from rlsql.cache.mirrors import resolve_runs
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.core import settings
 from rlsql.core.settings import Settings, active
+from rlsql.duck.memorydb import memory_connection
 from rlsql.engine.sources import SourceContext
 from rlsql.engine.statements import (
     CONFIG_FUNCTION,
@@ -43,7 +44,6 @@ from rlsql.engine.statements import (
     register_config_function,
 )
 from rlsql.runs.folders import Run
-from rlsql.runs.memorydb import memory_connection
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: words of a statement that reads DuckDB's own catalog: every object is created before it runs

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from rlsql.core.errors import DATA_ERROR_MARK, DataError, QueryError, RlsqlError, RlsqlWarning, UnparsableCsv, one_line
+from rlsql.duck.rejects import REJECT_EXAMPLES, UNCLOSED_QUOTE, lost_after, rejected_lines
 from rlsql.engine.csvprobe import locate_unparsable_csv, parser_failure
 from rlsql.runs import csvfiles
 from rlsql.runs.folders import CSV_ARTIFACTS, Run
-from rlsql.runs.rejects import REJECT_EXAMPLES, UNCLOSED_QUOTE, lost_after, rejected_lines
 
 if TYPE_CHECKING:
     from rlsql.catalog.sqlfile import SqlFile

@@ -16,12 +16,12 @@ from rlsql.catalog.params import Param
 from rlsql.core.errors import QueryError, RlsqlError, UsageError
 from rlsql.core.settings import Settings, active
 from rlsql.core.sqltext import identifier
+from rlsql.duck.badcells import BadCells, answering
+from rlsql.duck.damagedfiles import warn_damaged
 from rlsql.engine.failures import data_error, query_failure, warn_rejected_rows
 from rlsql.engine.statements import RunSpec, open_connection, query_connection
 from rlsql.runs.artifacts import check_artifacts
-from rlsql.runs.badcells import BadCells, answering
 from rlsql.runs.folders import Run
-from rlsql.runs.trajectories import warn_damaged
 
 T = TypeVar("T")
 
@@ -136,7 +136,7 @@ def run_query(
     `config_columns`: run_table's config columns worked out over more runs than `runs` (statements.py).
 
     The whole answer, `consume` included, is retried where a retry mends it (rlsql/cache/reading.py,
-    rlsql/runs/badcells.py): `consume` must be able to start over."""
+    rlsql/duck/badcells.py): `consume` must be able to start over."""
     catalog = load_catalog()
     qfile = catalog.query(name)
     values = bind_params(name, params)
@@ -160,7 +160,7 @@ def run_query(
         return result
 
     # a cached copy that fails to read costs a second answer from the CSVs, never a failed query
-    # a bad whole-number cell costs a second answer that names it (rlsql/runs/badcells.py)
+    # a bad whole-number cell costs a second answer that names it (rlsql/duck/badcells.py)
     return with_cache_fallback(lambda: answering(answer))
 
 

@@ -85,7 +85,7 @@ class SourceContext:
         self.config_keys = config_keys
         #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
         self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
-        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/runs/badcells.py)
+        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/duck/badcells.py)
         self.bad_cells = bad_cells
 
     @functools.cached_property

@@ -17,12 +17,12 @@ from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.sqltext import identifier, literal, reported_type
+from rlsql.duck import badcells, damagedfiles
+from rlsql.duck.badcells import BadCells
+from rlsql.duck.memorydb import TRAJECTORY_MEMORY, memory_connection
 from rlsql.engine.failures import data_error
 from rlsql.engine.sources import SourceContext
-from rlsql.runs import badcells, harbor, trajectories
-from rlsql.runs.badcells import BadCells
 from rlsql.runs.folders import Run
-from rlsql.runs.memorydb import TRAJECTORY_MEMORY, memory_connection
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -44,7 +44,7 @@ IN_STATEMENT = frozenset({"metrics_src"})
 def after_loading(con: duckdb.DuckDBPyConnection, f: SqlFile) -> None:
     """Warnings a loaded source's rows carry: the result.json files skipped or read with empty values."""
     if f.name == "harbor_trials_src":
-        harbor.warn_harbor_problems(con)
+        damagedfiles.warn_harbor_problems(con)
 
 
 def defining_sql(catalog: Catalog, sources: SourceContext, f: SqlFile) -> str:
@@ -176,7 +176,7 @@ def create_objects(
         sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys, trial=trial)
         register_config_function(con, sources)
         if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/trajectories.py)
-            sources.damaged_seen = trajectories.record_damaged(con)
+            sources.damaged_seen = damagedfiles.record_damaged(con)
     bound = {} if bound is None else bound
     waiting: list[SqlFile] = []
     new_views = {f.name for f in files if f.kind in ("view", "query")}
@@ -322,7 +322,7 @@ def query_connection(
     start-up of a deep query such as timing_breakdown). Macros and the loaded sources are created
     first. A view referenced once is inlined as before; DuckDB may compute one referenced by
     several CTEs once. A whole-number cell that reads as empty fails the statement, or with
-    `bad_cells` is recorded there (rlsql/runs/badcells.py). `config_keys`: run_table's `keys` parameter,
+    `bad_cells` is recorded there (rlsql/duck/badcells.py). `config_keys`: run_table's `keys` parameter,
     which picks its columns when the statement is rendered (SqlFile.per_runs); `config_columns`: those columns
     as worked out over a larger set of runs (SourceContext.config_columns), so `runs`' rows are theirs in it.
     """
@@ -341,7 +341,7 @@ def query_connection(
     if bad_cells is not None:
         badcells.register(con, bad_cells)
     if trajectory:  # damaged files named once (rlsql/trajectories.py)
-        sources.damaged_seen = trajectories.record_damaged(con)
+        sources.damaged_seen = damagedfiles.record_damaged(con)
     ctes = []
     for f in closure:
         sql = sources.object_sql(catalog, f)

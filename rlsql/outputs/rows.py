@@ -41,6 +41,7 @@ import duckdb
 from rlsql.cache import reading
 from rlsql.core.errors import DataError, ReaderGone
 from rlsql.core.sqltext import identifier, literal
+from rlsql.duck.memorydb import scalar
 from rlsql.outputs.formats import (
     CONTROL_CLASS,
     CONTROL_ESCAPES,
@@ -53,7 +54,6 @@ from rlsql.outputs.formats import (
     to_table,
 )
 from rlsql.runs import writes
-from rlsql.runs.memorydb import scalar
 
 #: rows fetched from DuckDB at a time for the people formats
 BATCH = 10_000

@@ -84,13 +84,12 @@ def line_bounded_copy(path: Path) -> str | None:
     closes (never_closed) becomes a line DuckDB rejects for the same reason, so the rows after it are read; a
     record that ends in CRLF ends in LF (DuckDB's parser fails a file whose line endings are mixed, a live CSV
     whose last row was appended with `\r\n`). Removed when the process exits; a killed process's copy is
-    swept by the next (memorydb.spill_folder).
+    swept by the next (writes.private_temp).
     """
     from rlsql.runs import writes
-    from rlsql.runs.memorydb import spill_folder
 
     bad = set(never_closed(path))
-    folder = spill_folder().parent
+    folder = writes.private_folder()
     folder.mkdir(mode=0o700, exist_ok=True)
     target = writes.temp_name(folder / "line-bounded.csv")
     changed, quoted = False, False

@@ -11,7 +11,7 @@ What is used, and why the public API does not do it:
   cached copy is read as the CLI reads it; nothing is built);
 - a lazy connection over Run objects (rlsql.engine.connection), sandboxed here, for ad hoc SQL and the
   pages' SQL;
-- rlsql.runs.memorydb's `opened` hook: every connection a request opens, to interrupt at the time limit;
+- rlsql.duck.memorydb's `opened` hook: every connection a request opens, to interrupt at the time limit;
 - rlsql.outputs.formats' JSON cell conversion and CSV rendering, so the API's rows are `rlsql query -f json`'s;
 - rlsql.engine.query.sql_failure: a DuckDB error as the CLI's one line with DuckDB's hint;
 - rlsql.outputs.findings.worst_first: the run page lists its findings in `rlsql findings`' order;
@@ -37,6 +37,7 @@ from rlsql.core import settings
 from rlsql.core.errors import DataError, QueryError, RlsqlError, RlsqlWarning, UsageError
 from rlsql.core.sqltext import identifier
 from rlsql.core.version import __version__
+from rlsql.duck import memorydb
 from rlsql.engine.connection import LazyConnection, OnDemand
 from rlsql.engine.query import QueryResult, declared_params, run_query, sql_failure
 from rlsql.engine.sources import SourceContext
@@ -45,7 +46,6 @@ from rlsql.inspection.describe import describe as _describe
 from rlsql.outputs import transcript as transcripts
 from rlsql.outputs.findings import worst_first  # noqa: F401 - used by rlsql/serve/pages.py
 from rlsql.outputs.formats import _jsonable, display, to_csv, to_json
-from rlsql.runs import memorydb
 from rlsql.runs.folders import HARBOR_DIR, Run, chosen_sources, scan_folder
 
 Settings = settings.Settings
@@ -209,7 +209,7 @@ def one_line(exc: duckdb.Error) -> str:
 
 class Deadline:
     """Interrupts every DuckDB connection handed to it once `seconds` have passed, or when fire() is called
-    sooner (rlsql.runs.memorydb's hook hands it each connection a request opens, and sets its memory limit);
+    sooner (rlsql.duck.memorydb's hook hands it each connection a request opens, and sets its memory limit);
     `why` says what stopped it: "time", or the reason fire() was given."""
 
     def __init__(self, seconds: float, active: set[Deadline] | None = None, memory_limit: str | None = None):
