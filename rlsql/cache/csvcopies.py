@@ -124,7 +124,7 @@ MAX_RECORDED_REJECTS = 100
 
 def rejects_warning(path: Path | str, rejects: list, total: int) -> str:
     """The warning a cached read gives for the rows its build skipped: word for word the one an in-place
-    read gives (duckdb_errors.warn_rejected_rows), so a user cannot tell which read it was."""
+    read gives (rlsql/engine/answer.py warn_rejected_rows), so a user cannot tell which read it was."""
     examples = "; ".join(f"line {line}: {why}" for line, why in rejects[:REJECT_EXAMPLES])
     more = f"; and {total - REJECT_EXAMPLES} more" if total > REJECT_EXAMPLES else ""
     return f"{path}: skipped {total} unreadable row{'s' if total > 1 else ''} ({examples}{more})"
@@ -175,7 +175,7 @@ def build_cache_entry(
             except duckdb.InvalidInputException:
                 if read != str(path) or (read := csvfiles.line_bounded_copy(path)) is None:
                     raise
-                continue  # mixed line endings: the copy holds the rows a read in place gets (reading.py)
+                continue  # mixed line endings: the copy holds the rows a read in place gets (engine/answer.py)
             rejected = rejected_lines(con, scans_before)
             rejects = [[line, why] for _, line, why in rejected]
             if read == str(path) and lost_after(path, (why for _, _, why in rejected)):

@@ -10,15 +10,14 @@ from typing import Any, TypeVar
 import duckdb
 
 from rlsql.cache.mirrors import resolve_runs
-from rlsql.cache.reading import answering as with_cache_fallback
 from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.params import Param
 from rlsql.core.errors import QueryError, RlsqlError, UsageError
 from rlsql.core.settings import Settings, active
 from rlsql.core.sqltext import identifier
-from rlsql.duck.badcells import BadCells, answering
-from rlsql.duck.damagedfiles import warn_damaged
-from rlsql.engine.failures import data_error, query_failure, warn_rejected_rows
+from rlsql.duck.badcells import BadCells
+from rlsql.engine.answer import Answer, said_after
+from rlsql.engine.failures import data_error, query_failure
 from rlsql.engine.statements import RunSpec, open_connection, query_connection
 from rlsql.runs.artifacts import check_artifacts
 from rlsql.runs.folders import Run
@@ -135,8 +134,8 @@ def run_query(
     """Run the named query or view `name` over `runs`: a QueryResult, or what `consume` returns.
     `config_columns`: run_table's config columns worked out over more runs than `runs` (statements.py).
 
-    The whole answer, `consume` included, is retried where a retry mends it (rlsql/cache/reading.py,
-    rlsql/duck/badcells.py): `consume` must be able to start over."""
+    The whole answer, `consume` included, is retried where a retry mends it (rlsql/engine/answer.py):
+    `consume` must be able to start over."""
     catalog = load_catalog()
     qfile = catalog.query(name)
     values = bind_params(name, params)
@@ -153,15 +152,12 @@ def run_query(
                 cursor = con.execute(sql)
                 columns = [d[0] for d in cursor.description or []]
                 result = QueryResult(name, columns, cursor.fetchall(), list(runs), values, con, sql)
-            warn_rejected_rows(con)
-            warn_damaged(con)  # trajectory files the query skipped
+            said_after(con)  # rows DuckDB rejected, trajectory files the query skipped
         except duckdb.Error as exc:
             raise query_failure(exc, name, runs, needed) from exc
         return result
 
-    # a cached copy that fails to read costs a second answer from the CSVs, never a failed query
-    # a bad whole-number cell costs a second answer that names it (rlsql/duck/badcells.py)
-    return with_cache_fallback(lambda: answering(answer))
+    return Answer().run(answer)
 
 
 def query(name: str, runs: RunSpec = None, settings: Settings | None = None, **params: Any) -> QueryResult:
@@ -243,7 +239,7 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
     check_artifacts(runs, needed, "the SQL")
     values = sql_params(names, params or {})
 
-    def answer() -> Any:
+    def answer(_bad_cells: BadCells | None) -> Any:  # ad hoc SQL reads a bad cell as empty, unnamed
         # run_table's columns are laid out when its view is created: `-p keys=` picks them then
         keys = values.get("keys") if any(catalog.files[n].per_runs for n in names) else None
         con = open_connection(runs, names, catalog, config_keys=keys)
@@ -259,8 +255,7 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
                 columns = [d[0] for d in cursor.description] if cursor.description else []
                 rows = cursor.fetchall() if cursor.description else []
                 result = QueryResult("sql", columns, rows, list(runs), values, con, sql)
-            warn_rejected_rows(con)
-            warn_damaged(con)  # trajectory files the SQL skipped
+            said_after(con)  # rows DuckDB rejected, trajectory files the SQL skipped
         except duckdb.Error as exc:
             problem: RlsqlError | None = data_error(exc)
             if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):
@@ -268,8 +263,7 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
             raise problem or QueryError(f"SQL: {sql_failure(exc)}") from exc
         return result
 
-    # as run_query: a cached copy that fails to read costs a second answer from the CSVs
-    return with_cache_fallback(answer)
+    return Answer().run(answer)
 
 
 def sql(text: str, runs: RunSpec = None, settings: Settings | None = None, **params: Any) -> QueryResult:

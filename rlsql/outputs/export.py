@@ -43,12 +43,12 @@ from typing import Any
 import duckdb
 
 from rlsql.cache.mirrors import run_record
-from rlsql.cache.reading import answering as with_cache_fallback
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core.errors import DataError, RlsqlWarning, UsageError
 from rlsql.core.sqltext import identifier, literal
 from rlsql.core.version import __version__
+from rlsql.engine.answer import Answer
 from rlsql.engine.failures import query_failure
 from rlsql.engine.query import bind_params
 from rlsql.engine.sources import SourceContext
@@ -305,24 +305,24 @@ def export(
     with folder_lock(out_dir, progress):
         sweep(out_dir)
         check()  # again, now that no other export can change the folder
-        # a cached copy that fails to read costs a second export from the CSVs, never a failed export
-        return with_cache_fallback(
-            functools.partial(
-                _write_items,
-                runs,
-                kept,
-                out_dir,
-                fmt,
-                partition_by,
-                values,
-                targets,
-                trees,
-                progress,
-                catalog,
-                replace_all,
-                relative_to,
-            )
+        # the whole export is one answer (rlsql/engine/answer.py): a cached copy that fails to read costs a
+        # second export from the CSVs, never a failed export
+        write = functools.partial(
+            _write_items,
+            runs,
+            kept,
+            out_dir,
+            fmt,
+            partition_by,
+            values,
+            targets,
+            trees,
+            progress,
+            catalog,
+            replace_all,
+            relative_to,
         )
+        return Answer().run(lambda _bad_cells: write())
 
 
 def _check_targets(

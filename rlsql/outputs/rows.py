@@ -9,7 +9,7 @@ cursor. Where they go:
   the rows, through a pipe of rlsql's own that a thread copies into stdout (`_Stream`), so `| head -3` has its
   lines at once; when the reader goes away the statement is interrupted and the command ends quietly (exit 0).
   A failed read is answered again (a damaged cached copy, a CSV DuckDB cannot parse, a bad cell: see
-  rlsql/cache/reading.py) only while no byte has gone out; after, the command fails in one line saying so
+  rlsql/engine/answer.py) only while no byte has gone out; after, the command fails in one line saying so
   (docs/semantics.md, "Rows as they come");
 - `-o FILE` (a regular file or a new name): staged beside it and renamed onto it (rlsql/runs/writes.py),
   so an interrupted or failed command leaves the old file whole;
