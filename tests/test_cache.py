@@ -531,7 +531,7 @@ def test_the_hint_counts_the_read_not_the_rows_rendered_in_python(cache_dir, cap
     def answer() -> None:
         reading.read_in_place(trials, trials.stat().st_size)
         clock[0] += 100.0
-        reading.formatted(99.5)
+        answering.formatted(99.5)
 
     answering.Answer().run(lambda _bad_cells: answer())
     hint = capsys.readouterr().err

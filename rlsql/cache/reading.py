@@ -40,8 +40,6 @@ class Reads:
     in_place: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: the cache folder problems said so far (once per answer, not once per file)
     said: set[str] = field(default_factory=set)
-    #: seconds of the answer spent writing a table or markdown in Python, not reading (the hint leaves them out)
-    formatting: float = 0.0
 
 
 _current: contextvars.ContextVar[Reads | None] = contextvars.ContextVar("rlsql_cache_reads", default=None)
@@ -60,14 +58,6 @@ def read_in_place(path: Path, size: int, saving: str = SAVING) -> None:
     reads = _current.get()
     if reads is not None and size >= settings.current().cache_hint_bytes:
         reads.in_place[str(path)] = (size, saving)
-
-
-def formatted(seconds: float) -> None:
-    """`seconds` of the answer went into rendering rows in Python (rlsql/outputs/rows.py), not into reading:
-    at 1M trials a markdown file takes ~16 s to write against a read of ~1.5 s, which the hint must not claim."""
-    reads = _current.get()
-    if reads is not None:
-        reads.formatting += seconds
 
 
 def cache_root(for_writing: bool) -> Path | None:

@@ -33,7 +33,7 @@ RunSpec = str | Path | Sequence[str | Path] | None
 #: create the views, ~13 s to plan one query). Loaded once, they cost one read. Trials and vLLM
 #: seconds can be millions of rows and stay views read in place. Harbor's result.json files are
 #: loaded too (a row per file): the same rows then tell which files were skipped and why
-#: (warn_harbor_problems) without reading any file twice.
+#: (damagedfiles.warn_harbor_problems) without reading any file twice.
 LOADED_SOURCES = frozenset({"runs", "run_files", "config_src", "metrics_src", "harbor_trials_src"})
 #: loaded sources that a named query (query_connection, one statement with CTEs, bound once) reads in its
 #: statement instead: only the columns it uses are read (1,000 runs, CPU-s of the whole answer:
@@ -175,7 +175,7 @@ def create_objects(
     if sources is None:
         sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys, trial=trial)
         register_config_function(con, sources)
-        if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/trajectories.py)
+        if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/duck/damagedfiles.py)
             sources.damaged_seen = damagedfiles.record_damaged(con)
     bound = {} if bound is None else bound
     waiting: list[SqlFile] = []
@@ -340,7 +340,7 @@ def query_connection(
     )
     if bad_cells is not None:
         badcells.register(con, bad_cells)
-    if trajectory:  # damaged files named once (rlsql/trajectories.py)
+    if trajectory:  # damaged files named once (rlsql/duck/damagedfiles.py)
         sources.damaged_seen = damagedfiles.record_damaged(con)
     ctes = []
     for f in closure:

@@ -38,10 +38,10 @@ from typing import IO, Any
 
 import duckdb
 
-from rlsql.cache import reading
 from rlsql.core.errors import DataError, ReaderGone
 from rlsql.core.sqltext import identifier, literal
 from rlsql.duck.memorydb import scalar
+from rlsql.engine import answer
 from rlsql.outputs.formats import (
     CONTROL_CLASS,
     CONTROL_ESCAPES,
@@ -256,7 +256,7 @@ class Output:
                     fh.write(to_records(columns, batch, rows + 1))
                 else:
                     fh.write(to_table(columns, batch, self.width, shape, header=False))
-                reading.formatted(time.perf_counter() - started)
+                answer.formatted(time.perf_counter() - started)
                 rows += len(batch)
                 if left is not None:
                     left -= len(batch)
