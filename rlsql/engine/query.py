@@ -239,10 +239,10 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
     check_artifacts(runs, needed, "the SQL")
     values = sql_params(names, params or {})
 
-    def answer(_bad_cells: BadCells | None) -> Any:  # ad hoc SQL reads a bad cell as empty, unnamed
+    def answer(bad_cells: BadCells | None) -> Any:
         # run_table's columns are laid out when its view is created: `-p keys=` picks them then
         keys = values.get("keys") if any(catalog.files[n].per_runs for n in names) else None
-        con = open_connection(runs, names, catalog, config_keys=keys)
+        con = open_connection(runs, names, catalog, config_keys=keys, bad_cells=bad_cells)
         _set_variables(con, values)
         try:
             if consume is not None:

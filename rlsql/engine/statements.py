@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import duckdb
 
@@ -149,6 +150,7 @@ def create_objects(
     sources: SourceContext | None = None,
     bound: dict[str, list[tuple[str, str]]] | None = None,
     trial: str | None = None,
+    bad_cells: BadCells | Literal[False] | None = False,
 ) -> None:
     """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables.
 
@@ -169,12 +171,20 @@ def create_objects(
     (the runs' files looked at once, the config function registered once) and `bound`: source view
     -> its columns, for the source views earlier calls created. Those are renamed out of the way for
     the time this call creates views over them (a stand-in in their place), and `bound` gains the
-    sources this call creates. `trial`: see open_connection.
+    sources this call creates. `trial` and `bad_cells`: see open_connection.
     """
     files = list(files)
     if sources is None:
-        sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys, trial=trial)
+        sources = SourceContext(
+            runs,
+            CONFIG_FUNCTION if lazy_config else None,
+            bad_cells=None if bad_cells is False else "fail" if bad_cells is None else "record",
+            config_keys=config_keys,
+            trial=trial,
+        )
         register_config_function(con, sources)
+        if isinstance(bad_cells, BadCells):
+            badcells.register(con, bad_cells)
         if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/duck/damagedfiles.py)
             sources.damaged_seen = damagedfiles.record_damaged(con)
     bound = {} if bound is None else bound
@@ -263,16 +273,20 @@ def open_connection(
     load: frozenset[str] = LOADED_SOURCES,
     config_keys: str | None = None,
     trial: str | None = None,
+    bad_cells: BadCells | Literal[False] | None = False,
 ) -> duckdb.DuckDBPyConnection:
     """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once.
 
     `config_keys`: run_table's `keys` parameter, which picks its columns (SqlFile.per_runs). `trial`
     (`rlsql trial`): the Harbor sources read that trial's result.json alone (SourceContext.trial).
+    `bad_cells`: what an attempt of an answer was given (rlsql/engine/answer.py): None, a whole-number cell
+    that reads as empty stops the statement; BadCells, it is recorded there. False (not an answer: `check`,
+    `runs`): such a cell reads as empty, unnamed.
     """
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
     con = memory_connection()
-    create_objects(con, runs, files, catalog, load, config_keys=config_keys, trial=trial)
+    create_objects(con, runs, files, catalog, load, config_keys=config_keys, trial=trial, bad_cells=bad_cells)
     return con
 
 

@@ -149,7 +149,7 @@ def build_report(
 
         # the report's rows are one answer (rlsql/engine/answer.py): a cached copy that fails to read costs a
         # second pass over the CSVs, never a failed report
-        data = Answer().run(lambda _bad_cells: data_mod.gather(runs, progress, params, check, tables))
+        data = Answer().run(lambda bad_cells: data_mod.gather(runs, progress, params, check, tables, bad_cells))
         drawn = figures.draw_all(data, progress)
         progress("writing", stage=True)
         files: dict[str, bytes] = {}
