@@ -13,7 +13,6 @@ import pytest
 
 import rlsql
 from rlsql.core.errors import RlsqlWarning
-from rlsql.engine.query import sql as run_sql
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import FIXTURE_RUNS, RUNS
@@ -301,8 +300,12 @@ def test_bad_token_counts_are_named_in_a_warning() -> None:
 
 
 def test_rlsql_sql_sees_the_views() -> None:
+    from rlsql.engine.query import run_sql
+    from rlsql.runs.folders import resolve_runs
+
     result = run_sql(
-        "SELECT count(*) AS n FROM trajectory_steps JOIN trials USING (run, trial_name)", [RUNS / "harbor_csv"]
+        "SELECT count(*) AS n FROM trajectory_steps JOIN trials USING (run, trial_name)",
+        resolve_runs([RUNS / "harbor_csv"]),
     )
     steps, _ = oracle.trajectory_rows(RUNS / "harbor_csv")
     in_csv = {t["trial_name"] for t in oracle.read_trials(RUNS / "harbor_csv")}

@@ -1,4 +1,5 @@
-"""The Python API: run a named query and get its rows, a pandas DataFrame or an Arrow table."""
+"""Named queries and ad hoc SQL over runs already found: rows, a pandas DataFrame or an Arrow table (the Python
+API, rlsql/__init__.py, finds the runs and calls these)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,14 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from rlsql.cache.mirrors import resolve_runs
 from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.params import Param
 from rlsql.core.errors import QueryError, RlsqlError, UsageError
-from rlsql.core.settings import Settings, active
 from rlsql.core.sqltext import identifier
 from rlsql.duck.badcells import BadCells
 from rlsql.engine.answer import Answer, said_after
 from rlsql.engine.failures import data_error, query_failure
-from rlsql.engine.statements import RunSpec, open_connection, query_connection
+from rlsql.engine.statements import open_connection, query_connection
 from rlsql.runs.artifacts import check_artifacts
 from rlsql.runs.folders import Run
 
@@ -160,16 +159,6 @@ def run_query(
     return Answer().run(answer)
 
 
-def query(name: str, runs: RunSpec = None, settings: Settings | None = None, **params: Any) -> QueryResult:
-    """Run the named query (or view) `name` over `runs` (default: the packaged sample run).
-
-    Warnings about skipped runs or rows are issued through the `warnings` module (RlsqlWarning).
-    `settings` (rlsql.Settings) replaces the environment's for this call.
-    """
-    with active(settings):
-        return run_query(name, resolve_runs(runs), params)
-
-
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VARIABLE = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -264,9 +253,3 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
         return result
 
     return Answer().run(answer)
-
-
-def sql(text: str, runs: RunSpec = None, settings: Settings | None = None, **params: Any) -> QueryResult:
-    """Run ad hoc SQL over `runs` with every rlsql view and macro (default: the packaged sample run)."""
-    with active(settings):
-        return run_sql(text, resolve_runs(runs), {k: str(v) for k, v in params.items()})
