@@ -16,7 +16,7 @@ import duckdb
 
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
-from rlsql.core.errors import DataError, one_line
+from rlsql.core.errors import DataError, QueryError, one_line
 from rlsql.core.sqltext import identifier, literal, reported_type
 from rlsql.duck import badcells, damagedfiles
 from rlsql.duck.badcells import BadCells
@@ -377,3 +377,14 @@ def query_connection(
         else:
             ctes.append(_cte(catalog, f, sql))
     return con, "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {identifier(name)}"
+
+
+def column_types(name: str, runs: Sequence[Run]) -> list[tuple[str, str]]:
+    """(column, DuckDB type) of query or view `name`, bound over `runs` without reading their rows."""
+    con, sql = query_connection(runs, name)
+    try:
+        # LIMIT 0: DuckDB binds (and so types) the statement; no row is read
+        cursor = con.execute(f"SELECT * FROM ({sql}) AS {identifier(name)} LIMIT 0")
+    except duckdb.Error as exc:
+        raise QueryError(f"{name}: cannot bind it over these runs: {exc}") from exc
+    return [(d[0], str(d[1])) for d in cursor.description]
