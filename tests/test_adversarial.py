@@ -298,6 +298,27 @@ def test_a_query_names_the_file_and_lines_of_bad_whole_number_cells(tmp_path: Pa
     assert said.count("whole number") == 1
 
 
+@pytest.mark.parametrize("command", ["sql", "export", "report"])
+def test_sql_export_and_report_name_bad_whole_number_cells_as_a_query_does(
+    command: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """One answer loop (rlsql/engine/answer.py) for every command: ad hoc SQL, export and report once read such a
+    cell as empty without a word; now their second attempt names it as `rlsql query`'s does (line 3, by hand)."""
+    path = write(tmp_path / "r", TRIALS, HEADER + "t,t__1,4,,1.0\nt,t__2,2.5,,0.0\n")
+    run = str(path.parent)
+    args = {
+        "sql": ["sql", "SELECT count(n_episodes) AS n FROM trials", "-r", run],
+        "export": ["export", "trials", "-r", run, "-o", str(tmp_path / "out")],
+        "report": ["report", "-r", run, "-o", str(tmp_path / "report")],
+    }[command]
+    code, out, err = run_main(args, capsys, monkeypatch)
+    assert code == 0, err
+    said = f"{path}: 1 cell not a whole number up to 2**53, read as empty (line 3: column n_episodes: '2.5')"
+    assert err.count(said) == 1, err
+    if command == "sql":
+        assert out.splitlines()[-1].strip(" |") == "1"  # t__1's 4 only: 2.5 reads as empty
+
+
 def test_a_query_names_the_line_of_a_bad_step(tmp_path: Path) -> None:
     path = write(
         tmp_path / "r", METRICS, "log_file,trainer/global_step,reward/avg_raw_reward\nj,1,0.5\nj,2.5,0.7\nj,3,0.9\n"

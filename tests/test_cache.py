@@ -521,18 +521,19 @@ def test_the_hint_counts_the_read_not_the_rows_rendered_in_python(cache_dir, cap
     """A markdown or table file of many rows takes far longer to write in Python than the read: the hint's
     seconds leave that out. On a clock the test moves, the answer takes 100 s, 99.5 of them rendering."""
     from rlsql.cache import reading
+    from rlsql.engine import answer as answering
 
     trials = next((RUNS / "tiny").glob("*_trial_results.csv"))
     monkeypatch.setenv("RLSQL_CACHE_HINT_BYTES", "1")
     clock = [1000.0]
-    monkeypatch.setattr(reading.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(answering.time, "perf_counter", lambda: clock[0])
 
     def answer() -> None:
         reading.read_in_place(trials, trials.stat().st_size)
         clock[0] += 100.0
-        reading.formatted(99.5)
+        answering.formatted(99.5)
 
-    reading.answering(answer)
+    answering.Answer().run(lambda _bad_cells: answer())
     hint = capsys.readouterr().err
     assert f"hint: read 0 MiB in place ({trials}) in 0.5 s;" in hint, hint
 

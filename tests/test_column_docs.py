@@ -14,8 +14,7 @@ from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.sqlfile import parse_header as _parse_header
 from rlsql.core.errors import CatalogError
 from rlsql.core.sqltext import identifier
-from rlsql.engine.statements import open_connection
-from rlsql.inspection.describe import column_types
+from rlsql.engine.statements import column_types, open_connection
 from rlsql.outputs.shellinit import init_script
 from rlsql.runs.folders import resolve_runs
 from tests.compare import result_columns

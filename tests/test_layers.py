@@ -17,7 +17,7 @@ README = PACKAGE.parent / "README.md"
 
 #: the layers, bottom first: each a subpackage of rlsql (the package root `rlsql` and `rlsql.__main__` sit
 #: on top, beside the command line)
-LAYERS = ["core", "runs", "catalog", "cache", "engine", "inspection", "outputs", "serve", "cli"]
+LAYERS = ["core", "runs", "duck", "catalog", "cache", "engine", "inspection", "outputs", "serve", "cli"]
 TOP = {"rlsql": len(LAYERS) - 1, "rlsql.__main__": len(LAYERS)}
 #: the most modules a folder may hold (the layers must stay readable in a sitting)
 MAX_MODULES = 12

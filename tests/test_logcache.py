@@ -25,10 +25,10 @@ from rlsql.cache import logentries as logcache
 from rlsql.cache import store as cache
 from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
+from rlsql.duck.memorydb import memory_connection
 from rlsql.engine import rawlogs
 from rlsql.runs.folders import resolve_runs
 from rlsql.runs.logfiles import find_logs
-from rlsql.runs.memorydb import memory_connection
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.test_rawlogs import PARAMS, PARSED_AT, QUERIES, RAW, TWIN, copy_run, without

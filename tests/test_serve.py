@@ -23,8 +23,8 @@ from starlette.testclient import TestClient
 from rlsql.cache.mirrors import resolve_runs
 from rlsql.core.errors import UsageError
 from rlsql.core.settings import Settings, parse_size
+from rlsql.duck import memorydb
 from rlsql.outputs.formats import display
-from rlsql.runs import memorydb
 from rlsql.serve import pages, state
 from rlsql.serve.app import make_app
 from rlsql.serve.memory import Answer, Memory
@@ -286,7 +286,7 @@ def test_time_and_row_limits(live_run) -> None:
 
 
 def test_a_named_query_is_interrupted_at_the_time_limit(live_run, monkeypatch) -> None:
-    """A named query's own connection is handed to the request's deadline (rlsql.runs.memorydb.opened)."""
+    """A named query's own connection is handed to the request's deadline (rlsql.duck.memorydb.opened)."""
     served = Served(resolve_runs([str(live_run)]), Settings(serve_time_limit=0.3))
     slow = state.run_query
 

@@ -295,7 +295,7 @@ def _compare_every_object(spark, objects, catalog, runs, run_set) -> None:
             assert_same_rows(got.rows, want.rows, label, ordered=True)
             # the same runs skipped and the same unreadable rows counted, file by file
             assert _skipped(got_warnings) == _skipped(want_warnings), label
-            # DuckDB names a whole-number cell that reads as empty (rlsql/runs/badcells.py) in the queries whose
+            # DuckDB names a whole-number cell that reads as empty (rlsql/duck/badcells.py) in the queries whose
             # answer evaluated it; Spark reads it as empty without that warning (docs/spark.md, Known
             # differences): left out here, and checked to be the only warning left out
             assert [w for w in got_warnings if _BAD_CELLS.search(w)] == [], label

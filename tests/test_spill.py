@@ -61,7 +61,7 @@ def test_every_duckdb_connection_goes_through_memorydb() -> None:
 
 _PROGRESS = """
 import rlsql
-from rlsql.runs.memorydb import memory_connection
+from rlsql.duck.memorydb import memory_connection
 from tests.conftest import RUNS
 con = rlsql.connect([RUNS / "tiny"])
 settings = [c.execute("SELECT current_setting('enable_progress_bar')").fetchone()[0]

@@ -68,9 +68,9 @@ def test_an_answer_is_never_started_again_after_rows_went_out(tmp_path: Path, mo
     """The retries (a damaged cached copy, a CSV DuckDB cannot parse) call the output again: once rows went to
     stdout, that call fails in one line before writing anything."""
     from rlsql.core.errors import DataError
+    from rlsql.duck.memorydb import memory_connection
     from rlsql.outputs.formats import OutputFormat
     from rlsql.outputs.rows import Output
-    from rlsql.runs.memorydb import memory_connection
 
     with (tmp_path / "stdout").open("w") as stdout:
         monkeypatch.setattr(sys, "stdout", stdout)

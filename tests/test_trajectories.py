@@ -13,7 +13,6 @@ import pytest
 
 import rlsql
 from rlsql.core.errors import RlsqlWarning
-from rlsql.engine.query import sql as run_sql
 from tests import oracle
 from tests.compare import assert_rows_match
 from tests.conftest import FIXTURE_RUNS, RUNS
@@ -157,6 +156,7 @@ def test_a_trial_folder_removed_while_the_query_reads_is_skipped_with_a_warning(
     which one reader (READERS = 1) opens after it. The answer is the oracle's without that trial."""
     import shutil
 
+    from rlsql.duck import damagedfiles
     from rlsql.runs import trajectories
 
     run = tmp_path / "harbor"
@@ -165,9 +165,9 @@ def test_a_trial_folder_removed_while_the_query_reads_is_skipped_with_a_warning(
     doomed = run / "trace_jobs" / last / "agent"
     monkeypatch.setattr(trajectories, "READERS", 1)
 
-    def record_damaged(con):  # trajectories.record_damaged, and the clean-up racing the read
+    def record_damaged(con):  # damagedfiles.record_damaged, and the clean-up racing the read
         seen: dict = {}
-        trajectories._RECORDERS[con] = seen
+        damagedfiles._RECORDERS[con] = seen
 
         def damaged(run_name: str, path: str, problem: str) -> str:
             shutil.rmtree(doomed, ignore_errors=True)
@@ -179,7 +179,7 @@ def test_a_trial_folder_removed_while_the_query_reads_is_skipped_with_a_warning(
         )
         return seen
 
-    monkeypatch.setattr(trajectories, "record_damaged", record_damaged)
+    monkeypatch.setattr(damagedfiles, "record_damaged", record_damaged)
     monkeypatch.setenv("RLSQL_CACHE", "off")
     rows, messages = rows_of("tool_usage", [run])
     assert not doomed.exists()  # the clean-up ran, during the read
@@ -300,8 +300,12 @@ def test_bad_token_counts_are_named_in_a_warning() -> None:
 
 
 def test_rlsql_sql_sees_the_views() -> None:
+    from rlsql.engine.query import run_sql
+    from rlsql.runs.folders import resolve_runs
+
     result = run_sql(
-        "SELECT count(*) AS n FROM trajectory_steps JOIN trials USING (run, trial_name)", [RUNS / "harbor_csv"]
+        "SELECT count(*) AS n FROM trajectory_steps JOIN trials USING (run, trial_name)",
+        resolve_runs([RUNS / "harbor_csv"]),
     )
     steps, _ = oracle.trajectory_rows(RUNS / "harbor_csv")
     in_csv = {t["trial_name"] for t in oracle.read_trials(RUNS / "harbor_csv")}

@@ -13,8 +13,8 @@ from pathlib import Path
 from rlsql.cache import csvcopies, logentries, store, trajcopies
 from rlsql.core import settings
 from rlsql.core.errors import UsageError
+from rlsql.duck.memorydb import memory_connection
 from rlsql.runs.folders import Run
-from rlsql.runs.memorydb import memory_connection
 
 BUILD_COLUMNS = ["run", "artifact", "file", "state", "rows", "parquet_bytes"]
 STATUS_COLUMNS = ["file", "state", "why", "rows", "parquet_bytes", "built_at", "last_used", "parquet"]

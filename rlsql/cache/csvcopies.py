@@ -26,11 +26,11 @@ from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
 from rlsql.core.exactpaths import why_unnameable
+from rlsql.duck.memorydb import memory_connection
+from rlsql.duck.rejects import REJECT_EXAMPLES, last_scan, lost_after, rejected_lines
 from rlsql.runs import csvfiles, writes
 from rlsql.runs.artifacts import INTEGER_COLUMNS
 from rlsql.runs.folders import CSV_ARTIFACTS, Run, csv_header, read_header
-from rlsql.runs.memorydb import memory_connection
-from rlsql.runs.rejects import REJECT_EXAMPLES, last_scan, lost_after, rejected_lines
 
 
 def reading_version(source: SqlFile, header: list[str], types: dict[str, str]) -> str:
@@ -124,7 +124,7 @@ MAX_RECORDED_REJECTS = 100
 
 def rejects_warning(path: Path | str, rejects: list, total: int) -> str:
     """The warning a cached read gives for the rows its build skipped: word for word the one an in-place
-    read gives (duckdb_errors.warn_rejected_rows), so a user cannot tell which read it was."""
+    read gives (rlsql/engine/answer.py warn_rejected_rows), so a user cannot tell which read it was."""
     examples = "; ".join(f"line {line}: {why}" for line, why in rejects[:REJECT_EXAMPLES])
     more = f"; and {total - REJECT_EXAMPLES} more" if total > REJECT_EXAMPLES else ""
     return f"{path}: skipped {total} unreadable row{'s' if total > 1 else ''} ({examples}{more})"
@@ -175,7 +175,7 @@ def build_cache_entry(
             except duckdb.InvalidInputException:
                 if read != str(path) or (read := csvfiles.line_bounded_copy(path)) is None:
                     raise
-                continue  # mixed line endings: the copy holds the rows a read in place gets (reading.py)
+                continue  # mixed line endings: the copy holds the rows a read in place gets (engine/answer.py)
             rejected = rejected_lines(con, scans_before)
             rejects = [[line, why] for _, line, why in rejected]
             if read == str(path) and lost_after(path, (why for _, _, why in rejected)):

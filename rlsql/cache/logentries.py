@@ -52,8 +52,8 @@ from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.exactpaths import why_unnameable
+from rlsql.duck.memorydb import memory_connection, scalar
 from rlsql.runs.logfiles import TERMINAL_CODES
-from rlsql.runs.memorydb import memory_connection, scalar
 
 #: the substrings that keep a line for each pipeline: those of sources/_rawlogs.sql.j2
 METRIC_NEEDLES = ("': ", "}", "Step ", "WANDB_MIRROR", "Batch generation complete", "Exception breakdown")

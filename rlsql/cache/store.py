@@ -51,9 +51,9 @@ from rlsql.catalog.catalog import sql_root
 from rlsql.catalog.manifest import templates_digest
 from rlsql.core.settings import Settings
 from rlsql.core.sqltext import glob_escaped
+from rlsql.duck.memorydb import memory_connection, scalar
 from rlsql.runs import writes
 from rlsql.runs.folders import run_folder_at_or_above
-from rlsql.runs.memorydb import memory_connection, scalar
 
 CACHE_ENV = "RLSQL_CACHE_DIR"
 #: the folder of the runs fetched from URLs (rlsql/cache/mirrors.py fills it): `<key>/` (the mirror) and

@@ -33,9 +33,10 @@ from rlsql.catalog.catalog import load_catalog, sql_root
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.sqltext import glob_escaped
-from rlsql.runs import badcells, trajectories, writes
+from rlsql.duck import badcells, damagedfiles
+from rlsql.duck.memorydb import TRAJECTORY_MEMORY, memory_connection
+from rlsql.runs import trajectories, writes
 from rlsql.runs.folders import Run
-from rlsql.runs.memorydb import TRAJECTORY_MEMORY, memory_connection
 
 #: the sources a copy is kept of (trajectory_texts_src serves `rlsql trial`, one trial's files at a time)
 SOURCES = ("trajectory_steps_src", "tool_calls_src")
@@ -144,7 +145,7 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
     context = trajectories.render_context([run], record=True)  # its own listing: a change since shows below
     tmp = store.temp_path(entry.parquet)
     con = memory_connection(memory_limit=TRAJECTORY_MEMORY)
-    trajectories.record_damaged(con)
+    damagedfiles.record_damaged(con)
     bad = badcells.BadCells()  # recorded as a query's second pass records them, read as NULL
     badcells.register(con, bad)
     try:
@@ -154,7 +155,7 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
             source=source, bad_cells="record", target=str(tmp), key=entry.key, **context
         )
         rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
-        damaged = sorted([path, problem] for path, (_, problem) in trajectories.recorded(con).items())
+        damaged = sorted([path, problem] for path, (_, problem) in damagedfiles.recorded(con).items())
         if listing_digest(trajectories.list_trajectories(trace_jobs))[0] != before:
             return None  # a file changed while read (a run still writing): nothing is put in place
         parquet_bytes = tmp.stat().st_size
@@ -189,7 +190,7 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
     except OSError as exc:
         raise store.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
     finally:
-        trajectories.forget(con)
+        damagedfiles.forget(con)
         con.close()
         tmp.unlink(missing_ok=True)
     return Built(entry, rows, time.perf_counter() - started)

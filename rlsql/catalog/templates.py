@@ -31,7 +31,7 @@ def jinja_env(root: Path) -> jinja2.Environment:
     env.filters["sqltype"] = sql_type
     # the prefix of every error() rlsql's SQL raises about the data (rlsql.engine.failures reads it back)
     env.globals["DATA_ERROR_MARK"] = DATA_ERROR_MARK
-    env.globals["BAD_CELL_MARK"] = BAD_CELL_MARK  # ...and about a cell that is no whole number (rlsql.runs.badcells)
+    env.globals["BAD_CELL_MARK"] = BAD_CELL_MARK  # ...and about a cell that is no whole number (rlsql.duck.badcells)
     env.globals["BAD_CELL_FUNCTION"] = BAD_CELL_FUNCTION  # the function that records such a cell instead
     env.globals["TERMINAL_CODES"] = TERMINAL_CODES  # taken out of raw log lines (rlsql/runs/logfiles.py)
     return env

@@ -747,9 +747,9 @@ def mcp_command(
 
 def _version(value: bool) -> None:
     if value:
-        import duckdb
+        from rlsql.duck.memorydb import duckdb_version
 
-        print(f"rlsql {__version__} (duckdb {duckdb.__version__})")
+        print(f"rlsql {__version__} (duckdb {duckdb_version()})")
         raise typer.Exit()
 
 

@@ -109,17 +109,17 @@ def emit_query(
 ) -> None:
     """Rows of a query to stdout or -o as DuckDB produces them: `run(consume)` answers with `consume`
     taking the connection and the statement (rlsql/engine/query.py); `grain`: the columns a row is per."""
+    from rlsql.engine import answer
     from rlsql.outputs.rows import Output
-    from rlsql.runs import badcells
 
     out = Output(fmt, output, limit, grain)  # a target that cannot be written is refused before any file is read
     # rows that go to stdout as they come are never answered again: bad cells recorded from the first attempt
-    token = badcells.at_once.set(out.stream_to is not None)
+    token = answer.at_once.set(out.stream_to is not None)
     try:
         written = run(out.write_query)
         out.commit()
     finally:
-        badcells.at_once.reset(token)
+        answer.at_once.reset(token)
         out.discard()
     _say_written(out, written)
 

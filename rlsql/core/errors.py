@@ -68,10 +68,10 @@ class RlsqlWarning(UserWarning):
 #: an `error()` raised by rlsql's own SQL about the input files starts with this (the templates get it
 #: as the Jinja global DATA_ERROR_MARK; rlsql.engine.failures.data_error turns such a failure into a DataError)
 DATA_ERROR_MARK = "rlsql-data: "
-#: the error a whole-number cell that reads as empty raises in a query's first attempt (rlsql/runs/badcells.py;
+#: the error a whole-number cell that reads as empty raises in a query's first attempt (rlsql/duck/badcells.py;
 #: the templates get it as the Jinja global BAD_CELL_MARK)
 BAD_CELL_MARK = "rlsql-bad-cell"
-#: the Python function a query's second attempt calls on such a cell to record it (rlsql/runs/badcells.py registers
+#: the Python function a query's second attempt calls on such a cell to record it (rlsql/duck/badcells.py registers
 #: it; the templates get its name as the Jinja global BAD_CELL_FUNCTION)
 BAD_CELL_FUNCTION = "rlsql_bad_cell"
 

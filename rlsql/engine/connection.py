@@ -28,22 +28,19 @@ from typing import Any
 
 import duckdb
 
-from rlsql.cache.mirrors import resolve_runs
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.core import settings
-from rlsql.core.settings import Settings, active
+from rlsql.duck.memorydb import memory_connection
 from rlsql.engine.sources import SourceContext
 from rlsql.engine.statements import (
     CONFIG_FUNCTION,
     IN_STATEMENT,
     LOADED_SOURCES,
-    RunSpec,
     column_comment_statements,
     create_objects,
     register_config_function,
 )
 from rlsql.runs.folders import Run
-from rlsql.runs.memorydb import memory_connection
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: words of a statement that reads DuckDB's own catalog: every object is created before it runs
@@ -190,12 +187,7 @@ class LazyConnection:
         return f"<rlsql connection over {len(self._objects.runs)} runs: {self._con!r}>"
 
 
-def connect(runs: RunSpec = None, settings: Settings | None = None) -> LazyConnection:
-    """A DuckDB connection with every rlsql view and macro over `runs` (default: the sample run).
-
-    `runs` takes what `--run` takes: run folders, folders of runs, globs. The views are created
-    when a statement first names them (module docstring): connecting costs finding the runs.
-    `settings` (rlsql.Settings) replaces the environment's while the runs are found.
-    """
-    with active(settings):
-        return LazyConnection(OnDemand(memory_connection(), resolve_runs(runs), load_catalog()))
+def connect(runs: Sequence[Run]) -> LazyConnection:
+    """A DuckDB connection with every rlsql view and macro over `runs` (`rlsql.connect()` finds them). The
+    views are created when a statement first names them (module docstring)."""
+    return LazyConnection(OnDemand(memory_connection(), list(runs), load_catalog()))

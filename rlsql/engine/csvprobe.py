@@ -15,9 +15,9 @@ import duckdb
 
 from rlsql.catalog.catalog import load_catalog
 from rlsql.core.errors import DataError, UnparsableCsv, one_line
+from rlsql.duck.memorydb import memory_connection
 from rlsql.runs.artifacts import INTEGER_COLUMNS
 from rlsql.runs.folders import Run, read_header
-from rlsql.runs.memorydb import memory_connection
 
 
 def probe_sql(

@@ -1,20 +1,18 @@
-"""DuckDB's errors and rejected rows as rlsql's messages: one line, naming the file (and line) at fault."""
+"""DuckDB's errors as rlsql's messages: one line, naming the file (and line) at fault."""
 
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
-from rlsql.core.errors import DATA_ERROR_MARK, DataError, QueryError, RlsqlError, RlsqlWarning, UnparsableCsv, one_line
+from rlsql.core.errors import DATA_ERROR_MARK, DataError, QueryError, RlsqlError, UnparsableCsv, one_line
 from rlsql.engine.csvprobe import locate_unparsable_csv, parser_failure
 from rlsql.runs import csvfiles
 from rlsql.runs.folders import CSV_ARTIFACTS, Run
-from rlsql.runs.rejects import REJECT_EXAMPLES, UNCLOSED_QUOTE, lost_after, rejected_lines
 
 if TYPE_CHECKING:
     from rlsql.catalog.sqlfile import SqlFile
@@ -50,30 +48,6 @@ def csv_error(exc: BaseException) -> DataError | None:
     ]
     where = f"{path.group(1).strip()}:{line.group(1)}" if line else path.group(1).strip()
     return DataError(f"{where}: {details[0] if details else one_line(exc)}")
-
-
-def warn_rejected_rows(con: duckdb.DuckDBPyConnection) -> None:
-    """One warning per CSV file with rows DuckDB skipped (recorded because the sources set store_rejects).
-
-    A file whose quote never closes lost every row after it, not just the one rejected: UnparsableCsv asks
-    for it to be read again line-bounded (rlsql/cache/reading.py skipping_unparsable)."""
-    by_file: dict[str, list[tuple[int, str]]] = {}
-    for path, line, why in rejected_lines(con):
-        by_file.setdefault(path, []).append((line, why))
-    for path, rejected in by_file.items():
-        version = csvfiles.file_version(path)
-        if version not in csvfiles.line_bounded and any(why == UNCLOSED_QUOTE for _, why in rejected):
-            if lost_after(path, (why for _, why in rejected)):
-                raise UnparsableCsv(path, None, "a quote that never closes (DuckDB drops every row after it)")
-            csvfiles.line_bounded[version] = None  # every quote closes: scanned once while the file is unchanged
-    for path, rejected in by_file.items():
-        examples = "; ".join(f"line {line}: {why}" for line, why in rejected[:REJECT_EXAMPLES])
-        more = f"; and {len(rejected) - REJECT_EXAMPLES} more" if len(rejected) > REJECT_EXAMPLES else ""
-        warnings.warn(
-            f"{path}: skipped {len(rejected)} unreadable row{'s' if len(rejected) > 1 else ''} ({examples}{more})",
-            RlsqlWarning,
-            stacklevel=3,
-        )
 
 
 def data_error_text(exc: BaseException) -> str:

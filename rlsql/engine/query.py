@@ -1,4 +1,5 @@
-"""The Python API: run a named query and get its rows, a pandas DataFrame or an Arrow table."""
+"""Named queries and ad hoc SQL over runs already found: rows, a pandas DataFrame or an Arrow table (the Python
+API, rlsql/__init__.py, finds the runs and calls these)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,16 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from rlsql.cache.mirrors import resolve_runs
-from rlsql.cache.reading import answering as with_cache_fallback
 from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.params import Param
 from rlsql.core.errors import QueryError, RlsqlError, UsageError
-from rlsql.core.settings import Settings, active
 from rlsql.core.sqltext import identifier
-from rlsql.engine.failures import data_error, query_failure, warn_rejected_rows
-from rlsql.engine.statements import RunSpec, open_connection, query_connection
+from rlsql.duck.badcells import BadCells
+from rlsql.engine.answer import Answer, said_after
+from rlsql.engine.failures import data_error, query_failure
+from rlsql.engine.statements import open_connection, query_connection
 from rlsql.runs.artifacts import check_artifacts
-from rlsql.runs.badcells import BadCells, answering
 from rlsql.runs.folders import Run
-from rlsql.runs.trajectories import warn_damaged
 
 T = TypeVar("T")
 
@@ -135,8 +133,8 @@ def run_query(
     """Run the named query or view `name` over `runs`: a QueryResult, or what `consume` returns.
     `config_columns`: run_table's config columns worked out over more runs than `runs` (statements.py).
 
-    The whole answer, `consume` included, is retried where a retry mends it (rlsql/cache/reading.py,
-    rlsql/runs/badcells.py): `consume` must be able to start over."""
+    The whole answer, `consume` included, is retried where a retry mends it (rlsql/engine/answer.py):
+    `consume` must be able to start over."""
     catalog = load_catalog()
     qfile = catalog.query(name)
     values = bind_params(name, params)
@@ -153,25 +151,12 @@ def run_query(
                 cursor = con.execute(sql)
                 columns = [d[0] for d in cursor.description or []]
                 result = QueryResult(name, columns, cursor.fetchall(), list(runs), values, con, sql)
-            warn_rejected_rows(con)
-            warn_damaged(con)  # trajectory files the query skipped
+            said_after(con)  # rows DuckDB rejected, trajectory files the query skipped
         except duckdb.Error as exc:
             raise query_failure(exc, name, runs, needed) from exc
         return result
 
-    # a cached copy that fails to read costs a second answer from the CSVs, never a failed query
-    # a bad whole-number cell costs a second answer that names it (rlsql/runs/badcells.py)
-    return with_cache_fallback(lambda: answering(answer))
-
-
-def query(name: str, runs: RunSpec = None, settings: Settings | None = None, **params: Any) -> QueryResult:
-    """Run the named query (or view) `name` over `runs` (default: the packaged sample run).
-
-    Warnings about skipped runs or rows are issued through the `warnings` module (RlsqlWarning).
-    `settings` (rlsql.Settings) replaces the environment's for this call.
-    """
-    with active(settings):
-        return run_query(name, resolve_runs(runs), params)
+    return Answer().run(answer)
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -243,10 +228,10 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
     check_artifacts(runs, needed, "the SQL")
     values = sql_params(names, params or {})
 
-    def answer() -> Any:
+    def answer(bad_cells: BadCells | None) -> Any:
         # run_table's columns are laid out when its view is created: `-p keys=` picks them then
         keys = values.get("keys") if any(catalog.files[n].per_runs for n in names) else None
-        con = open_connection(runs, names, catalog, config_keys=keys)
+        con = open_connection(runs, names, catalog, config_keys=keys, bad_cells=bad_cells)
         _set_variables(con, values)
         try:
             if consume is not None:
@@ -259,8 +244,7 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
                 columns = [d[0] for d in cursor.description] if cursor.description else []
                 rows = cursor.fetchall() if cursor.description else []
                 result = QueryResult("sql", columns, rows, list(runs), values, con, sql)
-            warn_rejected_rows(con)
-            warn_damaged(con)  # trajectory files the SQL skipped
+            said_after(con)  # rows DuckDB rejected, trajectory files the SQL skipped
         except duckdb.Error as exc:
             problem: RlsqlError | None = data_error(exc)
             if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):
@@ -268,11 +252,4 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
             raise problem or QueryError(f"SQL: {sql_failure(exc)}") from exc
         return result
 
-    # as run_query: a cached copy that fails to read costs a second answer from the CSVs
-    return with_cache_fallback(answer)
-
-
-def sql(text: str, runs: RunSpec = None, settings: Settings | None = None, **params: Any) -> QueryResult:
-    """Run ad hoc SQL over `runs` with every rlsql view and macro (default: the packaged sample run)."""
-    with active(settings):
-        return run_sql(text, resolve_runs(runs), {k: str(v) for k, v in params.items()})
+    return Answer().run(answer)

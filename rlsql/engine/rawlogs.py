@@ -28,10 +28,10 @@ from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.sqlfile import Column, SqlFile
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
 from rlsql.core.exactpaths import why_unnameable
+from rlsql.duck.memorydb import memory_connection
 from rlsql.runs import folders
 from rlsql.runs.folders import Run
 from rlsql.runs.logfiles import find_logs, short_name
-from rlsql.runs.memorydb import memory_connection
 
 #: sources with a log part, and the CSV artifact whose absence sends a run to its logs
 LOG_SOURCES = {"metrics_src": "metrics", "vllm_src": "vllm"}

@@ -21,6 +21,7 @@ from rlsql.catalog.catalog import Catalog
 from rlsql.catalog.sqlfile import Column, SqlFile
 from rlsql.core.errors import DataError, RlsqlWarning
 from rlsql.core.exactpaths import why_unnameable
+from rlsql.engine import answer
 from rlsql.engine.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import csvfiles as csvread
 from rlsql.runs import harbor
@@ -85,7 +86,7 @@ class SourceContext:
         self.config_keys = config_keys
         #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
         self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
-        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/runs/badcells.py)
+        #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/duck/badcells.py)
         self.bad_cells = bad_cells
 
     @functools.cached_property
@@ -179,6 +180,7 @@ class SourceContext:
         columns: list[Column] = list(source.columns)
         seen = {c.name for c in columns}
         files: list[CsvFile] = []
+        answering = answer.current()  # the CSVs this answer skips or reads line-bounded
         for run in self.runs:
             artifact = run.artifact(source.artifact or "")
             if artifact is None:
@@ -187,7 +189,7 @@ class SourceContext:
             if unnameable:
                 warnings.warn(f"{artifact.path}: {unnameable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
-            unparsable = csvread.unparsable.get(csvread.file_version(str(artifact.path)))
+            unparsable = answering.skipped_because(str(artifact.path)) if answering is not None else None
             if unparsable is not None:
                 warnings.warn(f"{unparsable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
                 continue
@@ -205,8 +207,8 @@ class SourceContext:
                 continue
             types = source.column_types(header)
             # a file DuckDB could not read row by row (a quote that never closes, mixed line endings) was
-            # copied line-bounded when a read met it (rlsql/cache/reading.py): the copy is read, not a cached one
-            bounded = csvread.line_bounded.get(csvread.file_version(str(artifact.path)))
+            # copied line-bounded when this answer met it (rlsql/engine/answer.py): the copy is read, not a cached one
+            bounded = answering.read_instead(str(artifact.path)) if answering is not None else None
             cached = None if bounded else cached_copy(source, artifact.path, header, types)
             buffer = None
             if cached is None:

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlsql.cache.mirrors import resolve_runs
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
@@ -26,7 +25,6 @@ from rlsql.engine.query import QueryResult, bind_params
 from rlsql.engine.sources import SourceContext
 from rlsql.engine.spark_sources import SparkSources
 from rlsql.engine.spark_sql import compile_file
-from rlsql.engine.statements import RunSpec
 from rlsql.runs.artifacts import check_artifacts
 from rlsql.runs.folders import Run
 
@@ -382,7 +380,7 @@ def run_query_spark(
     return SparkResult(name, columns, rows, list(runs), values, frame=frame)
 
 
-def spark(runs: RunSpec = None, session: Any = None, name: str | None = None, **params: Any):
+def spark(runs: Sequence[Run], session: Any = None, name: str | None = None, **params: Any):
     """rlsql on Spark. With `name`: run that named query, returning the result object rlsql.query returns.
 
     Without `name`: a `SparkRunner` whose .query(name, **params) does the same, reusing the session.
@@ -395,11 +393,8 @@ def spark(runs: RunSpec = None, session: Any = None, name: str | None = None, **
 class SparkRunner:
     """Named queries over one set of runs in one Spark session; sources and views are created once."""
 
-    def __init__(self, runs: RunSpec | Sequence[Run] = None, session_: Any = None):
-        if isinstance(runs, list | tuple) and runs and all(isinstance(r, Run) for r in runs):
-            self.runs: list[Run] = [r for r in runs if isinstance(r, Run)]
-        else:
-            self.runs = resolve_runs(runs)  # type: ignore[arg-type]  # (paths: what --run takes)
+    def __init__(self, runs: Sequence[Run], session_: Any = None):
+        self.runs: list[Run] = list(runs)
         self.session = session_
         self.objects: SparkCatalog | None = None
 

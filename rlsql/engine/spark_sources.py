@@ -27,9 +27,9 @@ import duckdb
 from rlsql.catalog.catalog import Catalog
 from rlsql.catalog.sqlfile import Column, SqlFile
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
+from rlsql.duck.memorydb import memory_connection
 from rlsql.engine.sources import SourceContext
 from rlsql.runs.config import config_rows
-from rlsql.runs.memorydb import memory_connection
 
 _SPARK_TYPE = {
     "VARCHAR": "STRING",
@@ -252,8 +252,8 @@ class SparkSources:
 def duckdb_rows(context, catalog, source) -> tuple[list[tuple[str, str]], list[tuple]]:
     """A trajectory source's (column, DuckDB type) pairs and rows, read by DuckDB on this machine (the Spark
     engine's source: the same SQL, checks and warnings as on DuckDB)."""
+    from rlsql.duck.damagedfiles import forget, record_damaged, warn_damaged
     from rlsql.engine.failures import data_error
-    from rlsql.runs.trajectories import forget, record_damaged, warn_damaged
 
     con = memory_connection()
     saved = context.damaged_seen

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import duckdb
 
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
-from rlsql.core.errors import DataError, one_line
+from rlsql.core.errors import DataError, QueryError, one_line
 from rlsql.core.sqltext import identifier, literal, reported_type
+from rlsql.duck import badcells, damagedfiles
+from rlsql.duck.badcells import BadCells
+from rlsql.duck.memorydb import TRAJECTORY_MEMORY, memory_connection
 from rlsql.engine.failures import data_error
 from rlsql.engine.sources import SourceContext
-from rlsql.runs import badcells, harbor, trajectories
-from rlsql.runs.badcells import BadCells
 from rlsql.runs.folders import Run
-from rlsql.runs.memorydb import TRAJECTORY_MEMORY, memory_connection
 
 RunSpec = str | Path | Sequence[str | Path] | None
 
@@ -33,7 +34,7 @@ RunSpec = str | Path | Sequence[str | Path] | None
 #: create the views, ~13 s to plan one query). Loaded once, they cost one read. Trials and vLLM
 #: seconds can be millions of rows and stay views read in place. Harbor's result.json files are
 #: loaded too (a row per file): the same rows then tell which files were skipped and why
-#: (warn_harbor_problems) without reading any file twice.
+#: (damagedfiles.warn_harbor_problems) without reading any file twice.
 LOADED_SOURCES = frozenset({"runs", "run_files", "config_src", "metrics_src", "harbor_trials_src"})
 #: loaded sources that a named query (query_connection, one statement with CTEs, bound once) reads in its
 #: statement instead: only the columns it uses are read (1,000 runs, CPU-s of the whole answer:
@@ -44,7 +45,7 @@ IN_STATEMENT = frozenset({"metrics_src"})
 def after_loading(con: duckdb.DuckDBPyConnection, f: SqlFile) -> None:
     """Warnings a loaded source's rows carry: the result.json files skipped or read with empty values."""
     if f.name == "harbor_trials_src":
-        harbor.warn_harbor_problems(con)
+        damagedfiles.warn_harbor_problems(con)
 
 
 def defining_sql(catalog: Catalog, sources: SourceContext, f: SqlFile) -> str:
@@ -149,6 +150,7 @@ def create_objects(
     sources: SourceContext | None = None,
     bound: dict[str, list[tuple[str, str]]] | None = None,
     trial: str | None = None,
+    bad_cells: BadCells | Literal[False] | None = False,
 ) -> None:
     """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables.
 
@@ -169,14 +171,22 @@ def create_objects(
     (the runs' files looked at once, the config function registered once) and `bound`: source view
     -> its columns, for the source views earlier calls created. Those are renamed out of the way for
     the time this call creates views over them (a stand-in in their place), and `bound` gains the
-    sources this call creates. `trial`: see open_connection.
+    sources this call creates. `trial` and `bad_cells`: see open_connection.
     """
     files = list(files)
     if sources is None:
-        sources = SourceContext(runs, CONFIG_FUNCTION if lazy_config else None, config_keys=config_keys, trial=trial)
+        sources = SourceContext(
+            runs,
+            CONFIG_FUNCTION if lazy_config else None,
+            bad_cells=None if bad_cells is False else "fail" if bad_cells is None else "record",
+            config_keys=config_keys,
+            trial=trial,
+        )
         register_config_function(con, sources)
-        if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/trajectories.py)
-            sources.damaged_seen = trajectories.record_damaged(con)
+        if isinstance(bad_cells, BadCells):
+            badcells.register(con, bad_cells)
+        if any(f.artifact == "trajectories" for f in files):  # damaged files named once (rlsql/duck/damagedfiles.py)
+            sources.damaged_seen = damagedfiles.record_damaged(con)
     bound = {} if bound is None else bound
     waiting: list[SqlFile] = []
     new_views = {f.name for f in files if f.kind in ("view", "query")}
@@ -263,16 +273,20 @@ def open_connection(
     load: frozenset[str] = LOADED_SOURCES,
     config_keys: str | None = None,
     trial: str | None = None,
+    bad_cells: BadCells | Literal[False] | None = False,
 ) -> duckdb.DuckDBPyConnection:
     """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once.
 
     `config_keys`: run_table's `keys` parameter, which picks its columns (SqlFile.per_runs). `trial`
     (`rlsql trial`): the Harbor sources read that trial's result.json alone (SourceContext.trial).
+    `bad_cells`: what an attempt of an answer was given (rlsql/engine/answer.py): None, a whole-number cell
+    that reads as empty stops the statement; BadCells, it is recorded there. False (not an answer: `check`,
+    `runs`): such a cell reads as empty, unnamed.
     """
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
     con = memory_connection()
-    create_objects(con, runs, files, catalog, load, config_keys=config_keys, trial=trial)
+    create_objects(con, runs, files, catalog, load, config_keys=config_keys, trial=trial, bad_cells=bad_cells)
     return con
 
 
@@ -322,7 +336,7 @@ def query_connection(
     start-up of a deep query such as timing_breakdown). Macros and the loaded sources are created
     first. A view referenced once is inlined as before; DuckDB may compute one referenced by
     several CTEs once. A whole-number cell that reads as empty fails the statement, or with
-    `bad_cells` is recorded there (rlsql/runs/badcells.py). `config_keys`: run_table's `keys` parameter,
+    `bad_cells` is recorded there (rlsql/duck/badcells.py). `config_keys`: run_table's `keys` parameter,
     which picks its columns when the statement is rendered (SqlFile.per_runs); `config_columns`: those columns
     as worked out over a larger set of runs (SourceContext.config_columns), so `runs`' rows are theirs in it.
     """
@@ -340,8 +354,8 @@ def query_connection(
     )
     if bad_cells is not None:
         badcells.register(con, bad_cells)
-    if trajectory:  # damaged files named once (rlsql/trajectories.py)
-        sources.damaged_seen = trajectories.record_damaged(con)
+    if trajectory:  # damaged files named once (rlsql/duck/damagedfiles.py)
+        sources.damaged_seen = damagedfiles.record_damaged(con)
     ctes = []
     for f in closure:
         sql = sources.object_sql(catalog, f)
@@ -363,3 +377,14 @@ def query_connection(
         else:
             ctes.append(_cte(catalog, f, sql))
     return con, "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {identifier(name)}"
+
+
+def column_types(name: str, runs: Sequence[Run]) -> list[tuple[str, str]]:
+    """(column, DuckDB type) of query or view `name`, bound over `runs` without reading their rows."""
+    con, sql = query_connection(runs, name)
+    try:
+        # LIMIT 0: DuckDB binds (and so types) the statement; no row is read
+        cursor = con.execute(f"SELECT * FROM ({sql}) AS {identifier(name)} LIMIT 0")
+    except duckdb.Error as exc:
+        raise QueryError(f"{name}: cannot bind it over these runs: {exc}") from exc
+    return [(d[0], str(d[1])) for d in cursor.description]

@@ -17,6 +17,7 @@ from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
 from rlsql.core.errors import DataError
 from rlsql.core.exactpaths import why_unnameable
+from rlsql.duck.rejects import last_scan, lost_after, rejected_lines
 from rlsql.engine.csvprobe import PROBE_FILE, parser_failure, probe_sql
 from rlsql.engine.failures import data_error_text
 from rlsql.engine.rawlogs import metrics_origin, reads_logs, unread_stat_lines, vllm_origin
@@ -26,7 +27,6 @@ from rlsql.runs import harbor, trajectories
 from rlsql.runs.artifacts import ARTIFACT_LABELS, INTEGER_COLUMNS
 from rlsql.runs.config import config_problems, read_yaml
 from rlsql.runs.folders import CSV_ARTIFACTS, HeaderError, Run, csv_header
-from rlsql.runs.rejects import last_scan, lost_after, rejected_lines
 
 #: columns a query reads from each artifact; a file without them still loads, with NULLs
 EXPECTED_COLUMNS = {
@@ -516,8 +516,9 @@ def trajectory_findings(runs: Sequence[Run]) -> dict[str, Findings]:
     damaged files and bad counts recorded as its warnings name them, and the bad timestamps; over
     trajectory_texts_src, the observations answering no call), and the listing's gaps, trials in flight and trial
     folders without agent/."""
-    from rlsql.runs.badcells import BadCells
-    from rlsql.runs.trajectories import forget, list_trajectories, recorded, trace_jobs_of
+    from rlsql.duck.badcells import BadCells
+    from rlsql.duck.damagedfiles import forget, recorded
+    from rlsql.runs.trajectories import list_trajectories, trace_jobs_of
 
     found = {run.name: Findings() for run in runs if trace_jobs_of(run) is not None}
     if not found:
@@ -575,7 +576,7 @@ def trajectory_findings(runs: Sequence[Run]) -> dict[str, Findings]:
 def _repeated_keys(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
     """(file, object, key) of each trajectory file with an object that writes a key rlsql may read twice
     (sql/sources/_repeated_keys.sql.j2): one more parse of every file, for `rlsql check` alone."""
-    from rlsql.runs.memorydb import memory_connection
+    from rlsql.duck.memorydb import memory_connection
     from rlsql.runs.trajectories import render_context
 
     context = render_context(runs, record=False)

@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import duckdb
-
 from rlsql.catalog.catalog import load_catalog
-from rlsql.core.errors import QueryError
-from rlsql.core.sqltext import identifier
-from rlsql.engine.statements import query_connection
+from rlsql.engine.statements import column_types
 from rlsql.runs.folders import Run, resolve_runs
 
 
@@ -43,17 +39,6 @@ class Description:
             "params": self.params,
             "columns": [{"name": c.name, "type": c.type, "description": c.description} for c in self.columns],
         }
-
-
-def column_types(name: str, runs: Sequence[Run]) -> list[tuple[str, str]]:
-    """(column, DuckDB type) of query or view `name`, bound over `runs` without reading their rows."""
-    con, sql = query_connection(runs, name, load_catalog())
-    try:
-        # LIMIT 0: DuckDB binds (and so types) the statement; no row is read
-        cursor = con.execute(f"SELECT * FROM ({sql}) AS {identifier(name)} LIMIT 0")
-    except duckdb.Error as exc:
-        raise QueryError(f"{name}: cannot bind it over these runs: {exc}") from exc
-    return [(d[0], str(d[1])) for d in cursor.description]
 
 
 def describe(name: str, runs: Sequence[Run] | None = None) -> Description:

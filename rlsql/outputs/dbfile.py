@@ -33,11 +33,11 @@ from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlError, RlsqlWarning, UsageError, one_line
 from rlsql.core.sqltext import identifier, literal
 from rlsql.core.version import __version__
+from rlsql.duck.memorydb import memory_connection
 from rlsql.engine.statements import comment_columns, create_objects
 from rlsql.outputs.provenance import SourceFingerprints
 from rlsql.runs.csvfiles import mixed_line_ending
 from rlsql.runs.folders import CSV_ARTIFACTS, Run
-from rlsql.runs.memorydb import memory_connection
 from rlsql.runs.writes import atomic_path, disk_failure, failures_named, guard
 
 #: readable by DuckDB 1.4 and later (rlsql itself needs duckdb>=1.4)

@@ -99,7 +99,7 @@ def _environment():
 
 def queries_md(catalog: Catalog | None = None) -> str:
     """docs/queries.md: every named query and view, types bound over the bundled sample run."""
-    from rlsql.inspection.describe import column_types
+    from rlsql.engine.statements import column_types
 
     catalog = catalog or load_catalog()
     runs = resolve_runs(None)

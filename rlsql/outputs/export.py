@@ -43,12 +43,13 @@ from typing import Any
 import duckdb
 
 from rlsql.cache.mirrors import run_record
-from rlsql.cache.reading import answering as with_cache_fallback
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core.errors import DataError, RlsqlWarning, UsageError
 from rlsql.core.sqltext import identifier, literal
 from rlsql.core.version import __version__
+from rlsql.duck.badcells import BadCells
+from rlsql.engine.answer import Answer
 from rlsql.engine.failures import query_failure
 from rlsql.engine.query import bind_params
 from rlsql.engine.sources import SourceContext
@@ -305,24 +306,24 @@ def export(
     with folder_lock(out_dir, progress):
         sweep(out_dir)
         check()  # again, now that no other export can change the folder
-        # a cached copy that fails to read costs a second export from the CSVs, never a failed export
-        return with_cache_fallback(
-            functools.partial(
-                _write_items,
-                runs,
-                kept,
-                out_dir,
-                fmt,
-                partition_by,
-                values,
-                targets,
-                trees,
-                progress,
-                catalog,
-                replace_all,
-                relative_to,
-            )
+        # the whole export is one answer (rlsql/engine/answer.py): a cached copy that fails to read costs a
+        # second export from the CSVs, never a failed export
+        write = functools.partial(
+            _write_items,
+            runs,
+            kept,
+            out_dir,
+            fmt,
+            partition_by,
+            values,
+            targets,
+            trees,
+            progress,
+            catalog,
+            replace_all,
+            relative_to,
         )
+        return Answer().run(lambda bad_cells: write(bad_cells=bad_cells))
 
 
 def _check_targets(
@@ -381,14 +382,16 @@ def _write_items(
     catalog: Catalog,
     replace_all: bool,
     relative_to: Path | None = None,
+    bad_cells: BadCells | None = None,
 ) -> list[Written]:
     """export()'s writing half, once every item, parameter and target has been checked. `trees`: the items
-    written as partition trees (the others with `partition_by` are merged files)."""
+    written as partition trees (the others with `partition_by` are merged files). `bad_cells`: the answer's
+    (rlsql/engine/answer.py)."""
     # run_table's columns are laid out when its view is created: its `keys` parameter picks them then
     keys = next((values[f.name].get("keys") for f in kept if f.per_runs), None)
     if keys is None and partition_by and not replace_all:
         keys = _merged_config_keys(runs, kept, targets, trees, fmt)
-    con = open_connection(runs, [f.name for f in kept], catalog, config_keys=keys)
+    con = open_connection(runs, [f.name for f in kept], catalog, config_keys=keys, bad_cells=bad_cells)
     # DuckDB spills to `.tmp` in the current folder by default (a run folder, maybe): beside the output instead
     spill = temp_name(out_dir / "duckdb-spill")
     con.execute(f"SET temp_directory = {literal(str(spill))}")

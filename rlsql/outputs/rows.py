@@ -9,7 +9,7 @@ cursor. Where they go:
   the rows, through a pipe of rlsql's own that a thread copies into stdout (`_Stream`), so `| head -3` has its
   lines at once; when the reader goes away the statement is interrupted and the command ends quietly (exit 0).
   A failed read is answered again (a damaged cached copy, a CSV DuckDB cannot parse, a bad cell: see
-  rlsql/cache/reading.py) only while no byte has gone out; after, the command fails in one line saying so
+  rlsql/engine/answer.py) only while no byte has gone out; after, the command fails in one line saying so
   (docs/semantics.md, "Rows as they come");
 - `-o FILE` (a regular file or a new name): staged beside it and renamed onto it (rlsql/runs/writes.py),
   so an interrupted or failed command leaves the old file whole;
@@ -38,9 +38,10 @@ from typing import IO, Any
 
 import duckdb
 
-from rlsql.cache import reading
 from rlsql.core.errors import DataError, ReaderGone
 from rlsql.core.sqltext import identifier, literal
+from rlsql.duck.memorydb import scalar
+from rlsql.engine import answer
 from rlsql.outputs.formats import (
     CONTROL_CLASS,
     CONTROL_ESCAPES,
@@ -53,7 +54,6 @@ from rlsql.outputs.formats import (
     to_table,
 )
 from rlsql.runs import writes
-from rlsql.runs.memorydb import scalar
 
 #: rows fetched from DuckDB at a time for the people formats
 BATCH = 10_000
@@ -256,7 +256,7 @@ class Output:
                     fh.write(to_records(columns, batch, rows + 1))
                 else:
                     fh.write(to_table(columns, batch, self.width, shape, header=False))
-                reading.formatted(time.perf_counter() - started)
+                answer.formatted(time.perf_counter() - started)
                 rows += len(batch)
                 if left is not None:
                     left -= len(batch)

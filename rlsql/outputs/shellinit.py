@@ -19,9 +19,9 @@ from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.core import settings
 from rlsql.core.errors import RlsqlWarning, UsageError, one_line
 from rlsql.core.version import __version__
+from rlsql.duck.memorydb import memory_connection
 from rlsql.engine.statements import column_comment_statements, object_statements
 from rlsql.runs.folders import Run
-from rlsql.runs.memorydb import memory_connection
 
 INSTALL_HINT = "pip install 'rlsql[shell]' (or: pip install duckdb-cli)"
 

@@ -117,9 +117,10 @@ def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript
 
     from rlsql.catalog.catalog import load_catalog
     from rlsql.core.errors import one_line
+    from rlsql.duck import damagedfiles
+    from rlsql.duck.memorydb import memory_connection
     from rlsql.engine.failures import data_error
     from rlsql.runs import trajectories
-    from rlsql.runs.memorydb import memory_connection
 
     try:
         run = find_trial(runs, name)
@@ -134,7 +135,7 @@ def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript
         )
     catalog = load_catalog()
     con = memory_connection()
-    trajectories.record_damaged(con)
+    damagedfiles.record_damaged(con)
     context = trajectories.render_context([run], record=True, trial=name)
     rows: dict[str, list[dict]] = {}
     for source in ("trajectory_steps_src", "trajectory_texts_src"):
@@ -145,8 +146,8 @@ def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript
             raise data_error(exc) or DataError(f"{name}: cannot read its trajectory: {one_line(exc)}") from exc
         columns = [d[0] for d in cursor.description]
         rows[source] = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
-    damaged = sorted((path, problem) for path, (_, problem) in trajectories.recorded(con).items())
-    trajectories.forget(con)
+    damaged = sorted((path, problem) for path, (_, problem) in damagedfiles.recorded(con).items())
+    damagedfiles.forget(con)
     words = {(r["segment"], r["step_index"]): r for r in rows["trajectory_texts_src"] if r["problem"] is None}
     steps = []
     for r in rows["trajectory_steps_src"]:

@@ -33,17 +33,11 @@ SAFE_LINE = 6 * 1024 * 1024
 #: the largest read buffer rlsql asks for; DuckDB holds one per thread
 MAX_BUFFER = 1024 * 1024 * 1024
 _SLACK = 4 * 1024 * 1024
-#: (CSV path, size, mtime_ns) -> why DuckDB cannot parse it (a stray CR): found when a query failed on
-#: it, and skipped with a warning by every source rendered after that in this process while the file
-#: is unchanged (duckdb_errors.UnparsableCsv; a long-lived Python session sees a fixed file again)
-unparsable: dict[tuple[str, int, int], str] = {}
-
-
-#: (CSV path, size, mtime_ns) -> the line-bounded copy read instead of it (`line_bounded_copy`), or None when
-#: the file was looked at and needs none; kept for the process while the file is unchanged, as `unparsable`
-line_bounded: dict[tuple[str, int, int], str | None] = {}
 #: a line-bounded copy -> the CSV it stands for: DuckDB names the copy in its errors and rejected rows
 copied_from: dict[str, str] = {}
+#: a CSV -> its version (file_version) and the line-bounded copy made of it: an answer that reads the same
+#: version line-bounded again reads that copy, made once per version of the file
+_copies: dict[str, tuple[tuple[str, int, int], str]] = {}
 #: what a line whose quote never closes becomes in the copy: a line DuckDB rejects for the same reason
 #: ("a quote that is not closed, or text after a closing quote"), so the warning names the right line
 _REJECTED_LINE = b'"x"x'
@@ -84,13 +78,16 @@ def line_bounded_copy(path: Path) -> str | None:
     closes (never_closed) becomes a line DuckDB rejects for the same reason, so the rows after it are read; a
     record that ends in CRLF ends in LF (DuckDB's parser fails a file whose line endings are mixed, a live CSV
     whose last row was appended with `\r\n`). Removed when the process exits; a killed process's copy is
-    swept by the next (memorydb.spill_folder).
+    swept by the next (writes.private_temp).
     """
     from rlsql.runs import writes
-    from rlsql.runs.memorydb import spill_folder
 
+    version = file_version(str(path))
+    made = _copies.get(str(path))
+    if made is not None and made[0] == version and Path(made[1]).exists():
+        return made[1]
     bad = set(never_closed(path))
-    folder = spill_folder().parent
+    folder = writes.private_folder()
     folder.mkdir(mode=0o700, exist_ok=True)
     target = writes.temp_name(folder / "line-bounded.csv")
     changed, quoted = False, False
@@ -119,6 +116,7 @@ def line_bounded_copy(path: Path) -> str | None:
         del copied_from[old]
     atexit.register(target.unlink, missing_ok=True)
     copied_from[str(target)] = str(path)
+    _copies[str(path)] = (version, str(target))
     return str(target)
 
 
@@ -151,7 +149,8 @@ def mixed_line_ending(path: Path, chunk: int = 1 << 24) -> tuple[int, str] | Non
 
 
 def file_version(path: str) -> tuple[str, int, int]:
-    """The key of `unparsable`: the path with its size and modification time (0, 0 when gone)."""
+    """A CSV as it is now (an answer's key for the files it skips): the path, its size and modification time
+    (0, 0 when gone)."""
     try:
         st = Path(path).stat()
     except OSError:

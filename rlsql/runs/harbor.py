@@ -3,28 +3,22 @@
 The listing uses os.scandir and one stat per trial folder; it never opens a file (a FIFO would
 block the reader). DuckDB then reads the listed files in one pass (sql/sources/harbor_trials_src.sql),
 and that SQL finds the problems only reading can show (not UTF-8, not JSON, not an object).
-Warnings about both kinds come from the loaded rows (warn_harbor_problems), one per run.
+Warnings about both kinds come from the loaded rows (rlsql/duck/damagedfiles.py), one per run.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
-
-import duckdb
 
 from rlsql.core.errors import RlsqlWarning
 from rlsql.core.exactpaths import has_glob, unlistable_parent
 from rlsql.core.sqltext import glob_cannot_name, glob_escaped
 
 HARBOR_RESULT = "result.json"
-#: how many files a warning names before "and N more"
-SHOWN_FILES = 3
 
 
 class HarborFilesWarning(RlsqlWarning):
@@ -166,46 +160,3 @@ def shown(path: str) -> str:
     """A path as one printable line: control characters (a newline in a folder name) escaped."""
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
-def _listed(items: Sequence[tuple[str, str]]) -> str:
-    named = ", ".join(f"{shown(path)} ({why})" for path, why in items[:SHOWN_FILES])
-    more = len(items) - SHOWN_FILES
-    return named + (f", and {more} more" if more > 0 else "")
-
-
-def _plural(n: int) -> str:
-    return f"{n} result.json file{'s' if n != 1 else ''}"
-
-
-def harbor_problems(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str | None, str | None]]:
-    """(run, file, problem, bad values) for each result.json that is no trial or has values read as empty."""
-    return con.execute(
-        "SELECT run, source_file, problem, bad_values FROM harbor_trials_src "
-        "WHERE problem IS NOT NULL OR bad_values IS NOT NULL ORDER BY run, row_no"
-    ).fetchall()
-
-
-def warn_harbor_problems(con: duckdb.DuckDBPyConnection) -> None:
-    """At most two warnings per run: the result.json files skipped, and those with values of the wrong type."""
-    skipped: dict[str, list[tuple[str, str]]] = {}
-    wrong: dict[str, list[tuple[str, str]]] = {}
-    for run, path, problem, bad in harbor_problems(con):
-        if problem is not None:
-            skipped.setdefault(run, []).append((path, problem))
-        elif bad is not None:
-            wrong.setdefault(run, []).append((path, bad))
-    for run, items in skipped.items():
-        warnings.warn(
-            f"run {shown(run)!r}: skipped {_plural(len(items))} that "
-            f"{'is not a trial result' if len(items) == 1 else 'are not trial results'}: {_listed(items)}",
-            HarborFilesWarning,
-            stacklevel=3,
-        )
-    for run, items in wrong.items():
-        warnings.warn(
-            f"run {shown(run)!r}: {_plural(len(items))} {'holds' if len(items) == 1 else 'hold'} values of the "
-            f"wrong type, read as empty: {_listed(items)}",
-            HarborFilesWarning,
-            stacklevel=3,
-        )

@@ -12,8 +12,8 @@ result.json files: trajectories are read either way, and a trajectory without a 
 (a trial in flight) is read too.
 
 A damaged file is left out with one warning naming it: in rlsql's own query connections the sources
-call DAMAGED_FUNCTION (a Python function registered by `record_damaged`) for each such file, and
-`warn_damaged` says them after the statement ran, so no file is read twice to find them.
+call DAMAGED_FUNCTION (a Python function rlsql/duck/damagedfiles.py registers) for each such file, and it says
+them after the statement ran, so no file is read twice to find them.
 """
 
 from __future__ import annotations
@@ -21,17 +21,12 @@ from __future__ import annotations
 import os
 import re
 import warnings
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rlsql.core.errors import RlsqlError, RlsqlWarning
 from rlsql.runs.folders import Run
-
-if TYPE_CHECKING:  # duckdb and harbor.py's listing rules are imported when files are listed, not to find a run
-    import duckdb
 
 AGENT_DIR = "agent"
 FIRST_SEGMENT = "trajectory.json"
@@ -163,7 +158,7 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None, 
     names, each '/'-joined: no name holds a '/'), `guarded`, `names` and `guarded_files` (those of them whose
     trial folder's name holds a glob character, escaped and as they are: the only paths DuckDB's glob could
     take for another file). `refused`: the files rlsql does not hand DuckDB (run, trial,
-    segment, path, why). `record`: the sources call DAMAGED_FUNCTION for each damaged file (record_damaged).
+    segment, path, why). `record`: the sources call DAMAGED_FUNCTION for each damaged file (rlsql/duck/damagedfiles.py).
     `copies` (the engine's sources, for all trials): a run's cached rows (rlsql/cache/trajcopies.py) when
     fresh, read instead of its files; `copies` in the context lists them.
     """
@@ -222,53 +217,6 @@ def render_context(runs: Sequence[Run], record: bool, trial: str | None = None, 
     }
 
 
-# -- damaged files: recorded while a statement runs, said once after it --------------------------------
-
-#: connection -> the damaged files its statements met (path -> (run, problem)); weak: a connection closed and
-#: collected takes its entry with it, and no later connection can be given another's files
-_RECORDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def record_damaged(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
-    """Give `con` DAMAGED_FUNCTION(run, path, problem): it remembers the file and gives the problem back (the
-    sources' `problem` column), so that warn_damaged can name each damaged file the statement met once.
-    Returns what it remembers (path -> (run, problem)): a source read from a cached copy adds its files there."""
-    seen: dict[str, tuple[str, str]] = {}
-    _RECORDERS[con] = seen
-
-    def damaged(run: str, path: str, problem: str) -> str:
-        seen.setdefault(path, (run, problem))
-        return problem
-
-    con.create_function(DAMAGED_FUNCTION, damaged, ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR", side_effects=True)
-    return seen
-
-
-def warn_damaged(con: duckdb.DuckDBPyConnection) -> None:
-    """One warning per damaged trajectory file the last statements on `con` met (SHOWN_FILES per run, then
-    one naming how many more)."""
-    from rlsql.runs.harbor import shown
-
-    seen = _RECORDERS.get(con)
-    if not seen:
-        return
-    by_run: dict[str, list[tuple[str, str]]] = {}
-    for path, (run, problem) in sorted(seen.items()):
-        by_run.setdefault(run, []).append((path, problem))
-    seen.clear()
-    for run, items in by_run.items():
-        for path, problem in items[:SHOWN_FILES]:
-            said = problem if problem.endswith(READ_AS_EMPTY) else f"{problem}; {SKIPPED}"
-            warnings.warn(f"{shown(path)}: {said} (run {shown(run)!r})", TrajectoryFilesWarning, stacklevel=3)
-        if len(items) > SHOWN_FILES:
-            warnings.warn(
-                f"run {shown(run)!r}: {len(items) - SHOWN_FILES} more damaged trajectory files "
-                "skipped (`rlsql check` names them all)",
-                TrajectoryFilesWarning,
-                stacklevel=3,
-            )
-
-
 #: DuckDB's message for a file its glob found and it then could not open
 _CANNOT_OPEN = re.compile(r'Cannot open file "(?P<path>[^"]+/agent/trajectory[^"/]*\.json)"')
 
@@ -294,15 +242,6 @@ def warn_removed(path: str) -> None:
         TrajectoryFilesWarning,
         stacklevel=3,
     )
-
-
-def forget(con: duckdb.DuckDBPyConnection) -> None:
-    _RECORDERS.pop(con, None)
-
-
-def recorded(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
-    """The damaged files `con`'s statements met so far: path -> (run, problem)."""
-    return dict(_RECORDERS.get(con, {}))
 
 
 def trajectory_counts(runs: Sequence[Run]) -> dict[str, tuple[int, int, int]]:

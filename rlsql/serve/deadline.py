@@ -1,7 +1,7 @@
 """A request's time limit: every DuckDB connection its work opens is interrupted once the limit has passed,
 or sooner when the client goes away or the server stops (rlsql/serve/work.py and Served.stop fire it).
 
-rlsql.runs.memorydb's `opened` hook hands the deadline each connection the work opens (a named query's own,
+rlsql.duck.memorydb's `opened` hook hands the deadline each connection the work opens (a named query's own,
 the CLI's path), so a statement run anywhere below serve is interrupted as well.
 """
 
@@ -13,12 +13,12 @@ from collections.abc import Iterator
 
 import duckdb
 
-from rlsql.runs import memorydb
+from rlsql.duck import memorydb
 
 
 class Deadline:
     """Interrupts every DuckDB connection handed to it once `seconds` have passed, or when fire() is called
-    sooner (rlsql.runs.memorydb's hook hands it each connection a request opens, and sets its memory limit);
+    sooner (rlsql.duck.memorydb's hook hands it each connection a request opens, and sets its memory limit);
     `why` says what stopped it: "time", or the reason fire() was given."""
 
     def __init__(self, seconds: float, active: set[Deadline] | None = None, memory_limit: str | None = None):

@@ -9,9 +9,9 @@ import duckdb
 
 from rlsql.catalog.catalog import load_catalog
 from rlsql.core.errors import QueryError, UsageError
+from rlsql.duck import memorydb
 from rlsql.engine.connection import LazyConnection, OnDemand
 from rlsql.engine.query import sql_failure
-from rlsql.runs import memorydb
 from rlsql.runs.folders import Run
 
 

@@ -15,7 +15,7 @@
     ~ '"tool_calls": [{"function_name": "JSON"}], '
     ~ '"metrics": {"prompt_tokens": "JSON", "completion_tokens": "JSON", "cached_tokens": "JSON", "cost_usd": "JSON"}' %}
 {#- a token count: a JSON number that is a whole number from 0 to 2**53, else NULL; a number outside that is a
-    bad cell as the CSVs' whole-number cells are (rlsql/runs/badcells.py): in rlsql's query connections it stops the
+    bad cell as the CSVs' whole-number cells are (rlsql/duck/badcells.py): in rlsql's query connections it stops the
     statement ('fail'), which runs again recording it ('record') so that a warning names it -#}
 {%- macro count(field) -%}
     {%- set j = "s.metrics." ~ field %}

@@ -145,10 +145,11 @@ def build_report(
     tables = per_run or len(runs) <= figures.FEW_RUNS  # the comparison layout reads less
     progress = progress or Progress(data_mod.stage_count(check, tables) + len(figures.FIGURES) + 1)
     try:
-        from rlsql.cache.reading import answering as with_cache_fallback
+        from rlsql.engine.answer import Answer
 
-        # a cached copy that fails to read costs a second pass over the CSVs, never a failed report
-        data = with_cache_fallback(lambda: data_mod.gather(runs, progress, params, check, tables))
+        # the report's rows are one answer (rlsql/engine/answer.py): a cached copy that fails to read costs a
+        # second pass over the CSVs, never a failed report
+        data = Answer().run(lambda bad_cells: data_mod.gather(runs, progress, params, check, tables, bad_cells))
         drawn = figures.draw_all(data, progress)
         progress("writing", stage=True)
         files: dict[str, bytes] = {}

@@ -33,6 +33,7 @@ def has_trajectories(runs: Sequence[Run]) -> bool:
 def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[Run], fetch: Any) -> dict[str, Any]:
     """The section's rows over `runs` on `con` (which holds the QUERIES' views): `fetch(name, sql)` is the
     report's fetcher. Returns {query: rows, "worst": [(run, trial, why, markdown)]}."""
+    from rlsql.duck import damagedfiles
     from rlsql.outputs import transcript
     from rlsql.runs import trajectories
 
@@ -40,7 +41,7 @@ def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[Run], fetch: Any) -> d
     for name in QUERIES:
         # the first rows only: looping_trials lists every repeated call of every trial
         _, found[name] = fetch(name, f"SELECT * FROM {name} LIMIT {TABLE_ROWS}")
-    trajectories.warn_damaged(con)
+    damagedfiles.warn_damaged(con)
     with_trajectory = {
         (run.name, f.trial)
         for run in runs

@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 
@@ -17,6 +17,7 @@ from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.params import Param
 from rlsql.core.errors import QueryError, RlsqlWarning, UsageError, one_line
 from rlsql.core.sqltext import identifier
+from rlsql.duck.badcells import BadCells
 from rlsql.engine.statements import open_connection
 from rlsql.runs.artifacts import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS
 from rlsql.runs.folders import Run
@@ -214,8 +215,10 @@ def gather(
     params: dict[str, str] | None = None,
     check: bool = True,
     tables: bool = True,
+    bad_cells: BadCells | Literal[False] | None = False,
 ) -> ReportData:
     """Run every query and view the report needs over `runs` (one connection, views created once).
+    `bad_cells`: the answer's (rlsql/engine/answer.py; False outside one).
 
     `tables=False` (the comparison layout without per-run sections) runs only COMPARISON_SOURCES.
     """
@@ -249,7 +252,10 @@ def gather(
             stacklevel=2,
         )
     con = open_connection(
-        runs, [*wanted, *against, "vllm_series", *(agent.QUERIES + agent.VIEWS if agents else ())], catalog
+        runs,
+        [*wanted, *against, "vllm_series", *(agent.QUERIES + agent.VIEWS if agents else ())],
+        catalog,
+        bad_cells=bad_cells,
     )
     for pname, value in data.params.items():
         if value is not None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import duckdb
 
+from rlsql.duck.memorydb import scalar
 from rlsql.runs import csvfiles
-from rlsql.runs.memorydb import scalar
 
 REJECT_EXAMPLES = 3
 #: why DuckDB rejects a line with an UNQUOTED VALUE

@@ -79,3 +79,8 @@ def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None)
     """The first column of the first row `sql` gives (None for no row)."""
     row = con.execute(sql, params or []).fetchone()
     return None if row is None else row[0]
+
+
+def duckdb_version() -> str:
+    """The version of the DuckDB rlsql runs on (`rlsql --version`)."""
+    return duckdb.__version__

@@ -3,21 +3,19 @@
 The CSV sources read such a column as DOUBLE and keep only whole values up to 2**53. In a query
 connection a finite cell outside that calls `error(BAD_CELL_MARK)` (DuckDB evaluates that
 branch only for the cells that reach it: none in an undamaged file, so its scan costs nothing
-more). A query stopped so runs again (`answering`) with FUNCTION(file, row_no, column, value) in
+more). A query stopped so runs again (rlsql/engine/answer.py) with FUNCTION(file, row_no, column, value) in
 that branch, a Python function that records the cell and returns NULL (registering
 one costs ~50 ms, numpy's import, which DuckDB's Python functions need: paid only by damaged
 runs). An answer whose rows go to stdout as they come (rlsql/outputs/rows.py) cannot be answered again once
-some went out: it records from its first attempt (`at_once`). One warning per file then names the cells; the
+some went out: it records from its first attempt (answer.at_once). One warning per file then names the cells; the
 lines come from the csv module (csvread.scan_records) for files up to LINE_SCAN_BYTES, else `rlsql check` gives
 them.
 """
 
 from __future__ import annotations
 
-import contextvars
 import os
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -34,8 +32,6 @@ FOUND = BAD_CELL_MARK
 LINE_SCAN_BYTES = 16 * 1024 * 1024
 EXAMPLES = 3
 T = TypeVar("T")
-#: record the bad cells from the first attempt (set while an answer streams into stdout: no second attempt)
-at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("badcells_at_once", default=False)
 
 
 @dataclass
@@ -102,38 +98,3 @@ def register(con: duckdb.DuckDBPyConnection, bad: BadCells) -> None:
         null_handling="special",
         side_effects=True,
     )
-
-
-def answering(work: Callable[[BadCells | None], T]) -> T:
-    """`work(None)`; when a bad cell stopped it, `work(BadCells())` again and warn about the cells.
-
-    The warnings of the stopped attempt are dropped: the second one says them again. With `at_once`, one
-    attempt that records.
-    """
-    if at_once.get():
-        bad = BadCells()
-        result = work(bad)
-        bad.warn()
-        return result
-    failure: BaseException | None = None
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        try:
-            result = work(None)
-        except Exception as exc:
-            failure = exc
-    # said again only outside the block: inside it, they would land in the list being read
-    if failure is None or FOUND not in str(failure):
-        _say_again(said)
-        if failure is not None:
-            raise failure
-        return result
-    bad = BadCells()
-    result = work(bad)
-    bad.warn()
-    return result
-
-
-def _say_again(said: list[warnings.WarningMessage]) -> None:
-    for w in said:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
