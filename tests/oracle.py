@@ -2420,11 +2420,16 @@ def _damaged_findings(run: str, run_dir: Path) -> list[Row]:
             if not (trace_jobs / name).is_dir() or not os.path.lexists(path):
                 continue
             text = None if _glob_fails(trace_jobs, name, entries) else _harbor_text(path)
-            listed.append((str(path), text is None or _harbor_trial(text) is None))
+            listed.append((f"trace_jobs/{name}/result.json", text is None or _harbor_trial(text) is None))
         inputs.append(("result.json", "trial result files", "are no trial and were skipped", listed))
     files, _, _ = trajectory_files(run_dir)
     finished = {t["trial_name"] for t in read_trials(run_dir)}
-    kept = [(str(path), read_trajectory(path) is None) for trial, _, path in files if trial in finished]
+    # named inside the run folder
+    kept = [
+        (path.relative_to(run_dir).as_posix(), read_trajectory(path) is None)
+        for trial, _, path in files
+        if trial in finished
+    ]
     if kept:
         inputs.append(("trajectory", "trajectory files of finished trials", "are damaged and were skipped", kept))
     out = []

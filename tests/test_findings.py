@@ -305,7 +305,7 @@ def test_damaged_input_names_the_skipped_files_of_finished_trials(tmp_path: Path
             "warning",
             0.25,
             0.0,
-            f"1 of 4 trial result files (25.0%) are no trial and were skipped; the first: {jobs}/t__d/result.json",
+            "1 of 4 trial result files (25.0%) are no trial and were skipped; the first: trace_jobs/t__d/result.json",
             "rlsql check --run h",
         ),
         (
@@ -313,8 +313,8 @@ def test_damaged_input_names_the_skipped_files_of_finished_trials(tmp_path: Path
             "warning",
             0.5,
             0.0,
-            f"1 of 2 trajectory files of finished trials (50.0%) are damaged and were skipped; the first: "
-            f"{jobs}/t__b/agent/trajectory.json",
+            "1 of 2 trajectory files of finished trials (50.0%) are damaged and were skipped; the first: "
+            "trace_jobs/t__b/agent/trajectory.json",
             "rlsql check --run h",
         ),
     ]

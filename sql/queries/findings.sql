@@ -1,12 +1,12 @@
 -- name: findings
--- version: 2
+-- version: 1
 -- description: What is unusual in a run, where, and the command that shows it: one row per finding (a stretch of
 --   consecutive deduplicated steps that trip one rule is one row), ordered by run, severity (critical, warning,
 --   info), step_from (NULLs last), kind. Kinds: slow_step, idle_engines, kv_cache_pressure, waiting_requests,
 --   reward_drop, still_improving, grad_spike, entropy_collapse, staleness, timeouts, masked_trials, no_reward,
---   looping, damaged_input (rules: docs/findings.md, one file each: sql/queries/_finding_<kind>.sql.j2). A run lacking a rule's
---   inputs gives no row for it, the step rules read complete steps only (a run's last step without timing/step is
---   still being written). Shares are 0-1.
+--   looping, damaged_input (rules: docs/findings.md, one file each: sql/queries/_finding_<kind>.sql.j2). A run
+--   lacking a rule's inputs gives no row for it, the step rules read complete steps only (a run's last step
+--   without timing/step is still being written). Shares are 0-1.
 -- optional: true
 -- param: slow_factor DOUBLE = 5, min 0: slow_step: a step's timing/step at least this many times the run's median
 -- param: critical_factor DOUBLE = 20, min 0: slow_step is critical from this many times the median on
@@ -29,9 +29,8 @@
 -- param: looping_share DOUBLE = 0.1, min 0: looping: share (0-1) of the trials with a trajectory that loop
 -- grain: run, kind, metric, log_file, step_from
 -- column: run: the run: its folder's name
--- column: kind: what was found: slow_step, idle_engines, kv_cache_pressure, waiting_requests, reward_drop,
---   still_improving, grad_spike, entropy_collapse, staleness, timeouts, masked_trials, no_reward, looping or
---   damaged_input
+-- column: kind: what was found: one of the 14 kinds of docs/findings.md (slow_step, idle_engines, reward_drop,
+--   looping, damaged_input, ...)
 -- column: severity: critical, warning or info
 -- column: log_file: the log (job) it happened in, where it belongs to one (every step of it from one log), else NULL
 -- column: step_from: the first deduplicated step it covers, NULL where it has no steps
