@@ -11,7 +11,10 @@ PYTHONPATH (paths given must be absolute), and prints
 one markdown row per tree: median wall s, median CPU s (user + system) and the largest peak RSS in MB, and the
 exit codes seen. `--shell` runs the arguments as a shell pipeline instead, with `rlsql` standing for
 `python -m rlsql` (`--shell -- 'rlsql query trials -r RUN -f csv | head -3'`): the figures are then the
-shell's, the whole pipeline's.
+shell's, the whole pipeline's. `--first-lines N` reads the command's stdout through a pipe instead (issue 38 item 3):
+each round runs it twice per tree, once reading N lines and closing the pipe (`| head -N`), once reading every line
+(`| cat > /dev/null`), and prints the wall seconds to the first line, to the command's end, its CPU seconds and peak
+RSS (from wait4), for both.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -47,15 +51,56 @@ def timed(tree: Path, args: list[str], shell: bool) -> tuple[float, float, int, 
     return seconds, cpu, int(field.get("Maximum resident set size (kbytes)", 0)) // 1024, done.returncode
 
 
+def first_lines(tree: Path, args: list[str], lines: int | None) -> tuple[float, float, float, int, int]:
+    """(wall s to the first line, wall s to the end, CPU s, peak RSS MB, exit code) of `python -m rlsql ARGS` with
+    its stdout a pipe this process reads: `lines` lines and then closes it, or (None) every line."""
+    env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "rlsql", *args], env=env, cwd=tree, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    first = None
+    for n, _line in enumerate(proc.stdout, 1):
+        if first is None:
+            first = time.perf_counter() - start
+        if lines is not None and n >= lines:
+            break
+    proc.stdout.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    end = time.perf_counter() - start
+    cpu = usage.ru_utime + usage.ru_stime
+    return first or end, end, cpu, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
+
+
+def main_first_lines(trees: list[tuple[str, Path]], args: list[str], pairs: int, lines: int) -> None:
+    got: dict[tuple[str, str], list[tuple[float, float, float, int, int]]] = {}
+    for i in range(pairs):
+        for name, tree in trees if i % 2 == 0 else trees[::-1]:
+            for what, n in ((f"{lines} lines", lines), ("whole", None)):
+                got.setdefault((name, what), []).append(first_lines(tree, args, n))
+    print(f"`{' '.join(args)}` through a pipe, {pairs} rounds\n")
+    print("| tree | read | first line s | end s | CPU s | peak RSS MB (max) | exit codes |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for (name, what), runs in got.items():
+        print(
+            f"| {name} | {what} | {statistics.median(r[0] for r in runs):.2f} | "
+            f"{statistics.median(r[1] for r in runs):.2f} | {statistics.median(r[2] for r in runs):.2f} | "
+            f"{max(r[3] for r in runs)} | {sorted({r[4] for r in runs})} |"
+        )
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", action="append", required=True, help="NAME=PATH of a checkout of rlsql")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--shell", action="store_true", help="run the arguments as a shell line")
+    parser.add_argument("--first-lines", type=int, help="time the first N lines through a pipe, and the whole")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args(argv)
     args = opts.args[1:] if opts.args[:1] == ["--"] else opts.args
     trees = [(name, Path(path).resolve()) for name, path in (t.split("=", 1) for t in opts.tree)]
+    if opts.first_lines:
+        main_first_lines(trees, args, opts.pairs, opts.first_lines)
+        return
     got: dict[str, list[tuple[float, float, int, int]]] = {name: [] for name, _ in trees}
     for i in range(opts.pairs):
         for name, tree in trees if i % 2 == 0 else trees[::-1]:

@@ -1,14 +1,16 @@
-"""Measure `rlsql serve`'s fleet page after one row is appended to one run (issue 38, item 4):
+"""Measure `rlsql serve`'s fleet page and compare page after one row is appended to one run (issue 38, item 4):
 the first load against the load after the change, in CPU seconds of this process (DuckDB's threads included)
 and wall seconds, the pages computed in process as the server computes them (rlsql/serve/pages.py).
 
 Usage (from the repository root; the fleet is changed, so use a copy)::
 
     python bench/make_fleet.py 300 /tmp/fleet300
-    python bench/serve_refresh.py /tmp/fleet300 [--rounds 3] [--whole]
+    python bench/serve_refresh.py /tmp/fleet300 [--page fleet|compare] [--rounds 3] [--whole]
 
 Each round appends one metrics row (a copy of the last) to a different run, lets the server notice it
-(Served.refresh, as its watcher does) and loads the page again.
+(Served.refresh, as its watcher does) and loads the page again. The compare page (`/compare?runs=...`) is over
+COMPARE_RUNS runs of the fleet: measured after changes to runs it does not show (the common case, of 300 runs),
+then after changes to runs it shows.
 """
 
 from __future__ import annotations
@@ -37,9 +39,14 @@ def append_row(run: Path) -> None:
     metrics[0].write_text("\n".join([*lines, lines[-1]]) + "\n")
 
 
+#: the runs the compare page is asked about (pages.COMPARE_MAX at most)
+COMPARE_RUNS = 4
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("fleet", type=Path)
+    parser.add_argument("--page", choices=("fleet", "compare"), default="fleet")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--whole", action="store_true", help="keep nothing per run (as before issue 38, item 4)")
     args = parser.parse_args()
@@ -48,19 +55,32 @@ def main() -> None:
     warnings.simplefilter("ignore")  # the fleet's runs without metrics say so on every query
     served = Served(resolve_runs([str(args.fleet)]), poll_seconds=0)
     changing = [r.path for r in served.runs.values() if any(r.path.glob("*[0-9]_metrics_table.csv"))]
-    for page, load in (("fleet", lambda: pages.fleet(served, {})),):
-        first = timed(load)
+    if args.page == "fleet":
+        load = lambda: pages.fleet(served, {})  # noqa: E731
+        cases = {"one run changed": [changing[i * 7 % len(changing)] for i in range(args.rounds)]}
+    else:
+        compared = changing[:: max(1, len(changing) // COMPARE_RUNS)][:COMPARE_RUNS]
+        names = [p.name for p in compared]
+        load = lambda: pages.compare_page(served, names, {})  # noqa: E731
+        others = [p for p in changing if p not in compared]
+        cases = {
+            "a run it does not show changed": [others[i * 7 % len(others)] for i in range(args.rounds)],
+            "one of its runs changed": [compared[i % len(compared)] for i in range(args.rounds)],
+        }
+    first = timed(load)
+    print(f"{args.page}: first load {first[0]:.2f} CPU-s {first[1]:.2f} s", file=sys.stderr)
+    for case, changed_runs in cases.items():
         after = []
-        for i in range(args.rounds):
-            append_row(changing[i * 7 % len(changing)])
+        for run in changed_runs:
+            append_row(run)
             changed = served.refresh()
             assert changed, "the change was not seen"
             after.append(timed(load))
         cpu = statistics.median(a[0] for a in after)
         wall = statistics.median(a[1] for a in after)
         print(
-            f"{page}: first load {first[0]:.2f} CPU-s {first[1]:.2f} s; after one run changed (median of "
-            f"{args.rounds}) {cpu:.2f} CPU-s {wall:.2f} s",
+            f"{args.page}: after {case} (median of {args.rounds}) {cpu:.2f} CPU-s {wall:.2f} s "
+            f"({cpu / first[0]:.0%} of the first load's CPU)",
             file=sys.stderr,
         )
 

@@ -311,15 +311,16 @@ else:
 QUERIES = ("tool_usage", "token_usage", "looping_trials")
 
 
-def timed(command: list[str], env: dict | None = None) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KB) of one command under /usr/bin/time -v."""
+def timed(command: list[str], env: dict | None = None) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (KB) and CPU seconds (user + system) of one command under /usr/bin/time -v."""
     started = time.perf_counter()
     done = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed: {done.stderr[-2000:]}")
     peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
-    return wall, peak
+    cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([0-9.]+)", done.stderr))
+    return wall, peak, cpu
 
 
 def measure(runs: list[Path], repeats: int, queries: Sequence[str] = QUERIES) -> None:
@@ -328,8 +329,11 @@ def measure(runs: list[Path], repeats: int, queries: Sequence[str] = QUERIES) ->
     script.write_text(PLAIN_SCRIPT)
     rlsql = [sys.executable, "-m", "rlsql"]
     env = {**os.environ, "RLSQL_CACHE": "off"}
-    print("| trials | files | GB | query | rlsql s (median) | rlsql peak MB | script s | script peak MB | speed-up |")
-    print("|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+    print(
+        "| trials | files | GB | query | rlsql s (median) | rlsql CPU s | rlsql peak MB | script s | script CPU s "
+        "| script peak MB | speed-up |"
+    )
+    print("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for run in runs:
         files = sum(1 for _ in run.glob("trace_jobs/*/agent/trajectory*.json"))
         size = sum(p.stat().st_size for p in run.glob("trace_jobs/*/agent/trajectory*.json")) / 1e9
@@ -339,10 +343,12 @@ def measure(runs: list[Path], repeats: int, queries: Sequence[str] = QUERIES) ->
             for _ in range(repeats):  # paired and interleaved: the same load on both
                 ours.append(timed([*rlsql, "query", query, "-r", str(run), "-f", "csv", "-o", str(OUT)], env))
                 theirs.append(timed([sys.executable, str(script), str(run), query]))
-            o, s = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in theirs)
+            o, s = statistics.median(w for w, _, _ in ours), statistics.median(w for w, _, _ in theirs)
+            oc, sc = statistics.median(c for _, _, c in ours), statistics.median(c for _, _, c in theirs)
             print(
-                f"| {trials:,} | {files:,} | {size:.2f} | {query} | {o:.2f} | {max(p for _, p in ours) / 1024:.0f} "
-                f"| {s:.2f} | {max(p for _, p in theirs) / 1024:.0f} | {s / o:.1f}x |",
+                f"| {trials:,} | {files:,} | {size:.2f} | {query} | {o:.2f} | {oc:.2f} "
+                f"| {max(p for _, p, _ in ours) / 1024:.0f} | {s:.2f} | {sc:.2f} "
+                f"| {max(p for _, p, _ in theirs) / 1024:.0f} | {s / o:.1f}x |",
                 flush=True,
             )
 
@@ -363,16 +369,16 @@ def after_cache_build(runs: list[Path], repeats: int) -> None:
     for run in runs:
         shutil.rmtree(cache, ignore_errors=True)
         trials = sum(1 for _ in (run / "trace_jobs").iterdir())
-        build, build_peak = timed([*rlsql, "cache", "build", "-r", str(run)], env)
+        build, build_peak, _ = timed([*rlsql, "cache", "build", "-r", str(run)], env)
         for query in QUERIES:
             ours, theirs = [], []
             for _ in range(repeats):
                 ours.append(timed([*rlsql, "query", query, "-r", str(run), "-f", "csv", "-o", str(OUT)], env))
                 theirs.append(timed([sys.executable, str(script), str(run), query]))
-            o, s = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in theirs)
+            o, s = statistics.median(w for w, _, _ in ours), statistics.median(w for w, _, _ in theirs)
             print(
                 f"| {trials:,} | {build:.1f} | {build_peak / 1024:.0f} | {query} | {o:.2f} "
-                f"| {max(p for _, p in ours) / 1024:.0f} | {s:.2f} | {s / o:.1f}x |",
+                f"| {max(p for _, p, _ in ours) / 1024:.0f} | {s:.2f} | {s / o:.1f}x |",
                 flush=True,
             )
 

@@ -7,6 +7,8 @@ rlsql stages the rows whole there as it does for a terminal."""
 
 from __future__ import annotations
 
+import csv
+import io
 import selectors
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import oracle
 from tests.conftest import RUNS
 
 #: generous bounds on a subprocess that should end at once: a hang fails the test instead of the suite
@@ -78,7 +81,7 @@ def test_an_answer_is_never_started_again_after_rows_went_out(tmp_path: Path, mo
         assert out.stream_to == stdout.fileno()
         con = memory_connection(threads=1)  # the rows in order: the failing one comes after the first went out
         with pytest.raises(DataError, match="it is not printed again"):
-            # DuckDB's COPY writes its CSV in blocks of 8 MB: the last row's error comes after two went out
+            # the rows before the last went out as written (test_rows_go_out_as_written_not_in_blocks)
             out.write_query(
                 con, "SELECT CASE WHEN range < 2999999 THEN range ELSE error('late') END AS n FROM range(3000000)"
             )
@@ -111,3 +114,61 @@ def test_a_bad_cell_late_in_a_streamed_answer_is_recorded_at_once(tmp_path: Path
     assert last["trial_name"] == "calendar-0499__0059999" and last["n_episodes"] == ""
     said = [line for line in err.decode().splitlines() if line]
     assert len(said) == 1 and "1 cell not a whole number up to 2**53, read as empty" in said[0], said
+
+
+def test_rows_go_out_as_written_not_in_blocks(tmp_path: Path, monkeypatch) -> None:
+    """1.3 MB of CSV, then a failing row: the rows before it went to stdout as DuckDB wrote them, before the statement
+    failed (its asynchronous writer would hold them in its first 8 MB block, and nothing went out: issue 38 item 3)."""
+    from rlsql.core.errors import DataError
+    from rlsql.outputs.formats import OutputFormat
+    from rlsql.outputs.rows import Output
+    from rlsql.runs.memorydb import memory_connection
+
+    with (tmp_path / "stdout").open("w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        out = Output(OutputFormat.CSV, None)
+        con = memory_connection(threads=1)  # the rows in order
+        with pytest.raises(DataError, match="it is not printed again"):
+            out.write_query(
+                con, "SELECT CASE WHEN range < 200000 THEN range ELSE error('late') END AS n FROM range(200001)"
+            )
+    text = (tmp_path / "stdout").read_text()
+    assert len(text) > 1_200_000  # of 1,288,892: all but DuckDB's last few KB not yet written
+    numbers = text.splitlines()[1:]
+    assert numbers[:-1] == [str(i) for i in range(len(numbers) - 1)]  # the last line may be cut mid-number
+
+
+def test_piped_rows_are_the_files_bytes_and_the_oracles_rows(tmp_path: Path) -> None:
+    """`rlsql query trials -f csv | ...` on 60,000 trials (4 MB of CSV, written in many pieces by two threads):
+    the same bytes as `-o FILE`, and the oracle's trials in its order (cells that need quotes included)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    header = (RUNS / "tiny" / "20260105_120000_trial_results.csv").read_text().splitlines()[0].split(",")
+    exceptions = ["", "AgentTimeoutError", '"Bad, quoted" error', "DaytonaError"]
+    with (run / "20260105_120000_trial_results.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        for i in range(60_000):
+            reward = "" if i % 4 else f"{i % 2}.0"
+            task = f"calendar-{i % 500:04d}"
+            tokens = [f"{9000 + i}.0", f"{i % 400}.0"]
+            writer.writerow([task, f"{task}__{i:07d}", f"{i % 7}.0", *tokens, exceptions[i % 4], reward, f"{i / 8}"])
+    piped = _rlsql("query", "trials", "-r", str(run), "-f", "csv")
+    out, err = piped.communicate(timeout=PATIENCE)
+    assert piped.returncode == 0, err
+    written = subprocess.run(
+        [sys.executable, "-m", "rlsql", "query", "trials", "-r", str(run), "-f", "csv", "-o", str(tmp_path / "t.csv")],
+        capture_output=True,
+        timeout=PATIENCE,
+        check=True,
+    )
+    assert written.returncode == 0
+    assert out == (tmp_path / "t.csv").read_bytes()
+    got = list(csv.DictReader(io.StringIO(out.decode())))
+    expected = oracle.read_trials(run)
+    assert len(got) == len(expected) == 60_000
+    for row, want in zip(got, expected, strict=True):
+        assert row["trial_name"] == want["trial_name"]
+        assert row["exception_type"] == want["exception_type"]
+        assert int(row["n_episodes"]) == want["n_episodes"]
+        assert (float(row["reward"]) if row["reward"] else None) == want["reward"]

@@ -273,6 +273,9 @@ class Output:
         if self.sent:
             raise DataError(_SENT.format(sent=self.sent, why="an answer again was needed"))
         sys.stdout.flush()
+        # without DuckDB's asynchronous writer, which hands COPY's bytes on in blocks of ~8 MB (1M trials: the first
+        # lines came with the first 9 MB of CSV), they go out as DuckDB writes them (bench/RESULTS.md, issue 38)
+        con.execute("SET async_threads = 0")
         stream = _Stream(con, fd)
         try:
             written = scalar(con, f"COPY ({inner}) TO {literal(stream.path)} ({options}, USE_TMP_FILE false)")
