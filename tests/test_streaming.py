@@ -119,9 +119,8 @@ def test_a_bad_cell_late_in_a_streamed_answer_is_recorded_at_once(tmp_path: Path
 def test_rows_go_out_as_written_not_in_blocks(tmp_path: Path, monkeypatch) -> None:
     """1.3 MB of CSV, then a failing row: the rows before it went to stdout as DuckDB wrote them, before the statement
     failed (its asynchronous writer would hold them in its first 8 MB block, and nothing went out: issue 38 item 3)."""
-    from rlsql.runs.memorydb import memory_connection
-
     from rlsql.core.errors import DataError
+    from rlsql.duck.memorydb import memory_connection
     from rlsql.outputs.formats import OutputFormat
     from rlsql.outputs.rows import Output
 
