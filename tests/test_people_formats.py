@@ -69,7 +69,7 @@ ROW = st.tuples(
 def written(con: duckdb.DuckDBPyConnection, fmt: OutputFormat, target: Path, monkeypatch, in_python: bool) -> bytes:
     with monkeypatch.context() as patch:
         if in_python:
-            patch.setattr(Output, "_copy_lines", lambda self, con, sql: None)
+            patch.setattr(Output, "_copy_lines", lambda self, con, sql, relation: None)
         else:  # the DuckDB path must be the one taken
             patch.setattr(Output, "_render", lambda self, con, sql: pytest.fail("rendered in Python"))
         out = Output(fmt, target)
@@ -122,3 +122,23 @@ def test_the_whitespace_a_table_line_loses_is_pythons() -> None:
     from rlsql.outputs.rows import WHITESPACE
 
     assert sorted(WHITESPACE) == [c for c in map(chr, range(0x110000)) if c.isspace()]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "jsonl", "markdown", "table"])
+def test_columns_sharing_a_name_keep_their_own_values(tmp_path: Path, fmt: str) -> None:
+    """`SELECT 1 AS a, 2 AS a, 3 AS a_1`: the outputs select columns by name, and the second `a` read the
+    first's value (1, 1). Each keeps its own value; the later `a` is named `a_2` (`a_1` is another column's)."""
+    con = duckdb.connect()
+    out = tmp_path / f"rows.{fmt}"
+    output = Output(OutputFormat(fmt), out)
+    output.write_query(con, "SELECT 1 AS a, 2 AS a, 3 AS a_1")
+    output.commit()
+    text = out.read_text()
+    want = {
+        "csv": "a,a_2,a_1\n1,2,3\n",
+        "json": '[\n\t{"a":1,"a_2":2,"a_1":3}\n]\n',
+        "jsonl": '{"a":1,"a_2":2,"a_1":3}\n',
+        "markdown": "| a | a_2 | a_1 |\n|---:|---:|---:|\n| 1 | 2 | 3 |\n",
+        "table": "a  a_2  a_1\n-  ---  ---\n1    2    3\n",
+    }
+    assert text == want[fmt]

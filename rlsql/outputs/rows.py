@@ -131,10 +131,11 @@ class Output:
                 return None
             con.register(_ROWS, relation)
             sql = f"SELECT * FROM {_ROWS}"
+        sql, relation = _distinct_names(con, sql)
         if self.fmt in _COPY_OPTIONS:
-            return self._copy(con, sql)
+            return self._copy(con, sql, relation)
         if not self.terminal:  # a file or a pipe: every row, every cell whole
-            written = self._copy_lines(con, sql)
+            written = self._copy_lines(con, sql, relation)
             if written is not None:
                 return written
         return self._render(con, sql)
@@ -155,15 +156,16 @@ class Output:
         with writes.failures_named(self.named), self.staged.open("w", encoding="utf-8", newline="") as fh:
             fh.write(text)
 
-    def _copy(self, con: duckdb.DuckDBPyConnection, sql: str) -> Written:
-        relation = con.sql(sql)
+    def _copy(self, con: duckdb.DuckDBPyConnection, sql: str, relation: duckdb.DuckDBPyRelation) -> Written:
         select = ", ".join(
             _json_cell(c, str(t)) if self.fmt is not OutputFormat.CSV else identifier(c)
             for c, t in zip(relation.columns, relation.types, strict=True)
         )
         return self._copy_select(con, sql, select, _COPY_OPTIONS[self.fmt])
 
-    def _copy_lines(self, con: duckdb.DuckDBPyConnection, sql: str) -> Written | None:
+    def _copy_lines(
+        self, con: duckdb.DuckDBPyConnection, sql: str, relation: duckdb.DuckDBPyRelation
+    ) -> Written | None:
         """A markdown or table file (or pipe) whose lines DuckDB renders and COPY writes: no row passes
         through Python (~13 µs a row there). None when a column's type is one only formats.display renders
         (lists, decimals, intervals, ...): the caller renders the rows in Python.
@@ -172,7 +174,6 @@ class Output:
         read first, on their own (a query that streams stops after them; one that sorts or groups is run
         to that point twice).
         """
-        relation = con.sql(sql)
         columns = list(relation.columns)
         found = [_display_sql(identifier(c), str(t)) for c, t in zip(columns, relation.types, strict=True)]
         cells = [c for c in found if c is not None]
@@ -396,6 +397,27 @@ def _fileno(stream: Any) -> int | None:
         return int(stream.fileno())
     except (AttributeError, ValueError, OSError):
         return None
+
+
+def _distinct_names(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[str, duckdb.DuckDBPyRelation]:
+    """`sql` with its columns named apart where two share a name (`SELECT 1 AS a, 2 AS a`): the outputs select
+    their columns by name, and a shared name would read the first column twice. The later ones become `a_1`,
+    `a_2`, ... (as DuckDB names them apart in a subquery; never a name another column has), renamed by position.
+    Returns the statement and its relation (bound, not run)."""
+    relation = con.sql(sql)  # bound once here, and handed on with the statement
+    columns = relation.columns
+    if len(set(columns)) == len(columns):
+        return sql, relation
+    taken = set(columns)
+    named: list[str] = []
+    for column in columns:
+        name, n = column, 0
+        while name in named or (n and name in taken):  # never another column's own name
+            n += 1
+            name = f"{column}_{n}"
+        named.append(name)
+    renamed = f"SELECT * FROM ({sql}) AS rows_named({', '.join(identifier(n) for n in named)})"
+    return renamed, con.sql(renamed)
 
 
 def _json_cell(column: str, type_name: str) -> str:
