@@ -90,3 +90,37 @@ def test_plain_queries_leave_the_cache_folder_as_it_was(built, tmp_path: Path, r
     # `cache status` finds the damage by its own check, and calls the log grown: the query recorded neither
     status = {Path(r["file"].split(" ")[0]).name: r["state"] for r in rlsql_json(rlsql_exe, env, "cache", "status")}
     assert status["20260105_120000_trial_results.csv"] == "damaged" and status["train.out"] == "grown", status
+
+
+def test_a_copy_that_fails_its_read_is_answered_from_the_file_and_nothing_is_recorded(
+    tmp_path: Path, rlsql_exe: str
+) -> None:
+    """A copy whose bytes match the checksum of its record but that DuckDB cannot read (here the record made to
+    agree with zeroed pages, as an rlsql that wrote a bad copy would have): the query fails over it, the CSV
+    answers with one warning naming the copy, and the cache folder is left as it was; `cache status` finds
+    the copy damaged by reading its footer, and `cache build` rebuilds it."""
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    env = {**os.environ, "RLSQL_CACHE_DIR": str(tmp_path / "cache"), "RLSQL_CACHE": "auto"}
+    rlsql_json(rlsql_exe, env, "cache", "build", "-r", str(run))
+    trials = run.resolve() / "20260105_120000_trial_results.csv"
+    entry = store.entry_for(trials, tmp_path / "cache")
+    data = bytearray(entry.parquet.read_bytes())
+    data[4 : len(data) - 8] = bytes(len(data) - 12)  # pages and footer zeroed; size and both magic numbers kept
+    entry.parquet.write_bytes(bytes(data))
+    record = json.loads(entry.meta.read_text())
+    entry.meta.write_text(json.dumps({**record, "parquet_crc32": store.parquet_checksum(entry.parquet)}))
+    before = snapshot(tmp_path / "cache")
+    done = subprocess.run(
+        [rlsql_exe, "query", "turn_stats", "-r", str(run), "-f", "json"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert_rows_match(json.loads(done.stdout), oracle.expected("turn_stats", [run]), "turn_stats past a bad copy")
+    warned = [line for line in done.stderr.splitlines() if "its cached copy" in line]
+    assert len(warned) == 1 and str(trials) in warned[0] and str(entry.parquet) in warned[0], done.stderr
+    assert "could not be read" in warned[0] and "answered from the file" in warned[0]
+    assert snapshot(tmp_path / "cache") == before
+    status = {r["file"]: r for r in rlsql_json(rlsql_exe, env, "cache", "status")}
+    assert status[str(trials)]["state"] == "damaged" and "footer" in status[str(trials)]["why"], status
+    rebuilt = {r["file"]: r["state"] for r in rlsql_json(rlsql_exe, env, "cache", "build", "-r", str(run))}
+    assert rebuilt[str(trials)] == "built", rebuilt
