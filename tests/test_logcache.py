@@ -582,6 +582,27 @@ def test_a_grown_log_is_read_from_its_entry_and_its_new_bytes_and_only_cache_bui
     assert (record["parsed_from"], record["cut"]) == (size, log.stat().st_size)
 
 
+def test_a_log_grown_by_more_than_a_fifth_is_read_in_place_with_the_hint(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Its new bytes would cost each answer more than DuckDB's read of the whole log (logcache.GROWN_SHARE)."""
+    run, log, _, growth = cached_then_grown(tmp_path)
+    assert growth > log.stat().st_size // logcache.GROWN_SHARE
+    entry = cache.entry_for(log, cache_dir)
+    files = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (entry.parquet, entry.meta)}
+    monkeypatch.setenv("RLSQL_CACHE", "")
+    monkeypatch.setenv("RLSQL_CACHE_HINT_BYTES", str(growth))  # not above: parsed for the answer
+    capsys.readouterr()
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    err = capsys.readouterr().err
+    assert "parsed for this answer" in err and "hint" not in err, err
+    monkeypatch.setenv("RLSQL_CACHE_HINT_BYTES", str(growth - 1))
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    err = capsys.readouterr().err
+    assert f"read in place (grown by {growth:,} bytes since its entry" in err and "rlsql: hint: read" in err, err
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files} == files
+
+
 def test_a_report_under_the_default_policy_builds_nothing(
     tmp_path: Path, auto_cache: Path, capsys: pytest.CaptureFixture
 ) -> None:
