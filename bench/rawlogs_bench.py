@@ -132,8 +132,9 @@ def cold(query: str, run: Path, repeat: int, env: dict | None = None) -> tuple[f
 
 
 def grow(raw: Path, cache_dir: Path, log: str, rounds: int = 3) -> None:
-    """A run in progress: append one step's lines to `log` between queries; time the cached query
-    (its entry parses only the new tail: `-v` says which bytes) against the same query in place."""
+    """A run in progress: append one step's lines to `log` between queries; time the plain query (the
+    entry `cache build` made, and the bytes the log gained since, parsed for the answer: `-v` says which)
+    against the same query in place."""
     exe = str(Path(sys.executable).parent / "rlsql")
     env = {**os.environ, "RLSQL_CACHE_DIR": str(cache_dir), "RLSQL_CACHE": "auto"}
     run = [exe, "query", "reward_curve", "--run", str(raw), "-f", "csv"]
@@ -152,7 +153,9 @@ def grow(raw: Path, cache_dir: Path, log: str, rounds: int = 3) -> None:
         def cpu(a: os.times_result, b: os.times_result) -> float:
             return b.children_user - a.children_user + b.children_system - a.children_system
 
-        tail = [line.split(": cache entry updated: ")[1] for line in done.stderr.splitlines() if "updated" in line]
+        # a plain query parses the bytes the log gained since its entry for its answer only (the entry is left
+        # as `cache build` made it): -v names them
+        tail = [line.split(") and ", 1)[1] for line in done.stderr.splitlines() if "and its new bytes" in line]
         same = "same answers" if done.stdout == plain.stdout else "ANSWERS DIFFER"
         print(
             f"grown: cached {t1 - t0:.2f} s ({cpu(c0, c1):.2f} CPU), in place {t2 - t1:.2f} s "

@@ -590,7 +590,7 @@ def test_a_changed_csv_is_answered_from_the_csv_until_the_next_build(cache_dir, 
     assert status[str(trials)]["state"] == "fresh" and status[str(trials)]["rows"] == old_rows[str(trials)] + 1
 
 
-def test_the_size_limit_removes_the_least_recently_used_entries(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+def test_the_size_limit_removes_the_entries_least_recently_built(cache_dir, tmp_path, capsys, monkeypatch) -> None:
     runs = []
     for name in ("a", "b", "c"):
         shutil.copytree(RUNS / "tiny", tmp_path / name)
@@ -600,17 +600,20 @@ def test_the_size_limit_removes_the_least_recently_used_entries(cache_dir, tmp_p
     status = json.loads(cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)[1])
     per_run = {r.name: sum(e["parquet_bytes"] for e in status if Path(e["file"]).parent == r.resolve()) for r in runs}
     assert len(status) == 9 and len(set(per_run.values())) == 1
-    # run a was used last (a query read its copies): under a limit of two runs' copies, run b's go first
+    # a query reads run b's copies (and records nothing: a read never writes the cache folder); a build then
+    # finds run a's fresh (and marks them as built now): under a limit of two runs' copies, b's and c's go first
     every_file = (
         "SELECT (SELECT count(*) FROM trials), (SELECT count(*) FROM steps), (SELECT count(*) FROM vllm_seconds)"
     )
-    code, _, err = cli_run(["-v", "sql", every_file, "-r", str(runs[0])], capsys, monkeypatch)
+    code, _, err = cli_run(["-v", "sql", every_file, "-r", str(runs[1])], capsys, monkeypatch)
     assert code == 0 and err.count("from the cache") == 3, err
+    code, out, _ = cli_run(["cache", "build", "-r", str(runs[0]), "-f", "json"], capsys, monkeypatch)
+    assert code == 0 and {b["state"] for b in json.loads(out)} == {"fresh"}
     monkeypatch.setenv("RLSQL_CACHE_MAX_BYTES", str(2 * per_run["a"]))
     fresh = tmp_path / "d"
     shutil.copytree(RUNS / "tiny", fresh)
     code, _, err = cli_run(["cache", "build", "-r", str(fresh)], capsys, monkeypatch)
-    assert code == 0 and "least recently used entries removed" in err, err
+    assert code == 0 and "least recently built entries removed" in err, err
     left = {
         Path(e["file"]).parent.name
         for e in json.loads(cli_run(["cache", "status", "-f", "json"], capsys, monkeypatch)[1])

@@ -516,14 +516,14 @@ def test_a_log_grown_while_it_is_cached_gives_no_stale_entry(
     grown = log.stat().st_size - size
     assert state[str(log)] == (
         "grown",
-        f"grown: {grown:,} new bytes, parsed on the next read (the entry is extended, not rebuilt)",
+        f"grown: {grown:,} new bytes, parsed by each query until `rlsql cache build` extends the entry",
     )
-    # the next read sees the step the run wrote meanwhile: the growth is parsed before the answer
+    # the next read sees the step the run wrote meanwhile: the growth is parsed for the answer (the entry
+    # stays as it was: a plain query never writes the cache folder)
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
     err = capsys.readouterr().err
-    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err
-    record = log_records(auto_cache)[str(log)]
-    assert (record["parsed_from"], record["cut"]) == (size, log.stat().st_size)
+    assert f"its new bytes {size:,}-{log.stat().st_size:,}, parsed for this answer" in err
+    assert log_records(auto_cache)[str(log)] == record
 
 
 @pytest.mark.parametrize(("age", "found_by"), [(1, "Python"), (3600, "DuckDB")])
@@ -554,15 +554,53 @@ def cached_then_grown(tmp_path: Path) -> tuple[Path, Path, int, int]:
     return run, log, size, log.stat().st_size - size
 
 
-def test_a_grown_log_is_parsed_from_its_entry_before_the_read_without_cache_on(
-    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+def test_a_grown_log_is_read_from_its_entry_and_its_new_bytes_and_only_cache_build_extends_it(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, rlsql_exe: str
 ) -> None:
     run, log, size, _ = cached_then_grown(tmp_path)
-    monkeypatch.setenv("RLSQL_CACHE", "")  # the default policy: an entry that only grew is extended anyway
+    entry = cache.entry_for(log, cache_dir)
+    files = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (entry.parquet, entry.meta)}
+    monkeypatch.setenv("RLSQL_CACHE", "")  # the default policy: the new bytes are parsed, the entry left as it was
     capsys.readouterr()
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
     err = capsys.readouterr().err
-    assert f"parsed bytes {size:,}-{log.stat().st_size:,}" in err, err
+    assert f"its new bytes {size:,}-{log.stat().st_size:,}, parsed for this answer" in err, err
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files} == files
+    assert log_records(cache_dir)[str(log)]["cut"] == size
+    # the rows a read of the log in place gives, and the same again from the copy this process made
+    with settings.in_place():
+        rawlogs._metric_keys.cache_clear()
+        assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    assert "parsed before" in capsys.readouterr().err
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files} == files
+    built = subprocess.run(
+        [rlsql_exe, "cache", "build", "-r", str(run), "-f", "json"], capture_output=True, text=True, check=True
+    )
+    assert [r["state"] for r in json.loads(built.stdout)] == ["grown"]
+    record = log_records(cache_dir)[str(log)]
+    assert (record["parsed_from"], record["cut"]) == (size, log.stat().st_size)
+
+
+def test_a_log_grown_by_more_than_a_fifth_is_read_in_place_with_the_hint(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Its new bytes would cost each answer more than DuckDB's read of the whole log (logcache.GROWN_SHARE)."""
+    run, log, _, growth = cached_then_grown(tmp_path)
+    assert growth > log.stat().st_size // logcache.GROWN_SHARE
+    entry = cache.entry_for(log, cache_dir)
+    files = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (entry.parquet, entry.meta)}
+    monkeypatch.setenv("RLSQL_CACHE", "")
+    monkeypatch.setenv("RLSQL_CACHE_HINT_BYTES", str(growth))  # not above: parsed for the answer
+    capsys.readouterr()
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    err = capsys.readouterr().err
+    assert "parsed for this answer" in err and "hint" not in err, err
+    monkeypatch.setenv("RLSQL_CACHE_HINT_BYTES", str(growth - 1))
+    assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
+    err = capsys.readouterr().err
+    assert f"read in place (grown by {growth:,} bytes since its entry" in err and "rlsql: hint: read" in err, err
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files} == files
 
 
 def test_a_report_under_the_default_policy_builds_nothing(
@@ -587,12 +625,13 @@ def test_cache_status_says_a_log_grew_or_was_rewritten(tmp_path: Path, cache_dir
     with log.open("a") as writer:
         writer.write(block(3, "0.7500"))
     state, why = status()
+    grown = log.stat().st_size - size
     assert (state, why) == (
         "grown",
-        f"grown: {log.stat().st_size - size:,} new bytes, parsed on the next read (the entry is extended, not rebuilt)",
+        f"grown: {grown:,} new bytes, parsed by each query until `rlsql cache build` extends the entry",
     )
     subprocess.run([rlsql_exe, "cache", "clear", "--stale"], check=True, capture_output=True)
-    assert status()[0] == "grown"  # kept: the next read extends it
+    assert status()[0] == "grown"  # kept: queries read it and the new bytes, `cache build` extends it
     log.write_text(block(1, "0.9000"))  # truncated and rewritten
     assert status()[0] == "stale" and "parsed again" in status()[1]
 

@@ -17,7 +17,7 @@ from rlsql.duck.memorydb import memory_connection
 from rlsql.runs.folders import Run
 
 BUILD_COLUMNS = ["run", "artifact", "file", "state", "rows", "parquet_bytes"]
-STATUS_COLUMNS = ["file", "state", "why", "rows", "parquet_bytes", "built_at", "last_used", "parquet"]
+STATUS_COLUMNS = ["file", "state", "why", "rows", "parquet_bytes", "built_at", "last_build", "parquet"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ def _root() -> Path:
 
 def build(runs: Sequence[Run], force: bool, progress: Callable[[str], None] | None = None) -> Done:
     """Cached copies of every CSV and of every raw log the runs' queries read, missing or stale ones only
-    (all with `force`); then the folder is brought to its size limit, keeping what this build covers."""
+    (all with `force`); each entry covered is marked as built now (its record's mtime), and the folder is
+    brought to its size limit: the entries least recently built or covered by a build go first."""
     _root()
     try:
         report = csvcopies.build_cache(runs, force, progress)
@@ -51,6 +52,8 @@ def build(runs: Sequence[Run], force: bool, progress: Callable[[str], None] | No
     covered = (
         report.entries | copied | {store.entry_for(Path(r[2]), report.root).parquet for r in rows if r[1] == "log"}
     )
+    for parquet in covered:  # what this build covers is the last to go when the folder outgrows its limit
+        store.touch(store.Entry(parquet, parquet.with_suffix(".json")))
     evicted, freed = store.evict(report.root, settings.current().cache_max_bytes, keep=frozenset(covered))
     count = {state: sum(1 for r in rows if r[3] == state) for state in ("built", "grown", "fresh", "changing")}
     parts = [f"{count['built']} built"]
@@ -62,7 +65,7 @@ def build(runs: Sequence[Run], force: bool, progress: Callable[[str], None] | No
     if report.swept:
         parts.append(f"{report.swept} leftover temporary file(s) of an interrupted build swept")
     if evicted:
-        parts.append(f"{evicted} least recently used entries removed ({freed:,} bytes) to keep to the size limit")
+        parts.append(f"{evicted} least recently built entries removed ({freed:,} bytes) to keep to the size limit")
     return Done(rows, f"cache: {', '.join(parts)}, in {report.root}")
 
 
@@ -120,8 +123,9 @@ def status() -> Done:
 
 def clear(stale_only: bool) -> str:
     """Delete the entries rlsql wrote and the copies of run URLs (with `stale_only`, the entries whose file
-    changed, is gone or failed a read; a grown log's entry stays: the next read extends it, and so do the
-    copies: the next read refreshes them). Files rlsql did not write stay."""
+    changed, is gone or is damaged; a grown log's entry stays: queries read it and the log's new bytes, and
+    `cache build` extends it; so do the copies of run URLs: the next read refreshes them). Files rlsql did not
+    write stay."""
     root = _root()
     if not root.exists() or not store.has_marker(root):
         return f"cache: nothing to clear (no cache entries in {root})"

@@ -15,8 +15,10 @@ spread between, 4 MiB in all). An edit in place that keeps the length of the par
 touches none of those blocks, followed by growth, is the one change not noticed: docs/caching.md
 says so. A log that only grew is then parsed from `cut` on: the new vLLM
 stat lines add their rows, the new metric lines join the kept ones and the metric rows are
-recomputed from them (a block or step cut at the old end is whole again); a log truncated,
-replaced or rewritten is parsed again from its start.
+recomputed from them (a block or step cut at the old end is whole again): into the entry by `cache build`
+or `--cache`, and by a plain query into a copy in rlsql's private folder for its process only (a read never
+writes the cache folder). A log truncated, replaced or rewritten is parsed again from its start (by
+`cache build` or `--cache`; a plain query reads it in place).
 A log whose last line has no newline yet (a line being written: block-buffered output ends
 mid-line most of the time) is read from its entry up to its last newline; when that last line
 holds a substring the pipelines look for, the query recomputes the log's rows from the entry's
@@ -35,6 +37,7 @@ codes removed.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
@@ -67,6 +70,11 @@ LOG_KIND = "log"
 #: a log whose mtime is at most this many seconds old when its entry is built from its start is taken
 #: for one a run is still writing, and scanned in Python up to its size then (direct_read)
 RECENT_WRITE_SECONDS = 10
+#: a plain query reads a log in place (with the hint) rather than parse its new bytes when they are more than
+#: 1/GROWN_SHARE of the log and at least RLSQL_CACHE_HINT_BYTES: the Python scan of the new bytes then costs
+#: more than DuckDB's read of the whole log (bench/RESULTS.md "Raw logs": 11.5 MB new of 134 MB: 1.6 s
+#: against 2.0 s in place; 38 MB of 133 MB: 2.2 s against 1.9 s)
+GROWN_SHARE = 5
 #: the layout of a log entry's parts (sql/sources/_log_cache.sql.j2); an entry of another layout is rebuilt
 LOG_FORMAT = 4
 
@@ -231,11 +239,14 @@ def _entry_of(path: Path, root: Path) -> tuple[cache.Entry, dict, os.stat_result
 def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
     """The entry a query reads for log `path`, or None: read the log in place.
 
-    A fresh entry is read. An entry of a log that only grew is brought up to date now: only the new
-    bytes are parsed (a step's worth of a live run: well under a second, against seconds to read a
-    large log in place). A log without a usable entry is read in place, except under `--cache`
-    (RLSQL_CACHE=on), which builds its entry first; a large one (alone or with its run's other logs,
-    `run_bytes`: every query reads them all) earns the answer a hint (rlsql/cache/reading.py).
+    A fresh entry is read. A log that only grew since its entry is read from the entry plus its new bytes,
+    parsed now (a step's worth of a live run: well under a second, against seconds to read a large log in
+    place) into a copy in rlsql's private folder for this process's answers (`extended_for_this_process`):
+    the cache folder is not written. A log that grew by more than a fifth and RLSQL_CACHE_HINT_BYTES is read
+    in place instead, with the hint (GROWN_SHARE). Only `--cache` (RLSQL_CACHE=on) or `rlsql cache build` extends the
+    entry itself, or builds the entry of a log without a usable one; otherwise such a log is read in place,
+    and a large one (alone or with its run's other logs, `run_bytes`: every query reads them all) earns the
+    answer a hint (rlsql/cache/reading.py).
     """
     config = settings.current()
     root = reading.cache_root(for_writing=config.cache == "on")
@@ -250,11 +261,24 @@ def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
     if is_fresh(entry, record, st):
         reading.notice(f"{path}: read from the cache ({entry.parquet})")
         reading.handed_out(entry)
-        return _with_tail(path, entry, record)
-    if config.cache != "on" and _growth(path, entry, record, st) is None:
-        reading.notice(f"{path}: read in place (no usable cache entry: `rlsql cache build` makes one)")
-        _read_in_place(path, run_bytes)
-        return None
+        return _with_tail(path, entry.parquet, record)
+    if config.cache != "on":
+        growth = _growth(path, entry, record, st)
+        if growth is None:
+            reading.notice(f"{path}: read in place (no usable cache entry: `rlsql cache build` makes one)")
+            _read_in_place(path, run_bytes)
+            return None
+        if growth > max(st.st_size // GROWN_SHARE, config.cache_hint_bytes):
+            # parsing that much in Python for every answer costs more than DuckDB's read of the whole log
+            reading.notice(f"{path}: read in place (grown by {growth:,} bytes since its entry: `rlsql cache build`)")
+            _read_in_place(path, run_bytes)
+            return None
+        extended = extended_for_this_process(path, entry, record)
+        if extended is None:
+            _read_in_place(path, run_bytes)
+            return None
+        reading.handed_out(entry)
+        return _with_tail(path, *extended)
     try:
         with cache.build_lock(root):
             updated = update_entry(path, entry, record, root)
@@ -271,7 +295,54 @@ def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
         return None
     cache.evict(root, config.cache_max_bytes, keep=frozenset({entry.parquet}))
     reading.handed_out(entry)
-    return _with_tail(path, entry, updated)
+    return _with_tail(path, entry.parquet, updated)
+
+
+#: log path -> (the log's stat and the entry's checksum it was made from, the copy, its record): the grown
+#: logs this process extended in its private folder (a long-lived process parses a log's new bytes once per
+#: growth, not once per answer)
+_extended: dict[str, tuple[tuple, Path, dict]] = {}
+
+
+def extended_for_this_process(path: Path, entry: cache.Entry, record: dict) -> tuple[Path, dict] | None:
+    """The entry of a log that only grew, extended with its new bytes into rlsql's private folder
+    (writes.private_temp: removed when the process exits; a killed process's copy is swept by the next),
+    and its record; None when the log cannot be read so (it was replaced meanwhile, the entry does not
+    read): then it is read in place. The cache folder is neither written nor locked."""
+    from rlsql.runs import writes
+
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    made_from = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, record.get("parquet_crc32"))
+    known = _extended.get(str(path))
+    if known is not None and known[0] == made_from and known[1].exists():
+        reading.notice(f"{path}: read from the cache ({entry.parquet}) and its new bytes, parsed before")
+        return known[1], known[2]
+    target = writes.private_temp("log-entry.parquet")
+    lines = writes.private_temp("log-entry.lines")
+    try:
+        new = parse_log(path, entry, record, target, lines)
+    except (DataError, OSError) as exc:
+        target.unlink(missing_ok=True)
+        reading.notice(f"{path}: read in place ({exc})")
+        return None
+    finally:
+        lines.unlink(missing_ok=True)
+    if new is None:
+        target.unlink(missing_ok=True)
+        reading.notice(f"{path}: read in place (it was replaced while it was read)")
+        return None
+    if known is not None:
+        known[1].unlink(missing_ok=True)
+    atexit.register(target.unlink, missing_ok=True)
+    _extended[str(path)] = (made_from, target, new)
+    reading.notice(
+        f"{path}: read from the cache ({entry.parquet}) and its new bytes {new['parsed_from']:,}-{new['cut']:,}, "
+        f"parsed for this answer ({new['seconds']:.2f} s; `rlsql cache build` extends the entry)"
+    )
+    return target, new
 
 
 def _read_in_place(path: Path, run_bytes: int) -> None:
@@ -293,7 +364,7 @@ def is_fresh(entry: cache.Entry, record: dict, st: os.stat_result) -> bool:
 
 def entry_state(entry: cache.Entry, con) -> tuple[str, str]:
     """cache.full_state in a log's words, for `cache status` and `cache clear --stale`: a log whose stat
-    changed is grown (it only grew: the entry is extended from its cut by the next read) or stale
+    changed is grown (it only grew: queries parse the bytes after its cut, `cache build` extends it) or stale
     (replaced, truncated or rewritten: parsed again from its start); a CSV entry's state is full_state's."""
     state, why = cache.full_state(entry, con)
     record = entry.read_meta()
@@ -308,7 +379,7 @@ def entry_state(entry: cache.Entry, con) -> tuple[str, str]:
         return "orphaned", "the log is gone"
     grown = _growth(path, entry, record, st)
     if grown is not None:
-        return "grown", f"grown: {grown:,} new bytes, parsed on the next read (the entry is extended, not rebuilt)"
+        return "grown", f"grown: {grown:,} new bytes, parsed by each query until `rlsql cache build` extends the entry"
     return "stale", "the log was replaced, truncated or rewritten since its cache entry: parsed again on the next read"
 
 
@@ -325,19 +396,19 @@ def _growth(path: Path, entry: cache.Entry, record: dict, st: os.stat_result) ->
     return st.st_size - cut if cut else None
 
 
-def _with_tail(path: Path, entry: cache.Entry, record: dict) -> CachedLog | None:
+def _with_tail(path: Path, parquet: Path, record: dict) -> CachedLog | None:
     """The entry, with the kept line being written after its cut when there is one: the query then
     recomputes this log's rows from the entry's kept lines and that line (a cut batch line may
     already count, as it does in place)."""
     if record["cut"] == record["size"]:
-        return CachedLog(str(entry.parquet))
+        return CachedLog(str(parquet))
     try:
         tail = _after_cut(path, record["cut"])
     except OSError:
         return None
     if tail:
         reading.notice(f"{path}: its last line has no newline yet: its rows are recomputed from the entry's lines")
-    return CachedLog(str(entry.parquet), tail)
+    return CachedLog(str(parquet), tail)
 
 
 def last_line_end(fh, size: int) -> int:
@@ -435,19 +506,49 @@ def scan_kept(path: Path, fh, start: int, out, end: int) -> tuple[int, int]:
 
 
 def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> dict | None:
-    """Parse the log from the entry's cut (or from its start) to its last newline and write the entry.
+    """Parse the log from the entry's cut (or from its start) to its last newline and write the entry
+    (`rlsql cache build` and `--cache` only: a plain query never writes the cache folder).
 
-    A log parsed from its start is read by DuckDB (direct_read) when that can be proved exact, else
-    by the Python scan; the bytes a grown log gained are always scanned in Python (they are few, and
-    only Python can start at an offset).
     Returns the new record, or None when the log was replaced while it was read (nothing written).
     CacheUnavailable when the cache folder cannot take it; DataError when DuckDB cannot build it.
     """
     cache.ensure_root(root)
-    started, cpu_started = time.perf_counter(), time.process_time()
-    entry.parquet.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.temp_path(entry.parquet)
-    tail_file = cache.temp_path(entry.parquet.with_suffix(".lines"))
+    try:
+        entry.parquet.parent.mkdir(parents=True, exist_ok=True)
+        lines = cache.temp_path(entry.parquet.with_suffix(".lines"))
+        try:
+            new = parse_log(path, entry, record, tmp, lines)
+        finally:
+            lines.unlink(missing_ok=True)
+        if new is None:
+            return None
+        entry.meta.unlink(missing_ok=True)  # the record goes first: no reader pairs it with the new file
+        os.replace(tmp, entry.parquet)
+        cache.write_json(entry.meta, new)
+    except OSError as exc:
+        raise cache.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+    start, cut = new["parsed_from"], new["cut"]
+    what = f"parsed bytes {start:,}-{cut:,} (the tail after the cached prefix)" if start else f"parsed {cut:,} bytes"
+    reading.notice(
+        f"{path}: cache entry updated: {what}, {new['kept_lines']:,} kept lines found by {new['lines_found_by']}, "
+        f"{new['seconds']:.2f} s"
+    )
+    return new
+
+
+def parse_log(path: Path, entry: cache.Entry, record: dict, target: Path, lines: Path) -> dict | None:
+    """Parse the log from the entry's cut (or from its start) to its last newline into the Parquet file
+    `target` (a Python scan stages its kept lines in `lines`); returns the record of that file (written by
+    the caller, if at all), or None when the log was replaced while it was read.
+
+    A log parsed from its start is read by DuckDB (direct_read) when that can be proved exact, else
+    by the Python scan; the bytes a grown log gained are always scanned in Python (they are few, and
+    only Python can start at an offset). DataError when DuckDB cannot build it; OSError as it comes.
+    """
+    started, cpu_started = time.perf_counter(), time.process_time()
     con = memory_connection()
     try:
         with path.open("rb") as fh:
@@ -459,7 +560,7 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
                 cut, how = direct, "DuckDB"
                 kept = scalar(con, "SELECT count(*) FROM direct WHERE cum <= ?", [cut])
             else:
-                with tail_file.open("wb") as out:
+                with lines.open("wb") as out:
                     cut, kept = scan_kept(path, fh, start, out, before.st_size)
                 how = "Python"
             prefix = prefix_digest(fh, cut)
@@ -471,55 +572,44 @@ def update_entry(path: Path, entry: cache.Entry, record: dict, root: Path) -> di
             .env.get_template("sources/_log_cache.sql.j2")
             .render(
                 previous=str(entry.parquet) if start else None,
-                tail=str(tail_file) if kept and direct is None else None,
+                tail=str(lines) if kept and direct is None else None,
                 direct_cut=cut if direct is not None else None,
-                target=str(tmp),
+                target=str(target),
                 key=entry.key,
             )
         )
         rows = con.execute(sql).fetchall()[0][0]
-        parquet_bytes = tmp.stat().st_size
-        crc = cache.parquet_checksum(tmp)
-        entry.meta.unlink(missing_ok=True)  # the record goes first: no reader pairs it with the new file
-        os.replace(tmp, entry.parquet)
-        # the log's stat before it was read: a log that grew meanwhile (a run writing it) then differs
-        # from the record on the next read, which parses the bytes after `cut`; recording the stat
-        # after the read would call such a log fresh and leave those bytes to the line-being-written path
-        new = {
-            "format": cache.ENTRY_FORMAT,
-            "version": cache.ENTRY_VERSION,
-            "key": entry.key,
-            "kind": LOG_KIND,
-            "log_format": log_format(),
-            "source": str(path),
-            "size": before.st_size,
-            "mtime_ns": before.st_mtime_ns,
-            "ctime_ns": before.st_ctime_ns,
-            "inode": before.st_ino,
-            "cut": cut,
-            "prefix_sha256": prefix,
-            "rows": rows,
-            "parquet_bytes": parquet_bytes,
-            "parquet_crc32": crc,
-            "parsed_from": start,
-            "parsed_bytes": cut - start,
-            "lines_found_by": how,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "seconds": round(time.perf_counter() - started, 3),
-            "cpu_seconds": round(time.process_time() - cpu_started, 3),
-        }
-        cache.write_json(entry.meta, new)
     except duckdb.Error as exc:
         raise DataError(f"{path}: cannot build its cache entry: {one_line(exc)}") from exc
-    except OSError as exc:
-        raise cache.CacheUnavailable(f"cannot write cache folder {root} ({exc.strerror or exc})") from exc
     finally:
         con.close()
-        tmp.unlink(missing_ok=True)
-        tail_file.unlink(missing_ok=True)
-    what = f"parsed bytes {start:,}-{cut:,} (the tail after the cached prefix)" if start else f"parsed {cut:,} bytes"
-    reading.notice(f"{path}: cache entry updated: {what}, {kept:,} kept lines found by {how}, {new['seconds']:.2f} s")
-    return new
+    # the log's stat before it was read: a log that grew meanwhile (a run writing it) then differs
+    # from the record on the next read, which parses the bytes after `cut`; recording the stat
+    # after the read would call such a log fresh and leave those bytes to the line-being-written path
+    return {
+        "format": cache.ENTRY_FORMAT,
+        "version": cache.ENTRY_VERSION,
+        "key": entry.key,
+        "kind": LOG_KIND,
+        "log_format": log_format(),
+        "source": str(path),
+        "size": before.st_size,
+        "mtime_ns": before.st_mtime_ns,
+        "ctime_ns": before.st_ctime_ns,
+        "inode": before.st_ino,
+        "cut": cut,
+        "prefix_sha256": prefix,
+        "rows": rows,
+        "parquet_bytes": target.stat().st_size,
+        "parquet_crc32": cache.parquet_checksum(target),
+        "parsed_from": start,
+        "parsed_bytes": cut - start,
+        "kept_lines": kept,
+        "lines_found_by": how,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "seconds": round(time.perf_counter() - started, 3),
+        "cpu_seconds": round(time.process_time() - cpu_started, 3),
+    }
 
 
 def build_log_entries(runs, force: bool = False, progress: Callable[[str], None] | None = None) -> list[tuple]:

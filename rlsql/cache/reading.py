@@ -3,9 +3,9 @@
 While an answer renders its sources, the cache lookups (rlsql/cache/csvcopies.py for CSVs, logentries.py for
 raw logs, trajcopies.py for trajectory rows) record here the entries they handed out and the large files
 they read in place. The answer uses the record afterwards: a failure after reading cached copies is
-answered again from the files, and the entries that failed are marked damaged here (`copies_failed`); the
-large files read in place give its hint. The record is scoped to the answer (a context variable), so
-nothing carries over between commands.
+answered again from the files, with one warning per entry that failed (`copies_failed`: nothing is written,
+a read never writes the cache folder); the large files read in place give its hint. The record is scoped to
+the answer (a context variable), so nothing carries over between commands.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ _current: contextvars.ContextVar[Reads | None] = contextvars.ContextVar("rlsql_c
 
 
 def handed_out(entry: store.Entry) -> None:
-    """A lookup handed `entry` to the statement being answered (marked used for the size limit)."""
-    store.touch(entry)
+    """A lookup handed `entry` to the statement being answered (nothing is written: a read never writes the
+    cache folder)."""
     reads = _current.get()
     if reads is not None:
         reads.handed_out.append(entry)
@@ -105,17 +105,17 @@ def recording(reads: Reads) -> Iterator[Reads]:
 
 
 def copies_failed(used: list[store.Entry], cause: BaseException) -> None:
-    """An answer failed with `cause` after reading the cached copies `used`, and its files answered: mark the
-    entries that failed damaged (all those read, when none fails a footer check), one warning each."""
+    """An answer failed with `cause` after reading the cached copies `used`, and its files answered: one
+    warning per entry that failed (all those read, when none fails a footer check). Nothing is recorded: the
+    checksum checked before every use finds a copy whose bytes changed, and `cache status` and `cache build`
+    read each footer too; a copy DuckDB fails on with its bytes as built is rebuilt by `cache build --force`."""
     con = memory_connection()
     bad = [e for e in used if store.footer_problem(e, e.read_meta(), con)] or used
     reason = one_line(cause)
     for e in bad:
-        store.mark_damaged(e, reason)
         warnings.warn(
             f"{e.read_meta().get('source', e.parquet)}: its cached copy {e.parquet} could not be "
-            f"read ({reason}); answered from the file, and the entry is marked damaged "
-            "(`rlsql cache build` rebuilds it)",
+            f"read ({reason}); answered from the file (`rlsql cache build --force` rebuilds it)",
             RlsqlWarning,
             stacklevel=4,
         )

@@ -18,15 +18,17 @@ as wrong numbers without an error. The check reads the whole copy (~2.6 GB/s; a 
 trials: ~0.07 s, bench/RESULTS.md "Cache"), once per process while its stat is unchanged; a copy that
 fails it is not read: its file answers, with one warning. `cache status` and `cache build` also read
 its footer (row count, and the entry key rlsql stores in the footer's key-value metadata). An entry
-that fails a read is marked damaged and read no more until `cache build` replaces it. The record carries the CSV's
+that fails a read is answered from its file with a warning; nothing is recorded (a read never writes the
+cache folder). The record carries the CSV's
 SHA-256 (computed at build, ~0.4 s for a 680 MB CSV against ~1.5 s for the parse), so the copy can
 always be traced to exact bytes; it is not recomputed on every read, which would cost most of
 what the cache saves.
 
 Entries are built in the foreground only: by `rlsql cache build`, or by a reading command given
-`--cache` (RLSQL_CACHE=on). Each use of an entry sets its record's modification time, so after a
-build the folder keeps to its size limit (Settings.cache_max_bytes) by removing the least recently
-used entries (`evict`). Two builds into one folder run one after the other (`build_lock`).
+`--cache` (RLSQL_CACHE=on). A query that reads an entry writes nothing; a build sets the modification
+time of each record it writes or finds fresh, so after a build the folder keeps to its size limit
+(Settings.cache_max_bytes) by removing the entries least recently built or confirmed by a build (`evict`).
+Two builds into one folder run one after the other (`build_lock`).
 
 This module keeps the files; rlsql/cache/csvcopies.py and logentries.py fill them.
 """
@@ -417,15 +419,20 @@ def full_state(entry: Entry, con, reading: str | None = None) -> tuple[str, str]
 
 
 def touch(entry: Entry) -> None:
-    """Record that `entry` was just used (its record's mtime), for `evict`'s least-recently-used order."""
+    """Record that a build (or a fetch of a run URL) just covered `entry` (its record's mtime), for `evict`'s
+    order; never called by a read."""
     with contextlib.suppress(OSError):
         os.utime(entry.meta)
 
 
 def evict(root: Path, limit: int, keep: frozenset[Path] = frozenset()) -> tuple[int, int]:
-    """Remove the least recently used entries and mirrors until their files total at most `limit` bytes
-    (those in `keep`, an entry's Parquet file or a mirror's folder just made, stay); returns (entries and
-    mirrors removed, bytes freed)."""
+    """Remove the entries and mirrors least recently built, confirmed by a build or fetched (their record's
+    mtime: `touch`) until their files total at most `limit` bytes (those in `keep`, an entry's Parquet file or
+    a mirror's folder just made, stay); returns (entries and mirrors removed, bytes freed).
+
+    Not the OS's access time: `cache status` and `cache build` read every copy they check (their footers, their
+    checksums), which would count as uses, and many mounts keep no access time (noatime) or a day-old one
+    (relatime); a query records nothing either, since a read never writes the cache folder."""
     sized: list[tuple[int, int, Entry | Mirror]] = []
     for entry in list_root(root).entries:
         try:

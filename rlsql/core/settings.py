@@ -77,7 +77,7 @@ class Settings:
         metadata=_doc(
             "RLSQL_CACHE_MAX_BYTES",
             "",
-            "The cache's size limit: after a build, the least recently used entries go until it fits.",
+            "The cache's size limit: after a build, the entries least recently built go until it fits.",
         ),
     )
     cache_hint_bytes: int = field(

@@ -13,8 +13,8 @@ mends what it can and runs `work` again:
 - a whole-number cell that reads as empty stops an attempt (rlsql/duck/badcells.py): the next records such
   cells with a Python function, and one warning per file names them (`bad_cells` is then not None);
 - a DuckDB failure after reading cached copies is answered again from the files themselves (the cache off
-  for the rest of the answer), and the entries that failed are marked damaged (rlsql/cache/reading.py); a
-  failure the files repeat is theirs, and it is raised.
+  for the rest of the answer), with one warning per entry that failed (rlsql/cache/reading.py; nothing is
+  written: a read never writes the cache folder); a failure the files repeat is theirs, and it is raised.
 
 The files skipped and read line-bounded are this answer's (`current()`, read by rlsql/engine/sources.py
 while it renders): the next answer looks at the file again. The warnings of an attempt that failed are
