@@ -156,3 +156,13 @@ def test_a_plain_install_has_every_package_the_code_imports() -> None:
                 if name not in EXTRAS.get(top, set()):
                     stray.append(f"{name}: {top}")
     assert stray == []
+
+
+def test_every_package_is_in_the_wheel() -> None:
+    """pyproject.toml lists the packages a plain (not editable) install carries: a new one left out there works
+    in a checkout and fails in the README's first command (`No module named 'rlsql.duck'`)."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {module_name(p.parent / "__init__.py") for p in PACKAGE.rglob("__init__.py")}
+    assert found - listed == set()
