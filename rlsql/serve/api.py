@@ -132,20 +132,7 @@ async def sql(request: Request) -> Response:
 async def runs(request: Request) -> Response:
     """`GET /api/runs`: the runs served, each with the files rlsql reads and how often they changed."""
     served: Served = request.app.state.served
-    return JSONResponse(
-        {
-            "version": served.version,
-            "runs": [
-                {
-                    "run": r.name,
-                    "path": str(r.path),
-                    "artifacts": {k: str(a.path) for k, a in sorted(r.artifacts.items())},
-                    "changes": served.generation[r.name],
-                }
-                for r in served.runs.values()
-            ],
-        }
-    )
+    return JSONResponse({"version": served.version, "runs": served.listing()})
 
 
 async def events(request: Request) -> Response:

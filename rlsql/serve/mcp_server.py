@@ -255,18 +255,7 @@ class Tools:
         changed since the server started (a run still training is read again when its files change)."""
 
         def work() -> dict[str, Any]:
-            served = self.served
-            return {
-                "runs": [
-                    {
-                        "run": r.name,
-                        "path": str(r.path),
-                        "artifacts": {k: str(a.path) for k, a in sorted(r.artifacts.items())},
-                        "changes": served.generation[r.name],
-                    }
-                    for r in served.runs.values()
-                ]
-            }
+            return {"runs": self.served.listing()}
 
         return self.call(work)
 

@@ -213,6 +213,19 @@ class Served:
         self.memory.forget_runs(set(changed))
         return changed
 
+    def listing(self) -> list[dict[str, Any]]:
+        """The runs served, each with the files rlsql reads and how often they changed (`/api/runs`, the MCP
+        `runs` tool)."""
+        return [
+            {
+                "run": r.name,
+                "path": str(r.path),
+                "artifacts": {k: str(a.path) for k, a in sorted(r.artifacts.items())},
+                "changes": self.generation[r.name],
+            }
+            for r in self.runs.values()
+        ]
+
     def changed_since(self, version: int) -> list[str] | None:
         """The runs changed after `version` (None: too far behind to say)."""
         if version == self.version:
