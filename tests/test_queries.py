@@ -36,7 +36,7 @@ NEEDS = {
     "trial_phases": "trials",
     "vllm_summary": "vllm",
     "compare_runs": "metrics",
-    "run_table": "metrics",
+    "run_table": "any",  # one row per run, whatever it has: a run without metrics has its trial figures
     "tool_usage": "trajectories",
     "token_usage": "trajectories",
     "looping_trials": "trajectories",

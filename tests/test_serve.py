@@ -753,3 +753,15 @@ def test_serve_without_the_extra_says_how_to_install(monkeypatch, capsys) -> Non
     assert err.strip().splitlines() == [
         "rlsql: error: rlsql serve needs Starlette and uvicorn, which are not installed: pip install 'rlsql[serve]'"
     ]
+
+
+def test_a_fleet_of_runs_without_trainer_metrics_opens_on_its_table() -> None:
+    """A Harbor evaluation run (trials and trajectories, no trainer metrics): the fleet page opened on an error
+    ("run_table needs the trainer metrics"). It lists the run with its trial figures, its training ones empty."""
+    with client([RUNS / "harbor"]) as c:
+        page = c.get("/")
+        assert page.status_code == 200, page.text
+        assert 'class="error"' not in page.text
+        (row,) = c.get("/api/query/run_table", params={"run": "harbor"}).json()["rows"]
+    trials = oracle.read_trials(RUNS / "harbor")
+    assert (row["run"], row["trials"], row["steps"], row["final_ema"]) == ("harbor", len(trials), None, None)

@@ -7,6 +7,7 @@
 --   works them out from the configs when it creates the query (`keys` is read then, not at each query), so
 --   a BI tool or notebook can plot success_rate against trainer.policy.optimizer_config.lr directly. The same
 --   table with the keys in one MAP column: the view run_table_map.
+-- optional: true
 -- param: keys VARCHAR = NULL: comma-separated config keys to give a column each (default: the keys that
 --   differ between the runs)
 -- param: span INTEGER = 5, min 1: EMA span, in deduplicated steps

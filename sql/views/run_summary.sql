@@ -7,6 +7,7 @@
 --   row: a re-run step took its time twice), mean_staleness (async_health), and the slowest direct child of
 --   step by mean seconds (timing_breakdown, unattributed time excluded, ties by name) with its mean seconds
 --   and mean share of the step.
+-- optional: true
 -- grain: run
 -- column: run: the run: its folder's name
 -- column: steps: deduplicated training steps
