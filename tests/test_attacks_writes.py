@@ -75,7 +75,6 @@ def test_no_command_writes_into_a_run_folder_that_is_not_among_its_runs(runs: Pa
 
 
 def test_a_report_never_goes_into_or_among_run_folders(runs: Path, capsys, monkeypatch) -> None:
-    pytest.importorskip("matplotlib", reason="rlsql report needs the report extra (matplotlib)")
     before = tree(runs)
     for target in (runs / "r1" / "report", runs):
         code, _, err = run_main(["report", "-r", str(runs / "r2"), "-o", str(target)], capsys, monkeypatch)

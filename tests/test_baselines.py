@@ -64,7 +64,6 @@ def parse_csv(text: str) -> list[dict[str, object]]:
 
 @pytest.fixture(scope="module")
 def polars_script() -> ModuleType:
-    pytest.importorskip("polars", reason="polars is not installed: pip install -e '.[bench]'")
     return load_script("polars_baseline")
 
 
@@ -108,8 +107,6 @@ def test_duckdb_baseline_matches_oracle(duckdb_script: ModuleType, name: str, ru
 @pytest.mark.parametrize("script", ["polars_baseline", "pandas_baseline", "duckdb_baseline"])
 def test_baseline_script_prints_the_figures(script: str) -> None:
     """As the benchmark runs it: a fresh process, CSV on stdout."""
-    if script == "polars_baseline":
-        pytest.importorskip("polars", reason="polars is not installed: pip install -e '.[bench]'")
     run = RUNS / "calendar"
     done = subprocess.run(
         [sys.executable, str(BENCH / f"{script}.py"), "turns_by_exception", str(run)],
@@ -157,8 +154,6 @@ def awkward_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("script", ["polars_baseline", "pandas_baseline", "duckdb_baseline"])
 @pytest.mark.parametrize("name", TRIAL_QUERIES)
 def test_baselines_on_awkward_cells(script: str, name: str, awkward_run: Path) -> None:
-    if script == "polars_baseline":
-        pytest.importorskip("polars", reason="polars is not installed: pip install -e '.[bench]'")
     module = load_script(script)
     if script == "duckdb_baseline":
         out = io.StringIO()

@@ -421,7 +421,6 @@ def test_export_falls_back_to_the_csv_when_a_cached_copy_fails_to_read(
 def test_report_falls_back_to_the_csv_when_a_cached_copy_fails_to_read(
     cache_dir, tmp_path, capsys, monkeypatch
 ) -> None:
-    pytest.importorskip("matplotlib", reason="rlsql report needs the report extra (matplotlib)")
     run = tmp_path / "tiny"
     shutil.copytree(RUNS / "tiny", run)
     code, _, err = cli_run(["report", "-r", str(run), "-o", str(tmp_path / "clean")], capsys, monkeypatch)

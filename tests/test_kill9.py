@@ -12,8 +12,6 @@ import time
 import warnings
 from pathlib import Path
 
-import pytest
-
 from rlsql.outputs.report import build_report
 from rlsql.runs import writes
 from rlsql.runs.folders import resolve_runs
@@ -25,7 +23,6 @@ def files(folder: Path) -> dict[str, bytes]:
 
 
 def test_kill_9_during_report_leaves_the_old_or_the_new_report_whole(tmp_path: Path, rlsql_exe: str) -> None:
-    pytest.importorskip("matplotlib", reason="rlsql report needs the report extra (matplotlib)")
     old_run, new_run = tmp_path / "runs" / "tiny", tmp_path / "runs2" / "tiny"
     shutil.copytree(RUNS / "tiny", old_run)
     shutil.copytree(RUNS / "tiny", new_run)
