@@ -133,6 +133,13 @@ WITH
         FROM trials
         GROUP BY run
     ),
+    trajectory_files_read AS (
+        -- one row per trajectory file: its problem (NULL: read) and its steps; the looping and damaged_input rules
+        -- both read it, so a run's trajectories are parsed once for the two
+        SELECT run, trial_name, source_file, max(problem) AS problem, count(step_index) AS steps
+        FROM trajectory_steps_src
+        GROUP BY run, trial_name, source_file
+    ),
     found AS (
 {%- for kind in ["slow_step", "idle_engines", "kv_cache_pressure", "waiting_requests", "reward_drop", "still_improving",
                  "grad_spike", "entropy_collapse", "staleness", "timeouts", "masked_trials", "no_reward", "looping",
