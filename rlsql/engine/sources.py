@@ -265,6 +265,16 @@ class SourceContext:
             {"run": run.name, "artifact": source.artifact, "path": path, "rows": None, "read": None, "why": why}
         )
 
+    def unparsable(self, path: str, why: str) -> None:
+        """A CSV this context rendered that DuckDB cannot parse at all (outside an answer, which would read it
+        line-bounded): skipped_rows_src says it is skipped whole."""
+        run, artifact = self.csv_read.get(path, ("", ""))
+        if run:
+            why = why[len(path) + 1 :].lstrip(": ") if why.startswith(path) else why
+            self.files_skipped.append(
+                {"run": run, "artifact": artifact, "path": path, "rows": None, "read": None, "why": why}
+            )
+
     @property
     def skipped_rows(self) -> list[dict]:
         """skipped_rows_src's rows: the files skipped whole, then each file with rows DuckDB rejected."""

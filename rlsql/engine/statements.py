@@ -16,12 +16,13 @@ import duckdb
 
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
-from rlsql.core.errors import DataError, QueryError, one_line
+from rlsql.core.errors import DataError, QueryError, UnparsableCsv, one_line
 from rlsql.core.sqltext import identifier, literal, reported_type
 from rlsql.duck import badcells, damagedfiles
 from rlsql.duck.badcells import BadCells
 from rlsql.duck.memorydb import TRAJECTORY_MEMORY, memory_connection
 from rlsql.duck.rejects import read_every_cell, rejected_lines
+from rlsql.engine import answer
 from rlsql.engine.failures import data_error
 from rlsql.engine.sources import SourceContext
 from rlsql.runs.folders import Run
@@ -83,7 +84,11 @@ def note_rejected_rows(con: duckdb.DuckDBPyConnection, sources: SourceContext) -
         try:
             sources.rows_read.update(read_every_cell(con, sql))
         except duckdb.Error as exc:
-            raise data_error(exc) or DataError(f"{f.path}: cannot read {f.name}: {one_line(exc)}") from exc
+            failure = data_error(exc) or DataError(f"{f.path}: cannot read {f.name}: {one_line(exc)}")
+            if answer.current() is not None or not isinstance(failure, UnparsableCsv):
+                raise failure from exc  # an answer reads the file line-bounded or skips it, and asks again
+            # a connection or database file whose views read the file as it is (`db build` warns of it)
+            sources.unparsable(failure.path, str(failure))
     counted: dict[str, int] = {}
     for path, _, _ in rejected_lines(con):
         counted[path] = counted.get(path, 0) + 1
