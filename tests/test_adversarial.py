@@ -120,6 +120,29 @@ def test_check_and_query_give_a_row_the_same_true_cause(tmp_path: Path) -> None:
     assert (3, "row skipped: column n_episodes: 'x' is not a number") in found
 
 
+def test_a_row_with_a_bad_cell_is_skipped_by_every_query_whatever_columns_it_reads(tmp_path: Path) -> None:
+    # t__2's n_episodes is no number: exception_distribution reads only exception_type, yet skips the row as the
+    # trials view, its cached copy and `rlsql check` do (DuckDB casts only the columns a scan reads: it counted 3)
+    run = write(tmp_path / "r", TRIALS, HEADER + "t,t__1,2,,1.0\nt,t__2,x,,1.0\nt,t__3,3,,1.0\n").parent
+    by_type, warned = caught_query("exception_distribution", [run])
+    assert [(r["exception_type"], r["trials"]) for r in by_type] == [("No exception", 2)]
+    assert "skipped 1 unreadable row (line 3: column n_episodes: 'x' is not a number)" in warned
+    listed, _ = caught_query("trials", [run])
+    assert [r["trial_name"] for r in listed] == ["t__1", "t__3"]
+    cached = rlsql.Settings.from_env().replace(cache_dir=tmp_path / "cache", cache="auto")
+    built = subprocess.run(
+        [sys.executable, "-m", "rlsql", "cache", "build", "--run", str(run)],
+        env={**os.environ, "RLSQL_CACHE_DIR": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        again = rlsql.query("exception_distribution", [run], settings=cached).to_dicts()
+    assert [(r["exception_type"], r["trials"]) for r in again] == [("No exception", 2)]
+
+
 def test_a_backslash_with_glob_characters_is_skipped_not_misread(tmp_path: Path) -> None:
     # DuckDB's glob leaves out names with a backslash, and `[` forces a path through the glob
     write(tmp_path / "b\\s[1]", TRIALS, trials(1))

@@ -326,6 +326,59 @@ def test_damaged_input_names_the_skipped_files_of_finished_trials(tmp_path: Path
         assert [r for r in findings(run) if r["kind"] == "damaged_input"] == []
 
 
+def trials_lines(n: int) -> list[str]:
+    """A trials CSV of `n` clean trials, as lines (the header first)."""
+    header = "task_name,trial_name,n_episodes,n_input_tokens,n_output_tokens,exception_type,reward,agent_duration_sec"
+    return [header] + [f"t,t__{i},2,100,10,,1.0,30.0" for i in range(n)]
+
+
+def test_damaged_input_counts_the_csv_rows_a_read_skips_in_any_column(tmp_path: Path) -> None:
+    run = tmp_path / "c"
+    run.mkdir()
+    trials = run / f"{PREFIX}trial_results.csv"
+    lines = trials_lines(10)
+    trials.write_text("\n".join(lines) + "\n")
+    assert [r for r in findings(run) if r["kind"] == "damaged_input"] == []  # a clean file: no finding
+    # data line 3 (file line 4) has a field too many; data line 7 (file line 8) a duration that is no number, in a
+    # column no findings rule reads: `rlsql check` counts it, and so does the finding
+    lines[3] += ",extra"
+    lines[7] = lines[7].rsplit(",", 1)[0] + ",soon"
+    trials.write_text("\n".join(lines) + "\n")
+    with pytest.warns(rlsql.RlsqlWarning, match="skipped 2 unreadable rows"):
+        rows = [r for r in findings(run) if r["kind"] == "damaged_input"]
+    assert [(r["metric"], r["severity"], r["value"], r["baseline"], r["message"], r["evidence"]) for r in rows] == [
+        (
+            "trials",
+            "warning",
+            0.2,
+            0.0,
+            f"2 of 10 rows of the trials CSV (20.0%) cannot be read and were skipped, in {PREFIX}trial_results.csv",
+            "rlsql check --run c",
+        )
+    ]
+    # the same in a connection of views (rlsql.connect), which makes skipped_rows_src when findings is first read
+    con = rlsql.connect(run)
+    found = con.execute("SELECT metric, value FROM findings WHERE kind = 'damaged_input'").fetchall()
+    assert found == [("trials", 0.2)]
+
+
+def test_damaged_input_names_a_csv_skipped_whole(tmp_path: Path) -> None:
+    run = tmp_path / "w"
+    run.mkdir()
+    lines = trials_lines(3)
+    (run / f"{PREFIX}trial_results.csv").write_text("\n".join([lines[0] + ",reward", *lines[1:]]) + "\n")
+    with pytest.warns(rlsql.RlsqlWarning, match="header repeats column reward"):
+        rows = [r for r in findings(run) if r["kind"] == "damaged_input"]
+    assert [(r["metric"], r["value"], r["message"]) for r in rows] == [
+        (
+            "trials",
+            1.0,
+            f"the trials CSV {PREFIX}trial_results.csv is unreadable and was skipped "
+            "(line 1: header repeats column reward)",
+        )
+    ]
+
+
 # ---------------------------------------------------------------------------- inputs lacking, order, names
 
 
@@ -532,6 +585,32 @@ def test_the_run_page_opens_with_its_findings_each_linking_to_its_query(tmp_path
         ]
         assert c.get("/query/step_timing", params={"run": "a"}).status_code == 200
         assert "No findings: nothing in this run trips a rule" in c.get("/run", params={"run": "quiet"}).text
+
+
+def test_a_damaged_input_finding_links_to_the_check_page_naming_the_lines(tmp_path: Path) -> None:
+    import re
+
+    from tests.test_serve import client
+
+    run = tmp_path / "d"
+    run.mkdir()
+    lines = trials_lines(4)
+    lines[2] += ",extra"  # file line 3
+    (run / f"{PREFIX}trial_results.csv").write_text("\n".join(lines) + "\n")
+    with client([run]) as c:
+        page = c.get("/run", params={"run": "d"}).text
+        items = re.findall(
+            r'<li class="finding (\w+)"><strong>\w+</strong> (\w+): .*?<a href="([^"]+)">evidence</a>', page, re.S
+        )
+        assert ("warning", "damaged_input", "/check?run=d") in items
+        check = c.get("/check", params={"run": "d"})
+        assert check.status_code == 200
+        cells = re.findall(r"<tr>(.*?)</tr>", check.text, re.S)
+        found = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in cells]
+        assert [f for f in found if f and f[1] == "warning"] == [
+            ["d", "warning", str(run / f"{PREFIX}trial_results.csv"), "3", "row skipped: 9 fields, expected 8"]
+        ]
+        assert c.get("/check", params={"run": "nope"}).status_code == 404
 
 
 def test_the_fleet_table_counts_each_runs_findings_and_filters_on_them(tmp_path: Path) -> None:

@@ -70,6 +70,16 @@ def describe_reject(error_type: str, column: str | None, message: str) -> str:
     return error_type.lower()
 
 
+def read_every_cell(con: duckdb.DuckDBPyConnection, sql: str) -> dict[str, int]:
+    """Read every cell of the rows `sql` gives (a CSV source: a `source_file` column), keeping only their count
+    per file: DuckDB records each row it cannot read, whatever column holds the bad cell (a query that projects
+    some columns casts only those). Hashing the whole row is what makes DuckDB read every cell."""
+    rows = con.execute(
+        f"SELECT s.source_file, count(*) FILTER (WHERE hash(s) IS NOT NULL) FROM ({sql}) AS s GROUP BY ALL"
+    ).fetchall()
+    return {str(path): int(n) for path, n in rows}
+
+
 def rejected_lines(con: duckdb.DuckDBPyConnection, after_scan: int = -1) -> list[tuple[str, int, str]]:
     """(file, line, why) of each line the scans after `after_scan` rejected, once per line."""
     if not has_reject_tables(con):

@@ -88,6 +88,15 @@ class SourceContext:
         self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
         #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/duck/badcells.py)
         self.bad_cells = bad_cells
+        #: the CSVs rendered so far: path -> (run, artifact); and what skipped_rows_src says: the
+        #: files skipped whole (csv_context) and the rows DuckDB rejected per file (statements.note_rejected_rows)
+        self.csv_read: dict[str, tuple[str, str]] = {}
+        self.files_skipped: list[dict] = []
+        self.rows_rejected: dict[str, int] = {}
+        #: the rows read per CSV, where counted (note_rejected_rows; a cached copy's record)
+        self.rows_read: dict[str, int] = {}
+        #: the CSV sources rendered so far, by name: (source, its SQL), read once more by note_rejected_rows
+        self.csv_sources: dict[str, tuple[SqlFile, str]] = {}
 
     @functools.cached_property
     def run_rows(self) -> list[dict]:
@@ -192,12 +201,14 @@ class SourceContext:
             unparsable = answering.skipped_because(str(artifact.path)) if answering is not None else None
             if unparsable is not None:
                 warnings.warn(f"{unparsable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                self._skipped(run, source, unparsable)
                 continue
             try:
                 read = csv_header(artifact.path)
             except DataError as exc:
                 # one damaged file must not cost the other runs their answer: skip it, say so
                 warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                self._skipped(run, source, str(exc))
                 continue
             header = read.names
             if read.notice():
@@ -216,8 +227,10 @@ class SourceContext:
                     buffer = csvread.buffer_size([artifact.path])
                 except DataError as exc:
                     warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
+                    self._skipped(run, source, str(exc))
                     continue
             files.append(CsvFile(run.name, str(artifact.path), header, types, cached, buffer, bounded or ""))
+            self.csv_read[str(artifact.path)] = (run.name, source.artifact or "")
             for name in header:
                 if name not in seen:
                     seen.add(name)
@@ -240,6 +253,38 @@ class SourceContext:
             "integers": integers,
             "bad_cells": self.bad_cells,
         }
+
+    def _skipped(self, run: Run, source: SqlFile, why: str) -> None:
+        artifact = run.artifact(source.artifact or "")
+        path = str(artifact.path) if artifact is not None else ""
+        # the reason without the path it starts with (the row names the file), its line kept
+        if why.startswith(f"{path}:"):
+            line, _, rest = why[len(path) + 1 :].partition(": ")
+            why = f"line {line}: {rest}" if line.isdigit() and rest else why[len(path) + 1 :].lstrip()
+        self.files_skipped.append(
+            {"run": run.name, "artifact": source.artifact, "path": path, "rows": None, "read": None, "why": why}
+        )
+
+    def unparsable(self, path: str, why: str) -> None:
+        """A CSV this context rendered that DuckDB cannot parse at all (outside an answer, which would read it
+        line-bounded): skipped_rows_src says it is skipped whole."""
+        run, artifact = self.csv_read.get(path, ("", ""))
+        if run:
+            why = why[len(path) + 1 :].lstrip(": ") if why.startswith(path) else why
+            self.files_skipped.append(
+                {"run": run, "artifact": artifact, "path": path, "rows": None, "read": None, "why": why}
+            )
+
+    @property
+    def skipped_rows(self) -> list[dict]:
+        """skipped_rows_src's rows: the files skipped whole, then each file with rows DuckDB rejected."""
+        rows = list(self.files_skipped)
+        for path, count in sorted(self.rows_rejected.items()):
+            run, artifact = self.csv_read.get(path, ("", ""))
+            if run:  # which lines and why: `rlsql check` (Spark does not say which line)
+                read = self.rows_read.get(path, 0)
+                rows.append({"run": run, "artifact": artifact, "path": path, "rows": count, "read": read, "why": None})
+        return rows
 
     def reads_harbor(self) -> bool:
         """Whether any run's trials are read from Harbor's trace_jobs (it has them and no trials CSV)."""
@@ -348,6 +393,8 @@ class SourceContext:
         context: dict = {"runs": self.run_rows}
         if source.name == "run_files":
             context["run_files"] = self.run_files
+        elif source.name == "skipped_rows_src":
+            context["skipped"] = self.skipped_rows
         elif source.artifact == "config":
             context["config_function"] = self.config_function
             context["config_docs"] = [] if self.config_function else self.config_docs
@@ -366,4 +413,8 @@ class SourceContext:
             context.update(self.csv_context(source))
             # runs without the CSV read their raw training logs (rlsql/engine/rawlogs.py)
             context.update(log_context(self.runs, source, context["columns"]))
+            sql = catalog.render(source, **context)
+            if any(f.cached is None for f in context["files"]):
+                self.csv_sources[source.name] = (source, sql)
+            return sql
         return catalog.render(source, **context)

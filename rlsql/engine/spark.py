@@ -25,6 +25,7 @@ from rlsql.engine.query import QueryResult, bind_params
 from rlsql.engine.sources import SourceContext
 from rlsql.engine.spark_sources import SparkSources
 from rlsql.engine.spark_sql import compile_file
+from rlsql.engine.statements import skipped_rows_last
 from rlsql.runs.artifacts import check_artifacts
 from rlsql.runs.folders import Run
 
@@ -281,7 +282,7 @@ class SparkCatalog:
 
         renewed: set[str] = set()
         said: set[str] = set()
-        for f in files:
+        for f in skipped_rows_last(self.catalog, list(files)):
             if f.kind == "source":
                 self._create_source(f, said)
                 continue

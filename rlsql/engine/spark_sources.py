@@ -45,6 +45,10 @@ _HADOOP_GLOB = re.compile(r"([\\*?\[\]{}])")
 CORRUPT = "_rlsql_corrupt"
 
 
+#: why Spark skipped a CSV row (it does not say which line, nor which of the two)
+SPARK_REJECTED = "a wrong number of fields or a cell not of its column's type"
+
+
 def spark_type(duckdb_type: str) -> str:
     return _SPARK_TYPE[duckdb_type.upper()]
 
@@ -104,6 +108,19 @@ class SparkSources:
                     ("value_json", "STRING"),
                 ],
             )
+        if source.name == "skipped_rows_src":  # made after the CSV sources, whose reads counted what they skip
+            return small_frame(
+                self.spark,
+                self.context.skipped_rows,
+                [
+                    ("run", "STRING"),
+                    ("artifact", "STRING"),
+                    ("path", "STRING"),
+                    ("rows", "BIGINT"),
+                    ("read", "BIGINT"),
+                    ("why", "STRING"),
+                ],
+            ).toDF("run", "artifact", "source_file", "rows", "rows_read", "why")
         if source.artifact == "harbor":
             return self.harbor_frame(source)
         if source.artifact == "trajectories":  # read by DuckDB here (rlsql/trajectories.py), handed over as rows
@@ -199,10 +216,12 @@ class SparkSources:
         mapping, offset = [], 0
         for f in files:
             reported, rows, rejected_rows = counts.get(str(Path(f.path)), (None, 0, 0))
+            self.context.rows_read[f.path] = rows - (rejected_rows or 0)
             if rejected_rows:
+                self.context.rows_rejected[f.path] = rejected_rows
                 warnings.warn(
                     f"{f.path}: skipped {rejected_rows} unreadable row{'s' if rejected_rows > 1 else ''} "
-                    "(a wrong number of fields or a cell not of its column's type)",
+                    f"({SPARK_REJECTED})",
                     RlsqlWarning,
                     stacklevel=4,
                 )

@@ -16,11 +16,13 @@ import duckdb
 
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
-from rlsql.core.errors import DataError, QueryError, one_line
+from rlsql.core.errors import DataError, QueryError, UnparsableCsv, one_line
 from rlsql.core.sqltext import identifier, literal, reported_type
 from rlsql.duck import badcells, damagedfiles
 from rlsql.duck.badcells import BadCells
 from rlsql.duck.memorydb import TRAJECTORY_MEMORY, memory_connection
+from rlsql.duck.rejects import read_every_cell, rejected_lines
+from rlsql.engine import answer
 from rlsql.engine.failures import data_error
 from rlsql.engine.sources import SourceContext
 from rlsql.runs.folders import Run
@@ -40,6 +42,57 @@ LOADED_SOURCES = frozenset({"runs", "run_files", "config_src", "metrics_src", "h
 #: statement instead: only the columns it uses are read (1,000 runs, CPU-s of the whole answer:
 #: compare_runs 3.28 -> 2.68, run_overview 1.14 -> 0.86, from the Parquet cache 1.07 -> 0.6)
 IN_STATEMENT = frozenset({"metrics_src"})
+
+
+#: the source that says which CSV rows and files the runs' reads skip (sql/sources/skipped_rows_src.sql)
+SKIPPED_ROWS = "skipped_rows_src"
+
+
+def skipped_rows_last(catalog: Catalog, files: list[SqlFile]) -> list[SqlFile]:
+    """`files` (in dependency order) with skipped_rows_src, and whatever reads it, after the last CSV source: its
+    rows are what the reads of those sources recorded (note_rejected_rows)."""
+    names = [f.name for f in files]
+    if SKIPPED_ROWS not in names:
+        return files
+    last_csv = max((i for i, f in enumerate(files) if is_csv_source(f)), default=-1)
+    start = names.index(SKIPPED_ROWS)
+    if start > last_csv:
+        return files
+    moved = [
+        f
+        for f in files[start : last_csv + 1]
+        if f.name == SKIPPED_ROWS or any(d.name == SKIPPED_ROWS for d in catalog.closure([f.name]))
+    ]
+    kept = [f for f in files if f not in moved]
+    at = kept.index(files[last_csv]) + 1
+    return kept[:at] + moved + kept[at:]
+
+
+def is_csv_source(f: SqlFile) -> bool:
+    """A source over one of the runs' CSVs (trials, trainer metrics, vLLM seconds)."""
+    return f.kind == "source" and f.artifact not in (None, "", "config", "harbor", "trajectories")
+
+
+def note_rejected_rows(con: duckdb.DuckDBPyConnection, sources: SourceContext) -> None:
+    """Before skipped_rows_src is rendered: every cell of each CSV source `sources` rendered that reads a file in
+    place read once on `con`, so that DuckDB's reject tables hold every row it cannot read, in any column (a
+    query reads only the columns it uses, and rejects only the rows whose bad cell is among them): `rlsql
+    check`'s count, per file, into `sources.rows_rejected`. A bad whole-number cell stops this read as it would
+    stop the query (rlsql/duck/badcells.py), and an unparsable CSV fails it the same way. A cached copy holds
+    the count its build recorded."""
+    for f, sql in sources.csv_sources.values():
+        try:
+            sources.rows_read.update(read_every_cell(con, sql))
+        except duckdb.Error as exc:
+            failure = data_error(exc) or DataError(f"{f.path}: cannot read {f.name}: {one_line(exc)}")
+            if answer.current() is not None or not isinstance(failure, UnparsableCsv):
+                raise failure from exc  # an answer reads the file line-bounded or skips it, and asks again
+            # a connection or database file whose views read the file as it is (`db build` warns of it)
+            sources.unparsable(failure.path, str(failure))
+    counted: dict[str, int] = {}
+    for path, _, _ in rejected_lines(con):
+        counted[path] = counted.get(path, 0) + 1
+    sources.rows_rejected = counted
 
 
 def after_loading(con: duckdb.DuckDBPyConnection, f: SqlFile) -> None:
@@ -86,7 +139,9 @@ def object_statements(
     statements: list[tuple[SqlFile, str]] = []
     last: list[tuple[SqlFile, str]] = []
     scratch = memory_connection()
-    for f in files:
+    for f in skipped_rows_last(catalog, list(files)):
+        if f.name == SKIPPED_ROWS:
+            note_rejected_rows(scratch, sources)
         sql = defining_sql(catalog, sources, f)
         real = [(f, statement) for statement in f.create_statements(sql, as_table=f.name in load)]
         if f.kind != "source" or f.name in load:
@@ -199,7 +254,9 @@ def create_objects(
             waiting.append(f)
     renamed = list(waiting)
     try:
-        for f in files:
+        for f in skipped_rows_last(catalog, files):
+            if f.name == SKIPPED_ROWS:
+                note_rejected_rows(con, sources)
             sql = defining_sql(catalog, sources, f)
             if f.kind != "source" or f.name in load:
                 for statement in f.create_statements(sql, as_table=f.name in load):
@@ -357,7 +414,9 @@ def query_connection(
     if trajectory:  # damaged files named once (rlsql/duck/damagedfiles.py)
         sources.damaged_seen = damagedfiles.record_damaged(con)
     ctes = []
-    for f in closure:
+    for f in skipped_rows_last(catalog, closure):
+        if f.name == SKIPPED_ROWS:
+            note_rejected_rows(con, sources)
         sql = sources.object_sql(catalog, f)
         # the trainer metrics stay in the one statement (IN_STATEMENT): DuckDB then reads only the columns the
         # query uses instead of loading every column of every run's CSV or cache copy first

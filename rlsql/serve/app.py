@@ -36,6 +36,7 @@ ROUTES = [
     Route("/compare", views.compare),
     Route("/trials", views.trials),
     Route("/trial", views.trial),
+    Route("/check", views.check),
     Route("/queries", views.queries),
     Route("/query/{name}", views.query),
     Route("/sql", views.sql),

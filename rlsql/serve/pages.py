@@ -439,11 +439,14 @@ def finding_items(answer: Answer | str) -> list[dict[str, Any]]:
 
 
 def evidence_link(command: str) -> str | None:
-    """`rlsql query NAME --run RUN -p k=v` as `/query/NAME?run=RUN&k=v`; None for another command."""
+    """`rlsql query NAME --run RUN -p k=v` as `/query/NAME?run=RUN&k=v`, `rlsql check --run RUN` as
+    `/check?run=RUN`; None for another command."""
     try:
         words = shlex.split(command)
     except ValueError:
         return None
+    if len(words) == 4 and words[:2] == ["rlsql", "check"] and words[2] in ("--run", "-r"):
+        return f"/check?{urllib.parse.urlencode([('run', words[3])])}"
     if words[:2] != ["rlsql", "query"] or len(words) < 3:
         return None
     query: list[tuple[str, str]] = []
@@ -691,6 +694,14 @@ def trial_filters(given: Mapping[str, str]) -> dict[str, Any]:
         else:
             values[name] = raw or None
     return values
+
+
+def check_page(served: Served, name: str) -> dict[str, Any]:
+    """`rlsql check --run NAME` as a page: every problem of the run's files, with its file and line."""
+    runs = served.pick([name])
+    issues = served.check(runs[0])
+    counts = {s: sum(1 for row in issues.rows if row[1] == s) for s in ("error", "warning", "info")}
+    return {"run": runs[0], "issues": issues, "counts": counts}
 
 
 def trials_page(served: Served, name: str, given: Mapping[str, str]) -> dict[str, Any]:

@@ -395,6 +395,17 @@ class Served:
         except duckdb.Error:
             return None
 
+    def check(self, run: Run) -> Answer:
+        """`rlsql check --run RUN`'s problems (run, severity, file, line, problem), kept until the run's files
+        change."""
+        from rlsql.inspection.check import ISSUE_COLUMNS, check_runs
+
+        def compute() -> Answer:
+            issues = [(i.run, i.severity, i.file, i.line, i.problem) for r in check_runs([run]) for i in r.issues]
+            return Answer(list(ISSUE_COLUMNS), issues, runs=frozenset({run.name}), total=len(issues))
+
+        return self._once(("check", self._stamp([run])), compute)
+
     def transcript(self, runs: Sequence[Run], trial: str, facts: bool = False) -> transcripts.Transcript:
         """`rlsql trial TRIAL`'s steps over `runs` (with its trials row if `facts`: the trial page has it
         already), within the time limit. Not kept: it reads that one trial's files, and a trial in flight grows."""

@@ -128,6 +128,14 @@ async def trials(request: Request) -> Response:
     return await worked(request, answer)
 
 
+async def check(request: Request) -> Response:
+    asked = given(request)
+    return await worked(
+        request,
+        lambda: render(request, "check.html.j2", **pages.check_page(request.app.state.served, asked.get("run", ""))),
+    )
+
+
 async def trial(request: Request) -> Response:
     asked = given(request)
     full = asked.get("full") in ("1", "true", "on")
