@@ -158,6 +158,29 @@ def test_a_plain_install_has_every_package_the_code_imports() -> None:
     assert stray == []
 
 
+#: the packages that may import DuckDB (issue 37, one home for it): duck/ (its mechanics: connections, settings,
+#: COPY, Parquet footers, rejects) and engine/ (statements, sources, answers; the Spark files are there too).
+#: Every other module names a connection or an error through rlsql.duck.memorydb and calls duck/'s functions.
+DUCKDB_HOMES = {"duck", "engine"}
+
+
+def test_only_duck_and_engine_import_duckdb() -> None:
+    stray = []
+    for name, path in sorted(modules().items()):
+        if name.split(".")[1:2] and name.split(".")[1] in DUCKDB_HOMES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                tops = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                tops = [node.module.split(".")[0]]
+            else:
+                continue
+            if "duckdb" in tops:
+                stray.append(name)
+    assert sorted(set(stray)) == []
+
+
 def test_every_package_is_in_the_wheel() -> None:
     """pyproject.toml lists the packages a plain (not editable) install carries: a new one left out there works
     in a checkout and fails in the README's first command (`No module named 'rlsql.duck'`)."""

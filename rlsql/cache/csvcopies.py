@@ -18,15 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from rlsql.cache import reading, store
 from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
 from rlsql.core.exactpaths import why_unnameable
-from rlsql.duck.memorydb import memory_connection
+from rlsql.duck.fileio import run_copy
+from rlsql.duck.memorydb import Connection, DuckError, InvalidInput, memory_connection
 from rlsql.duck.rejects import REJECT_EXAMPLES, last_scan, lost_after, rejected_lines
 from rlsql.runs import csvfiles, writes
 from rlsql.runs.artifacts import INTEGER_COLUMNS
@@ -136,7 +135,7 @@ def build_cache_entry(
     header: list[str],
     types: dict[str, str],
     root: Path,
-    con: duckdb.DuckDBPyConnection | None = None,
+    con: Connection | None = None,
 ) -> Built | None:
     """Convert one CSV into its cache entry (sources/_cache_csv.sql.j2).
 
@@ -171,8 +170,8 @@ def build_cache_entry(
                 integers=INTEGER_COLUMNS.get(source.artifact or "", ()),
             )
             try:
-                rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
-            except duckdb.InvalidInputException:
+                rows = run_copy(con, sql)
+            except InvalidInput:
                 if read != str(path) or (read := csvfiles.line_bounded_copy(path)) is None:
                     raise
                 continue  # mixed line endings: the copy holds the rows a read in place gets (engine/answer.py)
@@ -212,7 +211,7 @@ def build_cache_entry(
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
-    except duckdb.Error as exc:
+    except DuckError as exc:
         # a full cache folder is the cache's failure (exit 4, naming the folder), not the CSV's
         raise writes.disk_failure(root, tmp, str(exc)) or DataError(
             f"{path}: cannot build its cached copy: {one_line(exc)}"

@@ -47,15 +47,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from rlsql.cache import reading
 from rlsql.cache import store as cache
 from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.exactpaths import why_unnameable
-from rlsql.duck.memorydb import memory_connection, scalar
+from rlsql.duck.fileio import run_copy
+from rlsql.duck.memorydb import DuckError, memory_connection, scalar
 from rlsql.runs.logfiles import TERMINAL_CODES
 
 #: the substrings that keep a line for each pipeline: those of sources/_rawlogs.sql.j2
@@ -578,8 +577,8 @@ def parse_log(path: Path, entry: cache.Entry, record: dict, target: Path, lines:
                 key=entry.key,
             )
         )
-        rows = con.execute(sql).fetchall()[0][0]
-    except duckdb.Error as exc:
+        rows = run_copy(con, sql)
+    except DuckError as exc:
         raise DataError(f"{path}: cannot build its cache entry: {one_line(exc)}") from exc
     finally:
         con.close()

@@ -53,7 +53,8 @@ from rlsql.catalog.catalog import sql_root
 from rlsql.catalog.manifest import templates_digest
 from rlsql.core.settings import Settings
 from rlsql.core.sqltext import glob_escaped
-from rlsql.duck.memorydb import memory_connection, scalar
+from rlsql.duck.fileio import parquet_key_values, parquet_rows
+from rlsql.duck.memorydb import DuckError, memory_connection
 from rlsql.runs import writes
 from rlsql.runs.folders import run_folder_at_or_above
 
@@ -392,13 +393,11 @@ def quick_state(entry: Entry, csv: Path, reading: str | None = None) -> tuple[st
 
 def footer_problem(entry: Entry, record: dict, con) -> str | None:
     """None when DuckDB reads the Parquet footer with the recorded rows and this entry's key."""
-    import duckdb
-
     try:
         exact = glob_escaped(entry.parquet)  # DuckDB globs a path it is given, even as a parameter
-        rows = scalar(con, "SELECT sum(num_rows) FROM parquet_file_metadata(?)", [exact])
-        keys = dict(con.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)", [exact]).fetchall())
-    except duckdb.Error as exc:
+        rows = parquet_rows(con, exact)
+        keys = parquet_key_values(con, exact)
+    except DuckError as exc:
         return f"its Parquet footer does not read ({str(exc).splitlines()[0]})"
     if keys.get(FOOTER_KEY) != entry.key:
         return "its Parquet file belongs to another entry"
@@ -538,20 +537,10 @@ def _footer_key(parquet: Path) -> str | None:
     """The entry key stored in a Parquet file's footer, if it is readable and has one."""
     if not parquet.is_file():
         return None
-    import duckdb
-
     try:
-        rows = (
-            memory_connection()
-            .execute(
-                "SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
-                [glob_escaped(parquet), FOOTER_KEY],
-            )
-            .fetchall()
-        )
-    except duckdb.Error:
+        return parquet_key_values(memory_connection(), glob_escaped(parquet)).get(FOOTER_KEY)
+    except DuckError:
         return None
-    return rows[0][0] if rows else None
 
 
 def sweep_leftovers(root: Path) -> int:

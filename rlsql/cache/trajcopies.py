@@ -26,15 +26,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from rlsql.cache import reading, store
 from rlsql.catalog.catalog import load_catalog, sql_root
 from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.sqltext import glob_escaped
 from rlsql.duck import badcells, damagedfiles
-from rlsql.duck.memorydb import TRAJECTORY_MEMORY, memory_connection
+from rlsql.duck.fileio import run_copy
+from rlsql.duck.memorydb import TRAJECTORY_MEMORY, Connection, DuckError, memory_connection
 from rlsql.runs import trajectories, writes
 from rlsql.runs.folders import Run
 
@@ -154,7 +153,7 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
         sql = catalog.env.get_template("sources/_cache_trajectories.sql.j2").render(
             source=source, bad_cells="record", target=str(tmp), key=entry.key, **context
         )
-        rows = con.execute(sql).fetchall()[0][0]  # COPY ... TO answers with the rows it wrote
+        rows = run_copy(con, sql)
         damaged = sorted([path, problem] for path, (_, problem) in damagedfiles.recorded(con).items())
         if listing_digest(trajectories.list_trajectories(trace_jobs))[0] != before:
             return None  # a file changed while read (a run still writing): nothing is put in place
@@ -183,7 +182,7 @@ def build_entry(source: str, run: Run, trace_jobs: Path, root: Path) -> Built | 
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
-    except duckdb.Error as exc:
+    except DuckError as exc:
         raise writes.disk_failure(root, tmp, str(exc)) or DataError(
             f"{trace_jobs}: cannot build the cached copy of {source}: {one_line(exc)}"
         ) from exc
@@ -200,7 +199,7 @@ def build_copies(
     runs: Sequence[Run],
     root: Path,
     force: bool,
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[list[tuple], frozenset[Path]]:
     """`rlsql cache build`'s trajectory part: rows (run, "trajectories", trace_jobs (source), state, rows,
@@ -233,7 +232,7 @@ def build_copies(
     return done, frozenset(covered)
 
 
-def entry_state(entry: store.Entry, con: duckdb.DuckDBPyConnection | None) -> tuple[str, str]:
+def entry_state(entry: store.Entry, con: Connection | None) -> tuple[str, str]:
     """(state, why) of a trajectory entry for `cache status`, `clear --stale` and `build`: fresh, stale (the
     files changed), orphaned (the trace_jobs folder is gone) or damaged; with `con`, its footer is read too."""
     record = entry.read_meta()

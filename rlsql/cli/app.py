@@ -747,9 +747,9 @@ def mcp_command(
 
 def _version(value: bool) -> None:
     if value:
-        from rlsql.duck.memorydb import duckdb_version
+        from rlsql.duck import memorydb
 
-        print(f"rlsql {__version__} (duckdb {duckdb_version()})")
+        print(f"rlsql {__version__} (duckdb {memorydb.duckdb_version()})")
         raise typer.Exit()
 
 

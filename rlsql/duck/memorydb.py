@@ -1,4 +1,5 @@
-"""Every DuckDB connection rlsql opens, so that DuckDB spills only into a folder rlsql owns.
+"""Every DuckDB connection rlsql opens, so that DuckDB spills only into a folder rlsql owns; its settings; and
+the names the packages above duck/ and engine/ use for DuckDB's connection and errors (they import no DuckDB).
 
 DuckDB's default temp_directory for an in-memory database is `.tmp` in the current folder, which
 may be a run folder: rlsql never writes there. Each process spills into its own folder under
@@ -17,7 +18,17 @@ from typing import Any
 
 import duckdb
 
+from rlsql.core.sqltext import literal
 from rlsql.runs import writes
+
+#: a DuckDB connection (or a cursor of one), as the modules above duck/ and engine/ name it
+Connection = duckdb.DuckDBPyConnection
+#: a statement DuckDB has bound, not run (its columns and types)
+Relation = duckdb.DuckDBPyRelation
+#: every error DuckDB raises
+DuckError = duckdb.Error
+#: the error DuckDB raises for input it cannot read (a CSV its parser fails)
+InvalidInput = duckdb.InvalidInputException
 
 
 @functools.cache
@@ -73,6 +84,36 @@ def _isatty(stream) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def spill_into(con: Connection, folder: Path) -> None:
+    """Make `con` spill into `folder` (an export's, beside its output) instead of spill_folder()."""
+    con.execute(f"SET temp_directory = {literal(str(folder))}")
+
+
+def limit_memory(con: Connection, memory_limit: str) -> None:
+    """DuckDB's memory limit for what `con` runs (a size DuckDB reads: `512MB`)."""
+    con.execute("SET memory_limit = ?", [memory_limit])
+
+
+def confine(con: Connection, folders: list[str], files: list[str]) -> None:
+    """Let `con` read only below `folders` and the `files` named, load no extension and change no setting from
+    now on (DuckDB enforces it; the statements' own check is the caller's)."""
+    con.execute("SET allowed_directories = ?", [folders])
+    con.execute("SET allowed_paths = ?", [files])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def write_as_produced(con: Connection) -> None:
+    """Without DuckDB's asynchronous writer, which hands COPY's bytes on in blocks of ~8 MB, a COPY's bytes go
+    out as DuckDB writes them (a stream into stdout)."""
+    con.execute("SET async_threads = 0")
+
+
+def interrupt(con: Connection) -> None:
+    """Stop the statement `con` is running (none: nothing happens)."""
+    con.interrupt()
 
 
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> Any:

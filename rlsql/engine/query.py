@@ -4,7 +4,7 @@ API, rlsql/__init__.py, finds the runs and calls these)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -112,10 +112,17 @@ def _convert(param: Param, raw: Any) -> Any:
     return param.convert(raw if isinstance(raw, str) else str(raw))
 
 
-def _set_variables(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> None:
+def set_variables(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> None:
+    """Bind a query's parameters on `con` as the DuckDB variables its views read (`getvariable`)."""
     for pname, value in values.items():
         # the name is a validated identifier (SQL header or checked here); the value is a bound parameter
         con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
+
+
+def reset_variables(con: duckdb.DuckDBPyConnection, names: Iterable[str]) -> None:
+    """Unbind the parameters `names` on `con` (a view must not see a parameter set for an earlier query)."""
+    for pname in names:
+        con.execute(f"RESET VARIABLE {identifier(pname)}")
 
 
 #: what takes a statement's rows: the connection and the statement, run on it by the consumer (the CLI
@@ -143,7 +150,7 @@ def run_query(
 
     def answer(bad_cells: BadCells | None) -> Any:
         con, sql = query_connection(runs, qfile.name, catalog, bad_cells, values.get("keys"), config_columns)
-        _set_variables(con, values)
+        set_variables(con, values)
         try:
             if consume is not None:
                 result = consume(con, sql)
@@ -232,7 +239,7 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
         # run_table's columns are laid out when its view is created: `-p keys=` picks them then
         keys = values.get("keys") if any(catalog.files[n].per_runs for n in names) else None
         con = open_connection(runs, names, catalog, config_keys=keys, bad_cells=bad_cells)
-        _set_variables(con, values)
+        set_variables(con, values)
         try:
             if consume is not None:
                 statements = con.extract_statements(sql)

@@ -11,12 +11,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import duckdb
-
 from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
 from rlsql.core.errors import DataError
 from rlsql.core.exactpaths import why_unnameable
+from rlsql.duck.memorydb import Connection, DuckError
 from rlsql.duck.rejects import last_scan, lost_after, rejected_lines
 from rlsql.engine.csvprobe import PROBE_FILE, parser_failure, probe_sql
 from rlsql.engine.failures import data_error_text
@@ -81,7 +80,7 @@ class CsvProbes:
     probed file by file instead, exactly as a check of each run alone (_check_csv).
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, runs: Sequence[Run]):
+    def __init__(self, con: Connection, runs: Sequence[Run]):
         self.results: dict[str, tuple[dict, list[tuple[str, int, str]]]] = {}
         groups: dict[tuple[str, tuple[str, ...], int | None], list[Path]] = {}
         for run in runs:
@@ -100,13 +99,11 @@ class CsvProbes:
             if len(paths) > 1:
                 self._probe(con, kind, list(names), buffer, paths)
 
-    def _probe(
-        self, con: duckdb.DuckDBPyConnection, kind: str, header: list[str], buffer: int | None, paths: list[Path]
-    ) -> None:
+    def _probe(self, con: Connection, kind: str, header: list[str], buffer: int | None, paths: list[Path]) -> None:
         before = last_scan(con)
         try:
             rows = con.execute(probe_sql(kind, None, header, buffer, paths)).fetchall()
-        except duckdb.Error:
+        except DuckError:
             return  # each file alone, so the failure is the file's own
         columns = [d[0] for d in con.description]
         counted = {row[0]: dict(zip(columns[1:], row[1:], strict=True)) for row in rows}
@@ -125,9 +122,7 @@ class CsvProbes:
         return self.results.get(str(path))
 
 
-def _check_csv(
-    con: duckdb.DuckDBPyConnection, report: RunReport, run: Run, kind: str, probes: CsvProbes | None = None
-) -> None:
+def _check_csv(con: Connection, report: RunReport, run: Run, kind: str, probes: CsvProbes | None = None) -> None:
     artifact = run.artifact(kind)
     if artifact is None:
         if reads_logs(run, kind):
@@ -178,7 +173,7 @@ def _check_csv(
             try:
                 # fetchall: DuckDB stores the rejects once the scan has finished
                 row = con.execute(probe_sql(kind, read_path, header, buffer)).fetchall()[0]
-            except duckdb.Error as exc:
+            except DuckError as exc:
                 if read_path == artifact.path and (bounded := csvread.line_bounded_copy(artifact.path)) is not None:
                     read_path = Path(bounded)
                     continue
@@ -287,7 +282,7 @@ class ViewFindings:
         "SELECT run, count(*), arg_min(datetime_str, row_no) FROM vllm_seconds WHERE ts IS NULL {also} GROUP BY run"
     )
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, runs: Sequence[Run]):
+    def __init__(self, con: Connection, runs: Sequence[Run]):
         self.con = con
         self.grouped: dict[str, dict[str, list[tuple]] | None] = {}
         wanted = {
@@ -326,7 +321,7 @@ class ViewFindings:
     def _all(self, key: str) -> dict[str, list[tuple]] | None:
         try:
             rows = self._execute(key, None)
-        except duckdb.Error:
+        except DuckError:
             return None  # asked run by run instead (rows_for)
         by_run: dict[str, list[tuple]] = {}
         for row in rows:
@@ -352,7 +347,7 @@ def _check_harbor(report: RunReport, run: Run, found: ViewFindings) -> None:
         return
     try:
         rows = found.rows_for("harbor", run.name)
-    except duckdb.Error as exc:
+    except DuckError as exc:
         report.readable_rows["harbor"] = 0
         report.add("error", trace_jobs.path, data_error_text(exc))
         return
@@ -380,7 +375,7 @@ def _check_fill(report: RunReport, run: Run, found: ViewFindings) -> None:
     assert trace_jobs is not None
     try:
         problems, counts = found.rows_for("fill_problems", run.name), found.rows_for("fill", run.name)
-    except duckdb.Error as exc:
+    except DuckError as exc:
         report.add("error", trace_jobs.path, data_error_text(exc))
         return
     for path, problem in problems:
@@ -412,7 +407,7 @@ def _check_logs(report: RunReport, run: Run, found: ViewFindings) -> None:
             continue
         try:
             rows = sum(n for (n,) in found.rows_for(view, run.name))
-        except duckdb.Error as exc:
+        except DuckError as exc:
             report.readable_rows[kind] = 0
             report.add("error", logs.path, data_error_text(exc))
             continue

@@ -24,8 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from rlsql.cache.mirrors import run_record
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
@@ -33,7 +31,8 @@ from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlError, RlsqlWarning, UsageError, one_line
 from rlsql.core.sqltext import identifier, literal
 from rlsql.core.version import __version__
-from rlsql.duck.memorydb import memory_connection
+from rlsql.duck.fileio import attach_file, detach_file
+from rlsql.duck.memorydb import Connection, DuckError, duckdb_version, memory_connection
 from rlsql.engine.statements import comment_columns, create_objects
 from rlsql.outputs.provenance import SourceFingerprints
 from rlsql.runs.csvfiles import mixed_line_ending
@@ -73,7 +72,7 @@ def build_database(
         try:
             tables = _build(tmp, target, runs, materialize, storage_version, catalog)
             size = tmp.stat().st_size  # before it is put in place: a FIFO or a device has no size
-        except (duckdb.Error, RlsqlError) as exc:
+        except (DuckError, RlsqlError) as exc:
             # DuckDB's write failures surface anywhere (a commit while creating a view): name the target
             failure = disk_failure(target, tmp, str(exc))
             if failure is not None:
@@ -118,8 +117,8 @@ def _build(
     con = memory_connection()
     try:
         try:
-            con.execute(f"ATTACH {literal(str(tmp))} AS {_ALIAS} (STORAGE_VERSION {literal(storage_version)})")
-        except duckdb.Error as exc:
+            attach_file(con, tmp, _ALIAS, storage_version)
+        except DuckError as exc:
             if disk_failure(target, tmp, str(exc)):
                 raise
             raise UsageError(f"cannot write storage version {storage_version!r}: {one_line(exc)}") from exc
@@ -134,7 +133,7 @@ def _build(
                 name = identifier(f.name)
                 try:
                     con.execute(f"CREATE TABLE {_BUILDING} AS SELECT * FROM {name}")
-                except duckdb.Error as exc:
+                except DuckError as exc:
                     if disk_failure(target, tmp, str(exc)):
                         raise
                     raise DataError(f"{f.path}: cannot materialize {f.name}: {one_line(exc)}") from exc
@@ -145,9 +144,7 @@ def _build(
         # after materializing: a table made from a view starts without the view's column comments
         comment_columns(con, catalog.order)
         _write_metadata(con, runs, catalog, materialize, storage_version)
-        con.execute("CHECKPOINT")
-        con.execute("USE memory")
-        con.execute(f"DETACH {_ALIAS}")
+        detach_file(con, _ALIAS)
     finally:
         con.close()
     return tables
@@ -161,11 +158,11 @@ def _materializable(f: SqlFile, catalog: Catalog) -> bool:
 
 
 def _write_metadata(
-    con: duckdb.DuckDBPyConnection, runs: Sequence[Run], catalog: Catalog, materialize: bool, storage_version: str
+    con: Connection, runs: Sequence[Run], catalog: Catalog, materialize: bool, storage_version: str
 ) -> None:
     rows = [
         ("rlsql_version", __version__),
-        ("duckdb_version", duckdb.__version__),
+        ("duckdb_version", duckdb_version()),
         ("storage_version", storage_version),
         ("built_at", dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()),
         ("materialized", "true" if materialize else "false"),

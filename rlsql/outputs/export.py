@@ -40,8 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from rlsql.cache.mirrors import run_record
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
@@ -49,9 +47,11 @@ from rlsql.core.errors import DataError, RlsqlWarning, UsageError
 from rlsql.core.sqltext import identifier, literal
 from rlsql.core.version import __version__
 from rlsql.duck.badcells import BadCells
+from rlsql.duck.fileio import copy_to
+from rlsql.duck.memorydb import Connection, DuckError, duckdb_version, spill_into
 from rlsql.engine.answer import Answer
 from rlsql.engine.failures import query_failure
-from rlsql.engine.query import bind_params
+from rlsql.engine.query import bind_params, reset_variables, set_variables
 from rlsql.engine.sources import SourceContext
 from rlsql.engine.statements import open_connection, reads_result_files
 from rlsql.outputs.exportmerge import (
@@ -167,7 +167,7 @@ def select_items(names: Sequence[str], all_queries: bool, views: bool, catalog: 
     return [catalog.files[name] for name in dict.fromkeys(chosen)]
 
 
-def _select(con: duckdb.DuckDBPyConnection, name: str, fmt: str, partition: str | None) -> str:
+def _select(con: Connection, name: str, fmt: str, partition: str | None) -> str:
     columns = con.execute(f"DESCRIBE {identifier(name)}").fetchall()
     names = [c[0] for c in columns]
     if partition and partition not in names:
@@ -394,7 +394,7 @@ def _write_items(
     con = open_connection(runs, [f.name for f in kept], catalog, config_keys=keys, bad_cells=bad_cells)
     # DuckDB spills to `.tmp` in the current folder by default (a run folder, maybe): beside the output instead
     spill = temp_name(out_dir / "duckdb-spill")
-    con.execute(f"SET temp_directory = {literal(str(spill))}")
+    spill_into(con, spill)
     try:
         fingerprints = SourceFingerprints()
         exported_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
@@ -412,11 +412,9 @@ def _write_items(
             metadata = functools.partial(
                 _metadata, item, values[item.name], needed, fingerprints, exported_at, columns, fills, relative_to
             )
-            for pname in set_before:  # a view must not see a parameter set for an earlier query
-                con.execute(f"RESET VARIABLE {identifier(pname)}")
+            reset_variables(con, set_before)  # a view must not see a parameter set for an earlier query
             set_before = set(values[item.name])
-            for pname, value in values[item.name].items():
-                con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
+            set_variables(con, values[item.name])
             whole = partition_by is None or partition_layout(item) is None
             select = _select(con, item.name, fmt, None if whole else partition_by)
             target = targets[item.name]
@@ -436,7 +434,7 @@ def _write_items(
                     if fmt != "parquet":
                         write_text(sidecar(target), json.dumps(meta, indent=2) + "\n", mark=True)
                     _drop_unnamed_lists(target, meta)
-            except duckdb.Error as exc:
+            except DuckError as exc:
                 raise query_failure(exc, item.name, runs, catalog.closure([item.name])) from exc
             written.append(done)
             rows = f"{done.rows:,} row{'' if done.rows == 1 else 's'}"
@@ -500,7 +498,7 @@ def _metadata(
                 item.fingerprint,
                 json.dumps(params),
                 __version__,
-                duckdb.__version__,
+                duckdb_version(),
                 json.dumps([{**run_record(r.name, r.path), "path": shown(str(r.path))} for r in runs]),
                 json.dumps(sources),
                 exported_at,
@@ -562,21 +560,20 @@ def _copy_options(fmt: str, metadata: dict[str, str]) -> str:
     return "FORMAT json, ARRAY true"
 
 
-def _copy(con: duckdb.DuckDBPyConnection, select: str, to: Path, options: str, target: Path, staging: Path) -> int:
+def _copy(con: Connection, select: str, to: Path, options: str, target: Path, staging: Path) -> int:
     """COPY into `to` (a temporary, or a file in the `staging` folder); a full or read-only disk is a
     WriteError naming `target`, the output the user asked for."""
     try:
-        row = con.execute(f"COPY ({select}) TO {literal(str(to))} ({options})").fetchone()
-    except duckdb.Error as exc:
+        return copy_to(con, select, str(to), options)
+    except DuckError as exc:
         failure = disk_failure(target, staging, str(exc))
         if failure is not None:
             raise failure from exc
         raise
-    return int(row[0]) if row else 0
 
 
 def _write_merged(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     select: str,
     fmt: str,
     target: Path,
@@ -638,7 +635,7 @@ def _drop_unnamed_lists(target: Path, meta: dict[str, str]) -> None:
                 remove_file(target.parent, entry.name)
 
 
-def _write_file(con: duckdb.DuckDBPyConnection, select: str, options: str, target: Path, name: str) -> Written:
+def _write_file(con: Connection, select: str, options: str, target: Path, name: str) -> Written:
     with atomic_path(target, mark=True) as tmp:
         rows = _copy(con, select, tmp, options, target, tmp)
     return Written(name, target, rows, target.stat().st_size, 1)
@@ -648,7 +645,7 @@ Metadata = Callable[[Sequence[Run]], dict[str, str]]
 
 
 def _write_tree(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     select: str,
     fmt: str,
     tree: Path,

@@ -13,6 +13,7 @@ its last rename, so two exports into one folder cannot drop each other's runs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -20,11 +21,11 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core.errors import UsageError
 from rlsql.core.sqltext import identifier, literal, sql_type
+from rlsql.duck.fileio import parquet_key_values
+from rlsql.duck.memorydb import Connection, DuckError, memory_connection
 from rlsql.runs.config import value_type
 from rlsql.runs.folders import Run
 
@@ -110,8 +111,9 @@ def _listed_name(record: dict[str, str]) -> str:
 def read_provenance(target: Path, fmt: str) -> dict[str, str]:
     """The provenance record an earlier export left with `target` (Parquet metadata or the sidecar)."""
     if fmt == "parquet":
-        rows = duckdb.execute("SELECT decode(key), decode(value) FROM parquet_kv_metadata(?)", [str(target)]).fetchall()
-        return {k: v for k, v in rows if k.startswith("rlsql.")}
+        with contextlib.closing(memory_connection()) as con:
+            rows = parquet_key_values(con, str(target))
+        return {k: v for k, v in rows.items() if k.startswith("rlsql.")}
     try:
         record = json.loads(sidecar(target).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -160,7 +162,7 @@ def kept_records(old: dict[str, str], new: dict[str, str], replaced: set[str], t
     return kept, [s for s in sources if isinstance(s, dict) and s.get("run") in names]
 
 
-def _old_rows(con: duckdb.DuckDBPyConnection, target: Path, fmt: str, types: dict[str, str]) -> str:
+def _old_rows(con: Connection, target: Path, fmt: str, types: dict[str, str]) -> str:
     """A SELECT of the old file's rows, typed as this export's columns (CSV and JSON keep no types)."""
     path = literal(str(target))
     if fmt == "parquet":
@@ -191,8 +193,9 @@ def old_columns(target: Path, fmt: str) -> list[str]:
         "json": f"read_json({path}, format = 'array')",
     }[fmt]
     try:
-        return [c[0] for c in duckdb.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
-    except duckdb.Error:
+        with contextlib.closing(memory_connection()) as con:
+            return [c[0] for c in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+    except DuckError:
         return []
 
 
@@ -225,7 +228,7 @@ def _value_cast(column: str, ctype: str) -> str:
     return f"CAST(nullif(CAST({q} AS VARCHAR), 'null') AS {sql_type(ctype)}) AS {q}"
 
 
-def _merged_types(con: duckdb.DuckDBPyConnection, loose: Sequence[str], old: str, old_names: Collection[str]) -> dict:
+def _merged_types(con: Connection, loose: Sequence[str], old: str, old_names: Collection[str]) -> dict:
     """The type of each of `loose` (columns whose type follows the values: run_table's config keys) over the
     new rows and the kept old ones together: a key typed DOUBLE in one export and text in another is text."""
     types = {}
@@ -239,7 +242,7 @@ def _merged_types(con: duckdb.DuckDBPyConnection, loose: Sequence[str], old: str
 
 
 def merge(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     select: str,
     fmt: str,
     target: Path,

@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import duckdb
-
 from rlsql.core.errors import DataError, ReaderGone
 from rlsql.core.sqltext import identifier, literal
-from rlsql.duck.memorydb import scalar
+from rlsql.duck.fileio import copy_to
+from rlsql.duck.memorydb import Connection, DuckError, Relation, interrupt, scalar, write_as_produced
+from rlsql.duck.parsing import statement_types
 from rlsql.engine import answer
 from rlsql.outputs.formats import (
     CONTROL_CLASS,
@@ -121,11 +121,11 @@ class Output:
                 self.staged.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     # -- staging ----------------------------------------------------------------------------------
-    def write_query(self, con: duckdb.DuckDBPyConnection, sql: str) -> Written | None:
+    def write_query(self, con: Connection, sql: str) -> Written | None:
         """Stage the rows of statement `sql` on `con` (None: a statement without rows, such as CREATE, which
         has run). Raises what DuckDB raises (the caller may answer again)."""
-        (statement,) = con.extract_statements(sql)
-        if statement.type != duckdb.StatementType.SELECT:
+        (kind,) = statement_types(con, sql)
+        if kind != "SELECT":
             relation = con.sql(sql)  # DESCRIBE, SHOW, PRAGMA: rows DuckDB holds once run
             if relation is None:
                 return None
@@ -156,16 +156,14 @@ class Output:
         with writes.failures_named(self.named), self.staged.open("w", encoding="utf-8", newline="") as fh:
             fh.write(text)
 
-    def _copy(self, con: duckdb.DuckDBPyConnection, sql: str, relation: duckdb.DuckDBPyRelation) -> Written:
+    def _copy(self, con: Connection, sql: str, relation: Relation) -> Written:
         select = ", ".join(
             _json_cell(c, str(t)) if self.fmt is not OutputFormat.CSV else identifier(c)
             for c, t in zip(relation.columns, relation.types, strict=True)
         )
         return self._copy_select(con, sql, select, _COPY_OPTIONS[self.fmt])
 
-    def _copy_lines(
-        self, con: duckdb.DuckDBPyConnection, sql: str, relation: duckdb.DuckDBPyRelation
-    ) -> Written | None:
+    def _copy_lines(self, con: Connection, sql: str, relation: Relation) -> Written | None:
         """A markdown or table file (or pipe) whose lines DuckDB renders and COPY writes: no row passes
         through Python (~13 µs a row there). None when a column's type is one only formats.display renders
         (lists, decimals, intervals, ...): the caller renders the rows in Python.
@@ -217,7 +215,7 @@ class Output:
             f"FORMAT csv, HEADER true, QUOTE '', ESCAPE '', DELIMITER {literal(chr(1))}",
         )
 
-    def _copy_select(self, con: duckdb.DuckDBPyConnection, sql: str, select: str, options: str) -> Written:
+    def _copy_select(self, con: Connection, sql: str, select: str, options: str) -> Written:
         inner = f"SELECT {select} FROM ({sql}) AS rows_out"
         if self.shown is not None:
             inner += f" LIMIT {int(self.shown)}"
@@ -225,8 +223,8 @@ class Output:
             written = self._copy_streamed(con, inner, options, self.stream_to)
         else:
             try:
-                written = scalar(con, f"COPY ({inner}) TO {literal(str(self.staged))} ({options}, USE_TMP_FILE false)")
-            except duckdb.Error as exc:  # a full or read-only disk: the one line naming the output, exit 4
+                written = copy_to(con, inner, str(self.staged), f"{options}, USE_TMP_FILE false")
+            except DuckError as exc:  # a full or read-only disk: the one line naming the output, exit 4
                 failure = writes.disk_failure(self.named, self.staged, str(exc))
                 if failure is None:
                     raise
@@ -237,7 +235,7 @@ class Output:
             total = int(scalar(con, f"SELECT count(*) FROM ({sql}) AS rows_out"))
         return self._written(rows, total)
 
-    def _render(self, con: duckdb.DuckDBPyConnection, sql: str) -> Written:
+    def _render(self, con: Connection, sql: str) -> Written:
         cursor = con.execute(sql)
         columns = [d[0] for d in cursor.description or []]
         rows = 0
@@ -269,17 +267,17 @@ class Output:
             total = int(scalar(con, f"SELECT count(*) FROM ({sql}) AS rows_out"))
         return self._written(rows, total, shape.records)
 
-    def _copy_streamed(self, con: duckdb.DuckDBPyConnection, inner: str, options: str, fd: int) -> Any:
+    def _copy_streamed(self, con: Connection, inner: str, options: str, fd: int) -> int:
         """COPY `inner` into stdout (descriptor `fd`) as DuckDB produces the rows; what COPY returns."""
         if self.sent:
             raise DataError(_SENT.format(sent=self.sent, why="an answer again was needed"))
         sys.stdout.flush()
         # without DuckDB's asynchronous writer, which hands COPY's bytes on in blocks of ~8 MB (1M trials: the first
         # lines came with the first 9 MB of CSV), they go out as DuckDB writes them (bench/RESULTS.md, issue 38)
-        con.execute("SET async_threads = 0")
+        write_as_produced(con)
         stream = _Stream(con, fd)
         try:
-            written = scalar(con, f"COPY ({inner}) TO {literal(stream.path)} ({options}, USE_TMP_FILE false)")
+            written = copy_to(con, inner, stream.path, f"{options}, USE_TMP_FILE false")
         except BaseException as exc:
             stream.close()
             self.sent += stream.sent
@@ -355,7 +353,7 @@ class _Stream:
     a full disk) is kept in `failure` and interrupts the statement; the pipe is drained to its end either way,
     so that DuckDB never waits on it."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, fd: int):
+    def __init__(self, con: Connection, fd: int):
         self.sent = 0
         self.failure: OSError | None = None
         self._read, self._write = os.pipe()
@@ -363,7 +361,7 @@ class _Stream:
         self._thread = threading.Thread(target=self._copy, args=(con, fd), daemon=True)
         self._thread.start()
 
-    def _copy(self, con: duckdb.DuckDBPyConnection, fd: int) -> None:
+    def _copy(self, con: Connection, fd: int) -> None:
         try:
             while chunk := os.read(self._read, 1 << 16):
                 if self.failure is not None:
@@ -375,7 +373,7 @@ class _Stream:
                     self.sent += len(chunk)
                 except OSError as exc:
                     self.failure = exc
-                    con.interrupt()
+                    interrupt(con)
         finally:
             os.close(self._read)
 
@@ -399,7 +397,7 @@ def _fileno(stream: Any) -> int | None:
         return None
 
 
-def _distinct_names(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[str, duckdb.DuckDBPyRelation]:
+def _distinct_names(con: Connection, sql: str) -> tuple[str, Relation]:
     """`sql` with its columns named apart where two share a name (`SELECT 1 AS a, 2 AS a`): the outputs select
     their columns by name, and a shared name would read the first column twice. The later ones become `a_1`,
     `a_2`, ... (as DuckDB names them apart in a subquery; never a name another column has), renamed by position.

@@ -13,13 +13,12 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-import duckdb
-
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.core import settings
 from rlsql.core.errors import RlsqlWarning, UsageError, one_line
 from rlsql.core.version import __version__
-from rlsql.duck.memorydb import memory_connection
+from rlsql.duck.memorydb import DuckError, duckdb_version, memory_connection
+from rlsql.duck.parsing import tokens
 from rlsql.engine.statements import column_comment_statements, object_statements
 from rlsql.runs.folders import Run
 
@@ -45,7 +44,7 @@ def _column_comments(statements: Sequence[str], catalog: Catalog) -> list[str]:
         for statement in statements:
             con.execute(statement)
         return column_comment_statements(con, catalog.order)
-    except duckdb.Error as exc:
+    except DuckError as exc:
         warnings.warn(f"column descriptions left out of the init script: {one_line(exc)}", RlsqlWarning, stacklevel=3)
         return []
     finally:
@@ -66,18 +65,18 @@ def without_semicolons(statement: str) -> str:
     """
     if SEMICOLON not in statement:
         return statement
-    tokens = duckdb.tokenize(statement)
+    found = tokens(statement)
     is_comment_on = statement.lstrip().upper().startswith("COMMENT ON")
     out: list[str] = []
-    for index, (start, kind) in enumerate(tokens):
-        end = tokens[index + 1][0] if index + 1 < len(tokens) else len(statement)
+    for index, (start, kind) in enumerate(found):
+        end = found[index + 1][0] if index + 1 < len(found) else len(statement)
         piece = statement[start:end]
         token = piece.rstrip()
         gap = piece[len(token) :]
         if SEMICOLON in token:
-            if kind == duckdb.token_type.comment:
+            if kind == "comment":
                 token = token.replace(SEMICOLON, ",")
-            elif kind == duckdb.token_type.string_const and token.startswith("'") and token.endswith("'"):
+            elif kind == "string_const" and token.startswith("'") and token.endswith("'"):
                 if is_comment_on:
                     token = token.replace(SEMICOLON, ",")
                 else:
@@ -111,7 +110,7 @@ def init_script(runs: Sequence[Run], catalog: Catalog | None = None) -> str:
     catalog = catalog or load_catalog()
     params = sorted({p.describe().split(":", 1)[0] for f in catalog.order for p in f.params})
     header = [
-        f"-- DuckDB init script written by rlsql {__version__} (DuckDB {duckdb.__version__}): every rlsql view",
+        f"-- DuckDB init script written by rlsql {__version__} (DuckDB {duckdb_version()}): every rlsql view",
         "-- and macro over the runs below, reading their files in place through absolute paths.",
         "-- Use it with:  duckdb -init THIS_FILE   or   harlequin -i THIS_FILE",
         "-- Runs:",

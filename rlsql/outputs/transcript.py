@@ -113,12 +113,10 @@ class TrialWithoutTrajectory(Exception):
 def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript:
     """Trial `name`'s row (unless not `facts`) and every step of its trajectory, in order (segment, step_id); for
     a trial folder without a trajectory, its row and why there are no steps."""
-    import duckdb
-
     from rlsql.catalog.catalog import load_catalog
     from rlsql.core.errors import one_line
     from rlsql.duck import damagedfiles
-    from rlsql.duck.memorydb import memory_connection
+    from rlsql.duck.memorydb import DuckError, memory_connection
     from rlsql.engine.failures import data_error
     from rlsql.runs import trajectories
 
@@ -142,7 +140,7 @@ def transcript(runs: Sequence[Run], name: str, facts: bool = True) -> Transcript
         sql = catalog.render(catalog.files[source], runs=[], bad_cells=None, **context)
         try:
             cursor = con.execute(f"SELECT * FROM ({sql}) ORDER BY segment, step_id, step_index")
-        except duckdb.Error as exc:
+        except DuckError as exc:
             raise data_error(exc) or DataError(f"{name}: cannot read its trajectory: {one_line(exc)}") from exc
         columns = [d[0] for d in cursor.description]
         rows[source] = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]

@@ -11,8 +11,6 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
-import duckdb
-
 from rlsql.duck import memorydb
 
 
@@ -25,7 +23,7 @@ class Deadline:
         self.why: str | None = None
         self._active = active if active is not None else set()
         self._memory_limit = memory_limit
-        self._cons: list[duckdb.DuckDBPyConnection] = []
+        self._cons: list[memorydb.Connection] = []
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self.fire, ["time"])
         self._timer.daemon = True
@@ -34,23 +32,23 @@ class Deadline:
     def expired(self) -> bool:
         return self.why is not None
 
-    def watch(self, con: duckdb.DuckDBPyConnection) -> None:
+    def watch(self, con: memorydb.Connection) -> None:
         with self._lock:
             self._cons.append(con)
             if self.expired:
-                con.interrupt()
+                memorydb.interrupt(con)
 
-    def _opened(self, con: duckdb.DuckDBPyConnection) -> None:
+    def _opened(self, con: memorydb.Connection) -> None:
         if self._memory_limit is not None:
-            con.execute("SET memory_limit = ?", [self._memory_limit])
+            memorydb.limit_memory(con, self._memory_limit)
         self.watch(con)
 
     def fire(self, why: str = "time") -> None:
         with self._lock:
             self.why = self.why or why
             for con in self._cons:
-                with contextlib.suppress(duckdb.Error):
-                    con.interrupt()
+                with contextlib.suppress(memorydb.DuckError):
+                    memorydb.interrupt(con)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[Deadline]:

@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import anyio
-import duckdb
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
@@ -28,6 +27,7 @@ from rlsql.cache.mirrors import resolve_runs
 from rlsql.core import settings as rlsql_settings
 from rlsql.core.errors import RlsqlError, RlsqlWarning, UsageError
 from rlsql.core.version import __version__
+from rlsql.duck.memorydb import DuckError
 from rlsql.engine.query import sql_failure
 from rlsql.inspection.describe import describe
 from rlsql.outputs import transcript as transcripts
@@ -139,7 +139,7 @@ class Tools:
             return _result({**data, "warnings": said} if said else data)
         except RlsqlError as exc:
             return _failed(str(exc))
-        except duckdb.Error as exc:
+        except DuckError as exc:
             return _failed(sql_failure(exc))
         finally:
             _heard.reset(token)

@@ -14,12 +14,11 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-import duckdb
-
 from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings as rlsql_settings
 from rlsql.core.errors import DataError, QueryError, RlsqlError, UsageError
+from rlsql.duck.memorydb import Connection, DuckError, interrupt
 from rlsql.engine.query import run_query, sql_failure
 from rlsql.engine.sources import SourceContext
 from rlsql.outputs import transcript as transcripts
@@ -261,7 +260,7 @@ class Served:
                     lambda con, sql: self._fetch(con.execute(sql), runs, lambda: self._count(con, sql, None)),
                     config_columns,
                 )
-        except (RlsqlError, duckdb.Error) as exc:
+        except (RlsqlError, DuckError) as exc:
             if deadline.expired:
                 raise self.stopped(deadline, name) from exc
             raise
@@ -329,7 +328,7 @@ class Served:
                             raise self.stopped(deadline, "SQL")
                         result = cursor.execute(sql, dict(params)) if params else cursor.execute(sql)
                         return self._fetch(result, runs, lambda: self._count(cursor, sql, params))
-                except duckdb.Error as exc:
+                except DuckError as exc:
                     if deadline.expired:
                         raise self.stopped(deadline, "SQL") from exc
                     raise QueryError(f"SQL: {sql_failure(exc)}") from exc
@@ -370,7 +369,7 @@ class Served:
             with self._lock:
                 del self._inflight[key]
 
-    def _fetch(self, result: duckdb.DuckDBPyConnection, runs: Sequence[Run], count: Callable[[], int | None]) -> Answer:
+    def _fetch(self, result: Connection, runs: Sequence[Run], count: Callable[[], int | None]) -> Answer:
         """A statement's rows within the row limit and the answer size (rows past either are not fetched); a
         cut answer's `total` counted by `count` (DuckDB runs the statement again under count(*))."""
         if not result.description:
@@ -379,7 +378,7 @@ class Served:
         rows, cut, nbytes = fetch_bounded(result, self.settings.serve_row_limit, self.answer_bytes)
         total: int | None = len(rows)
         if cut:  # the rest of the statement is not wanted: stop it rather than let it run on
-            result.interrupt()
+            interrupt(result)
             total = count()
         return Answer(columns, rows, cut, frozenset(r.name for r in runs), nbytes, total=total)
 
@@ -392,7 +391,7 @@ class Served:
         try:
             found = cursor.execute(counting, dict(params)) if params else cursor.execute(counting)
             return int(found.fetchone()[0])
-        except duckdb.Error:
+        except DuckError:
             return None
 
     def check(self, run: Run) -> Answer:
@@ -413,7 +412,7 @@ class Served:
         try:
             with deadline.running():
                 return transcripts.transcript(runs, trial, facts=facts)
-        except (RlsqlError, duckdb.Error) as exc:
+        except (RlsqlError, DuckError) as exc:
             if deadline.expired:
                 raise self.stopped(deadline, f"{trial}'s transcript") from exc
             raise

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import duckdb
-
+from rlsql.duck.memorydb import Connection
 from rlsql.runs.folders import Run
 
 QUERIES = ("tool_usage", "token_usage", "looping_trials")
@@ -30,7 +29,7 @@ def has_trajectories(runs: Sequence[Run]) -> bool:
     return any(run.artifact("trajectories") is not None for run in runs)
 
 
-def gather(con: duckdb.DuckDBPyConnection, runs: Sequence[Run], fetch: Any) -> dict[str, Any]:
+def gather(con: Connection, runs: Sequence[Run], fetch: Any) -> dict[str, Any]:
     """The section's rows over `runs` on `con` (which holds the QUERIES' views): `fetch(name, sql)` is the
     report's fetcher. Returns {query: rows, "worst": [(run, trial, why, markdown)]}."""
     from rlsql.duck import damagedfiles

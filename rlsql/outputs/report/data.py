@@ -11,13 +11,13 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import duckdb
-
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.params import Param
 from rlsql.core.errors import QueryError, RlsqlWarning, UsageError, one_line
 from rlsql.core.sqltext import identifier
 from rlsql.duck.badcells import BadCells
+from rlsql.duck.memorydb import Connection, DuckError
+from rlsql.engine.query import set_variables
 from rlsql.engine.statements import open_connection
 from rlsql.runs.artifacts import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS
 from rlsql.runs.folders import Run
@@ -199,12 +199,12 @@ def bind_report_params(given: dict[str, str], catalog: Catalog | None = None) ->
     return bound
 
 
-def _fetch(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> tuple[list[str], Rows]:
+def _fetch(con: Connection, name: str, sql: str) -> tuple[list[str], Rows]:
     try:
         cursor = con.execute(sql)
         columns = [d[0] for d in cursor.description]
         rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
-    except duckdb.Error as exc:
+    except DuckError as exc:
         raise QueryError(f"report: {name}: {one_line(exc)}") from exc
     return columns, rows
 
@@ -257,10 +257,7 @@ def gather(
         catalog,
         bad_cells=bad_cells,
     )
-    for pname, value in data.params.items():
-        if value is not None:
-            # the name comes from a SQL header (a validated identifier); the value is a bound parameter
-            con.execute(f"SET VARIABLE {identifier(pname)} = ?", [value])
+    set_variables(con, {pname: value for pname, value in data.params.items() if value is not None})
     for name in wanted:
         step(name)
         data.columns[name], data.rows[name] = _fetch(con, name, f"SELECT * FROM {identifier(name)}")
