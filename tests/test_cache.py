@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import rlsql
+from rlsql.cache.copies import CacheCopies
 from rlsql.catalog.catalog import load_catalog
 from rlsql.cli import app as cli
 from rlsql.engine.statements import open_connection
@@ -48,7 +49,7 @@ def digest(folder: Path) -> dict[str, str]:
 
 
 def source_sql(runs: list[Path], view: str) -> str:
-    con = open_connection(resolve_runs(runs), [view], load=frozenset())
+    con = open_connection(resolve_runs(runs), [view], load=frozenset(), copies=CacheCopies())
     return con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ?", [view]).fetchone()[0]
 
 
@@ -520,6 +521,7 @@ def test_the_hint_counts_the_read_not_the_rows_rendered_in_python(cache_dir, cap
     """A markdown or table file of many rows takes far longer to write in Python than the read: the hint's
     seconds leave that out. On a clock the test moves, the answer takes 100 s, 99.5 of them rendering."""
     from rlsql.cache import reading
+    from rlsql.cache.copies import CacheCopies
     from rlsql.engine import answer as answering
 
     trials = next((RUNS / "tiny").glob("*_trial_results.csv"))
@@ -532,7 +534,7 @@ def test_the_hint_counts_the_read_not_the_rows_rendered_in_python(cache_dir, cap
         clock[0] += 100.0
         answering.formatted(99.5)
 
-    answering.Answer().run(lambda _bad_cells: answer())
+    answering.Answer(CacheCopies()).run(lambda _bad_cells: answer())
     hint = capsys.readouterr().err
     assert f"hint: read 0 MiB in place ({trials}) in 0.5 s;" in hint, hint
 

@@ -63,6 +63,14 @@ def _resolve(run: list[str] | None, announce: bool = True):
     return resolve_runs(run or None)
 
 
+def copies_for(runs, names: Sequence[str] | None = None):
+    """The cached copies a command hands the engine (rlsql/cache/copies.py): none when the cache is off; under
+    --cache, those of the files the queries and views `names` read (None: every source) built first."""
+    from rlsql.cache.copies import for_command
+
+    return for_command(runs, names)
+
+
 def _emit(text: str, output: Path | None) -> None:
     """A text (a script, a document) to stdout or -o (rlsql/outputs/rows.py: a FIFO, a device or - too)."""
     from rlsql.outputs.rows import Output
@@ -159,7 +167,8 @@ def run_named_query(
         on_spark = run_query_spark(name, runs, params)
         _emit_rows(fmt, on_spark.columns, on_spark.rows, output, limit, grain)
         return
-    emit_query(fmt, output, limit, lambda consume: run_query(name, runs, params, consume), grain)
+    copies = copies_for(runs, [name])
+    emit_query(fmt, output, limit, lambda consume: run_query(name, runs, params, consume, copies=copies), grain)
 
 
 def query_grain(name: str) -> list[str]:
