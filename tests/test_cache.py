@@ -835,3 +835,15 @@ def test_cache_build_into_a_full_cache_folder_exits_4_naming_the_folder(tmp_path
     assert done.stderr.strip().splitlines()[-1] == f"rlsql: error: {cache}: cannot write (File too large)"
     assert "Traceback" not in done.stderr
     assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix != ".json"]  # no Parquet, no temp left
+
+
+def test_the_engine_handed_the_copies_builds_none_even_under_cache_on(cache_dir, monkeypatch) -> None:
+    """Only the command builds (rlsql/cache/copies.py for_command): the engine asks the copies it is handed, and
+    a lookup under RLSQL_CACHE=on finds no copy, reads the CSV in place and writes nothing into the cache folder."""
+    from rlsql.engine.query import run_query
+
+    monkeypatch.setenv("RLSQL_CACHE", "on")
+    runs = [RUNS / "tiny"]
+    rows = run_query("turn_stats", resolve_runs(runs), {}, copies=CacheCopies()).to_dicts()
+    assert_rows_match(rows, oracle.expected("turn_stats", runs), "turn_stats, the copies asked but none built")
+    assert not cache_dir.exists()
