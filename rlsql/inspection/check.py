@@ -655,8 +655,10 @@ def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
         )
 
 
-#: the views and sources `rlsql check` reads through copies (the ones `--cache` builds for it)
-READS = ("metric_rows", "vllm_seconds", "harbor_trials_src", "trial_fill", "trials_src", "trajectory_steps_src")
+#: the views and sources of the connection `rlsql check` opens
+VIEWS_READ = ("metric_rows", "vllm_seconds", "harbor_trials_src", "trial_fill", "trials_src")
+#: everything it reads through copies (the copies `--cache` builds for it): those, and the trajectory steps
+READS = (*VIEWS_READ, "trajectory_steps_src")
 
 
 def check_runs(runs: Sequence[Run], copies: Copies | None = None) -> list[RunReport]:
@@ -664,7 +666,7 @@ def check_runs(runs: Sequence[Run], copies: Copies | None = None) -> list[RunRep
     reports = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", harbor.HarborFilesWarning)  # each file is listed as an issue below
-        con = open_connection(runs, READS[:-1], copies=copies)
+        con = open_connection(runs, VIEWS_READ, copies=copies)
     found = ViewFindings(con, runs)
     probes = CsvProbes(con, runs)
     agents = trajectory_findings(runs, copies)  # one read of every trajectory file
