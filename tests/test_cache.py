@@ -847,3 +847,23 @@ def test_the_engine_handed_the_copies_builds_none_even_under_cache_on(cache_dir,
     rows = run_query("turn_stats", resolve_runs(runs), {}, copies=CacheCopies()).to_dicts()
     assert_rows_match(rows, oracle.expected("turn_stats", runs), "turn_stats, the copies asked but none built")
     assert not cache_dir.exists()
+
+
+def test_cache_flag_says_once_what_is_wrong_with_a_csv_it_cannot_copy(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    """Under --cache the build before the query cannot copy a zero-filled CSV; the query's read skips it with
+    its one warning, and the build's own `not cached` is a -v notice, not a second warning."""
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    trials = next(run.glob("*_trial_results.csv"))
+    trials.write_bytes(b"\0" * 64)  # its header cannot be read
+    good = RUNS / "calendar"
+    args = ["--cache", "query", "turn_stats", "-r", str(good), "-r", str(run), "-f", "json"]
+    code, out, err = cli_run(args, capsys, monkeypatch)
+    assert code == 0, err
+    said = [line for line in err.splitlines() if str(trials) in line]
+    assert len(said) == 1 and "file skipped" in said[0], err
+    rows = {r["run"]: r for r in json.loads(out)}
+    assert rows["tiny"]["trials"] == 0  # its only trials file skipped
+    assert_rows_match([rows["calendar"]], oracle.expected("turn_stats", [good]), "turn_stats beside a skipped CSV")
+    code, _, err = cli_run(["-v", *args], capsys, monkeypatch)
+    assert code == 0 and f"{trials}" in err and "not cached" in err, err

@@ -63,8 +63,14 @@ def for_command(runs: Sequence[Run], names: Iterable[str] | None = None) -> Cach
         if reading.cache_root(for_writing=True) is None:
             return None  # the folder cannot be used: said once, every file read in place
         try:
-            admin.build(runs, force=False, sources=sources_read(names))
+            # a file the build cannot copy is read in place, and that read says what is wrong with it: the
+            # build's own warning would say it twice (with -v it is a notice, as `cached now` is)
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                admin.build(runs, force=False, sources=sources_read(names))
         except UsageError as exc:  # the folder cannot take the copies (full, unwritable): read in place
             warnings.warn(f"{exc}; reading every file in place", RlsqlWarning, stacklevel=2)
             return None
+        for w in said:
+            reading.notice(str(w.message))
     return CacheCopies()

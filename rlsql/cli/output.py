@@ -12,11 +12,15 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlsql.cli.notices import Warnings, say
 from rlsql.core.errors import DataError, ExitCode, ReaderGone, RlsqlError, UsageError
 from rlsql.outputs.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from rlsql.engine.copies import Copies
+    from rlsql.runs.folders import Run
 
 
 def _parse_format(value: str | OutputFormat | None) -> OutputFormat | None:
@@ -63,7 +67,7 @@ def _resolve(run: list[str] | None, announce: bool = True):
     return resolve_runs(run or None)
 
 
-def copies_for(runs, names: Sequence[str] | None = None):
+def copies_for(runs: Sequence[Run], names: Sequence[str] | None = None) -> Copies | None:
     """The cached copies a command hands the engine (rlsql/cache/copies.py): none when the cache is off; under
     --cache, those of the files the queries and views `names` read (None: every source) built first."""
     from rlsql.cache.copies import for_command
