@@ -3,7 +3,7 @@
 The public names load lazily (PEP 562): `import rlsql.cli.app` must not pay for DuckDB, jinja2, PyYAML
 and the SQL catalogue before a command needs them. `query`, `connect` and `spark` are composed here: the runs
 found as `--run` finds them (a URL mirrored into the cache folder: rlsql/cache/mirrors.py), then handed to
-the engine, which takes runs already found.
+the engine, which takes runs already found (and, for `query`, the cached copies: rlsql/cache/copies.py).
 """
 
 from __future__ import annotations
@@ -51,14 +51,18 @@ def query(name: str, runs: RunSpec = None, settings: Settings | None = None, **p
 
     `runs` takes what `--run` takes: run folders, folders of runs, globs, URLs. Warnings about skipped runs or
     rows are issued through the `warnings` module (RlsqlWarning). `settings` (rlsql.Settings) replaces the
-    environment's for this call.
+    environment's for this call; its `cache` is the command line's: `auto` reads fresh cached copies, `on` first
+    builds the copies of the files this query reads (as `rlsql --cache query` does), `off` reads every file in
+    place.
     """
+    from rlsql.cache.copies import for_command
     from rlsql.cache.mirrors import resolve_runs
     from rlsql.core.settings import active
     from rlsql.engine.query import run_query
 
     with active(settings):
-        return run_query(name, resolve_runs(runs), params)
+        found = resolve_runs(runs)
+        return run_query(name, found, params, copies=for_command(found, [name]))
 
 
 def connect(runs: RunSpec = None, settings: Settings | None = None) -> LazyConnection:

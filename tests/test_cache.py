@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import rlsql
+from rlsql.cache.copies import CacheCopies
 from rlsql.catalog.catalog import load_catalog
 from rlsql.cli import app as cli
 from rlsql.engine.statements import open_connection
@@ -48,7 +49,7 @@ def digest(folder: Path) -> dict[str, str]:
 
 
 def source_sql(runs: list[Path], view: str) -> str:
-    con = open_connection(resolve_runs(runs), [view], load=frozenset())
+    con = open_connection(resolve_runs(runs), [view], load=frozenset(), copies=CacheCopies())
     return con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ?", [view]).fetchone()[0]
 
 
@@ -520,6 +521,7 @@ def test_the_hint_counts_the_read_not_the_rows_rendered_in_python(cache_dir, cap
     """A markdown or table file of many rows takes far longer to write in Python than the read: the hint's
     seconds leave that out. On a clock the test moves, the answer takes 100 s, 99.5 of them rendering."""
     from rlsql.cache import reading
+    from rlsql.cache.copies import CacheCopies
     from rlsql.engine import answer as answering
 
     trials = next((RUNS / "tiny").glob("*_trial_results.csv"))
@@ -532,7 +534,7 @@ def test_the_hint_counts_the_read_not_the_rows_rendered_in_python(cache_dir, cap
         clock[0] += 100.0
         answering.formatted(99.5)
 
-    answering.Answer().run(lambda _bad_cells: answer())
+    answering.Answer(CacheCopies()).run(lambda _bad_cells: answer())
     hint = capsys.readouterr().err
     assert f"hint: read 0 MiB in place ({trials}) in 0.5 s;" in hint, hint
 
@@ -833,3 +835,35 @@ def test_cache_build_into_a_full_cache_folder_exits_4_naming_the_folder(tmp_path
     assert done.stderr.strip().splitlines()[-1] == f"rlsql: error: {cache}: cannot write (File too large)"
     assert "Traceback" not in done.stderr
     assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix != ".json"]  # no Parquet, no temp left
+
+
+def test_the_engine_handed_the_copies_builds_none_even_under_cache_on(cache_dir, monkeypatch) -> None:
+    """Only the command builds (rlsql/cache/copies.py for_command): the engine asks the copies it is handed, and
+    a lookup under RLSQL_CACHE=on finds no copy, reads the CSV in place and writes nothing into the cache folder."""
+    from rlsql.engine.query import run_query
+
+    monkeypatch.setenv("RLSQL_CACHE", "on")
+    runs = [RUNS / "tiny"]
+    rows = run_query("turn_stats", resolve_runs(runs), {}, copies=CacheCopies()).to_dicts()
+    assert_rows_match(rows, oracle.expected("turn_stats", runs), "turn_stats, the copies asked but none built")
+    assert not cache_dir.exists()
+
+
+def test_cache_flag_says_once_what_is_wrong_with_a_csv_it_cannot_copy(cache_dir, tmp_path, capsys, monkeypatch) -> None:
+    """Under --cache the build before the query cannot copy a zero-filled CSV; the query's read skips it with
+    its one warning, and the build's own `not cached` is a -v notice, not a second warning."""
+    run = tmp_path / "tiny"
+    shutil.copytree(RUNS / "tiny", run)
+    trials = next(run.glob("*_trial_results.csv"))
+    trials.write_bytes(b"\0" * 64)  # its header cannot be read
+    good = RUNS / "calendar"
+    args = ["--cache", "query", "turn_stats", "-r", str(good), "-r", str(run), "-f", "json"]
+    code, out, err = cli_run(args, capsys, monkeypatch)
+    assert code == 0, err
+    said = [line for line in err.splitlines() if str(trials) in line]
+    assert len(said) == 1 and "file skipped" in said[0], err
+    rows = {r["run"]: r for r in json.loads(out)}
+    assert rows["tiny"]["trials"] == 0  # its only trials file skipped
+    assert_rows_match([rows["calendar"]], oracle.expected("turn_stats", [good]), "turn_stats beside a skipped CSV")
+    code, _, err = cli_run(["-v", *args], capsys, monkeypatch)
+    assert code == 0 and f"{trials}" in err and "not cached" in err, err

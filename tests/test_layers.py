@@ -69,6 +69,24 @@ def test_no_module_imports_from_a_layer_above_its_own() -> None:
     assert upward == []
 
 
+#: the only modules that may import rlsql.cache: the cache itself, the command line (which builds the copies a
+#: command hands the engine, and resolves URL runs) and the Python API on top; the engine takes copies as an
+#: argument (rlsql/engine/copies.py) and never reaches the cache folder on its own
+CACHE_USERS = ("rlsql.cache", "rlsql.cli")
+
+
+def test_only_the_commands_import_the_cache() -> None:
+    users = [
+        f"{m} imports {t}"
+        for m, targets in graph().items()
+        for t in sorted(targets)
+        if (t == "rlsql.cache" or t.startswith("rlsql.cache."))
+        and m != "rlsql"
+        and not any(m == top or m.startswith(top + ".") for top in CACHE_USERS)
+    ]
+    assert users == []
+
+
 def test_no_import_cycles() -> None:
     g = graph()
     cycles: list[list[str]] = []

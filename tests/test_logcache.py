@@ -23,6 +23,7 @@ import rlsql
 from rlsql.cache import admin
 from rlsql.cache import logentries as logcache
 from rlsql.cache import store as cache
+from rlsql.cache.copies import for_command
 from rlsql.catalog.catalog import load_catalog
 from rlsql.core import settings
 from rlsql.duck.memorydb import memory_connection
@@ -355,7 +356,7 @@ def test_a_log_with_carriage_returns_is_cached(
     assert log_records(cache_dir)[str(log)]["parsed_from"] == record["cut"]  # the grown bytes only
     cached = rlsql.query("vllm_summary", [run]).to_dicts()
     assert [(r["seconds"], r["max_total_generation_tps"]) for r in cached] == [(1, 10.0)]
-    with settings.in_place():
+    with settings.active(settings.current().replace(cache="off")):  # every file in place
         rawlogs._metric_keys.cache_clear()
         assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
         assert_rows_match(cached, rlsql.query("vllm_summary", [run]).to_dicts(), "vllm_summary cached vs in place")
@@ -412,9 +413,9 @@ def test_a_log_grown_in_pieces_gives_the_rows_of_the_whole(tmp_path: Path, cache
             with log.open("ab") as out:
                 out.write(data[previous:cut])
             rawlogs._metric_keys.cache_clear()
-            cached = rawlogs.log_files(runs, "metrics")
+            cached = rawlogs.log_files(runs, "metrics", for_command(runs, ["metrics_src"]))  # under --cache
             assert all(f.cached for f in cached)
-            in_place = rawlogs.log_files(runs, "metrics", use_cache=False)
+            in_place = rawlogs.log_files(runs, "metrics")
             got, want = (json.loads(rawlogs.metric_keys(files).rows) for files in (cached, in_place))
             # row_line is a byte offset in an entry, a line number in place: both only order the rows
             assert {**got, "row_line": None} == {**want, "row_line": None}, (log, cut)
@@ -539,7 +540,7 @@ def test_a_log_written_to_lately_is_scanned_in_python_at_once(
     record = log_records(auto_cache)[str(log)]
     assert (record["cut"], record["lines_found_by"]) == (size, found_by)
     cached = steps(run)
-    with settings.in_place():
+    with settings.active(settings.current().replace(cache="off")):  # every file in place
         rawlogs._metric_keys.cache_clear()
         assert steps(run) == cached == [(1, 0.25), (2, 0.5)]
 
@@ -568,7 +569,7 @@ def test_a_grown_log_is_read_from_its_entry_and_its_new_bytes_and_only_cache_bui
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files} == files
     assert log_records(cache_dir)[str(log)]["cut"] == size
     # the rows a read of the log in place gives, and the same again from the copy this process made
-    with settings.in_place():
+    with settings.active(settings.current().replace(cache="off")):  # every file in place
         rawlogs._metric_keys.cache_clear()
         assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]
     assert steps(run) == [(1, 0.25), (2, 0.5), (3, 0.75)]

@@ -134,18 +134,20 @@ def test_provenance_names_the_url_and_the_etag(s3: S3Store, tmp_path: Path, monk
     from rlsql.outputs.provenance import SourceFingerprints
 
     monkeypatch.setenv("RLSQL_CACHE_DIR", str(tmp_path / "cache"))
-    from rlsql.cache.mirrors import resolve_runs, run_record
+    from rlsql.cache.mirrors import resolve_runs
+    from rlsql.outputs.provenance import run_record
+    from rlsql.runs.folders import Run
 
     (run,) = resolve_runs([f"s3://{BUCKET}/runs/tiny"])
     trials = run.artifacts["trials"].path
-    record = SourceFingerprints().describe(trials)
+    record = SourceFingerprints().describe(trials, run)
     key = f"runs/tiny/{trials.name}"
     etag = s3.client().head_object(Bucket=BUCKET, Key=key)["ETag"].strip('"')
     assert (record["url"], record["version"]) == (f"s3://{BUCKET}/{key}", etag)
     columns, rows = inventory([run])
     assert rows[0][columns.index("path")] == f"s3://{BUCKET}/runs/tiny"
-    assert run_record(run.name, run.path) == {"name": "tiny", "path": str(run.path), "url": f"s3://{BUCKET}/runs/tiny"}
-    assert run_record("tiny", RUNS / "tiny") == {"name": "tiny", "path": str(RUNS / "tiny")}
+    assert run_record(run) == {"name": "tiny", "path": str(run.path), "url": f"s3://{BUCKET}/runs/tiny"}
+    assert run_record(Run("tiny", RUNS / "tiny")) == {"name": "tiny", "path": str(RUNS / "tiny")}
 
 
 def test_cache_status_and_clear_cover_the_copies_and_the_size_limit_counts_them(

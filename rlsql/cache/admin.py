@@ -37,15 +37,21 @@ def _root() -> Path:
     return root
 
 
-def build(runs: Sequence[Run], force: bool, progress: Callable[[str], None] | None = None) -> Done:
-    """Cached copies of every CSV and of every raw log the runs' queries read, missing or stale ones only
-    (all with `force`); each entry covered is marked as built now (its record's mtime), and the folder is
-    brought to its size limit: the entries least recently built or covered by a build go first."""
+def build(
+    runs: Sequence[Run],
+    force: bool,
+    progress: Callable[[str], None] | None = None,
+    sources: frozenset[str] | None = None,
+) -> Done:
+    """Cached copies of every CSV and of every raw log the runs' queries read, and of their trajectory rows,
+    missing or stale ones only (all with `force`); with `sources`, only the copies those sources read
+    (`--cache`: rlsql/cache/copies.py). Each entry covered is marked as built now (its record's mtime), and the
+    folder is brought to its size limit: the entries least recently built or covered by a build go first."""
     _root()
     try:
-        report = csvcopies.build_cache(runs, force, progress)
-        rows = report.rows + logentries.build_log_entries(runs, force, progress)
-        copies, copied = trajcopies.build_copies(runs, report.root, force, memory_connection(), progress)
+        report = csvcopies.build_cache(runs, force, progress, sources)
+        rows = report.rows + logentries.build_log_entries(runs, force, progress, sources)
+        copies, copied = trajcopies.build_copies(runs, report.root, force, memory_connection(), progress, sources)
     except store.CacheUnavailable as exc:
         raise UsageError(str(exc)) from exc
     rows += copies

@@ -1,9 +1,9 @@
 """The Parquet copies of runs' CSVs: built on request, handed to the sources while fresh.
 
-A source read asks `cached_copy` for a CSV's copy (rlsql/engine/sources.py): a fresh entry is used;
-without one the CSV is read in place, except under `--cache` (RLSQL_CACHE=on), which builds the copy
-first. Nothing is built behind the user's back: `rlsql cache build` builds the copies of a set of
-runs, and a large file read in place earns the answer a hint saying so (rlsql/cache/reading.py).
+A source read asks `cached_copy` for a CSV's copy (through rlsql/cache/copies.py): a fresh entry is used;
+without one the CSV is read in place. Nothing is built behind the user's back: `rlsql cache build` (and
+`--cache`, before the command reads) builds the copies of a set of runs, and a large file read in place earns
+the answer a hint saying so (rlsql/cache/reading.py).
 rlsql/cache/store.py keeps the files.
 """
 
@@ -57,45 +57,23 @@ def read_as_recorded(record: dict) -> bool:
 
 
 def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> str | None:
-    """The fresh Parquet copy of a CSV (built now under `--cache`); None: read the CSV in place."""
-    config = settings.current()
-    root = reading.cache_root(for_writing=config.cache == "on")
+    """The fresh Parquet copy of a CSV; None: read the CSV in place. Nothing is built or written here: `rlsql
+    cache build` and `--cache` build copies before a command reads (rlsql/cache/copies.py)."""
+    root = reading.cache_root()
     if root is None or why_unnameable(path):
-        why = (
-            "the cache is off"
-            if config.cache == "off"
-            else "no cache built yet: rlsql cache build"
-            if root is None
-            else "DuckDB cannot name its path exactly"
-        )
+        why = "no cache built yet: rlsql cache build" if root is None else "DuckDB cannot name its path exactly"
         reading.notice(f"{path}: read in place ({why})")
         _read_in_place(path)
         return None
     entry = store.entry_for(path, root)
     state, why = store.quick_state(entry, path, reading_version(source, header, types))
-    if state != "fresh" and config.cache == "on":
-        try:
-            with store.build_lock(root):
-                built = build_cache_entry(source, path, header, types, root)
-        except store.CacheUnavailable as exc:
-            reading.notice(f"{path}: read in place ({exc})")
-            built = None
-        except (DataError, writes.WriteError) as exc:
-            reading.notice(f"{path}: read in place (not cached: {exc})")
-            built = None
-        if built is None:
-            _read_in_place(path)
-            return None
-        reading.notice(f"{path}: cached now ({built.rows:,} rows in {built.seconds:.2f} s), read from the cache")
-        store.evict(root, config.cache_max_bytes, keep=frozenset({entry.parquet}))
-    elif state != "fresh":
+    if state != "fresh":
         if state == "damaged":
             reading.damaged_copy(path, entry.parquet, why)
         reading.notice(f"{path}: read in place ({why})")
         _read_in_place(path)
         return None
-    else:
-        reading.notice(f"{path}: read from the cache ({entry.parquet})")
+    reading.notice(f"{path}: read from the cache ({entry.parquet})")
     record = entry.read_meta()
     if record.get("rejected_rows"):
         warnings.warn(
@@ -234,9 +212,14 @@ class BuildReport:
     entries: frozenset[Path] = frozenset()
 
 
-def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[str], None] | None = None) -> BuildReport:
-    """`rlsql cache build`: a fresh Parquet copy of every CSV artifact of `runs`, building only what is
-    missing, stale or damaged (all with `force`).
+def build_cache(
+    runs: Sequence[Run],
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+    sources: frozenset[str] | None = None,
+) -> BuildReport:
+    """`rlsql cache build`: a fresh Parquet copy of every CSV artifact of `runs` (with `sources`, of those whose
+    source, `KIND_src`, is among them), building only what is missing, stale or damaged (all with `force`).
 
     Rows: (run, artifact, csv path, state, rows, parquet bytes); state is built, fresh, changing
     (the CSV changed while it was read: nothing recorded) or not cached (a path DuckDB cannot name, a header
@@ -256,7 +239,7 @@ def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[st
     for run in runs:
         for kind in CSV_ARTIFACTS:
             artifact = run.artifact(kind)
-            if artifact is None:
+            if artifact is None or (sources is not None and f"{kind}_src" not in sources):
                 continue
             try:
                 header = csv_header(artifact.path).names
@@ -288,6 +271,8 @@ def build_cache(runs: Sequence[Run], force: bool = False, progress: Callable[[st
                     done.append((run.name, kind, str(artifact.path), "not cached (DuckDB cannot read it)", None, None))
                     continue
                 state = "built" if built is not None else "changing"
+                if built is not None:
+                    reading.notice(f"{artifact.path}: cached now ({built.rows:,} rows in {built.seconds:.2f} s)")
             built_now.add(entry.parquet)
             meta = entry.read_meta() if state != "changing" else {}
             done.append((run.name, kind, str(artifact.path), state, meta.get("rows"), meta.get("parquet_bytes")))

@@ -242,15 +242,14 @@ def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
     parsed now (a step's worth of a live run: well under a second, against seconds to read a large log in
     place) into a copy in rlsql's private folder for this process's answers (`extended_for_this_process`):
     the cache folder is not written. A log that grew by more than a fifth and RLSQL_CACHE_HINT_BYTES is read
-    in place instead, with the hint (GROWN_SHARE). Only `--cache` (RLSQL_CACHE=on) or `rlsql cache build` extends the
-    entry itself, or builds the entry of a log without a usable one; otherwise such a log is read in place,
-    and a large one (alone or with its run's other logs, `run_bytes`: every query reads them all) earns the
-    answer a hint (rlsql/cache/reading.py).
+    in place instead, with the hint (GROWN_SHARE). Only `rlsql cache build` (or `--cache`, before the command
+    reads: rlsql/cache/copies.py) extends the entry itself, or builds the entry of a log without a usable one;
+    otherwise such a log is read in place, and a large one (alone or with its run's other logs, `run_bytes`:
+    every query reads them all) earns the answer a hint (rlsql/cache/reading.py).
     """
-    config = settings.current()
-    root = reading.cache_root(for_writing=config.cache == "on")
+    root = reading.cache_root()
     if root is None or why_unnameable(path):
-        reading.notice(f"{path}: read in place ({'the cache is off' if config.cache == 'off' else 'no cache entry'})")
+        reading.notice(f"{path}: read in place (no cache entry)")
         _read_in_place(path, run_bytes)
         return None
     found = _entry_of(path, root)
@@ -261,40 +260,22 @@ def cached_log(path: Path, run_bytes: int = 0) -> CachedLog | None:
         reading.notice(f"{path}: read from the cache ({entry.parquet})")
         reading.handed_out(entry)
         return _with_tail(path, entry.parquet, record)
-    if config.cache != "on":
-        growth = _growth(path, entry, record, st)
-        if growth is None:
-            reading.notice(f"{path}: read in place (no usable cache entry: `rlsql cache build` makes one)")
-            _read_in_place(path, run_bytes)
-            return None
-        if growth > max(st.st_size // GROWN_SHARE, config.cache_hint_bytes):
-            # parsing that much in Python for every answer costs more than DuckDB's read of the whole log
-            reading.notice(f"{path}: read in place (grown by {growth:,} bytes since its entry: `rlsql cache build`)")
-            _read_in_place(path, run_bytes)
-            return None
-        extended = extended_for_this_process(path, entry, record)
-        if extended is None:
-            _read_in_place(path, run_bytes)
-            return None
-        reading.handed_out(entry)
-        return _with_tail(path, *extended)
-    try:
-        with cache.build_lock(root):
-            updated = update_entry(path, entry, record, root)
-    except cache.CacheUnavailable as exc:
-        reading.notice(f"{path}: read in place ({exc})")
+    growth = _growth(path, entry, record, st)
+    if growth is None:
+        reading.notice(f"{path}: read in place (no usable cache entry: `rlsql cache build` makes one)")
+        _read_in_place(path, run_bytes)
         return None
-    except DataError as exc:
-        # e.g. the entry being extended does not read: it is marked, and the next update starts over
-        cache.mark_damaged(entry, str(exc))
-        reading.notice(f"{path}: read in place ({exc})")
+    if growth > max(st.st_size // GROWN_SHARE, settings.current().cache_hint_bytes):
+        # parsing that much in Python for every answer costs more than DuckDB's read of the whole log
+        reading.notice(f"{path}: read in place (grown by {growth:,} bytes since its entry: `rlsql cache build`)")
+        _read_in_place(path, run_bytes)
         return None
-    if updated is None:
-        reading.notice(f"{path}: read in place (it was replaced while it was read)")
+    extended = extended_for_this_process(path, entry, record)
+    if extended is None:
+        _read_in_place(path, run_bytes)
         return None
-    cache.evict(root, config.cache_max_bytes, keep=frozenset({entry.parquet}))
     reading.handed_out(entry)
-    return _with_tail(path, entry.parquet, updated)
+    return _with_tail(path, *extended)
 
 
 #: log path -> (the log's stat and the entry's checksum it was made from, the copy, its record): the grown
@@ -611,9 +592,15 @@ def parse_log(path: Path, entry: cache.Entry, record: dict, target: Path, lines:
     }
 
 
-def build_log_entries(runs, force: bool = False, progress: Callable[[str], None] | None = None) -> list[tuple]:
+def build_log_entries(
+    runs,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+    sources: frozenset[str] | None = None,
+) -> list[tuple]:
     """`rlsql cache build`'s log part: bring the entry of every log a query of `runs` reads (the runs
-    whose trainer metrics or vLLM stats come from their logs) up to date now, whatever its size.
+    whose trainer metrics or vLLM stats come from their logs; with `sources`, only for metrics_src or
+    vllm_src among them) up to date now, whatever its size.
 
     Rows as csvcopies.build_cache gives them: (run, "log", log path, state, rows, parquet bytes);
     state is built (parsed from its start), grown (its new bytes parsed), fresh, changing (replaced
@@ -626,12 +613,13 @@ def build_log_entries(runs, force: bool = False, progress: Callable[[str], None]
     if root is None:
         raise cache.CacheUnavailable("no cache folder: HOME is not set; set RLSQL_CACHE_DIR")
     cache.ensure_root(root)
+    kinds = [kind for kind in ("metrics", "vllm") if sources is None or f"{kind}_src" in sources]
     done = []
     con = memory_connection()
     try:
         for run in runs:
-            if run.artifact("logs") is None or all(run.artifact(kind) is not None for kind in ("metrics", "vllm")):
-                continue  # no logs, or both CSVs win over them
+            if run.artifact("logs") is None or all(run.artifact(kind) is not None for kind in kinds):
+                continue  # no logs, or the CSVs win over them
             for path in find_logs(run.path):
                 if progress is not None:
                     progress(f"{run.name}: log {path.name}")

@@ -27,7 +27,7 @@ import time
 import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -39,6 +39,7 @@ from rlsql.runs.folders import (
     CONFIG_NAMES,
     HARBOR_DIR,
     HARBOR_RESULT,
+    Origin,
     Run,
     artifact_name,
     split_alias,
@@ -530,25 +531,12 @@ def _mirror_folder(path: Path) -> Path:
 
 
 def resolve_runs(specs: Iterable[str | Path] | str | Path | None) -> list[Run]:
-    """rlsql/runs/folders.py resolve_runs, where a value may also be a URL (a run or a folder of runs)."""
+    """rlsql/runs/folders.py resolve_runs, where a value may also be a URL (a run or a folder of runs): each run
+    of a URL carries where it came from (Run.origin), so that outputs name its files' URLs and versions."""
     if isinstance(specs, (str, Path)):
         specs = [specs]
-    return resolve_local(None if specs is None else local_specs(specs))
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a mirrored run came from: its URL, the Hub's commit, and each file's version (ETag, blob id)."""
-
-    url: str
-    revision: str | None
-    fetched_at: str | None
-    versions: dict[str, str]
-
-    def shown(self) -> str:
-        """The URL, with the Hub commit the copy holds when the URL does not pin it."""
-        pinned = self.revision is None or f"@{self.revision}" in self.url
-        return self.url if pinned else f"{self.url} (commit {self.revision})"
+    runs = resolve_local(None if specs is None else local_specs(specs))
+    return [replace(run, origin=found) if (found := origin(run.path)) else run for run in runs]
 
 
 def _located(path: Path) -> tuple[dict[str, Any], str] | None:
@@ -578,36 +566,7 @@ def origin(path: Path) -> Origin | None:
     record, below = found
     prefix = f"{below}/" if below else ""
     versions = {
-        rel[len(prefix) :]: str(v.get("version"))
-        for rel, v in record.get("files", {}).items()
-        if rel.startswith(prefix)
+        rel[len(prefix) :]: v.get("version") for rel, v in record.get("files", {}).items() if rel.startswith(prefix)
     }
     url = str(record["url"]).rstrip("/") + (f"/{below}" if below else "")
     return Origin(url, record.get("revision"), record.get("fetched_at"), versions)
-
-
-def run_record(name: str, path: Path) -> dict[str, Any]:
-    """A run as an output's provenance names it: its name and folder, and for a copy of a URL the URL and
-    the Hub commit it holds."""
-    found = origin(path)
-    extra = {"url": found.url, **({"revision": found.revision} if found.revision else {})} if found else {}
-    return {"name": name, "path": str(path), **extra}
-
-
-def file_origin(path: Path) -> dict[str, Any]:
-    """For a file (or folder) of a mirror: its URL, version (ETag, blob id), the Hub commit and when it was
-    fetched; else {}."""
-    found = _located(path)
-    if found is None:
-        return {}
-    record, rel = found
-    files = record.get("files", {})
-    held = files.get(rel)
-    if held is None and not any(name.startswith(f"{rel}/") for name in files):
-        return {}
-    out = {"url": str(record["url"]).rstrip("/") + (f"/{rel}" if rel else ""), "fetched_at": record.get("fetched_at")}
-    if held is not None:  # a folder (trace_jobs) has no version of its own: its files' are in the listing's record
-        out["version"] = held.get("version")
-    if record.get("revision"):
-        out["revision"] = record["revision"]
-    return out

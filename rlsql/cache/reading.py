@@ -1,10 +1,11 @@
 """The cache's part of one answer (rlsql/engine/answer.py): what the lookups handed out and read in place.
 
 While an answer renders its sources, the cache lookups (rlsql/cache/csvcopies.py for CSVs, logentries.py for
-raw logs, trajcopies.py for trajectory rows) record here the entries they handed out and the large files
-they read in place. The answer uses the record afterwards: a failure after reading cached copies is
-answered again from the files, with one warning per entry that failed (`copies_failed`: nothing is written,
-a read never writes the cache folder); the large files read in place give its hint. The record is scoped to
+raw logs, trajcopies.py for trajectory rows, asked through rlsql/cache/copies.py) record here the entries they
+handed out and the large files they read in place. The answer uses the record afterwards: a failure after
+reading cached copies is answered again from the files, with one warning per entry that failed
+(`copies_failed`: nothing is written, a read never writes the cache folder); the large files read in place
+give its hint. The record is scoped to
 the answer (a context variable), so nothing carries over between commands.
 """
 
@@ -60,7 +61,7 @@ def read_in_place(path: Path, size: int, saving: str = SAVING) -> None:
         reads.in_place[str(path)] = (size, saving)
 
 
-def cache_root(for_writing: bool) -> Path | None:
+def cache_root(for_writing: bool = False) -> Path | None:
     """The cache folder this answer uses (store.usable_root), or None: read in place. A folder that cannot
     be used is one warning per answer: which folder, why, the fix."""
     try:

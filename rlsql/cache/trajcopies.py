@@ -28,7 +28,6 @@ from pathlib import Path
 
 from rlsql.cache import reading, store
 from rlsql.catalog.catalog import load_catalog, sql_root
-from rlsql.core import settings
 from rlsql.core.errors import DataError, one_line
 from rlsql.core.sqltext import glob_escaped
 from rlsql.duck import badcells, damagedfiles
@@ -83,13 +82,10 @@ def _why_not_fresh(entry: store.Entry, record: dict, digest: str) -> str | None:
 
 
 def cached_rows(source: str, run: Run, trace_jobs: Path, listing: trajectories.TrajectoryListing) -> dict | None:
-    """The fresh copy of `source`'s rows of `run` (built now under `--cache`) for the source templates:
-    {"run", "parquet" (glob-escaped), "damaged" (run, path, problem of each damaged file)}; None: read the
-    files in place."""
-    config = settings.current()
-    if config.cache == "off":
-        return None
-    root = reading.cache_root(for_writing=config.cache == "on")
+    """The fresh copy of `source`'s rows of `run` for the source templates: {"run", "parquet" (glob-escaped),
+    "damaged" (run, path, problem of each damaged file)}; None: read the files in place. Nothing is built
+    here: `rlsql cache build` and `--cache` build copies before a command reads (rlsql/cache/copies.py)."""
+    root = reading.cache_root()
     digest, size = listing_digest(listing)
     if root is None:
         reading.notice(f"{trace_jobs}: {source} read in place (no cache built yet: rlsql cache build)")
@@ -97,16 +93,6 @@ def cached_rows(source: str, run: Run, trace_jobs: Path, listing: trajectories.T
         return None
     entry = entry_of(trace_jobs, source, root)
     why = _why_not_fresh(entry, entry.read_meta(), digest)
-    if why is not None and config.cache == "on":
-        try:
-            with store.build_lock(root):
-                built = build_entry(source, run, trace_jobs, root)
-        except (store.CacheUnavailable, DataError, writes.WriteError) as exc:
-            built, why = None, str(exc)
-        if built is not None:
-            reading.notice(f"{trace_jobs}: {source} cached now ({built.rows:,} rows in {built.seconds:.2f} s)")
-            store.evict(root, config.cache_max_bytes, keep=frozenset({entry.parquet}))
-            why = _why_not_fresh(entry, entry.read_meta(), digest)
     if why is not None:
         if why != "no cache entry" and not why.startswith(STALE):
             reading.damaged_copy(f"{trace_jobs} ({source})", entry.parquet, why)
@@ -201,17 +187,19 @@ def build_copies(
     force: bool,
     con: Connection,
     progress: Callable[[str], None] | None = None,
+    sources: frozenset[str] | None = None,
 ) -> tuple[list[tuple], frozenset[Path]]:
     """`rlsql cache build`'s trajectory part: rows (run, "trajectories", trace_jobs (source), state, rows,
     parquet bytes) as csvcopies.build_cache gives them (state built, fresh, changing or not cached (why)),
-    and the Parquet files of the entries they cover."""
+    and the Parquet files of the entries they cover. With `sources`, only the copies those sources read."""
     done = []
     covered = set()
+    wanted = [s for s in SOURCES if sources is None or s in {COPIED_FROM.get(n, n) for n in sources}]
     for run in runs:
         trace_jobs = trajectories.trace_jobs_of(run)
         if trace_jobs is None:
             continue
-        for source in SOURCES:
+        for source in wanted:
             entry = entry_of(trace_jobs, source, root)
             label = f"{trace_jobs} ({source})"
             if not force and entry_state(entry, con)[0] == "fresh":
@@ -226,6 +214,8 @@ def build_copies(
                     done.append((run.name, KIND, label, f"not cached ({exc})", None, None))
                     continue
                 state = "built" if built is not None else "changing"
+                if built is not None:
+                    reading.notice(f"{trace_jobs}: {source} cached now ({built.rows:,} rows in {built.seconds:.2f} s)")
             record = entry.read_meta() if state != "changing" else {}
             covered.add(entry.parquet)
             done.append((run.name, KIND, label, state, record.get("rows"), record.get("parquet_bytes")))

@@ -23,6 +23,7 @@ from rlsql.cli.output import (
     _parse_format,
     _parse_params,
     _resolve,
+    copies_for,
     emit_query,
     run_main,
     run_named_query,
@@ -205,14 +206,15 @@ def sql_command(
     -p name=value sets a DuckDB variable (typed as the views that read it declare it). A SQL
     error is one line with DuckDB's hint (exit 1).
     """
-    from rlsql.engine.query import run_sql
+    from rlsql.engine.query import referenced_objects, run_sql
 
     text = _read_sql(sql, file)
     if not text.strip():
         raise UsageError("the SQL is empty")
     runs = _resolve(run)
     params = _parse_params(param)
-    emit_query(fmt, output, limit, lambda consume: run_sql(text, runs, params, consume))
+    copies = copies_for(runs, referenced_objects(text))
+    emit_query(fmt, output, limit, lambda consume: run_sql(text, runs, params, consume, copies))
 
 
 @app.command("list")
@@ -258,7 +260,8 @@ def describe_command(name: NameArgument, run: RunOption = None, fmt: FormatOptio
 
     from rlsql.inspection.describe import describe
 
-    info = describe(name, _resolve(run) if run else None)
+    runs = _resolve(run) if run else None
+    info = describe(name, runs, copies_for(runs, [name]) if runs is not None else None)
     fmt = fmt or OutputFormat.TABLE
     columns = ["column", "type", "description"]
     rows = [(c.name, c.type, c.description) for c in info.columns]
@@ -312,7 +315,7 @@ def docs_command(
 @app.command("runs")
 def runs_command(run: RunOption = None, fmt: FormatOption = None) -> None:
     """List the runs found and what each holds: files, row counts, steps, trials, parser format."""
-    from rlsql.inspection.inventory import inventory
+    from rlsql.inspection.inventory import READS, inventory
     from rlsql.runs.folders import HARBOR_DIR
 
     runs = _resolve(run)
@@ -323,7 +326,7 @@ def runs_command(run: RunOption = None, fmt: FormatOption = None) -> None:
                 f"run {found.name!r}: trials from the CSV {trials.path.name}; {HARBOR_DIR}/ fills the columns it "
                 "lacks (--json-trials reads it instead)"
             )
-    columns, rows = inventory(runs)
+    columns, rows = inventory(runs, copies_for(runs, READS))
     _emit_rows(fmt, columns, rows)
 
 
@@ -385,7 +388,8 @@ def findings_command(
     from rlsql.engine.query import run_query
     from rlsql.outputs.findings import at_or_above, findings_text
 
-    rows = run_query("findings", _resolve(run), _parse_params(param)).to_dicts()
+    runs = _resolve(run)
+    rows = run_query("findings", runs, _parse_params(param), copies=copies_for(runs, ["findings"])).to_dicts()
     sys.stdout.write(findings_text(rows))
     sys.stdout.flush()
     if fail_on is None:
@@ -404,10 +408,11 @@ def check_command(run: RunOption = None, fmt: FormatOption = None) -> None:
     """
     import json
 
-    from rlsql.inspection.check import ISSUE_COLUMNS, SUMMARY_COLUMNS, check_runs, summary_rows
+    from rlsql.inspection.check import ISSUE_COLUMNS, READS, SUMMARY_COLUMNS, check_runs, summary_rows
 
     fmt = fmt or OutputFormat.TABLE
-    reports = check_runs(_resolve(run))
+    runs = _resolve(run)
+    reports = check_runs(runs, copies_for(runs, READS))
     if fmt is OutputFormat.JSON:
         sys.stdout.write(json.dumps({"runs": [r.as_dict() for r in reports]}, indent=2) + "\n")
     else:
@@ -461,7 +466,10 @@ def report_command(
     require_matplotlib()  # before any file is read
     params = _parse_params(param)
     bind_report_params(params)  # a bad parameter fails before any file is read
-    written = build_report(_resolve(run), output, report_format.value, params=params, per_run=per_run, notify=say)
+    runs = _resolve(run)
+    # the report reads nearly every source: under --cache, the copies of all of them
+    copies = copies_for(runs)
+    written = build_report(runs, output, report_format.value, params=params, per_run=per_run, notify=say, copies=copies)
     figures = len(written) - 1
     say(f"wrote {written[-1]}" + (f" and {figures} figure{'s' if figures > 1 else ''}" if figures else ""))
 
@@ -552,6 +560,7 @@ def export_command(
         progress=say,
         replace_all=replace_all,
         relative_to=relative_to,
+        copies=copies_for(runs, [item.name for item in items]),
     )
     say(summary(written, output))
 
@@ -709,7 +718,8 @@ def serve_command(
     """
     from rlsql.serve import serve
 
-    serve(run, host=host, port=port, memory=memory, say=say)
+    runs = _resolve(run)
+    serve(runs, host=host, port=port, memory=memory, say=say, copies=copies_for(runs))
 
 
 @app.command("mcp")
@@ -742,7 +752,8 @@ def mcp_command(
     """
     from rlsql.serve import mcp
 
-    mcp(run, http=http, host=host, port=port, max_rows=max_rows, say=say)
+    runs = _resolve(run)
+    mcp(runs, http=http, host=host, port=port, max_rows=max_rows, say=say, copies=copies_for(runs))
 
 
 def _version(value: bool) -> None:

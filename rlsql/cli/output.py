@@ -12,11 +12,15 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlsql.cli.notices import Warnings, say
 from rlsql.core.errors import DataError, ExitCode, ReaderGone, RlsqlError, UsageError
 from rlsql.outputs.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from rlsql.engine.copies import Copies
+    from rlsql.runs.folders import Run
 
 
 def _parse_format(value: str | OutputFormat | None) -> OutputFormat | None:
@@ -61,6 +65,14 @@ def _resolve(run: list[str] | None, announce: bool = True):
     for spec in run or []:
         _suggest_run(spec)
     return resolve_runs(run or None)
+
+
+def copies_for(runs: Sequence[Run], names: Sequence[str] | None = None) -> Copies | None:
+    """The cached copies a command hands the engine (rlsql/cache/copies.py): none when the cache is off; under
+    --cache, those of the files the queries and views `names` read (None: every source) built first."""
+    from rlsql.cache.copies import for_command
+
+    return for_command(runs, names)
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -159,7 +171,8 @@ def run_named_query(
         on_spark = run_query_spark(name, runs, params)
         _emit_rows(fmt, on_spark.columns, on_spark.rows, output, limit, grain)
         return
-    emit_query(fmt, output, limit, lambda consume: run_query(name, runs, params, consume), grain)
+    copies = copies_for(runs, [name])
+    emit_query(fmt, output, limit, lambda consume: run_query(name, runs, params, consume, copies=copies), grain)
 
 
 def query_grain(name: str) -> list[str]:

@@ -311,9 +311,3 @@ def table() -> list[tuple[str, str, str, str]]:
         meaning = doc.replace(f"{shown}:", f"{shown} (default):", 1) if listed else f"{shown}: {doc}"
         rows.append((f.name, f.metadata["env"] or "-", f.metadata["flag"] or "-", meaning))
     return rows
-
-
-def in_place() -> contextlib.AbstractContextManager[Settings]:
-    """The current settings with the cache off, for a block whose views must read the runs' own files
-    (a connection, a shell script or a database file outlives any cached copy it could name)."""
-    return active(current().replace(cache="off"))

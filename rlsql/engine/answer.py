@@ -1,8 +1,9 @@
 """One answer: the attempts that keep one bad file from failing it, the files it skipped, what it says after.
 
 `rlsql query`, `sql`, `export`, `report` and `serve` (and the Python API) all answer through
-`Answer().run(work)`. `work(bad_cells)` renders the sources, runs the statements and consumes the rows, and
-may be called again from the start (a streamed answer cannot: `at_once`). When an attempt fails, the loop
+`Answer(copies).run(work)`. `work(bad_cells)` renders the sources over the answer's `copies` (the cached copies
+the command handed in, rlsql/engine/copies.py; None: every file in place), runs the statements and consumes the
+rows, and may be called again from the start (a streamed answer cannot: `at_once`). When an attempt fails, the loop
 mends what it can and runs `work` again:
 
 - a CSV that DuckDB cannot read row by row (mixed line endings; a quote that never closes, which loses every
@@ -12,9 +13,9 @@ mends what it can and runs `work` again:
   skipped with one warning, and the run read again over the files there now; a file that fails so twice fails;
 - a whole-number cell that reads as empty stops an attempt (rlsql/duck/badcells.py): the next records such
   cells with a Python function, and one warning per file names them (`bad_cells` is then not None);
-- a DuckDB failure after reading cached copies is answered again from the files themselves (the cache off
-  for the rest of the answer), with one warning per entry that failed (rlsql/cache/reading.py; nothing is
-  written: a read never writes the cache folder); a failure the files repeat is theirs, and it is raised.
+- a DuckDB failure after reading cached copies is answered again from the files themselves (`copies` None
+  for the rest of the answer), with one warning per copy that failed (`Copies.failed`; nothing is written: a
+  read never writes the cache folder); a failure the files repeat is theirs, and it is raised.
 
 The files skipped and read line-bounded are this answer's (`current()`, read by rlsql/engine/sources.py
 while it renders): the next answer looks at the file again. The warnings of an attempt that failed are
@@ -37,12 +38,12 @@ from typing import TypeVar
 
 import duckdb
 
-from rlsql.cache import reading
 from rlsql.core import settings
 from rlsql.core.errors import BAD_CELL_MARK, RlsqlError, RlsqlWarning, UnparsableCsv
 from rlsql.duck.badcells import BadCells
 from rlsql.duck.damagedfiles import warn_damaged
 from rlsql.duck.rejects import REJECT_EXAMPLES, UNCLOSED_QUOTE, lost_after, rejected_lines
+from rlsql.engine.copies import Copies, Reads
 from rlsql.runs import csvfiles, trajectories
 from rlsql.runs.writes import WriteError
 
@@ -59,6 +60,9 @@ at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("rlsql_answer_at_
 class Answer:
     """One answer's attempts and what they found (the module docstring)."""
 
+    #: the cached copies the sources read (rlsql/engine/copies.py); None: every file in place, as after a read
+    #: of copies failed
+    copies: Copies | None = None
     #: CSVs skipped: why DuckDB cannot parse them
     unparsable: dict[Version, str] = field(default_factory=dict)
     #: CSVs looked at for a line-bounded copy: the copy read instead, or None when the file needs none
@@ -78,27 +82,25 @@ class Answer:
 
     def run(self, work: Callable[[BadCells | None], T]) -> T:
         """`work(bad_cells)` until it succeeds or fails in a way no attempt mends; the hint after it."""
-        reads = reading.Reads()
+        copies = self.copies
         started = time.perf_counter()
-        with reading.recording(reads):
+        with copies.recording() if copies is not None else nullcontext() as reads:
             token = _current.set(self)
             try:
                 result = self._attempts(work, reads)
             finally:
                 _current.reset(token)
-        if reads.in_place and settings.current().cache == "auto":
+        if reads is not None and reads.in_place and settings.current().cache == "auto":
             _hint(reads.in_place, max(time.perf_counter() - started - self.formatting, 0.0))
         return result
 
-    def _attempts(self, work: Callable[[BadCells | None], T], reads: reading.Reads) -> T:
+    def _attempts(self, work: Callable[[BadCells | None], T], reads: Reads | None) -> T:
         bad = BadCells() if at_once.get() else None
+        copies = self.copies
         copies_failed: tuple[list, BaseException] | None = None
         while True:
             failure: Exception | None = None
-            with (
-                settings.active(settings.current().replace(cache="off")) if copies_failed else nullcontext(),
-                warnings.catch_warnings(record=True) as said,
-            ):
+            with warnings.catch_warnings(record=True) as said:
                 warnings.simplefilter("always")
                 try:
                     result = work(bad)
@@ -117,11 +119,13 @@ class Answer:
             # an output that could not be written (a full disk) says nothing about the cached copies
             if (
                 copies_failed is None
+                and reads is not None
                 and reads.handed_out
                 and isinstance(cause, duckdb.Error)
                 and not isinstance(failure, WriteError)
             ):
                 copies_failed = (list(reads.handed_out), cause)
+                self.copies = None  # the files themselves from now on
                 continue
             _say_again(said)
             raise failure
@@ -129,8 +133,8 @@ class Answer:
         for path in self.removed:
             trajectories.warn_removed(path)
         _say_again(said)
-        if copies_failed is not None:
-            reading.copies_failed(*copies_failed)
+        if copies_failed is not None and copies is not None:
+            copies.failed(*copies_failed)
         return result
 
     def _mended(self, failure: RlsqlError) -> bool:

@@ -29,7 +29,6 @@ from typing import Any
 import duckdb
 
 from rlsql.catalog.catalog import Catalog, load_catalog
-from rlsql.core import settings
 from rlsql.duck.memorydb import memory_connection
 from rlsql.engine.sources import SourceContext
 from rlsql.engine.statements import (
@@ -97,17 +96,16 @@ class OnDemand:
             missing = [f for f in self.catalog.closure(names) if f.name not in self.created]
             if not missing:
                 return
-            # a connection reads the runs' own files, never a cache copy (the small sources once, module docstring)
-            with settings.in_place():
-                create_objects(
-                    self.con,
-                    self.runs,
-                    missing,
-                    self.catalog,
-                    LOADED_SOURCES - IN_STATEMENT,
-                    sources=self.sources,
-                    bound=self.bound,
-                )
+            # no copies: a connection reads the runs' own files (the small sources once, module docstring)
+            create_objects(
+                self.con,
+                self.runs,
+                missing,
+                self.catalog,
+                LOADED_SOURCES - IN_STATEMENT,
+                sources=self.sources,
+                bound=self.bound,
+            )
             self.created.update(f.name for f in missing)
             for statement in column_comment_statements(self.con, missing):
                 self.con.execute(statement)

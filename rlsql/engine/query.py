@@ -16,6 +16,7 @@ from rlsql.core.errors import QueryError, RlsqlError, UsageError
 from rlsql.core.sqltext import identifier
 from rlsql.duck.badcells import BadCells
 from rlsql.engine.answer import Answer, said_after
+from rlsql.engine.copies import Copies
 from rlsql.engine.failures import data_error, query_failure
 from rlsql.engine.statements import open_connection, query_connection
 from rlsql.runs.artifacts import check_artifacts
@@ -136,9 +137,11 @@ def run_query(
     params: dict[str, Any],
     consume: Consume | None = None,
     config_columns: list[dict] | None = None,
+    copies: Copies | None = None,
 ) -> Any:
     """Run the named query or view `name` over `runs`: a QueryResult, or what `consume` returns.
     `config_columns`: run_table's config columns worked out over more runs than `runs` (statements.py).
+    `copies`: the fresh cached copies the command hands in, read instead of the files (rlsql/engine/copies.py).
 
     The whole answer, `consume` included, is retried where a retry mends it (rlsql/engine/answer.py):
     `consume` must be able to start over."""
@@ -148,8 +151,12 @@ def run_query(
     needed = catalog.closure([name])
     check_artifacts(runs, needed, name)
 
+    answering = Answer(copies)
+
     def answer(bad_cells: BadCells | None) -> Any:
-        con, sql = query_connection(runs, qfile.name, catalog, bad_cells, values.get("keys"), config_columns)
+        con, sql = query_connection(
+            runs, qfile.name, catalog, bad_cells, values.get("keys"), config_columns, answering.copies
+        )
         set_variables(con, values)
         try:
             if consume is not None:
@@ -163,7 +170,7 @@ def run_query(
             raise query_failure(exc, name, runs, needed) from exc
         return result
 
-    return Answer().run(answer)
+    return answering.run(answer)
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -224,9 +231,15 @@ def sql_failure(exc: duckdb.Error) -> str:
     return " ".join(kept) or type(exc).__name__
 
 
-def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None, consume: Consume | None = None) -> Any:
+def run_sql(
+    sql: str,
+    runs: Sequence[Run],
+    params: dict[str, str] | None = None,
+    consume: Consume | None = None,
+    copies: Copies | None = None,
+) -> Any:
     """Run ad hoc SQL (one or more statements; the last one's rows come back, or go to `consume` as in
-    run_query) over every view and macro."""
+    run_query) over every view and macro, reading the fresh `copies` handed in as run_query does."""
     if not sql.strip():
         raise UsageError("no SQL given")
     catalog = load_catalog()
@@ -234,11 +247,12 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
     needed = catalog.closure(names)
     check_artifacts(runs, needed, "the SQL")
     values = sql_params(names, params or {})
+    answering = Answer(copies)
 
     def answer(bad_cells: BadCells | None) -> Any:
         # run_table's columns are laid out when its view is created: `-p keys=` picks them then
         keys = values.get("keys") if any(catalog.files[n].per_runs for n in names) else None
-        con = open_connection(runs, names, catalog, config_keys=keys, bad_cells=bad_cells)
+        con = open_connection(runs, names, catalog, config_keys=keys, bad_cells=bad_cells, copies=answering.copies)
         set_variables(con, values)
         try:
             if consume is not None:
@@ -259,4 +273,4 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
             raise problem or QueryError(f"SQL: {sql_failure(exc)}") from exc
         return result
 
-    return Answer().run(answer)
+    return answering.run(answer)

@@ -29,6 +29,7 @@ from rlsql.catalog.sqlfile import Column, SqlFile
 from rlsql.core.errors import DataError, RlsqlWarning, one_line
 from rlsql.core.exactpaths import why_unnameable
 from rlsql.duck.memorydb import memory_connection
+from rlsql.engine.copies import Copies, without_copies
 from rlsql.runs import folders
 from rlsql.runs.folders import Run
 from rlsql.runs.logfiles import find_logs, short_name
@@ -43,7 +44,7 @@ class LogFile:
     path: str
     log_file: str
     file_no: int
-    #: the log's fresh cache entry (rlsql/cache/logentries.py), read instead of the log; None: read in place
+    #: the log's fresh cache entry (rlsql/engine/copies.py), read instead of the log; None: read in place
     cached: str | None = None
     #: the kept lines after the entry's end (a line being written), as {offset, text, is_metric, is_vllm}
     tail: tuple = ()
@@ -65,22 +66,20 @@ def reads_logs(run: Run, kind: str) -> bool:
     return run.artifact(kind) is None and run.artifact("logs") is not None
 
 
-def log_files(runs: Sequence[Run], kind: str, use_cache: bool = True) -> list[LogFile]:
-    """The logs `kind` is read from, each with its cache entry when the cache policy gives it one."""
-    from rlsql.cache.logentries import cached_log  # imports the cache modules only when a run reads logs
-
+def log_files(runs: Sequence[Run], kind: str, copies: Copies | None = None) -> list[LogFile]:
+    """The logs `kind` is read from, each with its fresh entry among `copies` when it has one."""
     files: list[LogFile] = []
     for run in runs:
         if not reads_logs(run, kind):
             continue
         paths = find_logs(run.path)
-        run_bytes = sum(_size(p) for p in paths) if use_cache else 0
+        run_bytes = sum(_size(p) for p in paths) if copies is not None else 0
         for path in paths:
             reason = why_unnameable(path) or folders.unreadable(path)
             if reason is not None:  # one bad log costs its own rows, never the other logs' or runs'
                 warnings.warn(f"{path}: {reason}; log skipped", RlsqlWarning, stacklevel=2)
                 continue
-            entry = cached_log(path, run_bytes) if use_cache else None
+            entry = copies.log_entry(path, run_bytes) if copies is not None else None
             files.append(
                 LogFile(
                     run.name,
@@ -164,7 +163,7 @@ def _metric_keys(stamp: tuple) -> LogMetrics:
 def unread_stat_lines(run: Run) -> list[tuple[str, int, str]]:
     """Per log of `run` whose vLLM stats come from its logs: lines holding `Avg prompt throughput`
     that are not stat lines rlsql reads (count, first one): for `rlsql check`."""
-    files = log_files([run], "vllm", use_cache=False)
+    files = log_files([run], "vllm")
     if not files:
         return []
     template = load_catalog().env.get_template("sources/_vllm_log_unread.sql.j2")
@@ -178,12 +177,16 @@ def unread_stat_lines(run: Run) -> list[tuple[str, int, str]]:
         con.close()
 
 
-def log_context(runs: Sequence[Run], source: SqlFile, columns: list[Column]) -> dict:
-    """Template values of a source's log part: log_files, and for metrics the keys and the widened columns."""
+def log_context(runs: Sequence[Run], source: SqlFile, columns: list[Column], copies: Copies | None = None) -> dict:
+    """Template values of a source's log part: log_files (their entries among `copies`), and for metrics the keys
+    and the widened columns."""
     kind = LOG_SOURCES.get(source.name)
     if kind is None:
         return {}
-    files = log_files(runs, kind)
+    files = log_files(runs, kind, copies)
+    if copies is None:
+        for f in files:
+            without_copies(f.path)
     context: dict = {"log_files": [f.__dict__ for f in files]}
     if kind == "metrics":
         found = metric_keys(files) if files else LogMetrics((), {})
@@ -194,14 +197,15 @@ def log_context(runs: Sequence[Run], source: SqlFile, columns: list[Column]) -> 
     return context
 
 
-def metrics_origin(run: Run) -> str | None:
-    """How `rlsql runs` names where a run's metric rows come from: the CSV, or its logs and their form."""
+def metrics_origin(run: Run, copies: Copies | None = None) -> str | None:
+    """How `rlsql runs` names where a run's metric rows come from: the CSV, or its logs and their form (read from
+    their entries among `copies`)."""
     csv, logs = run.artifact("metrics"), run.artifact("logs")
     if csv is not None:
         return csv.path.name
     if logs is None:
         return None
-    files = log_files([run], "metrics")
+    files = log_files([run], "metrics", copies)
     forms = metric_keys(files).forms
     counts: dict[str, int] = {}
     for f in files:

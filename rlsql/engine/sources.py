@@ -15,13 +15,12 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rlsql.cache import trajcopies
-from rlsql.cache.csvcopies import cached_copy
 from rlsql.catalog.catalog import Catalog
 from rlsql.catalog.sqlfile import Column, SqlFile
 from rlsql.core.errors import DataError, RlsqlWarning
 from rlsql.core.exactpaths import why_unnameable
 from rlsql.engine import answer
+from rlsql.engine.copies import Copies, without_copies
 from rlsql.engine.rawlogs import LOG_SOURCES, log_context, reads_logs
 from rlsql.runs import csvfiles as csvread
 from rlsql.runs import harbor
@@ -42,7 +41,7 @@ TRIAL_PHASES = (
 
 @dataclass(frozen=True)
 class CsvFile:
-    """One CSV as a source template sees it; `cached` is its fresh Parquet copy, if any (rlsql/cache/store.py)."""
+    """One CSV as a source template sees it; `cached` is its fresh Parquet copy, if any (rlsql/engine/copies.py)."""
 
     run: str
     path: str
@@ -73,8 +72,11 @@ class SourceContext:
         config_keys: str | None = None,
         trial: str | None = None,
         config_columns: list[dict] | None = None,
+        copies: Copies | None = None,
     ):
         self.runs = list(runs)
+        #: the fresh cached copies read instead of the files (rlsql/engine/copies.py); None: every file in place
+        self.copies = copies
         #: run_table's config columns worked out over a larger set of runs than these (`rlsql serve` computes
         #: the rows of the runs that changed alone, with the columns of every run it serves); None: these runs'
         self.fixed_config_columns = config_columns
@@ -220,7 +222,11 @@ class SourceContext:
             # a file DuckDB could not read row by row (a quote that never closes, mixed line endings) was
             # copied line-bounded when this answer met it (rlsql/engine/answer.py): the copy is read, not a cached one
             bounded = answering.read_instead(str(artifact.path)) if answering is not None else None
-            cached = None if bounded else cached_copy(source, artifact.path, header, types)
+            cached = None
+            if self.copies is None:
+                without_copies(artifact.path)
+            elif not bounded:
+                cached = self.copies.csv_copy(source, artifact.path, header, types)
             buffer = None
             if cached is None:
                 try:
@@ -404,15 +410,13 @@ class SourceContext:
         elif source.artifact == "trajectories":  # rlsql/trajectories.py lists the files
             from rlsql.runs.trajectories import render_context
 
-            # tool_call_arguments_src is tool_calls_src without a column: it reads that source's copy
-            copied = trajcopies.COPIED_FROM.get(source.name, source.name)
-            copies = functools.partial(trajcopies.cached_rows, copied) if copied in trajcopies.SOURCES else None
+            copies = functools.partial(self.copies.trajectory_rows, source.name) if self.copies is not None else None
             context.update(render_context(self.runs, self.record_damaged, copies=copies), bad_cells=self.bad_cells)
             self._said_by_copies(context["copies"])
         elif source.artifact:
             context.update(self.csv_context(source))
             # runs without the CSV read their raw training logs (rlsql/engine/rawlogs.py)
-            context.update(log_context(self.runs, source, context["columns"]))
+            context.update(log_context(self.runs, source, context["columns"], self.copies))
             sql = catalog.render(source, **context)
             if any(f.cached is None for f in context["files"]):
                 self.csv_sources[source.name] = (source, sql)

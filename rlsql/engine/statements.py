@@ -23,6 +23,7 @@ from rlsql.duck.badcells import BadCells
 from rlsql.duck.memorydb import TRAJECTORY_MEMORY, memory_connection
 from rlsql.duck.rejects import read_every_cell, rejected_lines
 from rlsql.engine import answer
+from rlsql.engine.copies import Copies
 from rlsql.engine.failures import data_error
 from rlsql.engine.sources import SourceContext
 from rlsql.runs.folders import Run
@@ -206,6 +207,7 @@ def create_objects(
     bound: dict[str, list[tuple[str, str]]] | None = None,
     trial: str | None = None,
     bad_cells: BadCells | Literal[False] | None = False,
+    copies: Copies | None = None,
 ) -> None:
     """Create `files` (already in dependency order) on `con`; the sources named in `load` as tables.
 
@@ -226,7 +228,7 @@ def create_objects(
     (the runs' files looked at once, the config function registered once) and `bound`: source view
     -> its columns, for the source views earlier calls created. Those are renamed out of the way for
     the time this call creates views over them (a stand-in in their place), and `bound` gains the
-    sources this call creates. `trial` and `bad_cells`: see open_connection.
+    sources this call creates. `trial`, `bad_cells` and `copies`: see open_connection.
     """
     files = list(files)
     if sources is None:
@@ -236,6 +238,7 @@ def create_objects(
             bad_cells=None if bad_cells is False else "fail" if bad_cells is None else "record",
             config_keys=config_keys,
             trial=trial,
+            copies=copies,
         )
         register_config_function(con, sources)
         if isinstance(bad_cells, BadCells):
@@ -331,8 +334,10 @@ def open_connection(
     config_keys: str | None = None,
     trial: str | None = None,
     bad_cells: BadCells | Literal[False] | None = False,
+    copies: Copies | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once.
+    """A connection for rlsql's own work (queries, reports, exports): the small sources loaded once, read from
+    their fresh `copies` (rlsql/engine/copies.py) where the command handed some in.
 
     `config_keys`: run_table's `keys` parameter, which picks its columns (SqlFile.per_runs). `trial`
     (`rlsql trial`): the Harbor sources read that trial's result.json alone (SourceContext.trial).
@@ -343,7 +348,9 @@ def open_connection(
     catalog = catalog or load_catalog()
     files = catalog.closure(names) if names is not None else catalog.order
     con = memory_connection()
-    create_objects(con, runs, files, catalog, load, config_keys=config_keys, trial=trial, bad_cells=bad_cells)
+    create_objects(
+        con, runs, files, catalog, load, config_keys=config_keys, trial=trial, bad_cells=bad_cells, copies=copies
+    )
     return con
 
 
@@ -385,6 +392,7 @@ def query_connection(
     bad_cells: BadCells | None = None,
     config_keys: str | None = None,
     config_columns: list[dict] | None = None,
+    copies: Copies | None = None,
 ) -> tuple[duckdb.DuckDBPyConnection, str]:
     """A connection and the one statement that answers named query `name` over `runs`.
 
@@ -396,6 +404,7 @@ def query_connection(
     `bad_cells` is recorded there (rlsql/duck/badcells.py). `config_keys`: run_table's `keys` parameter,
     which picks its columns when the statement is rendered (SqlFile.per_runs); `config_columns`: those columns
     as worked out over a larger set of runs (SourceContext.config_columns), so `runs`' rows are theirs in it.
+    `copies`: the fresh cached copies read instead of the files (rlsql/engine/copies.py).
     """
     catalog = catalog or load_catalog()
     sources = SourceContext(
@@ -403,6 +412,7 @@ def query_connection(
         bad_cells="fail" if bad_cells is None else "record",
         config_keys=config_keys,
         config_columns=config_columns,
+        copies=copies,
     )
     closure = catalog.closure([name])
     trajectory = any(f.artifact == "trajectories" for f in closure)
@@ -438,9 +448,10 @@ def query_connection(
     return con, "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {identifier(name)}"
 
 
-def column_types(name: str, runs: Sequence[Run]) -> list[tuple[str, str]]:
-    """(column, DuckDB type) of query or view `name`, bound over `runs` without reading their rows."""
-    con, sql = query_connection(runs, name)
+def column_types(name: str, runs: Sequence[Run], copies: Copies | None = None) -> list[tuple[str, str]]:
+    """(column, DuckDB type) of query or view `name`, bound over `runs` (their `copies` where fresh) without
+    reading their rows."""
+    con, sql = query_connection(runs, name, copies=copies)
     try:
         # LIMIT 0: DuckDB binds (and so types) the statement; no row is read
         cursor = con.execute(f"SELECT * FROM ({sql}) AS {identifier(name)} LIMIT 0")

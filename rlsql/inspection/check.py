@@ -17,6 +17,7 @@ from rlsql.core.errors import DataError
 from rlsql.core.exactpaths import why_unnameable
 from rlsql.duck.memorydb import Connection, DuckError
 from rlsql.duck.rejects import last_scan, lost_after, rejected_lines
+from rlsql.engine.copies import Copies
 from rlsql.engine.csvprobe import PROBE_FILE, parser_failure, probe_sql
 from rlsql.engine.failures import data_error_text
 from rlsql.engine.rawlogs import metrics_origin, reads_logs, unread_stat_lines, vllm_origin
@@ -391,12 +392,13 @@ def _check_fill(report: RunReport, run: Run, found: ViewFindings) -> None:
     )
 
 
-def _check_logs(report: RunReport, run: Run, found: ViewFindings) -> None:
-    """Raw training logs: which artifacts they give and how many rows; or that the CSV wins."""
+def _check_logs(report: RunReport, run: Run, found: ViewFindings, copies: Copies | None) -> None:
+    """Raw training logs: which artifacts they give and how many rows (the metric logs' forms read from their
+    entries among `copies`); or that the CSV wins."""
     logs = run.artifact("logs")
     if logs is None:
         return
-    for kind, view, origin in (("metrics", "metric_rows", metrics_origin), ("vllm", "vllm_seconds", vllm_origin)):
+    for kind, view in (("metrics", "metric_rows"), ("vllm", "vllm_seconds")):
         label = ARTIFACT_LABELS[kind]
         if not reads_logs(run, kind):
             report.add(
@@ -412,7 +414,8 @@ def _check_logs(report: RunReport, run: Run, found: ViewFindings) -> None:
             report.add("error", logs.path, data_error_text(exc))
             continue
         report.readable_rows[kind] = rows
-        report.add("info", logs.path, f"{label} read from the training logs: {origin(run)}; {rows} row(s)")
+        origin = metrics_origin(run, copies) if kind == "metrics" else vllm_origin(run)
+        report.add("info", logs.path, f"{label} read from the training logs: {origin}; {rows} row(s)")
         if kind == "vllm":
             for path, count, example in unread_stat_lines(run):
                 report.add(
@@ -506,7 +509,7 @@ _ORPHANS = (
 )
 
 
-def trajectory_findings(runs: Sequence[Run]) -> dict[str, Findings]:
+def trajectory_findings(runs: Sequence[Run], copies: Copies | None = None) -> dict[str, Findings]:
     """run -> Findings, for the runs with trajectories: two reads of every file (over trajectory_steps_src, the
     damaged files and bad counts recorded as its warnings name them, and the bad timestamps; over
     trajectory_texts_src, the observations answering no call), and the listing's gaps, trials in flight and trial
@@ -525,7 +528,7 @@ def trajectory_findings(runs: Sequence[Run]) -> dict[str, Findings]:
         return next((name for prefix, name in by_path.items() if path.startswith(prefix)), None)
 
     bad = BadCells()
-    con, sql = query_connection(with_files, "trajectory_steps_src", bad_cells=bad)
+    con, sql = query_connection(with_files, "trajectory_steps_src", bad_cells=bad, copies=copies)
     for path, count, example, _ in con.execute(_STAMPS.format(sql=sql)).fetchall():
         if count and (holder := owner(path)) is not None:
             found[holder].bad_stamps.append((path, count, example))
@@ -647,14 +650,21 @@ def _check_trajectories(report: RunReport, run: Run, found: dict) -> None:
         )
 
 
-def check_runs(runs: Sequence[Run]) -> list[RunReport]:
+#: the views and sources of the connection `rlsql check` opens
+VIEWS_READ = ("metric_rows", "vllm_seconds", "harbor_trials_src", "trial_fill", "trials_src")
+#: everything it reads through copies (the copies `--cache` builds for it): those, and the trajectory steps
+READS = (*VIEWS_READ, "trajectory_steps_src")
+
+
+def check_runs(runs: Sequence[Run], copies: Copies | None = None) -> list[RunReport]:
+    """`rlsql check` of `runs`, reading their fresh `copies` where the command hands some in."""
     reports = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", harbor.HarborFilesWarning)  # each file is listed as an issue below
-        con = open_connection(runs, ["metric_rows", "vllm_seconds", "harbor_trials_src", "trial_fill", "trials_src"])
+        con = open_connection(runs, VIEWS_READ, copies=copies)
     found = ViewFindings(con, runs)
     probes = CsvProbes(con, runs)
-    agents = trajectory_findings(runs)  # one read of every trajectory file
+    agents = trajectory_findings(runs, copies)  # one read of every trajectory file
     for run in runs:
         report = RunReport(run.name, str(run.path))
         for ignored in run.ignored:
@@ -677,7 +687,7 @@ def check_runs(runs: Sequence[Run]) -> list[RunReport]:
             _check_csv(con, report, run, kind, probes)
         _check_harbor(report, run, found)
         _check_trajectories(report, run, agents)
-        _check_logs(report, run, found)
+        _check_logs(report, run, found, copies)
         _check_config(report, run)
         _check_views(report, run, found)
         if not any(report.readable_rows.values()):

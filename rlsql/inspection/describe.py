@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rlsql.catalog.catalog import load_catalog
+from rlsql.engine.copies import Copies
 from rlsql.engine.statements import column_types
 from rlsql.runs.folders import Run, resolve_runs
 
@@ -41,14 +42,15 @@ class Description:
         }
 
 
-def describe(name: str, runs: Sequence[Run] | None = None) -> Description:
-    """What `rlsql describe` prints: header facts, every param (own and inherited), every column."""
+def describe(name: str, runs: Sequence[Run] | None = None, copies: Copies | None = None) -> Description:
+    """What `rlsql describe` prints: header facts, every param (own and inherited), every column (bound over the
+    runs' fresh `copies` where the command hands some in)."""
     from rlsql.engine.query import declared_params
 
     catalog = load_catalog()
     f = catalog.query(name)
     runs = list(runs) if runs is not None else resolve_runs(None)
-    columns = [ColumnInfo(c, t, f.column_doc(c)) for c, t in column_types(name, runs)]
+    columns = [ColumnInfo(c, t, f.column_doc(c)) for c, t in column_types(name, runs, copies)]
     return Description(
         name=f.name,
         kind=f.kind,

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
-from rlsql.cache.mirrors import origin
 from rlsql.core.errors import DataError
+from rlsql.engine.copies import Copies
 from rlsql.engine.rawlogs import metrics_origin, vllm_origin
 from rlsql.engine.statements import open_connection
 from rlsql.runs.folders import Run, read_header
@@ -29,10 +28,9 @@ COLUMNS = [
 ]
 
 
-def shown_path(path: Path) -> str:
+def shown_path(run: Run) -> str:
     """The run's folder, or for a run given as a URL the URL (and the Hub commit) its copy came from."""
-    found = origin(path)
-    return found.shown() if found else str(path)
+    return run.origin.shown() if run.origin is not None else str(run.path)
 
 
 def parser_format(run: Run) -> str:
@@ -53,8 +51,13 @@ def parser_format(run: Run) -> str:
     return "older" if trials is not None else "unknown"
 
 
-def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
-    con = open_connection(runs, ["steps", "trials_src", "harbor_trials_src", "vllm_src"])
+#: the views and sources `rlsql runs` reads (the copies `--cache` builds for it)
+READS = ("steps", "trials_src", "harbor_trials_src", "vllm_src")
+
+
+def inventory(runs: Sequence[Run], copies: Copies | None = None) -> tuple[list[str], list[tuple]]:
+    """`rlsql runs`: a row per run, its files counted (from their fresh `copies` where the command hands some in)."""
+    con = open_connection(runs, READS, copies=copies)
 
     def counts(sql: str) -> dict[str, tuple]:
         return {row[0]: row[1:] for row in con.execute(sql).fetchall()}
@@ -81,7 +84,7 @@ def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
 
         m = metric.get(run.name, (0, 0, 0))
         # trainer metrics and vLLM stats of a run without their CSV come from its raw logs
-        metrics_file, vllm_file = metrics_origin(run), vllm_origin(run)
+        metrics_file, vllm_file = metrics_origin(run, copies), vllm_origin(run)
         rows.append(
             (
                 run.name,
@@ -97,7 +100,7 @@ def inventory(runs: Sequence[Run]) -> tuple[list[str], list[tuple]]:
                 vllm.get(run.name, (0,))[0] if vllm_file else None,
                 name("config"),
                 len(run.ignored),
-                shown_path(run.path),
+                shown_path(run),
             )
         )
     return COLUMNS, rows

@@ -24,17 +24,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlsql.cache.mirrors import run_record
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
-from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlError, RlsqlWarning, UsageError, one_line
 from rlsql.core.sqltext import identifier, literal
 from rlsql.core.version import __version__
 from rlsql.duck.fileio import attach_file, detach_file
 from rlsql.duck.memorydb import Connection, DuckError, duckdb_version, memory_connection
 from rlsql.engine.statements import comment_columns, create_objects
-from rlsql.outputs.provenance import SourceFingerprints
+from rlsql.outputs.provenance import SourceFingerprints, run_record
 from rlsql.runs.csvfiles import mixed_line_ending
 from rlsql.runs.folders import CSV_ARTIFACTS, Run
 from rlsql.runs.writes import atomic_path, disk_failure, failures_named, guard
@@ -123,8 +121,8 @@ def _build(
                 raise
             raise UsageError(f"cannot write storage version {storage_version!r}: {one_line(exc)}") from exc
         con.execute(f"USE {_ALIAS}")
-        with settings.in_place():  # the file's views read the runs' files, never a cache copy that may go
-            create_objects(con, runs, catalog.order, catalog)
+        # no copies handed in: the file's views read the runs' files, never a cache copy that may go
+        create_objects(con, runs, catalog.order, catalog)
         tables = 0
         if materialize:
             for f in catalog.order:
@@ -166,7 +164,7 @@ def _write_metadata(
         ("storage_version", storage_version),
         ("built_at", dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()),
         ("materialized", "true" if materialize else "false"),
-        ("runs", json.dumps([run_record(r.name, r.path) for r in runs])),
+        ("runs", json.dumps([run_record(r) for r in runs])),
         ("sources", json.dumps(SourceFingerprints().for_files(runs, catalog.order))),
         (
             "queries",

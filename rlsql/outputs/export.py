@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlsql.cache.mirrors import run_record
 from rlsql.catalog.catalog import Catalog, load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core.errors import DataError, RlsqlWarning, UsageError
@@ -50,6 +49,7 @@ from rlsql.duck.badcells import BadCells
 from rlsql.duck.fileio import copy_to
 from rlsql.duck.memorydb import Connection, DuckError, duckdb_version, spill_into
 from rlsql.engine.answer import Answer
+from rlsql.engine.copies import Copies
 from rlsql.engine.failures import query_failure
 from rlsql.engine.query import bind_params, reset_variables, set_variables
 from rlsql.engine.sources import SourceContext
@@ -63,7 +63,7 @@ from rlsql.outputs.exportmerge import (
     sources_sidecar,
     sources_summary,
 )
-from rlsql.outputs.provenance import SourceFingerprints
+from rlsql.outputs.provenance import SourceFingerprints, run_record
 from rlsql.runs.artifacts import MissingArtifact, check_artifacts
 from rlsql.runs.folders import Run
 from rlsql.runs.writes import (
@@ -250,8 +250,10 @@ def export(
     catalog: Catalog | None = None,
     replace_all: bool = False,
     relative_to: Path | None = None,
+    copies: Copies | None = None,
 ) -> list[Written]:
     """Write each of `items` (queries or views) over `runs` into `out_dir`; returns what was written.
+    `copies`: the fresh cached copies the command hands in, read instead of the files (rlsql/engine/copies.py).
 
     `relative_to`: the provenance names each run folder and source file relative to that folder (as
     `os.path.relpath` writes it), so that a lake moved with its runs still names them.
@@ -323,7 +325,8 @@ def export(
             replace_all,
             relative_to,
         )
-        return Answer().run(lambda bad_cells: write(bad_cells=bad_cells))
+        answering = Answer(copies)
+        return answering.run(lambda bad_cells: write(bad_cells=bad_cells, copies=answering.copies))
 
 
 def _check_targets(
@@ -383,15 +386,16 @@ def _write_items(
     replace_all: bool,
     relative_to: Path | None = None,
     bad_cells: BadCells | None = None,
+    copies: Copies | None = None,
 ) -> list[Written]:
     """export()'s writing half, once every item, parameter and target has been checked. `trees`: the items
-    written as partition trees (the others with `partition_by` are merged files). `bad_cells`: the answer's
-    (rlsql/engine/answer.py)."""
+    written as partition trees (the others with `partition_by` are merged files). `bad_cells` and `copies`: the
+    answer's attempt's (rlsql/engine/answer.py)."""
     # run_table's columns are laid out when its view is created: its `keys` parameter picks them then
     keys = next((values[f.name].get("keys") for f in kept if f.per_runs), None)
     if keys is None and partition_by and not replace_all:
         keys = _merged_config_keys(runs, kept, targets, trees, fmt)
-    con = open_connection(runs, [f.name for f in kept], catalog, config_keys=keys, bad_cells=bad_cells)
+    con = open_connection(runs, [f.name for f in kept], catalog, config_keys=keys, bad_cells=bad_cells, copies=copies)
     # DuckDB spills to `.tmp` in the current folder by default (a run folder, maybe): beside the output instead
     spill = temp_name(out_dir / "duckdb-spill")
     spill_into(con, spill)
@@ -499,7 +503,7 @@ def _metadata(
                 json.dumps(params),
                 __version__,
                 duckdb_version(),
-                json.dumps([{**run_record(r.name, r.path), "path": shown(str(r.path))} for r in runs]),
+                json.dumps([{**run_record(r), "path": shown(str(r.path))} for r in runs]),
                 json.dumps(sources),
                 exported_at,
                 # column -> its `-- column:` description (Parquet has no per-column comment of its own)

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlsql.cache.mirrors import file_origin
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.engine.rawlogs import LOG_SOURCES, reads_logs
 from rlsql.runs import harbor
@@ -27,7 +26,8 @@ class SourceFingerprints:
     def __init__(self) -> None:
         self._seen: dict[Path, dict[str, Any]] = {}
 
-    def describe(self, path: Path) -> dict[str, Any]:
+    def describe(self, path: Path, run: Run | None = None) -> dict[str, Any]:
+        """`path`'s record; with the `run` it belongs to, and that run given as a URL, the file's origin too."""
         if path not in self._seen:
             digest = hashlib.sha256()
             try:
@@ -43,7 +43,7 @@ class SourceFingerprints:
                 "size": stat.st_size,
                 "mtime": dt.datetime.fromtimestamp(stat.st_mtime, tz=dt.UTC).isoformat(),
                 "sha256": digest.hexdigest(),
-                **file_origin(path),  # a run given as a URL: the file's URL, ETag or blob id, Hub commit
+                **file_origin(run, path),  # a run given as a URL: the file's URL, ETag or blob id, Hub commit
             }
         return self._seen[path]
 
@@ -56,17 +56,19 @@ class SourceFingerprints:
         for run in runs:
             # the raw training logs, once per run, when a source reads them instead of a CSV
             if any(kind in LOG_SOURCES.values() and reads_logs(run, kind) for kind in kinds):
-                out.extend({"run": run.name, "artifact": "logs", **self.describe(path)} for path in find_logs(run.path))
+                out.extend(
+                    {"run": run.name, "artifact": "logs", **self.describe(path, run)} for path in find_logs(run.path)
+                )
             for kind in sorted(kinds):
                 artifact = run.artifact(kind)
                 if kind == "harbor" and artifact is not None:
                     if run.artifact("trials") is None or fills:  # beside a CSV: read only to fill its gaps
-                        out.append({"run": run.name, "artifact": kind, **self.describe_trials(artifact.path)})
+                        out.append({"run": run.name, "artifact": kind, **self.describe_trials(artifact.path, run)})
                 elif artifact is not None:
-                    out.append({"run": run.name, "artifact": kind, **self.describe(artifact.path)})
+                    out.append({"run": run.name, "artifact": kind, **self.describe(artifact.path, run)})
         return out
 
-    def describe_trials(self, trace_jobs: Path) -> dict[str, Any]:
+    def describe_trials(self, trace_jobs: Path, run: Run | None = None) -> dict[str, Any]:
         """Harbor's trace_jobs folder as one record: its result.json files' total size, newest mtime and one
         sha256 over their relative paths and contents, in sorted order.
 
@@ -89,6 +91,26 @@ class SourceFingerprints:
                 "mtime": dt.datetime.fromtimestamp(mtime, tz=dt.UTC).isoformat(),
                 "sha256": digest.hexdigest(),
                 "files": count,
-                **file_origin(trace_jobs),
+                **file_origin(run, trace_jobs),
             }
         return self._seen[trace_jobs]
+
+
+def file_origin(run: Run | None, path: Path) -> dict[str, Any]:
+    """For a file (or folder) of a run given as a URL (Run.origin): its URL, version (ETag, blob id), the Hub
+    commit and when it was fetched; else {}."""
+    if run is None or run.origin is None:
+        return {}
+    try:
+        rel = path.resolve().relative_to(run.path.resolve())
+    except (OSError, ValueError):
+        return {}
+    return run.origin.of(rel.as_posix())
+
+
+def run_record(run: Run) -> dict[str, Any]:
+    """A run as an output's provenance names it: its name and folder, and for a run given as a URL the URL and
+    the Hub commit its copy holds."""
+    found = run.origin
+    extra = {"url": found.url, **({"revision": found.revision} if found.revision else {})} if found else {}
+    return {"name": run.name, "path": str(run.path), **extra}

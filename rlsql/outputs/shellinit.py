@@ -14,7 +14,6 @@ import warnings
 from collections.abc import Sequence
 
 from rlsql.catalog.catalog import Catalog, load_catalog
-from rlsql.core import settings
 from rlsql.core.errors import RlsqlWarning, UsageError, one_line
 from rlsql.core.version import __version__
 from rlsql.duck.memorydb import DuckError, duckdb_version, memory_connection
@@ -32,8 +31,8 @@ def script_statements(runs: Sequence[Run], catalog: Catalog | None = None) -> li
     every `;` (harlequin's DuckDB adapter) runs the same statements as the DuckDB shell.
     """
     catalog = catalog or load_catalog()
-    with settings.in_place():  # the shell's views read the runs' files, never a cache copy that may go
-        statements = [statement for _, statement in object_statements(runs, catalog.order, catalog)]
+    # no copies handed in: the shell's views read the runs' files, never a cache copy that may go
+    statements = [statement for _, statement in object_statements(runs, catalog.order, catalog)]
     return [without_semicolons(statement) for statement in [*statements, *_column_comments(statements, catalog)]]
 
 

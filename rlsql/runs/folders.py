@@ -12,9 +12,10 @@ import glob
 import os
 import re
 import warnings
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from rlsql.core import settings
 from rlsql.core.errors import DataError, RlsqlWarning, UsageError
@@ -60,6 +61,36 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a run given as a URL (`s3://`, `gs://`, `hf://`) came from: its URL, the Hub's commit, when it was
+    fetched, and the version (ETag, blob id) of each file fetched, by its path in the run folder. Set by
+    rlsql/cache/mirrors.py when it resolves the runs; outputs name a file's origin from it."""
+
+    url: str
+    revision: str | None = None
+    fetched_at: str | None = None
+    versions: Mapping[str, Any] = field(default_factory=dict)
+
+    def shown(self) -> str:
+        """The URL, with the Hub commit the copy holds when the URL does not pin it."""
+        pinned = self.revision is None or f"@{self.revision}" in self.url
+        return self.url if pinned else f"{self.url} (commit {self.revision})"
+
+    def of(self, rel: str) -> dict[str, Any]:
+        """The provenance of the file (or folder: trace_jobs) at `rel` in the run folder: its URL, version, the
+        Hub commit and when it was fetched; {} for a path that was not fetched."""
+        held = rel in self.versions
+        if not held and not any(name.startswith(f"{rel}/") for name in self.versions):
+            return {}
+        out = {"url": self.url.rstrip("/") + (f"/{rel}" if rel else ""), "fetched_at": self.fetched_at}
+        if held:  # a folder (trace_jobs) has no version of its own: its files' are in the listing's record
+            out["version"] = self.versions[rel]
+        if self.revision:
+            out["revision"] = self.revision
+        return out
+
+
+@dataclass(frozen=True)
 class Run:
     """A run folder: its identity is the folder name."""
 
@@ -68,6 +99,8 @@ class Run:
     artifacts: dict[str, Artifact] = field(default_factory=dict)
     #: files of an artifact's kind that lost to a newer parse (reported by `rlsql runs`)
     ignored: tuple[Path, ...] = ()
+    #: for a run given as a URL, where its folder (the URL's copy) came from; None: a folder given as such
+    origin: Origin | None = None
 
     def artifact(self, kind: str) -> Artifact | None:
         return self.artifacts.get(kind)
@@ -162,7 +195,7 @@ def prefer_logs(run: Run) -> Run:
         return run
     dropped = [a for kind, a in run.artifacts.items() if kind in ("metrics", "vllm")]
     kept = {kind: a for kind, a in run.artifacts.items() if kind not in ("metrics", "vllm")}
-    return Run(run.name, run.path, kept, run.ignored + tuple(a.path for a in dropped))
+    return replace(run, artifacts=kept, ignored=run.ignored + tuple(a.path for a in dropped))
 
 
 def prefer_trace_jobs(run: Run) -> Run:
@@ -171,7 +204,7 @@ def prefer_trace_jobs(run: Run) -> Run:
     if "harbor" not in run.artifacts or "trials" not in run.artifacts:
         return run
     kept = {kind: a for kind, a in run.artifacts.items() if kind != "trials"}
-    return Run(run.name, run.path, kept, (*run.ignored, run.artifacts["trials"].path))
+    return replace(run, artifacts=kept, ignored=(*run.ignored, run.artifacts["trials"].path))
 
 
 def chosen_sources(run: Run) -> Run:

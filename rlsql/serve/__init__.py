@@ -12,8 +12,13 @@ import secrets
 import socket
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rlsql.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from rlsql.engine.copies import Copies
+    from rlsql.runs.folders import Run
 
 INSTALL_HINT = "pip install 'rlsql[serve]'"
 MCP_INSTALL_HINT = "pip install 'rlsql[mcp]'"
@@ -57,13 +62,18 @@ def bind_host(host: str) -> str:
 
 
 def serve(
-    runs: Sequence[str] | None, host: str | None = None, port: int | None = None, memory: str | None = None, say=None
+    runs: Sequence[Run],
+    host: str | None = None,
+    port: int | None = None,
+    memory: str | None = None,
+    say=None,
+    copies: Copies | None = None,
 ) -> None:
-    """Serve `runs` (what `--run` takes) on host:port until Ctrl-C."""
+    """Serve `runs` (found by the command) on host:port until Ctrl-C, the named queries reading their fresh
+    `copies` (rlsql/engine/copies.py)."""
     require_serve()
     import uvicorn
 
-    from rlsql.cache.mirrors import resolve_runs
     from rlsql.core import settings as rlsql_settings
     from rlsql.serve.app import make_app
     from rlsql.serve.state import LOOPBACK, Served
@@ -75,7 +85,7 @@ def serve(
         serve_memory=rlsql_settings.parse_size(memory, "--memory") if memory else None,
     )
     token = None if settings.serve_host in LOOPBACK else secrets.token_urlsafe(18)
-    served = Served(resolve_runs(list(runs) if runs else None), settings, token)
+    served = Served(runs, settings, token, copies=copies)
     host = settings.serve_host
     sock = listening_socket(host, settings.serve_port)
     port = sock.getsockname()[1]
@@ -110,15 +120,16 @@ def serve(
 
 
 def mcp(
-    runs: Sequence[str] | None,
+    runs: Sequence[Run],
     http: bool = False,
     host: str | None = None,
     port: int | None = None,
     max_rows: int | None = None,
     say=None,
+    copies: Copies | None = None,
 ) -> None:
-    """`rlsql mcp`: serve `runs` to an MCP client over stdio until its input closes, or with `http` over the SDK's
-    streamable HTTP until Ctrl-C (rlsql/serve/mcp_server.py)."""
+    """`rlsql mcp`: serve `runs` (found by the command, their fresh `copies` read) to an MCP client over stdio
+    until its input closes, or with `http` over the SDK's streamable HTTP until Ctrl-C (rlsql/serve/mcp_server.py)."""
     try:
         import mcp.server.mcpserver  # noqa: F401
     except ImportError as exc:
@@ -126,4 +137,4 @@ def mcp(
     from rlsql.serve import mcp_server
 
     say = say or (lambda line: print(f"rlsql: {line}", file=sys.stderr))
-    mcp_server.run(runs, http, host, port, max_rows, say)
+    mcp_server.run(runs, http, host, port, max_rows, say, copies)

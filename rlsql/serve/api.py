@@ -92,7 +92,9 @@ def parquet(served: Served, name: str, runs: Sequence[Run], params: dict[str, st
         deadline = served.deadline()
         try:
             with deadline.running():
-                run_query(name, runs, params, lambda con, sql: con.sql(sql).write_parquet(str(target)))
+                run_query(
+                    name, runs, params, lambda con, sql: con.sql(sql).write_parquet(str(target)), copies=served.copies
+                )
         except RlsqlError as exc:
             if deadline.expired:
                 raise served.stopped(deadline, name) from exc

@@ -23,15 +23,16 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from rlsql.cache.mirrors import resolve_runs
 from rlsql.core import settings as rlsql_settings
 from rlsql.core.errors import RlsqlError, RlsqlWarning, UsageError
 from rlsql.core.version import __version__
 from rlsql.duck.memorydb import DuckError
+from rlsql.engine.copies import Copies
 from rlsql.engine.query import sql_failure
 from rlsql.inspection.describe import describe
 from rlsql.outputs import transcript as transcripts
 from rlsql.outputs.formats import jsonable
+from rlsql.runs.folders import Run
 from rlsql.serve.memory import Answer
 from rlsql.serve.pages import items
 from rlsql.serve.state import LOOPBACK, Served
@@ -178,7 +179,7 @@ class Tools:
     ) -> CallToolResult:
         """A named query's or view's columns (name, DuckDB type over the served runs, description), parameters,
         version and fingerprint: what `rlsql describe NAME -f json` prints."""
-        return self.call(lambda: describe(name, list(self.served.runs.values())).as_dict())
+        return self.call(lambda: describe(name, list(self.served.runs.values()), self.served.copies).as_dict())
 
     def query(
         self,
@@ -287,18 +288,20 @@ def make_server(served: Served) -> MCPServer:
 
 
 def run(
-    runs: Sequence[str] | None,
+    runs: Sequence[Run],
     http: bool,
     host: str | None,
     port: int | None,
     max_rows: int | None,
     say: Callable[[str], None],
+    copies: Copies | None = None,
 ) -> None:
-    """Serve `runs` (what `--run` takes) to an MCP client: over stdin and stdout until the input closes, or
-    with `http` over streamable HTTP on host:port until Ctrl-C."""
+    """Serve `runs` (found by the command) to an MCP client, its named queries reading their fresh `copies`
+    (rlsql/engine/copies.py): over stdin and stdout until the input closes, or with `http` over streamable HTTP
+    on host:port until Ctrl-C."""
     settings = rlsql_settings.current().replace(serve_host=host, serve_port=port, serve_row_limit=max_rows or ROW_LIMIT)
     token = None if not http or settings.serve_host in LOOPBACK else secrets.token_urlsafe(18)
-    served = Served(resolve_runs(list(runs) if runs else None), settings, token)
+    served = Served(runs, settings, token, copies=copies)
     server = make_server(served)
     with hearing_warnings():
         try:

@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 
 from rlsql.catalog.catalog import load_catalog
@@ -19,6 +20,7 @@ from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings as rlsql_settings
 from rlsql.core.errors import DataError, QueryError, RlsqlError, UsageError
 from rlsql.duck.memorydb import Connection, DuckError, interrupt
+from rlsql.engine.copies import Copies
 from rlsql.engine.query import run_query, sql_failure
 from rlsql.engine.sources import SourceContext
 from rlsql.outputs import transcript as transcripts
@@ -85,7 +87,7 @@ def known(name: str) -> SqlFile:
 def rescan(run: Run) -> Run:
     """`run` looked at again (a file appeared or went), keeping its name."""
     found = scan_folder(run.path)
-    fresh = Run(run.name, run.path, found.artifacts if found else {}, found.ignored if found else ())
+    fresh = replace(run, artifacts=found.artifacts if found else {}, ignored=found.ignored if found else ())
     return chosen_sources(fresh)
 
 
@@ -107,9 +109,12 @@ class Served:
         settings: rlsql_settings.Settings | None = None,
         token: str | None = None,
         poll_seconds: float = 1.0,
+        copies: Copies | None = None,
     ):
         #: rlsql's one settings object: serve_memory, serve_time_limit, serve_row_limit, serve_host
         self.settings = settings or rlsql_settings.current()
+        #: the fresh cached copies the named queries read (rlsql/engine/copies.py), handed in by the command
+        self.copies = copies
         #: required in every request's URL (or its cookie) when bound beyond the loopback
         self.token = token
         #: seconds between two looks at the runs' files
@@ -259,6 +264,7 @@ class Served:
                     params,
                     lambda con, sql: self._fetch(con.execute(sql), runs, lambda: self._count(con, sql, None)),
                     config_columns,
+                    self.copies,
                 )
         except (RlsqlError, DuckError) as exc:
             if deadline.expired:

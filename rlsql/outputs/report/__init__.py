@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rlsql.core.errors import UsageError
 from rlsql.runs.folders import Run
@@ -30,6 +30,9 @@ from rlsql.runs.writes import (
     temp_name,
     write_mark,
 )
+
+if TYPE_CHECKING:
+    from rlsql.engine.copies import Copies
 
 REPORT_FORMATS = ("md", "html")
 #: the `kind` in the mark (rlsql.runs.writes.MARK) of a report folder: only such a folder is ever replaced
@@ -127,11 +130,13 @@ def build_report(
     per_run: bool = False,
     check: bool = True,
     notify: Callable[[str], None] | None = None,
+    copies: Copies | None = None,
 ) -> list[Path]:
     """Write the report of `runs` into `out_dir`; returns the files written (the report file last).
 
     `params` are `-p` parameters of the queries the report runs; `per_run` adds the per-run
-    sections when there are many runs; `notify` gets the one-line summary of the data caveats.
+    sections when there are many runs; `notify` gets the one-line summary of the data caveats; `copies`: the
+    fresh cached copies the command hands in, read instead of the files (rlsql/engine/copies.py).
     """
     from rlsql.outputs.report import data as data_mod
     from rlsql.outputs.report import figures, render
@@ -149,7 +154,10 @@ def build_report(
 
         # the report's rows are one answer (rlsql/engine/answer.py): a cached copy that fails to read costs a
         # second pass over the CSVs, never a failed report
-        data = Answer().run(lambda bad_cells: data_mod.gather(runs, progress, params, check, tables, bad_cells))
+        answering = Answer(copies)
+        data = answering.run(
+            lambda bad_cells: data_mod.gather(runs, progress, params, check, tables, bad_cells, answering.copies)
+        )
         drawn = figures.draw_all(data, progress)
         progress("writing", stage=True)
         files: dict[str, bytes] = {}

@@ -17,6 +17,7 @@ from rlsql.core.errors import QueryError, RlsqlWarning, UsageError, one_line
 from rlsql.core.sqltext import identifier
 from rlsql.duck.badcells import BadCells
 from rlsql.duck.memorydb import Connection, DuckError
+from rlsql.engine.copies import Copies
 from rlsql.engine.query import set_variables
 from rlsql.engine.statements import open_connection
 from rlsql.runs.artifacts import ARTIFACT_ALTERNATIVES, ARTIFACT_LABELS
@@ -216,9 +217,10 @@ def gather(
     check: bool = True,
     tables: bool = True,
     bad_cells: BadCells | Literal[False] | None = False,
+    copies: Copies | None = None,
 ) -> ReportData:
     """Run every query and view the report needs over `runs` (one connection, views created once).
-    `bad_cells`: the answer's (rlsql/engine/answer.py; False outside one).
+    `bad_cells` and `copies`: the answer's attempt's (rlsql/engine/answer.py; False and None outside one).
 
     `tables=False` (the comparison layout without per-run sections) runs only COMPARISON_SOURCES.
     """
@@ -236,7 +238,7 @@ def gather(
             # in batches: each run's findings are its own, and check's per-run queries scan every run of
             # the connection (300 runs at once: ~65 s; in batches of CHECK_BATCH: a few seconds)
             for start in range(0, len(runs), CHECK_BATCH):
-                data.checks += check_runs(runs[start : start + CHECK_BATCH])
+                data.checks += check_runs(runs[start : start + CHECK_BATCH], copies)
     step(f"running {len(wanted)} queries and views", stage=True)
     from rlsql.outputs.report import agent  # "What the agent did": runs with agents' trajectories only
 
@@ -256,6 +258,7 @@ def gather(
         [*wanted, *against, "vllm_series", *(agent.QUERIES + agent.VIEWS if agents else ())],
         catalog,
         bad_cells=bad_cells,
+        copies=copies,
     )
     set_variables(con, {pname: value for pname, value in data.params.items() if value is not None})
     for name in wanted:
