@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -360,6 +361,21 @@ def test_damaged_input_counts_the_csv_rows_a_read_skips_in_any_column(tmp_path: 
     con = rlsql.connect(run)
     found = con.execute("SELECT metric, value FROM findings WHERE kind = 'damaged_input'").fetchall()
     assert found == [("trials", 0.2)]
+    # and from the CSV's cached copy, whose build counted the rows it skipped (the CSV is not read again)
+    cache = tmp_path / "cache"
+    built = subprocess.run(
+        [sys.executable, "-m", "rlsql", "cache", "build", "--run", str(run)],
+        env={**os.environ, "RLSQL_CACHE_DIR": str(cache)},
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    cached = rlsql.Settings.from_env().replace(cache_dir=cache, cache="auto")
+    with pytest.warns(rlsql.RlsqlWarning, match="skipped 2 unreadable rows"):
+        again = [r for r in rlsql.query("findings", run, settings=cached).to_dicts() if r["kind"] == "damaged_input"]
+    assert [(r["metric"], r["value"], r["message"]) for r in again] == [
+        (r["metric"], r["value"], r["message"]) for r in rows
+    ]
 
 
 def test_damaged_input_names_a_csv_skipped_whole(tmp_path: Path) -> None:

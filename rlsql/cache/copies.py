@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from rlsql.cache import admin, csvcopies, logentries, reading, store, trajcopies
+from rlsql.cache.csvcopies import CsvCopy
 from rlsql.cache.logentries import CachedLog
 from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.sqlfile import SqlFile
@@ -27,7 +28,7 @@ from rlsql.runs.trajectories import TrajectoryListing
 class CacheCopies:
     """The fresh entries of the cache folder the settings name, looked up file by file (nothing is written)."""
 
-    def csv_copy(self, source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> str | None:
+    def csv_copy(self, source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> CsvCopy | None:
         return csvcopies.cached_copy(source, path, header, types)
 
     def trajectory_rows(self, source: str, run: Run, trace_jobs: Path, listing: TrajectoryListing) -> dict | None:

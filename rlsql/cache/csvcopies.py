@@ -56,7 +56,16 @@ def read_as_recorded(record: dict) -> bool:
     return record.get("reading") == reading_version(source, header, source.column_types(header))
 
 
-def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> str | None:
+@dataclass(frozen=True)
+class CsvCopy:
+    """A CSV's fresh copy as a lookup hands it out: its Parquet file, and the rows its build read and skipped."""
+
+    parquet: str
+    rows: int
+    skipped: int
+
+
+def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> CsvCopy | None:
     """The fresh Parquet copy of a CSV; None: read the CSV in place. Nothing is built or written here: `rlsql
     cache build` and `--cache` build copies before a command reads (rlsql/cache/copies.py)."""
     root = reading.cache_root()
@@ -80,7 +89,7 @@ def cached_copy(source: SqlFile, path: Path, header: list[str], types: dict[str,
             rejects_warning(path, record.get("rejects", []), record["rejected_rows"]), RlsqlWarning, stacklevel=3
         )
     reading.handed_out(entry)
-    return str(entry.parquet)
+    return CsvCopy(str(entry.parquet), int(record.get("rows") or 0), int(record.get("rejected_rows") or 0))
 
 
 def _read_in_place(path: Path) -> None:

@@ -46,10 +46,24 @@ class Reads(Protocol):
     def in_place(self) -> dict[str, tuple[int, str]]: ...
 
 
+class CsvCopy(Protocol):
+    """A CSV's fresh Parquet copy: its file, and the rows its build read and skipped (skipped_rows_src counts
+    them instead of reading the CSV again)."""
+
+    @property
+    def parquet(self) -> str: ...
+
+    @property
+    def rows(self) -> int: ...
+
+    @property
+    def skipped(self) -> int: ...
+
+
 class Copies(Protocol):
     """The fresh copies of the runs' files, asked for one file (or one run's trajectories) at a time."""
 
-    def csv_copy(self, source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> str | None:
+    def csv_copy(self, source: SqlFile, path: Path, header: list[str], types: dict[str, str]) -> CsvCopy | None:
         """The Parquet copy of the CSV at `path` as `source` reads it (`header` typed as `types`); None: read
         the CSV in place."""
         ...

@@ -225,8 +225,12 @@ class SourceContext:
             cached = None
             if self.copies is None:
                 without_copies(artifact.path)
-            elif not bounded:
-                cached = self.copies.csv_copy(source, artifact.path, header, types)
+            elif not bounded and (copy := self.copies.csv_copy(source, artifact.path, header, types)) is not None:
+                cached = copy.parquet
+                # what the copy's build skipped, for skipped_rows_src (a read in place counts it itself)
+                self.rows_read[str(artifact.path)] = copy.rows
+                if copy.skipped:
+                    self.rows_rejected[str(artifact.path)] = copy.skipped
             buffer = None
             if cached is None:
                 try:

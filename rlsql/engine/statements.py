@@ -93,7 +93,7 @@ def note_rejected_rows(con: duckdb.DuckDBPyConnection, sources: SourceContext) -
     counted: dict[str, int] = {}
     for path, _, _ in rejected_lines(con):
         counted[path] = counted.get(path, 0) + 1
-    sources.rows_rejected = counted
+    sources.rows_rejected.update(counted)  # a cached copy's count stays (SourceContext.csv_context)
 
 
 def after_loading(con: duckdb.DuckDBPyConnection, f: SqlFile) -> None:
