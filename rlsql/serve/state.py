@@ -53,6 +53,13 @@ PER_RUN = frozenset(
         "exception_treatment",
     }
 )
+#: the artifacts that are one file each: a run's change counts for the answers that read one of these only when
+#: that file moved, grew or was rewritten (an appended metrics row leaves the trials-only answers kept). Every
+#: other kind (Harbor's folders, the trajectories, raw training logs) counts as changed with any change of its run;
+#: "files" stands for the listing of a run's files (run_files), changed when one appears, goes or moves.
+ONE_FILE = ("config", "metrics", "trials", "vllm")
+FOLDERS = ("harbor", "trajectories")
+KINDS = (*ONE_FILE, "files", *FOLDERS)
 
 
 class TimeLimit(RlsqlError):
@@ -90,6 +97,35 @@ def rescan(run: Run) -> Run:
     return chosen_sources(fresh)
 
 
+def reads(name: str) -> frozenset[str]:
+    """The kinds of file the named query or view `name` reads (KINDS): its sources' artifacts, "files" for a
+    source over the runs' listing."""
+    return frozenset(f.artifact or "files" for f in load_catalog().closure([name]) if f.kind == "source")
+
+
+def looks(run: Run) -> dict[str, Hashable]:
+    """What `run`'s files of each kind (KINDS) are now: a one-file artifact's path, size and modification time,
+    None for a kind the run lacks, its listing for "files". A kind whose look differs from the last changed; a
+    kind without a look (Harbor's folders, a kind read from the raw training logs) changes with every change of
+    its run."""
+    seen: dict[str, Hashable] = {"files": tuple(sorted((k, str(a.path)) for k, a in run.artifacts.items()))}
+    for kind in FOLDERS:
+        if kind not in run.artifacts:
+            seen[kind] = None
+    for kind in ONE_FILE:
+        artifact = run.artifact(kind)
+        if artifact is None:
+            if "logs" not in run.artifacts:
+                seen[kind] = None
+            continue
+        try:
+            st = artifact.path.stat()
+        except OSError:
+            continue
+        seen[kind] = (str(artifact.path), st.st_size, st.st_mtime_ns)
+    return seen
+
+
 def config_columns(name: str, runs: Sequence[Run], params: dict[str, str]) -> list[dict]:
     """The config columns the query `name` has over `runs` (run_table's: the keys that differ, typed), [] for
     a query whose columns do not depend on the runs."""
@@ -117,6 +153,10 @@ class Served:
         self.poll_seconds = poll_seconds
         self.runs: dict[str, Run] = {r.name: r for r in sorted(runs, key=lambda r: r.name)}
         self.generation: dict[str, int] = dict.fromkeys(self.runs, 0)
+        #: per run, how often each kind of its files changed (KINDS), and what its one-file kinds were at the last
+        #: look: a named answer is kept under the counts of the kinds it reads (reads())
+        self._kinds: dict[str, dict[str, int]] = {name: dict.fromkeys(KINDS, 0) for name in self.runs}
+        self._looks: dict[str, dict[str, Hashable]] = {name: looks(run) for name, run in self.runs.items()}
         #: bumped on every change; changes lists (version, run) for the event streams
         self.version = 0
         self.changes: deque[tuple[int, str]] = deque(maxlen=CHANGES_KEPT)
@@ -196,21 +236,32 @@ class Served:
     def _stamp(self, runs: Sequence[Run]) -> tuple[tuple[str, int], ...]:
         return tuple((r.name, self.generation[r.name]) for r in runs)
 
+    def _read_stamp(self, runs: Sequence[Run], kinds: frozenset[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        """`runs` as a named answer reading `kinds` of their files depends on them: each run's changes of those."""
+        return tuple((r.name, tuple(self._kinds[r.name][k] for k in sorted(kinds))) for r in runs)
+
     def refresh(self) -> list[str]:
-        """Look at the files; the runs that changed are scanned again and everything kept about them dropped."""
+        """Look at the files; the runs that changed are scanned again, and every answer kept about them that read
+        a kind of their files that changed (KINDS) is dropped."""
         changed = self.watcher.poll()
         if not changed:
             return []
+        bumped: dict[str, set[str]] = {}
         with self._lock:
             for name in changed:
                 self.runs[name] = rescan(self.runs[name])
                 self.generation[name] += 1
                 self.version += 1
                 self.changes.append((self.version, name))
+                before, now = self._looks[name], looks(self.runs[name])
+                self._looks[name] = now
+                bumped[name] = {k for k in KINDS if k not in now or k not in before or now[k] != before[k]}
+                for kind in bumped[name]:
+                    self._kinds[name][kind] += 1
             for key in [k for k in self._connections if any(n in changed for n, _ in k)]:
                 del self._connections[key]
             self._shapes.clear()
-        self.memory.forget_runs(set(changed))
+        self.memory.forget_runs(set(changed), bumped)
         return changed
 
     def listing(self) -> list[dict[str, Any]]:
@@ -239,16 +290,19 @@ class Served:
         """`rlsql query NAME -p ...` over `runs`, from memory when its files have not changed since; a PER_RUN
         query's rows kept per run, so that only the runs changed since are computed again."""
         params = {k: str(v) for k, v in (params or {}).items() if v is not None and str(v) != ""}
-        key = ("named", name, self._stamp(runs), tuple(sorted(params.items())))
+        known(name)  # an unknown name is NotFound with a did-you-mean, before any file is read
+        kinds = reads(name)
+        key = ("named", name, self._read_stamp(runs, kinds), tuple(sorted(params.items())))
         if name in PER_RUN and len(runs) > 1:
-            return self._once(key, lambda: self._by_run(name, runs, params) or self._compute(name, runs, params))
-        return self._once(key, lambda: self._compute(name, runs, params))
+            return self._once(
+                key, lambda: self._by_run(name, runs, params, kinds) or self._compute(name, runs, params), kinds
+            )
+        return self._once(key, lambda: self._compute(name, runs, params), kinds)
 
     def _compute(
         self, name: str, runs: Sequence[Run], params: dict[str, str], config_columns: list[dict] | None = None
     ) -> Answer:
         """One statement of `name` over `runs`, within the time limit and the answer's bounds."""
-        known(name)  # an unknown name is NotFound with a did-you-mean, before any file is read
         deadline = self.deadline()
         try:
             with deadline.running():
@@ -266,7 +320,7 @@ class Served:
                 raise self.stopped(deadline, name) from exc
             raise
 
-    def _by_run(self, name: str, runs: Sequence[Run], params: dict[str, str]) -> Answer | None:
+    def _by_run(self, name: str, runs: Sequence[Run], params: dict[str, str], kinds: frozenset[str]) -> Answer | None:
         """A PER_RUN query over `runs` as each run's rows in turn: the rows kept for a run since it last changed,
         the others computed in one statement over those runs alone and kept per run. None when the rows do not
         fit one answer (the row limit, the answer size): the caller computes the whole answer, cut as usual."""
@@ -280,7 +334,7 @@ class Served:
         shape_key = tuple(tuple(sorted(c.items())) for c in shape)
 
         def key(run: Run) -> Hashable:
-            return ("run", name, self._stamp([run]), shape_key, tuple(sorted(params.items())))
+            return ("run", name, self._read_stamp([run], kinds), shape_key, tuple(sorted(params.items())))
 
         kept = {r.name: a for r in runs if (a := self.memory.get(key(r))) is not None}
         missing = [r for r in runs if r.name not in kept]
@@ -300,7 +354,9 @@ class Served:
             for row in fresh.rows:
                 mine[row[ri]].append(row)
             for r in missing:
-                kept[r.name] = Answer(fresh.columns, mine[r.name], False, frozenset({r.name}), total=len(mine[r.name]))
+                kept[r.name] = Answer(
+                    fresh.columns, mine[r.name], False, frozenset({r.name}), total=len(mine[r.name]), reads=kinds
+                )
                 self.memory.put(key(r), kept[r.name])
         columns = next((a.columns for a in kept.values() if a.columns), [])
         rows = [row for r in runs for row in kept[r.name].rows]
@@ -338,9 +394,10 @@ class Served:
 
         return self._once(key, compute)
 
-    def _once(self, key: Hashable, compute: Callable[[], Answer]) -> Answer:
-        """The answer kept under `key`, else computed once and kept: requests asking for it meanwhile wait for
-        that one computation and share its answer (or its error)."""
+    def _once(self, key: Hashable, compute: Callable[[], Answer], kinds: frozenset[str] | None = None) -> Answer:
+        """The answer kept under `key`, else computed once and kept (dropped when one of `kinds` of its runs'
+        files changes; None: any): requests asking for it meanwhile wait for that one computation and share its
+        answer (or its error)."""
         while True:
             kept = self.memory.get(key)
             if kept is not None:
@@ -360,6 +417,7 @@ class Served:
                 # the first asker's client went away: ask again (this request may be the one to compute)
         try:
             answer = compute()
+            answer.reads = kinds
             self.memory.put(key, answer)
             future.set_result(answer)
             return answer
