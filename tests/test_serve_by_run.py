@@ -59,13 +59,18 @@ def fleet_page(s: Served) -> pages.Fleet:
 def asked(monkeypatch) -> list[tuple[str, tuple[str, ...]]]:
     """Each named query's statement as the server asks rlsql for it: (name, the runs it is over)."""
     seen: list[tuple[str, tuple[str, ...]]] = []
-    real = state.run_query
+    real, real_batch = state.run_query, state.run_queries
 
     def recording(name, runs, *args, **kwargs):
         seen.append((name, tuple(r.name for r in runs)))
         return real(name, runs, *args, **kwargs)
 
+    def recording_batch(names, runs, *args, **kwargs):
+        seen.extend((name, tuple(r.name for r in runs)) for name in names)
+        return real_batch(names, runs, *args, **kwargs)
+
     monkeypatch.setattr(state, "run_query", recording)
+    monkeypatch.setattr(state, "run_queries", recording_batch)
     return seen
 
 
@@ -133,9 +138,9 @@ def test_the_compare_page_computes_the_changed_run_alone(fleet, asked, monkeypat
         assert over(asked, name) == [("tiny",)], name
     for name in TRIALS_ONLY:
         assert over(asked, name) == [], name
-    assert over(asked, "compare_runs") == [tuple(both)]  # its rows depend on both runs: whole
+    assert over(asked, "compare_runs") == [("tiny",)]  # its row with both runs' configs (SourceContext.peers)
     runs = s.pick(both)
-    kept = {name: s.named(name, runs) for name in COMPARED}
+    kept = {name: s.named(name, runs) for name in (*COMPARED, "compare_runs")}
     monkeypatch.setattr(state, "PER_RUN", frozenset())
     whole = served(fleet)
     for name, answer in kept.items():
@@ -203,3 +208,36 @@ def test_kept_and_recomputed_answers_are_those_of_the_changed_files(fleet, asked
         check()
     rows = s.named("task_diff", s.pick(both), {"baseline": "calendar"}).dicts()
     assert [(r["trials_run"], r["successes_run"]) for r in rows if r["task_name"] == "calendar-0002"] == [(3, 2)]
+
+
+def test_compare_runs_kept_per_run_follows_every_runs_config(fleet, asked) -> None:
+    """compare_runs is kept per run, each row's differing_config against every run compared: after a metrics
+    row its changed run alone is computed again (with both runs' configs); after a config key is added to one
+    run, both rows are (the other run now lacks that key). Each time the rows equal the oracle's."""
+    s = served(fleet)
+    both = ["calendar", "tiny"]
+    dirs = [fleet[NAMES.index(n)] for n in both]
+    tiny = fleet[NAMES.index("tiny")]
+
+    def check() -> list[dict]:
+        rows = s.named("compare_runs", s.pick(both)).dicts()
+        assert same_rows(rows, [row for d in dirs for row in oracle.q_compare_runs(d.name, d, run_dirs=dirs)])
+        return rows
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pages.compare_page(s, both, {})
+        append_step(tiny)
+        assert s.refresh() == ["tiny"]
+        asked.clear()
+        pages.compare_page(s, both, {})
+        assert over(asked, "compare_runs") == [("tiny",)]
+        check()
+        config = tiny / "rl_config.yaml"
+        config.write_text(config.read_text() + "\nextra_key: 7\n")
+        assert s.refresh() == ["tiny"]
+        asked.clear()
+        pages.compare_page(s, both, {})
+        assert over(asked, "compare_runs") == [tuple(both)]
+        rows = check()
+    assert "extra_key=<missing>" in rows[0]["differing_config"] and "extra_key=7" in rows[1]["differing_config"]

@@ -17,7 +17,7 @@ from rlsql.core.sqltext import identifier
 from rlsql.duck.badcells import BadCells
 from rlsql.engine.answer import Answer, said_after
 from rlsql.engine.failures import data_error, query_failure
-from rlsql.engine.statements import open_connection, query_connection
+from rlsql.engine.statements import open_connection, queries_connection, query_connection
 from rlsql.runs.artifacts import check_artifacts
 from rlsql.runs.folders import Run
 
@@ -129,9 +129,11 @@ def run_query(
     params: dict[str, Any],
     consume: Consume | None = None,
     config_columns: list[dict] | None = None,
+    peers: Sequence[Run] | None = None,
 ) -> Any:
     """Run the named query or view `name` over `runs`: a QueryResult, or what `consume` returns.
-    `config_columns`: run_table's config columns worked out over more runs than `runs` (statements.py).
+    `config_columns`: run_table's config columns worked out over more runs than `runs`; `peers`: the runs whose
+    configs and listing it reads, `runs` among them (statements.py).
 
     The whole answer, `consume` included, is retried where a retry mends it (rlsql/engine/answer.py):
     `consume` must be able to start over."""
@@ -142,7 +144,7 @@ def run_query(
     check_artifacts(runs, needed, name)
 
     def answer(bad_cells: BadCells | None) -> Any:
-        con, sql = query_connection(runs, qfile.name, catalog, bad_cells, values.get("keys"), config_columns)
+        con, sql = query_connection(runs, qfile.name, catalog, bad_cells, values.get("keys"), config_columns, peers)
         _set_variables(con, values)
         try:
             if consume is not None:
@@ -155,6 +157,31 @@ def run_query(
         except duckdb.Error as exc:
             raise query_failure(exc, name, runs, needed) from exc
         return result
+
+    return Answer().run(answer)
+
+
+def run_queries(names: Sequence[str], runs: Sequence[Run], params: dict[str, dict[str, Any]], consume: Consume) -> dict:
+    """Several named queries over the same `runs` on one connection (statements.queries_connection): query ->
+    what `consume` returns for its statement, `params[query]` its parameters. Any failure fails them all (the
+    caller may ask each alone); what a retry mends is retried for all of them together, as run_query does."""
+    catalog = load_catalog()
+    values = {name: bind_params(name, params.get(name, {})) for name in names}
+    for name in names:
+        check_artifacts(runs, catalog.closure([name]), name)
+
+    def answer(bad_cells: BadCells | None) -> dict:
+        con, statements = queries_connection(runs, names, catalog, bad_cells)
+        results = {}
+        name = names[0]
+        try:
+            for name in names:
+                _set_variables(con, values[name])
+                results[name] = consume(con, statements[name])
+            said_after(con)  # once: the reject tables hold every statement's rejected rows, each line once
+        except duckdb.Error as exc:
+            raise query_failure(exc, name, runs, catalog.closure([name])) from exc
+        return results
 
     return Answer().run(answer)
 

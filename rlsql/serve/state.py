@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import threading
+import warnings
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future
@@ -20,7 +21,7 @@ from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings as rlsql_settings
 from rlsql.core.errors import DataError, QueryError, RlsqlError, UsageError
-from rlsql.engine.query import run_query, sql_failure
+from rlsql.engine.query import run_queries, run_query, sql_failure
 from rlsql.engine.sources import SourceContext
 from rlsql.outputs import transcript as transcripts
 from rlsql.runs.folders import Run, chosen_sources, scan_folder
@@ -38,13 +39,15 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 #: named queries kept per run: a run's rows come from its own files alone (grain starting with run, nothing
 #: compared across runs), ordered by run first, so the answer over many runs is each run's rows in turn and a
 #: change to one run recomputes that run's rows alone. run_table's config columns depend on the set of runs:
-#: they are worked out over every run asked about and are part of a kept row's key. Not here: compare_runs,
-#: run_diff, task_diff (against a baseline run), group_curves (over the runs), whose rows depend on the others;
-#: task_rates (no order). The fleet page's queries, then the compare page's.
+#: they are worked out over every run asked about and are part of a kept row's key; so are, for compare_runs,
+#: the configs and listings of every run asked about (PEERS). Not here: run_diff, task_diff (against a baseline
+#: run), group_curves (over the runs), whose rows depend on the others; task_rates (no order). The fleet page's
+#: queries, then the compare page's.
 PER_RUN = frozenset(
     {
         "findings",
         "run_table",
+        "compare_runs",
         "reward_curve",
         "best_checkpoint",
         "step_time_stack",
@@ -53,6 +56,10 @@ PER_RUN = frozenset(
         "exception_treatment",
     }
 )
+#: PER_RUN queries whose row for a run depends on the other runs asked about through their configs alone
+#: (compare_runs' differing_config): a run's row is computed over that run with every run's config and listing
+#: (SourceContext.peers), and kept under their changes as well as its own
+PEERS = frozenset({"compare_runs"})
 #: the artifacts that are one file each: a run's change counts for the answers that read one of these only when
 #: that file moved, grew or was rewritten (an appended metrics row leaves the trials-only answers kept). Every
 #: other kind (Harbor's folders, the trajectories, raw training logs) counts as changed with any change of its run;
@@ -95,6 +102,11 @@ def rescan(run: Run) -> Run:
     found = scan_folder(run.path)
     fresh = Run(run.name, run.path, found.artifacts if found else {}, found.ignored if found else ())
     return chosen_sources(fresh)
+
+
+def per_run(name: str) -> bool:
+    """Whether the named query `name`'s rows are kept run by run (PER_RUN)."""
+    return name in PER_RUN
 
 
 def reads(name: str) -> frozenset[str]:
@@ -300,9 +312,15 @@ class Served:
         return self._once(key, lambda: self._compute(name, runs, params), kinds)
 
     def _compute(
-        self, name: str, runs: Sequence[Run], params: dict[str, str], config_columns: list[dict] | None = None
+        self,
+        name: str,
+        runs: Sequence[Run],
+        params: dict[str, str],
+        config_columns: list[dict] | None = None,
+        peers: Sequence[Run] | None = None,
     ) -> Answer:
-        """One statement of `name` over `runs`, within the time limit and the answer's bounds."""
+        """One statement of `name` over `runs` (with `peers`' configs: SourceContext.peers), within the time
+        limit and the answer's bounds."""
         deadline = self.deadline()
         try:
             with deadline.running():
@@ -314,6 +332,7 @@ class Served:
                     params,
                     lambda con, sql: self._fetch(con.execute(sql), runs, lambda: self._count(con, sql, None)),
                     config_columns,
+                    peers,
                 )
         except (RlsqlError, duckdb.Error) as exc:
             if deadline.expired:
@@ -331,39 +350,109 @@ class Served:
             shape = tuple(config_columns(name, runs, params))
             with self._lock:
                 self._shapes[(name, stamp, tuple(sorted(params.items())))] = shape
-        shape_key = tuple(tuple(sorted(c.items())) for c in shape)
-
-        def key(run: Run) -> Hashable:
-            return ("run", name, self._read_stamp([run], kinds), shape_key, tuple(sorted(params.items())))
-
-        kept = {r.name: a for r in runs if (a := self.memory.get(key(r))) is not None}
+        shape_key: tuple[Hashable, ...] = tuple(tuple(sorted(c.items())) for c in shape)
+        peers = runs if name in PEERS else None
+        if peers is not None:
+            shape_key += self._read_stamp(runs, frozenset({"config", "files"}))
+        kept = {r.name: a for r in runs if (a := self.memory.get(self._run_key(name, r, kinds, params, shape_key)))}
         missing = [r for r in runs if r.name not in kept]
         if missing:
             try:
-                fresh = self._compute(name, missing, params, list(shape) if shape else None)
+                fresh = self._compute(name, missing, params, list(shape) if shape else None, peers)
             except DataError:
                 if len(missing) == len(runs):
                     raise
                 # a run lacking what the query reads is refused alone, yet has its row (of NULLs) among others
                 missing = list(runs)
-                fresh = self._compute(name, missing, params, list(shape) if shape else None)
-            if fresh.truncated or (fresh.rows and "run" not in fresh.columns):
+                fresh = self._compute(name, missing, params, list(shape) if shape else None, peers)
+            mine = self._keep_per_run(name, fresh, missing, kinds, params, shape_key)
+            if mine is None:
                 return None
-            ri = fresh.columns.index("run") if fresh.columns else 0
-            mine: dict[str, list[tuple]] = {r.name: [] for r in missing}
-            for row in fresh.rows:
-                mine[row[ri]].append(row)
-            for r in missing:
-                kept[r.name] = Answer(
-                    fresh.columns, mine[r.name], False, frozenset({r.name}), total=len(mine[r.name]), reads=kinds
-                )
-                self.memory.put(key(r), kept[r.name])
+            kept.update(mine)
         columns = next((a.columns for a in kept.values() if a.columns), [])
         rows = [row for r in runs for row in kept[r.name].rows]
         nbytes = sum(a.nbytes for a in kept.values())
         if len(rows) > self.settings.serve_row_limit or nbytes > self.answer_bytes:
             return None
         return Answer(columns, rows, False, frozenset(r.name for r in runs), nbytes, total=len(rows))
+
+    def _run_key(
+        self, name: str, run: Run, kinds: frozenset[str], params: dict[str, str], shape_key: tuple = ()
+    ) -> Hashable:
+        """Where a PER_RUN query's rows of `run` are kept."""
+        return ("run", name, self._read_stamp([run], kinds), shape_key, tuple(sorted(params.items())))
+
+    def _keep_per_run(
+        self,
+        name: str,
+        fresh: Answer,
+        runs: Sequence[Run],
+        kinds: frozenset[str],
+        params: dict[str, str],
+        shape_key: tuple = (),
+    ) -> dict[str, Answer] | None:
+        """`fresh`'s rows over `runs` kept run by run; None (nothing kept) when it was cut or has no run column."""
+        if fresh.truncated or (fresh.rows and "run" not in fresh.columns):
+            return None
+        ri = fresh.columns.index("run") if fresh.columns else 0
+        mine: dict[str, list[tuple]] = {r.name: [] for r in runs}
+        for row in fresh.rows:
+            mine[row[ri]].append(row)
+        kept = {}
+        for r in runs:
+            kept[r.name] = Answer(
+                fresh.columns, mine[r.name], False, frozenset({r.name}), total=len(mine[r.name]), reads=kinds
+            )
+            self.memory.put(self._run_key(name, r, kinds, params, shape_key), kept[r.name])
+        return kept
+
+    def warm(self, names: Sequence[str], runs: Sequence[Run], params: Mapping[str, Mapping[str, str]]) -> None:
+        """Compute the rows of the PER_RUN queries `names` that are not kept for some of `runs` on one connection
+        per set of runs missing (statements.queries_connection), and keep them per run: the page's named() calls
+        then find them. Over a few small runs a statement's connection and rendering are most of its cost, so a
+        compare page's per-run queries after one of its runs changed cost about one statement, not four. What
+        cannot be done so (a query refused, run_table's config columns, rows past the bounds, any failure) is
+        left to named(), which computes it alone and says why."""
+        if len(runs) < 2:
+            return
+        catalog = load_catalog()
+        wanted: dict[tuple[str, ...], list[tuple[str, frozenset[str], dict[str, str]]]] = {}
+        for name in names:
+            if not per_run(name) or name in PEERS or catalog.query(name).per_runs:
+                continue
+            given = {k: str(v) for k, v in (params.get(name) or {}).items() if v is not None and str(v) != ""}
+            kinds = reads(name)
+            if self.memory.get(("named", name, self._read_stamp(runs, kinds), tuple(sorted(given.items())))):
+                continue
+            lacking = tuple(r.name for r in runs if not self.memory.get(self._run_key(name, r, kinds, given)))
+            if lacking:
+                wanted.setdefault(lacking, []).append((name, kinds, given))
+        for missing_names, queries in wanted.items():
+            if len(queries) < 2:
+                continue  # one query: named() computes it as it would
+            missing = [self.runs[n] for n in missing_names]
+
+            def fetch(con: Any, sql: str, runs: Sequence[Run] = missing) -> Answer:
+                return self._fetch(con.execute(sql), runs, lambda: None)
+
+            deadline = self.deadline()
+            try:
+                with warnings.catch_warnings(record=True) as said, deadline.running():
+                    warnings.simplefilter("always")
+                    if deadline.expired:
+                        return
+                    answers = run_queries(
+                        [q for q, _, _ in queries],
+                        missing,
+                        {q: given for q, _, given in queries},
+                        fetch,
+                    )
+            except (RlsqlError, duckdb.Error):
+                continue  # said by named(), which asks each query alone
+            for w in said:  # said once: named() finds the rows kept and says nothing
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            for name, kinds, given in queries:
+                self._keep_per_run(name, answers[name], missing, kinds, given)
 
     def select(self, sql: str, runs: Sequence[Run], params: Mapping[str, Any] | None = None) -> Answer:
         """SQL over every view of `runs`: one SELECT (checked), on a connection that cannot read other files,
