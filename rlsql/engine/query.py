@@ -14,6 +14,7 @@ from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.params import Param
 from rlsql.core.errors import QueryError, RlsqlError, UsageError
 from rlsql.core.sqltext import identifier
+from rlsql.duck import badcells
 from rlsql.duck.badcells import BadCells
 from rlsql.engine.answer import Answer, said_after
 from rlsql.engine.failures import data_error, query_failure
@@ -147,13 +148,17 @@ def run_query(
         con, sql = query_connection(runs, qfile.name, catalog, bad_cells, values.get("keys"), config_columns, peers)
         _set_variables(con, values)
         try:
-            if consume is not None:
+            result = None
+            if bad_cells is not None and bad_cells.naming:
+                badcells.name_cells(con, sql)
+            elif consume is not None:
                 result = consume(con, sql)
             else:
                 cursor = con.execute(sql)
                 columns = [d[0] for d in cursor.description or []]
                 result = QueryResult(name, columns, cursor.fetchall(), list(runs), values, con, sql)
             said_after(con)  # rows DuckDB rejected, trajectory files the query skipped
+            badcells.count(con, bad_cells)
         except duckdb.Error as exc:
             raise query_failure(exc, name, runs, needed) from exc
         return result
@@ -265,13 +270,20 @@ def run_sql(sql: str, runs: Sequence[Run], params: dict[str, str] | None = None,
                 statements = con.extract_statements(sql)
                 for statement in statements[:-1]:
                     con.execute(statement)
-                result = consume(con, statements[-1].query) if statements else None
+                last = statements[-1].query if statements else None
+                result = None
+                if bad_cells is not None and bad_cells.naming:
+                    if last:
+                        badcells.name_cells(con, last)
+                elif last:
+                    result = consume(con, last)
             else:
                 cursor = con.execute(sql)
                 columns = [d[0] for d in cursor.description] if cursor.description else []
                 rows = cursor.fetchall() if cursor.description else []
                 result = QueryResult("sql", columns, rows, list(runs), values, con, sql)
             said_after(con)  # rows DuckDB rejected, trajectory files the SQL skipped
+            badcells.count(con, bad_cells)
         except duckdb.Error as exc:
             problem: RlsqlError | None = data_error(exc)
             if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):
