@@ -18,15 +18,10 @@ from tests.conftest import RUNS
 from tests.test_serve import same_rows
 
 NAMES = ("calendar", "harbor_csv", "newest", "tiny")
-#: the compare page's queries kept per run
-COMPARED = (
-    "reward_curve",
-    "best_checkpoint",
-    "step_time_stack",
-    "step_signals",
-    "turn_histogram",
-    "exception_treatment",
-)
+#: the compare page's queries kept per run that read the trainer metrics
+COMPARED = ("reward_curve", "best_checkpoint", "step_time_stack", "step_signals")
+#: the compare page's queries that read the trials alone (with Harbor's folders and the runs' listing)
+TRIALS_ONLY = ("turn_histogram", "exception_treatment", "run_diff", "task_diff", "task_rates")
 
 
 @pytest.fixture
@@ -64,13 +59,18 @@ def fleet_page(s: Served) -> pages.Fleet:
 def asked(monkeypatch) -> list[tuple[str, tuple[str, ...]]]:
     """Each named query's statement as the server asks rlsql for it: (name, the runs it is over)."""
     seen: list[tuple[str, tuple[str, ...]]] = []
-    real = state.run_query
+    real, real_batch = state.run_query, state.run_queries
 
     def recording(name, runs, *args, **kwargs):
         seen.append((name, tuple(r.name for r in runs)))
         return real(name, runs, *args, **kwargs)
 
+    def recording_batch(names, runs, *args, **kwargs):
+        seen.extend((name, tuple(r.name for r in runs)) for name in names)
+        return real_batch(names, runs, *args, **kwargs)
+
     monkeypatch.setattr(state, "run_query", recording)
+    monkeypatch.setattr(state, "run_queries", recording_batch)
     return seen
 
 
@@ -122,8 +122,9 @@ def test_a_config_change_that_changes_the_columns_recomputes_every_run(fleet, as
 
 
 def test_the_compare_page_computes_the_changed_run_alone(fleet, asked, monkeypatch) -> None:
-    """The compare page's per-run queries: after one of its runs changed, that run alone; the rows are those
-    of every query computed whole (one statement over both runs, nothing kept per run)."""
+    """The compare page's per-run queries: after one of its runs' metrics changed, that run alone, and the
+    queries reading its trials alone not at all; the rows are those of every query computed whole (one
+    statement over both runs, nothing kept per run)."""
     s = served(fleet)
     both = ["calendar", "tiny"]
     with warnings.catch_warnings():
@@ -135,9 +136,11 @@ def test_the_compare_page_computes_the_changed_run_alone(fleet, asked, monkeypat
         pages.compare_page(s, both, {})
     for name in COMPARED:
         assert over(asked, name) == [("tiny",)], name
-    assert over(asked, "compare_runs") == [tuple(both)]  # its rows depend on both runs: whole
+    for name in TRIALS_ONLY:
+        assert over(asked, name) == [], name
+    assert over(asked, "compare_runs") == [("tiny",)]  # its row with both runs' configs (SourceContext.peers)
     runs = s.pick(both)
-    kept = {name: s.named(name, runs) for name in COMPARED}
+    kept = {name: s.named(name, runs) for name in (*COMPARED, "compare_runs")}
     monkeypatch.setattr(state, "PER_RUN", frozenset())
     whole = served(fleet)
     for name, answer in kept.items():
@@ -160,3 +163,81 @@ def test_a_changed_run_lacking_what_a_query_reads_keeps_its_row(fleet, asked) ->
     assert over(asked, "run_table") == [("harbor_csv",)]
     assert "harbor_csv" in [row[0] for row in page.table.rows]
     assert same_rows(s.named("run_table", s.pick(None)).dicts(), expected_run_table(fleet))
+
+
+def append_trial(run: Path, task: str, reward: float) -> None:
+    trials = next(run.glob("*_trial_results.csv"))
+    header = trials.read_text().splitlines()[0].split(",")
+    cells = dict.fromkeys(header, "")
+    cells.update({"task_name": task, "trial_name": f"{task}__appended", "n_episodes": "2.0", "reward": str(reward)})
+    with trials.open("a") as fh:
+        fh.write(",".join(cells[h] for h in header) + "\n")
+
+
+def test_kept_and_recomputed_answers_are_those_of_the_changed_files(fleet, asked) -> None:
+    """Answers are kept per run and per kind of file: after a metrics row, task_diff (trials only) is kept and
+    reward_curve computed again; after a trial row, the other way round. Each time both equal the oracle over
+    the files as they are now."""
+    s = served(fleet)
+    both = ["calendar", "tiny"]
+    dirs = [fleet[NAMES.index(n)] for n in both]
+    tiny = fleet[NAMES.index("tiny")]
+
+    def check() -> None:
+        runs = s.pick(both)
+        curve = s.named("reward_curve", runs)
+        assert same_rows(curve.dicts(), [row for d in dirs for row in oracle.q_reward_curve(d.name, d)])
+        diff = s.named("task_diff", runs, {"baseline": "calendar"})
+        want = oracle.q_task_diff("tiny", tiny, baseline="calendar", run_dirs=dirs)
+        assert want and same_rows(diff.dicts(), want)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pages.compare_page(s, both, {})
+        append_step(tiny)
+        assert s.refresh() == ["tiny"]
+        asked.clear()
+        pages.compare_page(s, both, {})
+        assert over(asked, "reward_curve") == [("tiny",)] and over(asked, "task_diff") == []
+        check()
+        append_trial(tiny, "calendar-0002", 0.0)  # one more trial of a shared task, failed: its rate falls
+        assert s.refresh() == ["tiny"]
+        asked.clear()
+        pages.compare_page(s, both, {})
+        assert over(asked, "task_diff") == [tuple(both)] and over(asked, "reward_curve") == []
+        check()
+    rows = s.named("task_diff", s.pick(both), {"baseline": "calendar"}).dicts()
+    assert [(r["trials_run"], r["successes_run"]) for r in rows if r["task_name"] == "calendar-0002"] == [(3, 2)]
+
+
+def test_compare_runs_kept_per_run_follows_every_runs_config(fleet, asked) -> None:
+    """compare_runs is kept per run, each row's differing_config against every run compared: after a metrics
+    row its changed run alone is computed again (with both runs' configs); after a config key is added to one
+    run, both rows are (the other run now lacks that key). Each time the rows equal the oracle's."""
+    s = served(fleet)
+    both = ["calendar", "tiny"]
+    dirs = [fleet[NAMES.index(n)] for n in both]
+    tiny = fleet[NAMES.index("tiny")]
+
+    def check() -> list[dict]:
+        rows = s.named("compare_runs", s.pick(both)).dicts()
+        assert same_rows(rows, [row for d in dirs for row in oracle.q_compare_runs(d.name, d, run_dirs=dirs)])
+        return rows
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pages.compare_page(s, both, {})
+        append_step(tiny)
+        assert s.refresh() == ["tiny"]
+        asked.clear()
+        pages.compare_page(s, both, {})
+        assert over(asked, "compare_runs") == [("tiny",)]
+        check()
+        config = tiny / "rl_config.yaml"
+        config.write_text(config.read_text() + "\nextra_key: 7\n")
+        assert s.refresh() == ["tiny"]
+        asked.clear()
+        pages.compare_page(s, both, {})
+        assert over(asked, "compare_runs") == [tuple(both)]
+        rows = check()
+    assert "extra_key=<missing>" in rows[0]["differing_config"] and "extra_key=7" in rows[1]["differing_config"]

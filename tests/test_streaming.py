@@ -116,6 +116,23 @@ def test_a_bad_cell_late_in_a_streamed_answer_is_recorded_at_once(tmp_path: Path
     assert len(said) == 1 and "1 cell not a whole number up to 2**53, read as empty" in said[0], said
 
 
+def test_a_streamed_answer_over_clean_files_imports_no_numpy() -> None:
+    """A streamed answer counts bad cells in SQL (rlsql/duck/badcells.py): over files without one, no Python
+    function is registered, so numpy (which DuckDB's Python functions import, ~0.1 s) is never imported before
+    or after its rows."""
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "rlsql", "query", "trials", "-r", str(RUNS / "tiny"), "-f", "csv"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = proc.communicate(timeout=PATIENCE)
+    assert proc.returncode == 0, err
+    rows = list(csv.DictReader(io.StringIO(out.decode())))
+    assert [r["trial_name"] for r in rows] == [t["trial_name"] for t in oracle.read_trials(RUNS / "tiny")]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in err.decode().splitlines() if line.startswith("import time")]
+    assert "duckdb" in imported and "numpy" not in imported
+
+
 def test_rows_go_out_as_written_not_in_blocks(tmp_path: Path, monkeypatch) -> None:
     """1.3 MB of CSV, then a failing row: the rows before it went to stdout as DuckDB wrote them, before the statement
     failed (its asynchronous writer would hold them in its first 8 MB block, and nothing went out: issue 38 item 3)."""

@@ -12,7 +12,9 @@ mends what it can and runs `work` again:
 - a trajectory file removed while DuckDB read the run (a trial folder cleaned up or retried): its trial is
   skipped with one warning, and the run read again over the files there now; a file that fails so twice fails;
 - a whole-number cell that reads as empty stops an attempt (rlsql/duck/badcells.py): the next records such
-  cells with a Python function, and one warning per file names them (`bad_cells` is then not None);
+  cells with a Python function, and one warning per file names them (`bad_cells` is then not None); an answer
+  whose rows go out as they come counts them instead (`at_once`), and names them by running `work` once more,
+  its rows not wanted (BadCells.naming);
 - a DuckDB failure after reading cached copies is answered again from the files themselves (`copies` None
   for the rest of the answer), with one warning per copy that failed (`Copies.failed`; nothing is written: a
   read never writes the cache folder); a failure the files repeat is theirs, and it is raised.
@@ -52,7 +54,7 @@ T = TypeVar("T")
 Version = tuple[str, int, int]
 
 #: the answer's rows go out as they come (rlsql/outputs/rows.py into a pipe): no attempt can start over once
-#: some went out, so bad cells are recorded from the first attempt
+#: some went out, so bad cells are counted from the first attempt (and named after it: rlsql/duck/badcells.py)
 at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("rlsql_answer_at_once", default=False)
 
 
@@ -95,7 +97,8 @@ class Answer:
         return result
 
     def _attempts(self, work: Callable[[BadCells | None], T], reads: Reads | None) -> T:
-        bad = BadCells() if at_once.get() else None
+        # rows that go out as they come: bad cells counted from the first attempt, never a retry (duck/badcells.py)
+        bad = BadCells(counting=True) if at_once.get() else None
         copies = self.copies
         copies_failed: tuple[list, BaseException] | None = None
         while True:
@@ -105,6 +108,8 @@ class Answer:
                 try:
                     result = work(bad)
                     if bad is not None:
+                        if bad.counted:
+                            bad.name(work)
                         bad.warn()
                 except Exception as exc:
                     failure = exc

@@ -14,11 +14,12 @@ from rlsql.catalog.catalog import load_catalog
 from rlsql.catalog.params import Param
 from rlsql.core.errors import QueryError, RlsqlError, UsageError
 from rlsql.core.sqltext import identifier
+from rlsql.duck import badcells
 from rlsql.duck.badcells import BadCells
 from rlsql.engine.answer import Answer, said_after
 from rlsql.engine.copies import Copies
 from rlsql.engine.failures import data_error, query_failure
-from rlsql.engine.statements import open_connection, query_connection
+from rlsql.engine.statements import open_connection, queries_connection, query_connection
 from rlsql.runs.artifacts import check_artifacts
 from rlsql.runs.folders import Run
 
@@ -138,10 +139,12 @@ def run_query(
     consume: Consume | None = None,
     config_columns: list[dict] | None = None,
     copies: Copies | None = None,
+    peers: Sequence[Run] | None = None,
 ) -> Any:
     """Run the named query or view `name` over `runs`: a QueryResult, or what `consume` returns.
-    `config_columns`: run_table's config columns worked out over more runs than `runs` (statements.py).
-    `copies`: the fresh cached copies the command hands in, read instead of the files (rlsql/engine/copies.py).
+    `config_columns`: run_table's config columns worked out over more runs than `runs`; `peers`: the runs whose
+    configs and listing it reads, `runs` among them (statements.py). `copies`: the fresh cached copies the
+    command hands in, read instead of the files (rlsql/engine/copies.py).
 
     The whole answer, `consume` included, is retried where a retry mends it (rlsql/engine/answer.py):
     `consume` must be able to start over."""
@@ -155,20 +158,64 @@ def run_query(
 
     def answer(bad_cells: BadCells | None) -> Any:
         con, sql = query_connection(
-            runs, qfile.name, catalog, bad_cells, values.get("keys"), config_columns, answering.copies
+            runs,
+            qfile.name,
+            catalog,
+            bad_cells,
+            values.get("keys"),
+            config_columns,
+            copies=answering.copies,
+            peers=peers,
         )
         set_variables(con, values)
         try:
-            if consume is not None:
+            result = None
+            if bad_cells is not None and bad_cells.naming:
+                badcells.name_cells(con, sql)
+            elif consume is not None:
                 result = consume(con, sql)
             else:
                 cursor = con.execute(sql)
                 columns = [d[0] for d in cursor.description or []]
                 result = QueryResult(name, columns, cursor.fetchall(), list(runs), values, con, sql)
             said_after(con)  # rows DuckDB rejected, trajectory files the query skipped
+            badcells.count(con, bad_cells)
         except duckdb.Error as exc:
             raise query_failure(exc, name, runs, needed) from exc
         return result
+
+    return answering.run(answer)
+
+
+def run_queries(
+    names: Sequence[str],
+    runs: Sequence[Run],
+    params: dict[str, dict[str, Any]],
+    consume: Consume,
+    copies: Copies | None = None,
+) -> dict:
+    """Several named queries over the same `runs` on one connection (statements.queries_connection): query ->
+    what `consume` returns for its statement, `params[query]` its parameters. Any failure fails them all (the
+    caller may ask each alone); what a retry mends is retried for all of them together, as run_query does."""
+    catalog = load_catalog()
+    values = {name: bind_params(name, params.get(name, {})) for name in names}
+    for name in names:
+        check_artifacts(runs, catalog.closure([name]), name)
+
+    answering = Answer(copies)
+
+    def answer(bad_cells: BadCells | None) -> dict:
+        con, statements = queries_connection(runs, names, catalog, bad_cells, copies=answering.copies)
+        results = {}
+        name = names[0]
+        try:
+            for name in names:
+                set_variables(con, values[name])
+                results[name] = consume(con, statements[name])
+            said_after(con)  # once: the reject tables hold every statement's rejected rows, each line once
+        except duckdb.Error as exc:
+            raise query_failure(exc, name, runs, catalog.closure([name])) from exc
+        return results
 
     return answering.run(answer)
 
@@ -259,13 +306,20 @@ def run_sql(
                 statements = con.extract_statements(sql)
                 for statement in statements[:-1]:
                     con.execute(statement)
-                result = consume(con, statements[-1].query) if statements else None
+                last = statements[-1].query if statements else None
+                result = None
+                if bad_cells is not None and bad_cells.naming:
+                    if last:
+                        badcells.name_cells(con, last)
+                elif last:
+                    result = consume(con, last)
             else:
                 cursor = con.execute(sql)
                 columns = [d[0] for d in cursor.description] if cursor.description else []
                 rows = cursor.fetchall() if cursor.description else []
                 result = QueryResult("sql", columns, rows, list(runs), values, con, sql)
             said_after(con)  # rows DuckDB rejected, trajectory files the SQL skipped
+            badcells.count(con, bad_cells)
         except duckdb.Error as exc:
             problem: RlsqlError | None = data_error(exc)
             if problem is None and isinstance(exc, duckdb.InvalidInputException) and "CSV" in str(exc):

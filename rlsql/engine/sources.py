@@ -73,10 +73,15 @@ class SourceContext:
         trial: str | None = None,
         config_columns: list[dict] | None = None,
         copies: Copies | None = None,
+        peers: Sequence[Run] | None = None,
     ):
         self.runs = list(runs)
         #: the fresh cached copies read instead of the files (rlsql/engine/copies.py); None: every file in place
         self.copies = copies
+        #: the runs the configs and the listing of files (config_src, run_files) are of: `runs` and the runs they
+        #: are compared with (`rlsql serve` computes compare_runs for the runs that changed alone, each row's
+        #: differing_config against every run asked about); None: `runs`
+        self.peers = list(peers) if peers is not None else self.runs
         #: run_table's config columns worked out over a larger set of runs than these (`rlsql serve` computes
         #: the rows of the runs that changed alone, with the columns of every run it serves); None: these runs'
         self.fixed_config_columns = config_columns
@@ -87,7 +92,7 @@ class SourceContext:
         #: whose values differ between the runs
         self.config_keys = config_keys
         #: set by rlsql.connect(): config_src calls this function of the connection for config_docs
-        self.config_function = config_function if any(r.artifact("config") for r in self.runs) else None
+        self.config_function = config_function if any(r.artifact("config") for r in self.peers) else None
         #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/duck/badcells.py)
         self.bad_cells = bad_cells
         #: the CSVs rendered so far: path -> (run, artifact); and what skipped_rows_src says: the
@@ -108,13 +113,13 @@ class SourceContext:
     def run_files(self) -> list[dict]:
         files = [
             {"run": r.name, "kind": a.kind, "path": str(a.path), "prefix": a.prefix}
-            for r in self.runs
+            for r in self.peers
             for a in r.artifacts.values()
         ]
         # a run without a metrics or vLLM CSV reads them from its raw logs: listed as that artifact too
         files.extend(
             {"run": r.name, "kind": kind, "path": str(r.artifacts["logs"].path), "prefix": None}
-            for r in self.runs
+            for r in self.peers
             for kind in LOG_SOURCES.values()
             if reads_logs(r, kind)
         )
@@ -125,7 +130,7 @@ class SourceContext:
         """run -> its config's flattened leaves (rlsql.runs.config.config_rows), for each run with a config file."""
         return {
             run.name: config_rows(run.name, config.path)
-            for run in self.runs
+            for run in self.peers
             if (config := run.artifact("config")) is not None
         }
 

@@ -393,6 +393,7 @@ def query_connection(
     config_keys: str | None = None,
     config_columns: list[dict] | None = None,
     copies: Copies | None = None,
+    peers: Sequence[Run] | None = None,
 ) -> tuple[duckdb.DuckDBPyConnection, str]:
     """A connection and the one statement that answers named query `name` over `runs`.
 
@@ -403,9 +404,30 @@ def query_connection(
     several CTEs once. A whole-number cell that reads as empty fails the statement, or with
     `bad_cells` is recorded there (rlsql/duck/badcells.py). `config_keys`: run_table's `keys` parameter,
     which picks its columns when the statement is rendered (SqlFile.per_runs); `config_columns`: those columns
-    as worked out over a larger set of runs (SourceContext.config_columns), so `runs`' rows are theirs in it.
-    `copies`: the fresh cached copies read instead of the files (rlsql/engine/copies.py).
+    as worked out over a larger set of runs (SourceContext.config_columns), so `runs`' rows are theirs in it;
+    `peers`: the runs whose configs and listing it reads (SourceContext.peers). `copies`: the fresh cached copies
+    read instead of the files (rlsql/engine/copies.py).
     """
+    con, statements = queries_connection(
+        runs, [name], catalog, bad_cells, config_keys, config_columns, copies=copies, peers=peers
+    )
+    return con, statements[name]
+
+
+def queries_connection(
+    runs: Sequence[Run],
+    names: Sequence[str],
+    catalog: Catalog | None = None,
+    bad_cells: BadCells | None = None,
+    config_keys: str | None = None,
+    config_columns: list[dict] | None = None,
+    copies: Copies | None = None,
+    peers: Sequence[Run] | None = None,
+) -> tuple[duckdb.DuckDBPyConnection, dict[str, str]]:
+    """query_connection for several named queries over the same runs: one connection, each macro and loaded
+    source created on it once and each object rendered once, and per query the one statement that answers it.
+    Over a few small runs a statement's fixed cost (the connection, ~20 ms of DuckDB's start; the rendering)
+    is most of it: `rlsql serve` computes a page's per-run queries this way (rlsql/serve/state.py)."""
     catalog = catalog or load_catalog()
     sources = SourceContext(
         runs,
@@ -413,8 +435,9 @@ def query_connection(
         config_keys=config_keys,
         config_columns=config_columns,
         copies=copies,
+        peers=peers,
     )
-    closure = catalog.closure([name])
+    closure = catalog.closure(list(names))
     trajectory = any(f.artifact == "trajectories" for f in closure)
     con = memory_connection(
         threads=1 if reads_little(runs, closure) else None, memory_limit=TRAJECTORY_MEMORY if trajectory else None
@@ -423,7 +446,7 @@ def query_connection(
         badcells.register(con, bad_cells)
     if trajectory:  # damaged files named once (rlsql/duck/damagedfiles.py)
         sources.damaged_seen = damagedfiles.record_damaged(con)
-    ctes = []
+    ctes: dict[str, str] = {}
     for f in skipped_rows_last(catalog, closure):
         if f.name == SKIPPED_ROWS:
             note_rejected_rows(con, sources)
@@ -444,8 +467,12 @@ def query_connection(
             if load:
                 after_loading(con, f)
         else:
-            ctes.append(_cte(catalog, f, sql))
-    return con, "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {identifier(name)}"
+            ctes[f.name] = _cte(catalog, f, sql)
+    statements = {}
+    for name in names:
+        mine = [ctes[f.name] for f in catalog.closure([name]) if f.name in ctes]
+        statements[name] = "WITH " + ",\n".join(mine) + f"\nSELECT * FROM {identifier(name)}"
+    return con, statements
 
 
 def column_types(name: str, runs: Sequence[Run], copies: Copies | None = None) -> list[tuple[str, str]]:

@@ -401,11 +401,10 @@ def _distinct_names(con: Connection, sql: str) -> tuple[str, Relation]:
     """`sql` with its columns named apart where two share a name (`SELECT 1 AS a, 2 AS a`): the outputs select
     their columns by name, and a shared name would read the first column twice. The later ones become `a_1`,
     `a_2`, ... (as DuckDB names them apart in a subquery; never a name another column has), renamed by position.
-    Returns the statement and its relation (bound, not run)."""
-    relation = con.sql(sql)  # bound once here, and handed on with the statement
-    columns = relation.columns
+    Returns the statement and its relation (bound, not run: its columns and types)."""
+    columns = [row[0] for row in con.execute(f"DESCRIBE {sql}").fetchall()]
     if len(set(columns)) == len(columns):
-        return sql, relation
+        return sql, _bound(con, sql)
     taken = set(columns)
     named: list[str] = []
     for column in columns:
@@ -415,7 +414,13 @@ def _distinct_names(con: Connection, sql: str) -> tuple[str, Relation]:
             name = f"{column}_{n}"
         named.append(name)
     renamed = f"SELECT * FROM ({sql}) AS rows_named({', '.join(identifier(n) for n in named)})"
-    return renamed, con.sql(renamed)
+    return renamed, _bound(con, renamed)
+
+
+def _bound(con: Connection, sql: str) -> Relation:
+    """The relation of `sql` (columns named apart), bound and never run: DuckDB runs at once, to the end, a statement
+    that writes, and one counting bad cells does (a sequence: rlsql/duck/badcells.py), so it gets no row."""
+    return con.sql(f"SELECT * FROM ({sql}) AS rows_bound LIMIT 0")
 
 
 def _json_cell(column: str, type_name: str) -> str:

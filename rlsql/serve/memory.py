@@ -1,12 +1,12 @@
 """The answers `rlsql serve` keeps in memory: rows of named queries and SQL, least recently used first out,
-within a budget of bytes; an answer is dropped as soon as a file of one of its runs changes."""
+within a budget of bytes; an answer is dropped as soon as a file of one of its runs that it reads changes."""
 
 from __future__ import annotations
 
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,8 @@ class Answer:
     #: rlsql's warnings while it was computed (a run lacking what a query reads, a damaged file): `rlsql mcp`
     #: hears them and keeps them here, so an answer from memory says them again
     warnings: list[str] = field(default_factory=list)
+    #: the kinds of its runs' files it read (rlsql/serve/state.py KINDS); None: any of them
+    reads: frozenset[str] | None = None
 
     def dicts(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
@@ -111,10 +113,17 @@ class Memory:
                 _, gone = self._answers.popitem(last=False)
                 self.used -= gone.nbytes
 
-    def forget_runs(self, names: set[str]) -> int:
-        """Drop every answer that read one of the runs `names`; how many went."""
+    def forget_runs(self, names: set[str], kinds: Mapping[str, set[str]] | None = None) -> int:
+        """Drop every answer that read one of the runs `names` (with `kinds`, run -> the kinds of its files that
+        changed: only those that read one of them); how many went."""
+
+        def stale_answer(a: Answer) -> bool:
+            if kinds is None or a.reads is None:
+                return bool(a.runs & names)
+            return any(a.reads & kinds.get(run, set()) for run in a.runs & names)
+
         with self._lock:
-            stale = [k for k, a in self._answers.items() if a.runs & names]
+            stale = [k for k, a in self._answers.items() if stale_answer(a)]
             for key in stale:
                 self.used -= self._answers.pop(key).nbytes
             return len(stale)

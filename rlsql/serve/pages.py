@@ -13,7 +13,7 @@ import math
 import shlex
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -30,7 +30,7 @@ from rlsql.outputs.findings import worst_first
 from rlsql.outputs.formats import display
 from rlsql.runs.folders import Run
 from rlsql.serve.memory import Answer
-from rlsql.serve.state import NotFound, Served, known
+from rlsql.serve.state import NotFound, Served, known, per_run
 
 #: the compare page overlays this many runs at most
 COMPARE_MAX = 6
@@ -469,12 +469,25 @@ def answer_all(
 ) -> dict[str, Answer | str]:
     """Each item's answer: those not kept in memory asked two at a time (the machine's cores; DuckDB lets
     go of the GIL), in threads that end before this returns, each in this request's context (its client
-    going away stops them: rlsql/serve/work.py)."""
+    going away stops them: rlsql/serve/work.py). The per-run queries' missing rows are computed first, on one
+    connection (Served.warm), beside the others."""
+    batched = [i for i in items if per_run(i)]
+
+    def ask(pool: ThreadPoolExecutor, item: str) -> Future[Answer | str]:
+        return pool.submit(contextvars.copy_context().run, _maybe, served, item, runs, given)
+
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rlsql-page") as pool:
-        futures = {
-            item: pool.submit(contextvars.copy_context().run, _maybe, served, item, runs, given) for item in items
-        }
-        return {item: future.result() for item, future in futures.items()}
+        warmed = pool.submit(
+            contextvars.copy_context().run,
+            served.warm,
+            batched,
+            runs,
+            {i: params_for(served, i, given) for i in batched},
+        )
+        futures = {item: ask(pool, item) for item in items if item not in batched}
+        warmed.result()
+        futures.update({item: ask(pool, item) for item in batched})
+        return {item: futures[item].result() for item in items}
 
 
 def _maybe(served: Served, item: str, runs: Sequence[Run], given: Mapping[str, str]) -> Answer | str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import threading
+import warnings
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future
@@ -21,7 +22,7 @@ from rlsql.core import settings as rlsql_settings
 from rlsql.core.errors import DataError, QueryError, RlsqlError, UsageError
 from rlsql.duck.memorydb import Connection, DuckError, interrupt
 from rlsql.engine.copies import Copies
-from rlsql.engine.query import run_query, sql_failure
+from rlsql.engine.query import run_queries, run_query, sql_failure
 from rlsql.engine.sources import SourceContext
 from rlsql.outputs import transcript as transcripts
 from rlsql.runs.folders import Run, chosen_sources, scan_folder
@@ -39,13 +40,15 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 #: named queries kept per run: a run's rows come from its own files alone (grain starting with run, nothing
 #: compared across runs), ordered by run first, so the answer over many runs is each run's rows in turn and a
 #: change to one run recomputes that run's rows alone. run_table's config columns depend on the set of runs:
-#: they are worked out over every run asked about and are part of a kept row's key. Not here: compare_runs,
-#: run_diff, task_diff (against a baseline run), group_curves (over the runs), whose rows depend on the others;
-#: task_rates (no order). The fleet page's queries, then the compare page's.
+#: they are worked out over every run asked about and are part of a kept row's key; so are, for compare_runs,
+#: the configs and listings of every run asked about (PEERS). Not here: run_diff, task_diff (against a baseline
+#: run), group_curves (over the runs), whose rows depend on the others; task_rates (no order). The fleet page's
+#: queries, then the compare page's.
 PER_RUN = frozenset(
     {
         "findings",
         "run_table",
+        "compare_runs",
         "reward_curve",
         "best_checkpoint",
         "step_time_stack",
@@ -54,6 +57,17 @@ PER_RUN = frozenset(
         "exception_treatment",
     }
 )
+#: PER_RUN queries whose row for a run depends on the other runs asked about through their configs alone
+#: (compare_runs' differing_config): a run's row is computed over that run with every run's config and listing
+#: (SourceContext.peers), and kept under their changes as well as its own
+PEERS = frozenset({"compare_runs"})
+#: the artifacts that are one file each: a run's change counts for the answers that read one of these only when
+#: that file moved, grew or was rewritten (an appended metrics row leaves the trials-only answers kept). Every
+#: other kind (Harbor's folders, the trajectories, raw training logs) counts as changed with any change of its run;
+#: "files" stands for the listing of a run's files (run_files), changed when one appears, goes or moves.
+ONE_FILE = ("config", "metrics", "trials", "vllm")
+FOLDERS = ("harbor", "trajectories")
+KINDS = (*ONE_FILE, "files", *FOLDERS)
 
 
 class TimeLimit(RlsqlError):
@@ -91,6 +105,40 @@ def rescan(run: Run) -> Run:
     return chosen_sources(fresh)
 
 
+def per_run(name: str) -> bool:
+    """Whether the named query `name`'s rows are kept run by run (PER_RUN)."""
+    return name in PER_RUN
+
+
+def reads(name: str) -> frozenset[str]:
+    """The kinds of file the named query or view `name` reads (KINDS): its sources' artifacts, "files" for a
+    source over the runs' listing."""
+    return frozenset(f.artifact or "files" for f in load_catalog().closure([name]) if f.kind == "source")
+
+
+def looks(run: Run) -> dict[str, Hashable]:
+    """What `run`'s files of each kind (KINDS) are now: a one-file artifact's path, size and modification time,
+    None for a kind the run lacks, its listing for "files". A kind whose look differs from the last changed; a
+    kind without a look (Harbor's folders, a kind read from the raw training logs) changes with every change of
+    its run."""
+    seen: dict[str, Hashable] = {"files": tuple(sorted((k, str(a.path)) for k, a in run.artifacts.items()))}
+    for kind in FOLDERS:
+        if kind not in run.artifacts:
+            seen[kind] = None
+    for kind in ONE_FILE:
+        artifact = run.artifact(kind)
+        if artifact is None:
+            if "logs" not in run.artifacts:
+                seen[kind] = None
+            continue
+        try:
+            st = artifact.path.stat()
+        except OSError:
+            continue
+        seen[kind] = (str(artifact.path), st.st_size, st.st_mtime_ns)
+    return seen
+
+
 def config_columns(name: str, runs: Sequence[Run], params: dict[str, str]) -> list[dict]:
     """The config columns the query `name` has over `runs` (run_table's: the keys that differ, typed), [] for
     a query whose columns do not depend on the runs."""
@@ -121,6 +169,10 @@ class Served:
         self.poll_seconds = poll_seconds
         self.runs: dict[str, Run] = {r.name: r for r in sorted(runs, key=lambda r: r.name)}
         self.generation: dict[str, int] = dict.fromkeys(self.runs, 0)
+        #: per run, how often each kind of its files changed (KINDS), and what its one-file kinds were at the last
+        #: look: a named answer is kept under the counts of the kinds it reads (reads())
+        self._kinds: dict[str, dict[str, int]] = {name: dict.fromkeys(KINDS, 0) for name in self.runs}
+        self._looks: dict[str, dict[str, Hashable]] = {name: looks(run) for name, run in self.runs.items()}
         #: bumped on every change; changes lists (version, run) for the event streams
         self.version = 0
         self.changes: deque[tuple[int, str]] = deque(maxlen=CHANGES_KEPT)
@@ -200,21 +252,32 @@ class Served:
     def _stamp(self, runs: Sequence[Run]) -> tuple[tuple[str, int], ...]:
         return tuple((r.name, self.generation[r.name]) for r in runs)
 
+    def _read_stamp(self, runs: Sequence[Run], kinds: frozenset[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        """`runs` as a named answer reading `kinds` of their files depends on them: each run's changes of those."""
+        return tuple((r.name, tuple(self._kinds[r.name][k] for k in sorted(kinds))) for r in runs)
+
     def refresh(self) -> list[str]:
-        """Look at the files; the runs that changed are scanned again and everything kept about them dropped."""
+        """Look at the files; the runs that changed are scanned again, and every answer kept about them that read
+        a kind of their files that changed (KINDS) is dropped."""
         changed = self.watcher.poll()
         if not changed:
             return []
+        bumped: dict[str, set[str]] = {}
         with self._lock:
             for name in changed:
                 self.runs[name] = rescan(self.runs[name])
                 self.generation[name] += 1
                 self.version += 1
                 self.changes.append((self.version, name))
+                before, now = self._looks[name], looks(self.runs[name])
+                self._looks[name] = now
+                bumped[name] = {k for k in KINDS if k not in now or k not in before or now[k] != before[k]}
+                for kind in bumped[name]:
+                    self._kinds[name][kind] += 1
             for key in [k for k in self._connections if any(n in changed for n, _ in k)]:
                 del self._connections[key]
             self._shapes.clear()
-        self.memory.forget_runs(set(changed))
+        self.memory.forget_runs(set(changed), bumped)
         return changed
 
     def listing(self) -> list[dict[str, Any]]:
@@ -243,16 +306,25 @@ class Served:
         """`rlsql query NAME -p ...` over `runs`, from memory when its files have not changed since; a PER_RUN
         query's rows kept per run, so that only the runs changed since are computed again."""
         params = {k: str(v) for k, v in (params or {}).items() if v is not None and str(v) != ""}
-        key = ("named", name, self._stamp(runs), tuple(sorted(params.items())))
+        known(name)  # an unknown name is NotFound with a did-you-mean, before any file is read
+        kinds = reads(name)
+        key = ("named", name, self._read_stamp(runs, kinds), tuple(sorted(params.items())))
         if name in PER_RUN and len(runs) > 1:
-            return self._once(key, lambda: self._by_run(name, runs, params) or self._compute(name, runs, params))
-        return self._once(key, lambda: self._compute(name, runs, params))
+            return self._once(
+                key, lambda: self._by_run(name, runs, params, kinds) or self._compute(name, runs, params), kinds
+            )
+        return self._once(key, lambda: self._compute(name, runs, params), kinds)
 
     def _compute(
-        self, name: str, runs: Sequence[Run], params: dict[str, str], config_columns: list[dict] | None = None
+        self,
+        name: str,
+        runs: Sequence[Run],
+        params: dict[str, str],
+        config_columns: list[dict] | None = None,
+        peers: Sequence[Run] | None = None,
     ) -> Answer:
-        """One statement of `name` over `runs`, within the time limit and the answer's bounds."""
-        known(name)  # an unknown name is NotFound with a did-you-mean, before any file is read
+        """One statement of `name` over `runs` (with `peers`' configs: SourceContext.peers), within the time
+        limit and the answer's bounds."""
         deadline = self.deadline()
         try:
             with deadline.running():
@@ -264,14 +336,15 @@ class Served:
                     params,
                     lambda con, sql: self._fetch(con.execute(sql), runs, lambda: self._count(con, sql, None)),
                     config_columns,
-                    self.copies,
+                    copies=self.copies,
+                    peers=peers,
                 )
         except (RlsqlError, DuckError) as exc:
             if deadline.expired:
                 raise self.stopped(deadline, name) from exc
             raise
 
-    def _by_run(self, name: str, runs: Sequence[Run], params: dict[str, str]) -> Answer | None:
+    def _by_run(self, name: str, runs: Sequence[Run], params: dict[str, str], kinds: frozenset[str]) -> Answer | None:
         """A PER_RUN query over `runs` as each run's rows in turn: the rows kept for a run since it last changed,
         the others computed in one statement over those runs alone and kept per run. None when the rows do not
         fit one answer (the row limit, the answer size): the caller computes the whole answer, cut as usual."""
@@ -282,37 +355,110 @@ class Served:
             shape = tuple(config_columns(name, runs, params))
             with self._lock:
                 self._shapes[(name, stamp, tuple(sorted(params.items())))] = shape
-        shape_key = tuple(tuple(sorted(c.items())) for c in shape)
-
-        def key(run: Run) -> Hashable:
-            return ("run", name, self._stamp([run]), shape_key, tuple(sorted(params.items())))
-
-        kept = {r.name: a for r in runs if (a := self.memory.get(key(r))) is not None}
+        shape_key: tuple[Hashable, ...] = tuple(tuple(sorted(c.items())) for c in shape)
+        peers = runs if name in PEERS else None
+        if peers is not None:
+            shape_key += self._read_stamp(runs, frozenset({"config", "files"}))
+        kept = {r.name: a for r in runs if (a := self.memory.get(self._run_key(name, r, kinds, params, shape_key)))}
         missing = [r for r in runs if r.name not in kept]
         if missing:
             try:
-                fresh = self._compute(name, missing, params, list(shape) if shape else None)
+                fresh = self._compute(name, missing, params, list(shape) if shape else None, peers)
             except DataError:
                 if len(missing) == len(runs):
                     raise
                 # a run lacking what the query reads is refused alone, yet has its row (of NULLs) among others
                 missing = list(runs)
-                fresh = self._compute(name, missing, params, list(shape) if shape else None)
-            if fresh.truncated or (fresh.rows and "run" not in fresh.columns):
+                fresh = self._compute(name, missing, params, list(shape) if shape else None, peers)
+            mine = self._keep_per_run(name, fresh, missing, kinds, params, shape_key)
+            if mine is None:
                 return None
-            ri = fresh.columns.index("run") if fresh.columns else 0
-            mine: dict[str, list[tuple]] = {r.name: [] for r in missing}
-            for row in fresh.rows:
-                mine[row[ri]].append(row)
-            for r in missing:
-                kept[r.name] = Answer(fresh.columns, mine[r.name], False, frozenset({r.name}), total=len(mine[r.name]))
-                self.memory.put(key(r), kept[r.name])
+            kept.update(mine)
         columns = next((a.columns for a in kept.values() if a.columns), [])
         rows = [row for r in runs for row in kept[r.name].rows]
         nbytes = sum(a.nbytes for a in kept.values())
         if len(rows) > self.settings.serve_row_limit or nbytes > self.answer_bytes:
             return None
         return Answer(columns, rows, False, frozenset(r.name for r in runs), nbytes, total=len(rows))
+
+    def _run_key(
+        self, name: str, run: Run, kinds: frozenset[str], params: dict[str, str], shape_key: tuple = ()
+    ) -> Hashable:
+        """Where a PER_RUN query's rows of `run` are kept."""
+        return ("run", name, self._read_stamp([run], kinds), shape_key, tuple(sorted(params.items())))
+
+    def _keep_per_run(
+        self,
+        name: str,
+        fresh: Answer,
+        runs: Sequence[Run],
+        kinds: frozenset[str],
+        params: dict[str, str],
+        shape_key: tuple = (),
+    ) -> dict[str, Answer] | None:
+        """`fresh`'s rows over `runs` kept run by run; None (nothing kept) when it was cut or has no run column."""
+        if fresh.truncated or (fresh.rows and "run" not in fresh.columns):
+            return None
+        ri = fresh.columns.index("run") if fresh.columns else 0
+        mine: dict[str, list[tuple]] = {r.name: [] for r in runs}
+        for row in fresh.rows:
+            mine[row[ri]].append(row)
+        kept = {}
+        for r in runs:
+            kept[r.name] = Answer(
+                fresh.columns, mine[r.name], False, frozenset({r.name}), total=len(mine[r.name]), reads=kinds
+            )
+            self.memory.put(self._run_key(name, r, kinds, params, shape_key), kept[r.name])
+        return kept
+
+    def warm(self, names: Sequence[str], runs: Sequence[Run], params: Mapping[str, Mapping[str, str]]) -> None:
+        """Compute the rows of the PER_RUN queries `names` that are not kept for some of `runs` on one connection
+        per set of runs missing (statements.queries_connection), and keep them per run: the page's named() calls
+        then find them. Over a few small runs a statement's connection and rendering are most of its cost, so a
+        compare page's per-run queries after one of its runs changed cost about one statement, not four. What
+        cannot be done so (a query refused, run_table's config columns, rows past the bounds, any failure) is
+        left to named(), which computes it alone and says why."""
+        if len(runs) < 2:
+            return
+        catalog = load_catalog()
+        wanted: dict[tuple[str, ...], list[tuple[str, frozenset[str], dict[str, str]]]] = {}
+        for name in names:
+            if not per_run(name) or name in PEERS or catalog.query(name).per_runs:
+                continue
+            given = {k: str(v) for k, v in (params.get(name) or {}).items() if v is not None and str(v) != ""}
+            kinds = reads(name)
+            if self.memory.get(("named", name, self._read_stamp(runs, kinds), tuple(sorted(given.items())))):
+                continue
+            lacking = tuple(r.name for r in runs if not self.memory.get(self._run_key(name, r, kinds, given)))
+            if lacking:
+                wanted.setdefault(lacking, []).append((name, kinds, given))
+        for missing_names, queries in wanted.items():
+            if len(queries) < 2:
+                continue  # one query: named() computes it as it would
+            missing = [self.runs[n] for n in missing_names]
+
+            def fetch(con: Any, sql: str, runs: Sequence[Run] = missing) -> Answer:
+                return self._fetch(con.execute(sql), runs, lambda: None)
+
+            deadline = self.deadline()
+            try:
+                with warnings.catch_warnings(record=True) as said, deadline.running():
+                    warnings.simplefilter("always")
+                    if deadline.expired:
+                        return
+                    answers = run_queries(
+                        [q for q, _, _ in queries],
+                        missing,
+                        {q: given for q, _, given in queries},
+                        fetch,
+                        copies=self.copies,
+                    )
+            except (RlsqlError, DuckError):
+                continue  # said by named(), which asks each query alone
+            for w in said:  # said once: named() finds the rows kept and says nothing
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            for name, kinds, given in queries:
+                self._keep_per_run(name, answers[name], missing, kinds, given)
 
     def select(self, sql: str, runs: Sequence[Run], params: Mapping[str, Any] | None = None) -> Answer:
         """SQL over every view of `runs`: one SELECT (checked), on a connection that cannot read other files,
@@ -343,9 +489,10 @@ class Served:
 
         return self._once(key, compute)
 
-    def _once(self, key: Hashable, compute: Callable[[], Answer]) -> Answer:
-        """The answer kept under `key`, else computed once and kept: requests asking for it meanwhile wait for
-        that one computation and share its answer (or its error)."""
+    def _once(self, key: Hashable, compute: Callable[[], Answer], kinds: frozenset[str] | None = None) -> Answer:
+        """The answer kept under `key`, else computed once and kept (dropped when one of `kinds` of its runs'
+        files changes; None: any): requests asking for it meanwhile wait for that one computation and share its
+        answer (or its error)."""
         while True:
             kept = self.memory.get(key)
             if kept is not None:
@@ -365,6 +512,7 @@ class Served:
                 # the first asker's client went away: ask again (this request may be the one to compute)
         try:
             answer = compute()
+            answer.reads = kinds
             self.memory.put(key, answer)
             future.set_result(answer)
             return answer
