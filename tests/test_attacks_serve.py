@@ -129,12 +129,12 @@ def test_every_connection_a_request_opens_has_the_memory_budget(tiny, monkeypatc
     seen: list[str] = []
     real = state.run_query
 
-    def recording(name, runs, params, consume, *more):
+    def recording(name, runs, params, consume, *more, **named):
         def consume_and_look(con, sql):
             seen.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
             return consume(con, sql)
 
-        return real(name, runs, params, consume_and_look, *more)
+        return real(name, runs, params, consume_and_look, *more, **named)
 
     monkeypatch.setattr(state, "run_query", recording)
     s.named("turn_stats", list(s.runs.values()))
@@ -150,7 +150,7 @@ class Gate:
         self.now = self.most = self.calls = 0
         self.release = threading.Event()
 
-    def __call__(self, name, runs, params, consume, *more):
+    def __call__(self, name, runs, params, consume, *more, **named):
         with self.lock:
             self.calls += 1
             self.now += 1

@@ -245,9 +245,10 @@ def test_every_reader_shows_the_descriptions(tmp_path: Path, capsys, monkeypatch
         # pandas: DataFrame.attrs (read from PANDAS_ATTRS)
         assert pd.read_parquet(path).attrs == {"rlsql.columns": want}, label
         # DuckDB: parquet_kv_metadata
-        (doc,) = duckdb.execute(
+        # every row fetched: a result left open on DuckDB's process-wide connection fails its next statement
+        [(doc,)] = duckdb.execute(
             "SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = 'rlsql.columns'", [str(path)]
-        ).fetchone()
+        ).fetchall()
         assert json.loads(doc) == want, label
     # a hive tree read whole by pandas carries them too
     assert (

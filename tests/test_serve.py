@@ -290,10 +290,10 @@ def test_a_named_query_is_interrupted_at_the_time_limit(live_run, monkeypatch) -
     served = Served(resolve_runs([str(live_run)]), Settings(serve_time_limit=0.3))
     slow = state.run_query
 
-    def slower(name, runs, params, consume, *more):
+    def slower(name, runs, params, consume, *more, **named):
         con = memorydb.memory_connection()  # as run_query opens its own: watched
         con.execute("SELECT count(*) FROM range(100000000000) a, range(100000) b").fetchall()
-        return slow(name, runs, params, consume, *more)
+        return slow(name, runs, params, consume, *more, **named)
 
     monkeypatch.setattr(state, "run_query", slower)
     with TestClient(make_app(served), base_url=BASE) as c:

@@ -35,7 +35,7 @@ FOUND = BAD_CELL_MARK
 LINE_SCAN_BYTES = 16 * 1024 * 1024
 EXAMPLES = 3
 #: the sequence a counting attempt counts bad cells with
-COUNTER = "rlsql_bad_cells"
+COUNTER = "rlsql_cells_counted"
 T = TypeVar("T")
 
 
