@@ -1997,7 +1997,13 @@ def _times(ratio: float) -> str:
 
 
 def _percent(share: float) -> str:
-    return f"{fixed_text(100 * share, 1)}%"
+    """A share as a percent with one decimal; a share that is neither none nor all never reads as 0.0% or 100.0%."""
+    text = fixed_text(100 * share, 1)
+    if share > 0 and text == "0.0":
+        return "<0.1%"
+    if share < 1 and text == "100.0":
+        return ">99.9%"
+    return f"{text}%"
 
 
 def _k_of_n(k: int, n: int, what: str) -> str:

@@ -378,6 +378,19 @@ def test_damaged_input_counts_the_csv_rows_a_read_skips_in_any_column(tmp_path: 
     ]
 
 
+def test_a_share_too_small_to_show_in_one_decimal_is_not_written_as_none(tmp_path: Path) -> None:
+    run = tmp_path / "few"
+    run.mkdir()
+    lines = trials_lines(2001)
+    lines[5] += ",extra"  # 1 of 2,001 rows: 0.05%, which one decimal would round to 0.0%
+    (run / f"{PREFIX}trial_results.csv").write_text("\n".join(lines) + "\n")
+    with pytest.warns(rlsql.RlsqlWarning):
+        rows = [r for r in findings(run) if r["kind"] == "damaged_input"]
+    assert [r["message"] for r in rows] == [
+        f"1 of 2,001 rows of the trials CSV (<0.1%) cannot be read and were skipped, in {PREFIX}trial_results.csv"
+    ]
+
+
 def test_damaged_input_names_a_csv_skipped_whole(tmp_path: Path) -> None:
     run = tmp_path / "w"
     run.mkdir()
