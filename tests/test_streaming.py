@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import selectors
 import subprocess
 import sys
@@ -46,6 +47,35 @@ def test_first_rows_come_at_once_and_a_closed_pipe_ends_the_command_quietly(fmt:
     proc.stdout.close()  # `| head -1` exits
     assert proc.wait(PATIENCE) == 0
     assert proc.stderr is not None and proc.stderr.read() == b""
+
+
+def test_a_closed_stderr_stops_no_command(tmp_path: Path) -> None:
+    """`rlsql report ... 2>&1 | head -1`: the reader is gone after the first notice, and the report is still
+    written (it exited 1 without one). stdout and stderr here are a pipe whose reader closed before the start."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rlsql",
+                "report",
+                "--run",
+                str(RUNS / "tiny"),
+                "-f",
+                "md",
+                "-o",
+                str(tmp_path / "r"),
+            ],
+            stdout=write,
+            stderr=write,
+            timeout=PATIENCE,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 0
+    assert "## Findings" in (tmp_path / "r" / "report.md").read_text()
 
 
 def test_a_failure_after_rows_went_out_is_one_line_and_prints_no_row_twice() -> None:

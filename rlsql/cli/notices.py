@@ -15,6 +15,7 @@ import re
 import shutil
 import sys
 from dataclasses import dataclass, field
+from typing import Any, TextIO
 
 #: the subjects named in a grouped warning line besides the first
 SHOWN = 3
@@ -29,6 +30,34 @@ _PLURAL = re.compile(r"# (\w+?)s\b")
 #: the query or view a warning is for (`...; reward_curve has nothing from it`, `skipping tool_usage: ...`):
 #: the same problem for several of a command's queries is one kind, which names them all
 _FOR_ITEM = (re.compile(r"; (?P<item>[\w.]+) has nothing from it$"), re.compile(r"^skipping (?P<item>[\w.]+): "))
+
+
+class Stderr:
+    """stderr that outlives its reader: once a pipe it writes into is closed (`rlsql report ... 2>&1 | head -1`),
+    the notices after it are dropped and the command goes on. stderr carries notices only; the command's work
+    (a report, an export) is written elsewhere and must not stop because nobody reads them."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self.gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self.gone = True
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...: the stream's own
+        return getattr(self.stream, name)
 
 
 def say(message: str) -> None:

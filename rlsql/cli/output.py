@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlsql.cli.notices import Warnings, say
+from rlsql.cli.notices import Stderr, Warnings, say
 from rlsql.core.errors import DataError, ExitCode, ReaderGone, RlsqlError, UsageError
 from rlsql.outputs.formats import OutputFormat
 
@@ -188,6 +188,8 @@ def run_main(entry: Callable[[], object]) -> None:
     """Run `entry` as the console entry point: expected errors become one stderr line and a documented
     exit code; success exits 0 (as typer's standalone mode does)."""
     held = Warnings()
+    if not isinstance(sys.stderr, Stderr):  # a closed stderr pipe stops no command
+        sys.stderr = Stderr(sys.stderr)
     warnings.showwarning = held.show
     warnings.simplefilter("always")
     try:
