@@ -153,6 +153,10 @@ def test_params_are_validated_once_per_query(capsys, monkeypatch) -> None:
         (["show", "nothing_like_this"], 2, "nothing_like_this"),
         (["query", "turn_stats", "-r", "/definitely/not/here"], 3, "/definitely/not/here"),
         (["query", "turn_stats", "-r", "/definitely/not/*"], 3, "no folder matches"),
+        # click's own usage errors: one line too, not its box of five
+        (["quer", "turn_stats"], 2, "No such command 'quer'. Did you mean 'query'? (rlsql -h for help)"),
+        (["query", "turn_stats", "--bogus"], 2, "No such option: --bogus"),
+        (["query"], 2, "Missing argument 'NAME'. (rlsql query -h for help)"),
     ],
 )
 def test_bad_input_is_one_line(args, code, needle, capsys, monkeypatch) -> None:

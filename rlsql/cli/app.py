@@ -828,12 +828,26 @@ def command() -> Callable[[], object]:
     return typer.main.get_command(app)
 
 
-def main() -> None:
-    """Console entry point: expected errors become one stderr line and a documented exit code.
+#: click's UsageError (an unknown command or option, a bad value), or that of the copy of click newer typers carry:
+#: typer.BadParameter is one, whichever
+_CLICK_USAGE: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
-    Typer (click) handles its own usage errors (exit 2) in standalone mode; ours arrive here.
-    """
-    run_main(command())
+
+def main() -> None:
+    """Console entry point: expected errors become one stderr line and a documented exit code, a usage error
+    (an unknown command or option, a bad value: click's) as one line too, exit 2."""
+
+    def parsed() -> object:
+        try:
+            return command().main(prog_name="rlsql", standalone_mode=False)  # type: ignore[attr-defined]
+        except _CLICK_USAGE as exc:  # click would draw it in a box of five lines
+            context = getattr(exc, "ctx", None)
+            where = f" ({context.command_path} -h for help)" if context is not None else ""
+            raise UsageError(f"{exc.format_message()}{where}") from exc  # type: ignore[attr-defined]
+        except typer.Abort as exc:
+            raise KeyboardInterrupt from exc
+
+    run_main(parsed)
 
 
 if __name__ == "__main__":

@@ -192,9 +192,11 @@ def run_main(entry: Callable[[], object]) -> None:
         sys.stderr = Stderr(sys.stderr)
     warnings.showwarning = held.show
     warnings.simplefilter("always")
+    code = 0
     try:
         try:
-            entry()
+            returned = entry()  # click, not standalone: the exit code of `typer.Exit(code)`, else None
+            code = returned if isinstance(returned, int) else 0
         finally:
             held.say_all()  # before the error, if any: one line per kind of warning
     except RlsqlError as exc:
@@ -223,4 +225,4 @@ def run_main(entry: Callable[[], object]) -> None:
         # the reader (head, less) went away: not an error of ours
         sys.stderr.close()
         sys.exit(int(ExitCode.OK))
-    sys.exit(int(ExitCode.OK))
+    sys.exit(code)
