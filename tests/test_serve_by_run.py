@@ -82,13 +82,18 @@ def expected_run_table(dirs: list[Path]) -> list[dict]:
     return [row for d in dirs for row in oracle.q_run_table(d.name, d, run_dirs=dirs)]
 
 
+def seen_changed(s, asked) -> None:
+    """The server notices that tiny changed (and only tiny), and the record of what is asked starts afresh."""
+    assert s.refresh() == ["tiny"]
+    asked.clear()
+
+
 def test_one_changed_run_is_the_only_one_computed_again(fleet, asked) -> None:
     s = served(fleet)
     fleet_page(s)
     assert over(asked, "run_table") == [NAMES] and over(asked, "findings") == [NAMES]
     append_step(fleet[NAMES.index("tiny")])
-    assert s.refresh() == ["tiny"]
-    asked.clear()
+    seen_changed(s, asked)
     page = fleet_page(s)
     assert over(asked, "run_table") == [("tiny",)] and over(asked, "findings") == [("tiny",)]
     # the page's rows: the oracle's over every run, and a fresh server's
@@ -111,8 +116,7 @@ def test_a_config_change_that_changes_the_columns_recomputes_every_run(fleet, as
     fleet_page(s)
     config = fleet[NAMES.index("tiny")] / "rl_config.yaml"
     config.write_text(config.read_text() + "\nextra_key: 7\n")
-    assert s.refresh() == ["tiny"]
-    asked.clear()
+    seen_changed(s, asked)
     page = fleet_page(s)
     assert over(asked, "run_table") == [NAMES] and over(asked, "findings") == [("tiny",)]
     assert "extra_key" in page.table.columns
@@ -131,8 +135,7 @@ def test_the_compare_page_computes_the_changed_run_alone(fleet, asked, monkeypat
         warnings.simplefilter("ignore")
         pages.compare_page(s, both, {})
         append_step(fleet[NAMES.index("tiny")])
-        assert s.refresh() == ["tiny"]
-        asked.clear()
+        seen_changed(s, asked)
         pages.compare_page(s, both, {})
     for name in COMPARED:
         assert over(asked, name) == [("tiny",)], name
@@ -195,14 +198,12 @@ def test_kept_and_recomputed_answers_are_those_of_the_changed_files(fleet, asked
         warnings.simplefilter("ignore")
         pages.compare_page(s, both, {})
         append_step(tiny)
-        assert s.refresh() == ["tiny"]
-        asked.clear()
+        seen_changed(s, asked)
         pages.compare_page(s, both, {})
         assert over(asked, "reward_curve") == [("tiny",)] and over(asked, "task_diff") == []
         check()
         append_trial(tiny, "calendar-0002", 0.0)  # one more trial of a shared task, failed: its rate falls
-        assert s.refresh() == ["tiny"]
-        asked.clear()
+        seen_changed(s, asked)
         pages.compare_page(s, both, {})
         assert over(asked, "task_diff") == [tuple(both)] and over(asked, "reward_curve") == []
         check()
@@ -228,15 +229,13 @@ def test_compare_runs_kept_per_run_follows_every_runs_config(fleet, asked) -> No
         warnings.simplefilter("ignore")
         pages.compare_page(s, both, {})
         append_step(tiny)
-        assert s.refresh() == ["tiny"]
-        asked.clear()
+        seen_changed(s, asked)
         pages.compare_page(s, both, {})
         assert over(asked, "compare_runs") == [("tiny",)]
         check()
         config = tiny / "rl_config.yaml"
         config.write_text(config.read_text() + "\nextra_key: 7\n")
-        assert s.refresh() == ["tiny"]
-        asked.clear()
+        seen_changed(s, asked)
         pages.compare_page(s, both, {})
         assert over(asked, "compare_runs") == [tuple(both)]
         rows = check()

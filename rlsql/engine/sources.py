@@ -39,6 +39,17 @@ TRIAL_PHASES = (
 )
 
 
+@dataclass
+class CsvCount:
+    """A CSV a source read: its run and artifact, and the rows read and skipped, as far as counted (a cached copy's
+    record, the pre-read of statements.note_rejected_rows, Spark's CSV frames)."""
+
+    run: str
+    artifact: str
+    rows: int = 0
+    skipped: int = 0
+
+
 @dataclass(frozen=True)
 class CsvFile:
     """One CSV as a source template sees it; `cached` is its fresh Parquet copy, if any (rlsql/engine/copies.py)."""
@@ -95,13 +106,9 @@ class SourceContext:
         self.config_function = config_function if any(r.artifact("config") for r in self.peers) else None
         #: whole-number cells that read as empty: None, 'fail' or 'record' (rlsql/duck/badcells.py)
         self.bad_cells = bad_cells
-        #: the CSVs rendered so far: path -> (run, artifact); and what skipped_rows_src says: the
-        #: files skipped whole (csv_context) and the rows DuckDB rejected per file (statements.note_rejected_rows)
-        self.csv_read: dict[str, tuple[str, str]] = {}
+        #: what skipped_rows_src says: each CSV rendered so far (path -> its counts), and the files skipped whole
+        self.csv_read: dict[str, CsvCount] = {}
         self.files_skipped: list[dict] = []
-        self.rows_rejected: dict[str, int] = {}
-        #: the rows read per CSV, where counted (note_rejected_rows; a cached copy's record)
-        self.rows_read: dict[str, int] = {}
         #: the CSV sources rendered so far, by name: (source, its SQL), read once more by note_rejected_rows
         self.csv_sources: dict[str, tuple[SqlFile, str]] = {}
 
@@ -208,14 +215,14 @@ class SourceContext:
             unparsable = answering.skipped_because(str(artifact.path)) if answering is not None else None
             if unparsable is not None:
                 warnings.warn(f"{unparsable}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
-                self._skipped(run, source, unparsable)
+                self.skipped_whole(run.name, source.artifact or "", str(artifact.path), unparsable)
                 continue
             try:
                 read = csv_header(artifact.path)
             except DataError as exc:
                 # one damaged file must not cost the other runs their answer: skip it, say so
                 warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
-                self._skipped(run, source, str(exc))
+                self.skipped_whole(run.name, source.artifact or "", str(artifact.path), str(exc))
                 continue
             header = read.names
             if read.notice():
@@ -228,24 +235,22 @@ class SourceContext:
             # copied line-bounded when this answer met it (rlsql/engine/answer.py): the copy is read, not a cached one
             bounded = answering.read_instead(str(artifact.path)) if answering is not None else None
             cached = None
+            count = CsvCount(run.name, source.artifact or "")
             if self.copies is None:
                 without_copies(artifact.path)
             elif not bounded and (copy := self.copies.csv_copy(source, artifact.path, header, types)) is not None:
-                cached = copy.parquet
-                # what the copy's build skipped, for skipped_rows_src (a read in place counts it itself)
-                self.rows_read[str(artifact.path)] = copy.rows
-                if copy.skipped:
-                    self.rows_rejected[str(artifact.path)] = copy.skipped
+                # what the copy's build read and skipped (a read in place is counted by its pre-read)
+                cached, count.rows, count.skipped = copy.parquet, copy.rows, copy.skipped
             buffer = None
             if cached is None:
                 try:
                     buffer = csvread.buffer_size([artifact.path])
                 except DataError as exc:
                     warnings.warn(f"{exc}; file skipped, no rows read", RlsqlWarning, stacklevel=2)
-                    self._skipped(run, source, str(exc))
+                    self.skipped_whole(run.name, source.artifact or "", str(artifact.path), str(exc))
                     continue
             files.append(CsvFile(run.name, str(artifact.path), header, types, cached, buffer, bounded or ""))
-            self.csv_read[str(artifact.path)] = (run.name, source.artifact or "")
+            self.csv_read[str(artifact.path)] = count
             for name in header:
                 if name not in seen:
                     seen.add(name)
@@ -269,37 +274,24 @@ class SourceContext:
             "bad_cells": self.bad_cells,
         }
 
-    def _skipped(self, run: Run, source: SqlFile, why: str) -> None:
-        artifact = run.artifact(source.artifact or "")
-        path = str(artifact.path) if artifact is not None else ""
-        # the reason without the path it starts with (the row names the file), its line kept
+    def skipped_whole(self, run: str, artifact: str, path: str, why: str) -> None:
+        """The CSV at `path` is skipped whole, `why` being rlsql's message (`PATH[:LINE]: problem`): skipped_rows_src
+        says so, without the path it names already (its line kept)."""
         if why.startswith(f"{path}:"):
             line, _, rest = why[len(path) + 1 :].partition(": ")
             why = f"line {line}: {rest}" if line.isdigit() and rest else why[len(path) + 1 :].lstrip()
-        self.files_skipped.append(
-            {"run": run.name, "artifact": source.artifact, "path": path, "rows": None, "read": None, "why": why}
-        )
-
-    def unparsable(self, path: str, why: str) -> None:
-        """A CSV this context rendered that DuckDB cannot parse at all (outside an answer, which would read it
-        line-bounded): skipped_rows_src says it is skipped whole."""
-        run, artifact = self.csv_read.get(path, ("", ""))
-        if run:
-            why = why[len(path) + 1 :].lstrip(": ") if why.startswith(path) else why
-            self.files_skipped.append(
-                {"run": run, "artifact": artifact, "path": path, "rows": None, "read": None, "why": why}
-            )
+        skipped = {"run": run, "artifact": artifact, "path": path, "rows": None, "read": None, "why": why}
+        self.files_skipped.append(skipped)
 
     @property
     def skipped_rows(self) -> list[dict]:
-        """skipped_rows_src's rows: the files skipped whole, then each file with rows DuckDB rejected."""
-        rows = list(self.files_skipped)
-        for path, count in sorted(self.rows_rejected.items()):
-            run, artifact = self.csv_read.get(path, ("", ""))
-            if run:  # which lines and why: `rlsql check` (Spark does not say which line)
-                read = self.rows_read.get(path, 0)
-                rows.append({"run": run, "artifact": artifact, "path": path, "rows": count, "read": read, "why": None})
-        return rows
+        """skipped_rows_src's rows: the files skipped whole, then each file with rows skipped (which lines and why:
+        `rlsql check`; Spark does not say which line)."""
+        return self.files_skipped + [
+            {"run": c.run, "artifact": c.artifact, "path": path, "rows": c.skipped, "read": c.rows, "why": None}
+            for path, c in sorted(self.csv_read.items())
+            if c.skipped
+        ]
 
     def reads_harbor(self) -> bool:
         """Whether any run's trials are read from Harbor's trace_jobs (it has them and no trials CSV)."""

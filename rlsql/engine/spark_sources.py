@@ -216,9 +216,9 @@ class SparkSources:
         mapping, offset = [], 0
         for f in files:
             reported, rows, rejected_rows = counts.get(str(Path(f.path)), (None, 0, 0))
-            self.context.rows_read[f.path] = rows - (rejected_rows or 0)
+            count = self.context.csv_read[f.path]
+            count.rows, count.skipped = rows - (rejected_rows or 0), rejected_rows or 0
             if rejected_rows:
-                self.context.rows_rejected[f.path] = rejected_rows
                 warnings.warn(
                     f"{f.path}: skipped {rejected_rows} unreadable row{'s' if rejected_rows > 1 else ''} "
                     f"({SPARK_REJECTED})",

@@ -8,7 +8,7 @@ are created, so a query pays for its own dependencies only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -76,24 +76,40 @@ def is_csv_source(f: SqlFile) -> bool:
 
 def note_rejected_rows(con: duckdb.DuckDBPyConnection, sources: SourceContext) -> None:
     """Before skipped_rows_src is rendered: every cell of each CSV source `sources` rendered that reads a file in
-    place read once on `con`, so that DuckDB's reject tables hold every row it cannot read, in any column (a
-    query reads only the columns it uses, and rejects only the rows whose bad cell is among them): `rlsql
-    check`'s count, per file, into `sources.rows_rejected`. A bad whole-number cell stops this read as it would
-    stop the query (rlsql/duck/badcells.py), and an unparsable CSV fails it the same way. A cached copy holds
-    the count its build recorded."""
+    place read once on `con`, so that DuckDB's reject tables hold every row it cannot read (a statement cannot
+    count what its own scan rejects): the rows read and skipped per file, into `sources.csv_read`, as `rlsql
+    check` counts them. A bad whole-number cell stops this read as it would stop the query
+    (rlsql/duck/badcells.py), and an unparsable CSV fails it the same way. A cached copy keeps the counts of its
+    build (SourceContext.csv_context)."""
     for f, sql in sources.csv_sources.values():
         try:
-            sources.rows_read.update(read_every_cell(con, sql))
+            for path, rows in read_every_cell(con, sql).items():
+                if path in sources.csv_read:
+                    sources.csv_read[path].rows = rows
         except duckdb.Error as exc:
             failure = data_error(exc) or DataError(f"{f.path}: cannot read {f.name}: {one_line(exc)}")
             if answer.current() is not None or not isinstance(failure, UnparsableCsv):
                 raise failure from exc  # an answer reads the file line-bounded or skips it, and asks again
             # a connection or database file whose views read the file as it is (`db build` warns of it)
-            sources.unparsable(failure.path, str(failure))
-    counted: dict[str, int] = {}
-    for path, _, _ in rejected_lines(con):
-        counted[path] = counted.get(path, 0) + 1
-    sources.rows_rejected.update(counted)  # a cached copy's count stays (SourceContext.csv_context)
+            if (count := sources.csv_read.get(failure.path)) is not None:
+                sources.skipped_whole(count.run, count.artifact, failure.path, str(failure))
+    skipped: dict[str, int] = {}
+    for path, _, _ in rejected_lines(con):  # every scan on `con` so far, each line once
+        skipped[path] = skipped.get(path, 0) + 1
+    for path, n in skipped.items():
+        if path in sources.csv_read:
+            sources.csv_read[path].skipped = n
+
+
+def in_creation_order(
+    catalog: Catalog, files: Iterable[SqlFile], con: duckdb.DuckDBPyConnection, sources: SourceContext
+) -> Iterator[SqlFile]:
+    """`files` (in dependency order) as they are made on `con`: skipped_rows_src after the CSV sources, their
+    cells read first (note_rejected_rows)."""
+    for f in skipped_rows_last(catalog, list(files)):
+        if f.name == SKIPPED_ROWS:
+            note_rejected_rows(con, sources)
+        yield f
 
 
 def after_loading(con: duckdb.DuckDBPyConnection, f: SqlFile) -> None:
@@ -140,9 +156,7 @@ def object_statements(
     statements: list[tuple[SqlFile, str]] = []
     last: list[tuple[SqlFile, str]] = []
     scratch = memory_connection()
-    for f in skipped_rows_last(catalog, list(files)):
-        if f.name == SKIPPED_ROWS:
-            note_rejected_rows(scratch, sources)
+    for f in in_creation_order(catalog, files, scratch, sources):
         sql = defining_sql(catalog, sources, f)
         real = [(f, statement) for statement in f.create_statements(sql, as_table=f.name in load)]
         if f.kind != "source" or f.name in load:
@@ -257,9 +271,7 @@ def create_objects(
             waiting.append(f)
     renamed = list(waiting)
     try:
-        for f in skipped_rows_last(catalog, files):
-            if f.name == SKIPPED_ROWS:
-                note_rejected_rows(con, sources)
+        for f in in_creation_order(catalog, files, con, sources):
             sql = defining_sql(catalog, sources, f)
             if f.kind != "source" or f.name in load:
                 for statement in f.create_statements(sql, as_table=f.name in load):
@@ -447,9 +459,7 @@ def queries_connection(
     if trajectory:  # damaged files named once (rlsql/duck/damagedfiles.py)
         sources.damaged_seen = damagedfiles.record_damaged(con)
     ctes: dict[str, str] = {}
-    for f in skipped_rows_last(catalog, closure):
-        if f.name == SKIPPED_ROWS:
-            note_rejected_rows(con, sources)
+    for f in in_creation_order(catalog, closure, con, sources):
         sql = sources.object_sql(catalog, f)
         # the trainer metrics stay in the one statement (IN_STATEMENT): DuckDB then reads only the columns the
         # query uses instead of loading every column of every run's CSV or cache copy first
