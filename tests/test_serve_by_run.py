@@ -11,6 +11,7 @@ import pytest
 
 from rlsql.cache.mirrors import resolve_runs
 from rlsql.core.settings import Settings
+from rlsql.engine import query
 from rlsql.serve import pages, state
 from rlsql.serve.state import Served
 from tests import oracle
@@ -131,12 +132,23 @@ def test_the_compare_page_computes_the_changed_run_alone(fleet, asked, monkeypat
     statement over both runs, nothing kept per run)."""
     s = served(fleet)
     both = ["calendar", "tiny"]
+    connections: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+    real_connection = query.queries_connection
+
+    def connecting(runs, names, *args, **kwargs):
+        connections.append((tuple(r.name for r in runs), tuple(names)))
+        return real_connection(runs, names, *args, **kwargs)
+
+    monkeypatch.setattr(query, "queries_connection", connecting)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pages.compare_page(s, both, {})
         append_step(fleet[NAMES.index("tiny")])
         seen_changed(s, asked)
+        connections.clear()
         pages.compare_page(s, both, {})
+    # one connection over the changed run answers the five (compare_runs with both runs' configs: Served.warm)
+    assert [(runs, sorted(names)) for runs, names in connections] == [(("tiny",), sorted((*COMPARED, "compare_runs")))]
     for name in COMPARED:
         assert over(asked, name) == [("tiny",)], name
     for name in TRIALS_ONLY:

@@ -193,10 +193,12 @@ def run_queries(
     params: dict[str, dict[str, Any]],
     consume: Consume,
     copies: Copies | None = None,
+    peers: Sequence[Run] | None = None,
 ) -> dict:
     """Several named queries over the same `runs` on one connection (statements.queries_connection): query ->
-    what `consume` returns for its statement, `params[query]` its parameters. Any failure fails them all (the
-    caller may ask each alone); what a retry mends is retried for all of them together, as run_query does."""
+    what `consume` returns for its statement, `params[query]` its parameters; `peers`: the runs whose configs
+    and listing it reads (SourceContext.peers). Any failure fails them all (the caller may ask each alone); what
+    a retry mends is retried for all of them together, as run_query does."""
     catalog = load_catalog()
     values = {name: bind_params(name, params.get(name, {})) for name in names}
     for name in names:
@@ -205,7 +207,7 @@ def run_queries(
     answering = Answer(copies)
 
     def answer(bad_cells: BadCells | None) -> dict:
-        con, statements = queries_connection(runs, names, catalog, bad_cells, copies=answering.copies)
+        con, statements = queries_connection(runs, names, catalog, bad_cells, copies=answering.copies, peers=peers)
         results = {}
         name = names[0]
         try:

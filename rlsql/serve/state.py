@@ -355,10 +355,8 @@ class Served:
             shape = tuple(config_columns(name, runs, params))
             with self._lock:
                 self._shapes[(name, stamp, tuple(sorted(params.items())))] = shape
-        shape_key: tuple[Hashable, ...] = tuple(tuple(sorted(c.items())) for c in shape)
+        shape_key = tuple(tuple(sorted(c.items())) for c in shape) + self._peers_key(name, runs)
         peers = runs if name in PEERS else None
-        if peers is not None:
-            shape_key += self._read_stamp(runs, frozenset({"config", "files"}))
         kept = {r.name: a for r in runs if (a := self.memory.get(self._run_key(name, r, kinds, params, shape_key)))}
         missing = [r for r in runs if r.name not in kept]
         if missing:
@@ -381,6 +379,11 @@ class Served:
             return None
         return Answer(columns, rows, False, frozenset(r.name for r in runs), nbytes, total=len(rows))
 
+    def _peers_key(self, name: str, runs: Sequence[Run]) -> tuple[Hashable, ...]:
+        """What else a PEERS query's row of a run is kept under: the configs and listings of every run asked
+        about (`runs`); () for any other query."""
+        return self._read_stamp(runs, frozenset({"config", "files"})) if name in PEERS else ()
+
     def _run_key(
         self, name: str, run: Run, kinds: frozenset[str], params: dict[str, str], shape_key: tuple = ()
     ) -> Hashable:
@@ -396,13 +399,15 @@ class Served:
         params: dict[str, str],
         shape_key: tuple = (),
     ) -> dict[str, Answer] | None:
-        """`fresh`'s rows over `runs` kept run by run; None (nothing kept) when it was cut or has no run column."""
+        """`fresh`'s rows over `runs` kept run by run; None (nothing kept) when it was cut or has no run column.
+        Rows of other runs (the peers a statement read the configs and listings of, Served.warm) are dropped."""
         if fresh.truncated or (fresh.rows and "run" not in fresh.columns):
             return None
         ri = fresh.columns.index("run") if fresh.columns else 0
         mine: dict[str, list[tuple]] = {r.name: [] for r in runs}
         for row in fresh.rows:
-            mine[row[ri]].append(row)
+            if row[ri] in mine:
+                mine[row[ri]].append(row)
         kept = {}
         for r in runs:
             kept[r.name] = Answer(
@@ -415,23 +420,30 @@ class Served:
         """Compute the rows of the PER_RUN queries `names` that are not kept for some of `runs` on one connection
         per set of runs missing (statements.queries_connection), and keep them per run: the page's named() calls
         then find them. Over a few small runs a statement's connection and rendering are most of its cost, so a
-        compare page's per-run queries after one of its runs changed cost about one statement, not four. What
-        cannot be done so (a query refused, run_table's config columns, rows past the bounds, any failure) is
-        left to named(), which computes it alone and says why."""
+        compare page's per-run queries after one of its runs changed cost about one statement, not five. With a
+        PEERS query among them, the connection reads the configs and listings of every run of `runs`
+        (SourceContext.peers), as compare_runs must. A PER_RUN query's row of a run depends on another run's
+        config only through config_diff, which only the PEERS queries and run_table read: the others' rows are
+        the same, and the peers' own rows are dropped. What cannot be done so (a query refused, run_table's
+        config columns, rows past the bounds, any failure) is left to named(), which computes it alone and says
+        why."""
         if len(runs) < 2:
             return
         catalog = load_catalog()
-        wanted: dict[tuple[str, ...], list[tuple[str, frozenset[str], dict[str, str]]]] = {}
+        wanted: dict[tuple[str, ...], list[tuple[str, frozenset[str], dict[str, str], tuple[Hashable, ...]]]] = {}
         for name in names:
-            if not per_run(name) or name in PEERS or catalog.query(name).per_runs:
+            if not per_run(name) or catalog.query(name).per_runs:
                 continue
             given = {k: str(v) for k, v in (params.get(name) or {}).items() if v is not None and str(v) != ""}
             kinds = reads(name)
             if self.memory.get(("named", name, self._read_stamp(runs, kinds), tuple(sorted(given.items())))):
                 continue
-            lacking = tuple(r.name for r in runs if not self.memory.get(self._run_key(name, r, kinds, given)))
+            peers_key = self._peers_key(name, runs)
+            lacking = tuple(
+                r.name for r in runs if not self.memory.get(self._run_key(name, r, kinds, given, peers_key))
+            )
             if lacking:
-                wanted.setdefault(lacking, []).append((name, kinds, given))
+                wanted.setdefault(lacking, []).append((name, kinds, given, peers_key))
         for missing_names, queries in wanted.items():
             if len(queries) < 2:
                 continue  # one query: named() computes it as it would
@@ -447,18 +459,20 @@ class Served:
                     if deadline.expired:
                         return
                     answers = run_queries(
-                        [q for q, _, _ in queries],
+                        [q for q, _, _, _ in queries],
                         missing,
-                        {q: given for q, _, given in queries},
+                        {q: given for q, _, given, _ in queries},
                         fetch,
                         copies=self.copies,
+                        # the peers' configs only where a query needs them (not over the fleet page's 300 runs)
+                        peers=runs if any(q in PEERS for q, _, _, _ in queries) else None,
                     )
             except (RlsqlError, DuckError):
                 continue  # said by named(), which asks each query alone
             for w in said:  # said once: named() finds the rows kept and says nothing
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-            for name, kinds, given in queries:
-                self._keep_per_run(name, answers[name], missing, kinds, given)
+            for name, kinds, given, peers_key in queries:
+                self._keep_per_run(name, answers[name], missing, kinds, given, peers_key)
 
     def select(self, sql: str, runs: Sequence[Run], params: Mapping[str, Any] | None = None) -> Answer:
         """SQL over every view of `runs`: one SELECT (checked), on a connection that cannot read other files,
