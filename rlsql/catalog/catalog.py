@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     import jinja2
 
 _MACRO_NAME = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
+#: what makes a SQL file a template: a body without it renders as itself (Jinja would compile it, ~1-3 ms each)
+_JINJA_MARKUP = re.compile(r"\{[{%#]")
 #: a template whose SQL depends on the runs (rendered per connection: SqlFile.per_runs): run_table lays out a
 #: column per config key, trial_rows fills the durations an older trials CSV lacks from result.json
 _PER_RUNS = re.compile(r"\b(config_columns|json_phases)\b")
@@ -91,6 +93,8 @@ class Catalog:
     def render(self, f: SqlFile, **context: object) -> str:
         """`f`'s SQL; `config_columns` (run_table's config keys) and `json_phases` (trial_rows' durations from
         result.json), per connection, default to none."""
+        if not _JINJA_MARKUP.search(f.body):  # plain SQL (most views and queries): nothing to compile
+            return f.body.strip()
         context = {"config_columns": [], "json_phases": {}, **context}
         template = self._templates.get(f.body)
         if template is None:  # compiled once per catalogue: a source is rendered per connection

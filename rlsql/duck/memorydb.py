@@ -23,8 +23,6 @@ from rlsql.runs import writes
 
 #: a DuckDB connection (or a cursor of one), as the modules above duck/ and engine/ name it
 Connection = duckdb.DuckDBPyConnection
-#: a statement DuckDB has bound, not run (its columns and types)
-Relation = duckdb.DuckDBPyRelation
 #: every error DuckDB raises
 DuckError = duckdb.Error
 #: the error DuckDB raises for input it cannot read (a CSV its parser fails)

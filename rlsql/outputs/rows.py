@@ -39,7 +39,7 @@ from typing import IO, Any
 from rlsql.core.errors import DataError, ReaderGone
 from rlsql.core.sqltext import identifier, literal
 from rlsql.duck.fileio import copy_to
-from rlsql.duck.memorydb import Connection, DuckError, Relation, interrupt, scalar, write_as_produced
+from rlsql.duck.memorydb import Connection, DuckError, interrupt, scalar, write_as_produced
 from rlsql.duck.parsing import statement_types
 from rlsql.engine import answer
 from rlsql.outputs.formats import (
@@ -131,11 +131,11 @@ class Output:
                 return None
             con.register(_ROWS, relation)
             sql = f"SELECT * FROM {_ROWS}"
-        sql, relation = _distinct_names(con, sql)
+        sql, shape = _distinct_names(con, sql)
         if self.fmt in _COPY_OPTIONS:
-            return self._copy(con, sql, relation)
+            return self._copy(con, sql, shape)
         if not self.terminal:  # a file or a pipe: every row, every cell whole
-            written = self._copy_lines(con, sql, relation)
+            written = self._copy_lines(con, sql, shape)
             if written is not None:
                 return written
         return self._render(con, sql)
@@ -156,14 +156,14 @@ class Output:
         with writes.failures_named(self.named), self.staged.open("w", encoding="utf-8", newline="") as fh:
             fh.write(text)
 
-    def _copy(self, con: Connection, sql: str, relation: Relation) -> Written:
+    def _copy(self, con: Connection, sql: str, shape: Shape) -> Written:
         select = ", ".join(
-            _json_cell(c, str(t)) if self.fmt is not OutputFormat.CSV else identifier(c)
-            for c, t in zip(relation.columns, relation.types, strict=True)
+            _json_cell(c, t) if self.fmt is not OutputFormat.CSV else identifier(c)
+            for c, t in zip(shape.columns, shape.types, strict=True)
         )
         return self._copy_select(con, sql, select, _COPY_OPTIONS[self.fmt])
 
-    def _copy_lines(self, con: Connection, sql: str, relation: Relation) -> Written | None:
+    def _copy_lines(self, con: Connection, sql: str, bound: Shape) -> Written | None:
         """A markdown or table file (or pipe) whose lines DuckDB renders and COPY writes: no row passes
         through Python (~13 µs a row there). None when a column's type is one only formats.display renders
         (lists, decimals, intervals, ...): the caller renders the rows in Python.
@@ -172,8 +172,8 @@ class Output:
         read first, on their own (a query that streams stops after them; one that sorts or groups is run
         to that point twice).
         """
-        columns = list(relation.columns)
-        found = [_display_sql(identifier(c), str(t)) for c, t in zip(columns, relation.types, strict=True)]
+        columns = list(bound.columns)
+        found = [_display_sql(identifier(c), t) for c, t in zip(columns, bound.types, strict=True)]
         cells = [c for c in found if c is not None]
         if not columns or len(cells) < len(found):
             return None
@@ -183,12 +183,12 @@ class Output:
             head = _markdown_head(columns, shape)
             parts = [
                 _markdown_sql(c) if t == "VARCHAR" else f"coalesce({c}, '')"
-                for c, t in zip(cells, map(str, relation.types), strict=True)
+                for c, t in zip(cells, bound.types, strict=True)
             ]
             line = "concat('| ', " + ", ' | ', ".join(parts) + ", ' |')"
         else:
             head = to_table(columns, [], None, shape).rstrip("\n")
-            is_text = [str(t) == "VARCHAR" for t in relation.types]
+            is_text = [t == "VARCHAR" for t in bound.types]
             texts = [
                 f"coalesce({_controls_sql(_spaced(c))}, '')" if text else f"coalesce({c}, '')"
                 for c, text in zip(cells, is_text, strict=True)
@@ -397,14 +397,24 @@ def _fileno(stream: Any) -> int | None:
         return None
 
 
-def _distinct_names(con: Connection, sql: str) -> tuple[str, Relation]:
+@dataclass(frozen=True)
+class Shape:
+    """A statement's columns and their DuckDB types (as SQL writes them), bound and never run."""
+
+    columns: list[str]
+    types: list[str]
+
+
+def _distinct_names(con: Connection, sql: str) -> tuple[str, Shape]:
     """`sql` with its columns named apart where two share a name (`SELECT 1 AS a, 2 AS a`): the outputs select
     their columns by name, and a shared name would read the first column twice. The later ones become `a_1`,
     `a_2`, ... (as DuckDB names them apart in a subquery; never a name another column has), renamed by position.
-    Returns the statement and its relation (bound, not run: its columns and types)."""
-    columns = [row[0] for row in con.execute(f"DESCRIBE {sql}").fetchall()]
+    Returns the statement and its shape, from one DESCRIBE: DuckDB binds the statement and runs none of it (it
+    runs at once, to the end, a statement that writes, as one counting bad cells does: rlsql/duck/badcells.py)."""
+    described = con.execute(f"DESCRIBE {sql}").fetchall()
+    columns, types = [row[0] for row in described], [row[1] for row in described]
     if len(set(columns)) == len(columns):
-        return sql, _bound(con, sql)
+        return sql, Shape(columns, types)
     taken = set(columns)
     named: list[str] = []
     for column in columns:
@@ -414,13 +424,7 @@ def _distinct_names(con: Connection, sql: str) -> tuple[str, Relation]:
             name = f"{column}_{n}"
         named.append(name)
     renamed = f"SELECT * FROM ({sql}) AS rows_named({', '.join(identifier(n) for n in named)})"
-    return renamed, _bound(con, renamed)
-
-
-def _bound(con: Connection, sql: str) -> Relation:
-    """The relation of `sql` (columns named apart), bound and never run: DuckDB runs at once, to the end, a statement
-    that writes, and one counting bad cells does (a sequence: rlsql/duck/badcells.py), so it gets no row."""
-    return con.sql(f"SELECT * FROM ({sql}) AS rows_bound LIMIT 0")
+    return renamed, Shape(named, types)
 
 
 def _json_cell(column: str, type_name: str) -> str:
