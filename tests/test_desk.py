@@ -94,6 +94,28 @@ def test_sql_reads_stdin_and_file(tmp_path: Path, capsys, monkeypatch) -> None:
     assert code == 0 and out == f"n\n{want}\n"
 
 
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("SELECT 1 AS a;", "1"),
+        ("SELECT 1 AS a; -- why", "1"),
+        ("SELECT 1 AS a -- why", "1"),
+        ("SELECT 1 AS a\n-- why\n", "1"),
+        ("SELECT 1 AS a /* why */ ;", "1"),
+        ("SELECT ';' AS a", ";"),
+        ("SELECT 'x -- y;' AS a;", "x -- y;"),
+        ("CREATE TEMP TABLE t AS SELECT 2 AS a; SELECT a FROM t; -- the last", "2"),
+    ],
+)
+def test_sql_ending_in_a_semicolon_or_a_comment(text: str, value: str, capsys, monkeypatch) -> None:
+    """The last statement's text is wrapped by the outputs (a subquery): its closing `;` and a `-- comment` after
+    it were a syntax error there. By hand: one column `a`, one row."""
+    code, out, err = run_main(["sql", text, "-r", str(TINY), "-f", "csv"], capsys, monkeypatch)
+    assert (code, err, out) == (0, "", f"a\n{value}\n"), text
+    code, out, err = run_main(["sql", text, "-r", str(TINY), "-f", "json"], capsys, monkeypatch)
+    assert (code, err, json.loads(out)) == (0, "", [{"a": int(value) if value.isdigit() else value}]), text
+
+
 def test_sql_macros_and_typed_variables(capsys, monkeypatch) -> None:
     # -p span reaches reward_curve, typed INTEGER as its header declares; the rows match the oracle's span=2
     sql = "SELECT * FROM reward_curve ORDER BY run, step"

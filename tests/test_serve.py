@@ -285,6 +285,16 @@ def test_time_and_row_limits(live_run) -> None:
         assert "truncated" not in c.get("/api/query/turn_stats").json()
 
 
+def test_sql_ending_in_a_semicolon_and_a_comment_is_cut_and_counted(live_run) -> None:
+    """An answer past the row limit is counted by running its text as a subquery: a closing `;` and a comment
+    after it (a user's habit) once made the count unknown."""
+    served = Served(resolve_runs([str(live_run)]), Settings(serve_row_limit=2))
+    answer = served.select("SELECT trial_name FROM trials ORDER BY row_no; -- every trial", served.pick(None))
+    trials = oracle.read_trials(live_run)
+    assert [r[0] for r in answer.rows] == [t["trial_name"] for t in trials][:2]
+    assert answer.truncated and answer.total == len(trials) > 2
+
+
 def test_a_named_query_is_interrupted_at_the_time_limit(live_run, monkeypatch) -> None:
     """A named query's own connection is handed to the request's deadline (rlsql.duck.memorydb.opened)."""
     served = Served(resolve_runs([str(live_run)]), Settings(serve_time_limit=0.3))

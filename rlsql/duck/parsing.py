@@ -18,3 +18,14 @@ def tokens(statement: str) -> list[tuple[int, str]]:
     """(offset, kind) of each token of `statement`, kind one of identifier, numeric_const, string_const,
     operator, keyword, comment."""
     return [(start, kind.name) for start, kind in duckdb.tokenize(statement)]
+
+
+def inner_statement(statement: str) -> str:
+    """`statement` (one statement's text, as a user wrote it) as the body of a subquery: without the `;` that
+    ends it, and ending in a newline, so that a `-- comment` at its end ends there and not over the `)` that
+    rlsql's outputs put after it (`SELECT 1 AS a; -- why` was a syntax error). The tokens say which `;` ends
+    it: one inside a string or a comment does not."""
+    code = [start for start, kind in tokens(statement) if kind != "comment"]
+    if code and statement[code[-1]] == ";":
+        statement = statement[: code[-1]] + statement[code[-1] + 1 :]
+    return statement.rstrip() + "\n"

@@ -16,6 +16,7 @@ from rlsql.core.errors import QueryError, RlsqlError, UsageError
 from rlsql.core.sqltext import identifier
 from rlsql.duck import badcells
 from rlsql.duck.badcells import BadCells
+from rlsql.duck.parsing import inner_statement
 from rlsql.engine.answer import Answer, said_after
 from rlsql.engine.copies import Copies
 from rlsql.engine.failures import data_error, query_failure
@@ -308,7 +309,7 @@ def run_sql(
                 statements = con.extract_statements(sql)
                 for statement in statements[:-1]:
                     con.execute(statement)
-                last = statements[-1].query if statements else None
+                last = inner_statement(statements[-1].query) if statements else None
                 result = None
                 if bad_cells is not None and bad_cells.naming:
                     if last:

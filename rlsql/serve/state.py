@@ -21,6 +21,7 @@ from rlsql.catalog.sqlfile import SqlFile
 from rlsql.core import settings as rlsql_settings
 from rlsql.core.errors import DataError, QueryError, RlsqlError, UsageError
 from rlsql.duck.memorydb import Connection, DuckError, interrupt
+from rlsql.duck.parsing import inner_statement
 from rlsql.engine.copies import Copies
 from rlsql.engine.query import run_queries, run_query, sql_failure
 from rlsql.engine.sources import SourceContext
@@ -553,9 +554,9 @@ class Served:
     @staticmethod
     def _count(cursor: Any, sql: str, params: Mapping[str, Any] | None) -> int | None:
         """The rows of `sql` counted by DuckDB (the statement run again under count(*), within the same time
-        limit: no row reaches Python); None when it cannot say (the time limit, or a text that does not
-        read as a subquery, such as one ending in a comment after its semicolon)."""
-        counting = f"SELECT count(*) FROM (\n{sql.strip().rstrip(';')}\n)"
+        limit: no row reaches Python); None when it cannot say (the time limit, or a text that does not read as
+        a subquery)."""
+        counting = f"SELECT count(*) FROM (\n{inner_statement(sql)})"
         try:
             found = cursor.execute(counting, dict(params)) if params else cursor.execute(counting)
             return int(found.fetchone()[0])
