@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import warnings
 from pathlib import Path
 
@@ -596,6 +597,22 @@ def test_trial_json_holds_every_step_in_order(capsys, monkeypatch) -> None:
     first = json.loads((RUNS / "harbor" / "trace_jobs" / trial / "agent" / "trajectory.json").read_text())
     assert got["steps"][1]["message"] == first["steps"][1]["message"]
     assert got["steps"][1]["observations"][0]["content"] == first["steps"][1]["observation"]["results"][0]["content"]
+
+
+def test_trial_titles_give_every_step_time_to_the_millisecond(capsys, monkeypatch) -> None:
+    """Harbor writes `07:00:27.250000+00:00` and `07:00:52+00:00` in one file: the titles read 07:00:27.250 and
+    07:00:52.000 (once 07:00:27.250000 and 07:00:52), worked out here from the file's own strings."""
+    trial = "calendar-0001__G7Xfn9r"
+    raw = json.loads((RUNS / "harbor" / "trace_jobs" / trial / "agent" / "trajectory.json").read_text())
+    stamps = [s["timestamp"] for s in raw["steps"]]
+    assert any("." in t for t in stamps) and any("." not in t for t in stamps)  # both kinds, or this shows nothing
+    want = []
+    for t in stamps:
+        day, clock = t.removesuffix("+00:00").split("T")
+        whole, _, fraction = clock.partition(".")
+        want.append(f"{day} {whole}.{(fraction + '000')[:3]} UTC")
+    _, out, _ = _trial([trial, "-r", str(RUNS / "harbor"), "-f", "md"], capsys, monkeypatch)
+    assert re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.\d]* UTC", out)[: len(want)] == want
 
 
 def test_trial_folds_copied_context_and_marks_segments(capsys, monkeypatch) -> None:
