@@ -102,6 +102,7 @@ def test_sql_reads_stdin_and_file(tmp_path: Path, capsys, monkeypatch) -> None:
         ("SELECT 1 AS a -- why", "1"),
         ("SELECT 1 AS a\n-- why\n", "1"),
         ("SELECT 1 AS a /* why */ ;", "1"),
+        ("SELECT 1 AS a;; -- why", "1"),
         ("SELECT ';' AS a", ";"),
         ("SELECT 'x -- y;' AS a;", "x -- y;"),
         ("CREATE TEMP TABLE t AS SELECT 2 AS a; SELECT a FROM t; -- the last", "2"),

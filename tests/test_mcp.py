@@ -278,13 +278,23 @@ def test_large_answers_are_cut_saying_how_many_rows_there_were() -> None:
         assert got["rows"] == all_sql[:7]
         assert (got["row_count"], got["truncated"]) == (len(all_sql), True)
         assert f"{len(all_sql):,} rows; only the first 7" in got["note"]
-        # a text DuckDB cannot count as a subquery (a comment after its semicolon): cut all the same, "more than"
+        # a text ending in its semicolon and a comment (an agent's habit as a person's) is counted all the same
         got = structured(await client.call_tool("sql", {"sql": sql + "; -- every trial"}))
         assert got["rows"] == all_sql[:7]
-        assert (got["row_count"], got["truncated"]) == (None, True)
-        assert got["note"].startswith("more than 7 rows (not counted); only the first 7")
+        assert (got["row_count"], got["truncated"]) == (len(all_sql), True)
 
     session(work, "--max-rows", "7")
+
+
+def test_an_answer_cut_and_not_counted_says_more_than() -> None:
+    """When DuckDB cannot count a cut answer (its count ran past the time limit), the note says "more than"."""
+    from rlsql.serve.mcp_server import _rows
+    from rlsql.serve.memory import Answer
+
+    answer = Answer(["n"], [(i,) for i in range(7)], True, frozenset({"tiny"}), total=None)
+    body = _rows(answer, 7, "add a WHERE")
+    assert (body["row_count"], body["truncated"]) == (None, True)
+    assert body["note"] == "more than 7 rows (not counted); only the first 7 are here. Narrow the question: add a WHERE"
 
 
 def test_a_run_still_training_is_read_again(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ def inner_statement(statement: str) -> str:
     rlsql's outputs put after it (`SELECT 1 AS a; -- why` was a syntax error). The tokens say which `;` ends
     it: one inside a string or a comment does not."""
     code = [start for start, kind in tokens(statement) if kind != "comment"]
-    if code and statement[code[-1]] == ";":
+    while code and statement[code[-1]] == ";":  # `SELECT 1;;` is one statement too
         statement = statement[: code[-1]] + statement[code[-1] + 1 :]
+        code.pop()
     return statement.rstrip() + "\n"
