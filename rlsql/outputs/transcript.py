@@ -354,10 +354,8 @@ def step_title(s: dict) -> str:
         parts.append(f"turn {s['turn']}")
     if s["copied"]:
         parts.append("copied context")
-    if isinstance(s["ts"], dt.datetime):  # to the millisecond in every title: 07:00:27.250 and 07:00:52.000, aligned
+    if s["ts"] is not None:  # a TIMESTAMP, to the millisecond in every title: 07:00:27.250 and 07:00:52.000
         parts.append(s["ts"].isoformat(sep=" ", timespec="milliseconds") + " UTC")
-    elif s["ts"] is not None:
-        parts.append(f"{_plain(s['ts'])} UTC")
     elif s["timestamp"]:
         parts.append(f"time {s['timestamp']!r} (not ISO 8601)")
     tokens = [
