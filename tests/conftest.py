@@ -193,7 +193,7 @@ def rlsql_exe() -> str:
 #: the test files that take longest (wall seconds on their worker in a whole-suite run, bench/RESULTS.md at
 #: 9434c57, session 7), longest first. `pytest -n auto --dist loadfile` (README) hands a worker its next file when
 #: the one it runs has two tests left, in the collection's order, so these start first and no worker begins
-#: a long file while the other is finishing (greedy longest-first). test_spark.py (a minute where pyspark
+#: a long file while the other is finishing (greedy longest-first). test_spark.py (~3 minutes where pyspark
 #: and Java are installed, an instant skip where not) leads. The Spark Connect test (~11 s, most of it its
 #: server's JVM starting) takes its place by length: run last of all, it left the other worker idle for
 #: its whole length at the end (session 6: the workers ended 11 s apart).
