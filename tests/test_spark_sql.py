@@ -12,7 +12,7 @@ import pytest
 import sqlglot
 
 from rlsql.catalog.catalog import load_catalog
-from rlsql.engine.spark_sql import _inline, compile_file
+from rlsql.engine.spark_sql import _hoist_ctes, _inline, compile_file
 
 FIXED = ["trainer/global_step", "global_step", "async/discarded_count"]
 
@@ -58,3 +58,51 @@ def test_the_ema_window_depth_folds_to_a_literal_frame_bound(span: int, depth: i
     statements = compile_file(catalog.files["reward_curve"], catalog, {"span": span})
     text = " ".join(sql for _, sql in statements)
     assert f"ROWS BETWEEN {depth} PRECEDING AND CURRENT ROW" in " ".join(text.split())
+
+
+SHARED = """
+WITH a AS (SELECT 1 AS x UNION ALL SELECT 2),
+    b AS (SELECT x + 1 AS y FROM a),
+    c AS (SELECT y FROM b WHERE y > 2),
+    d AS (SELECT 5 AS z)
+SELECT c.y, b.y AS b_y, d.z FROM c JOIN b ON b.y = c.y CROSS JOIN d ORDER BY 1
+"""
+
+
+def _duck_rows(statements: list[tuple[str, str]]) -> list[tuple]:
+    """The last statement's rows in DuckDB, the ones before it created as views (how Spark gets them)."""
+    con = duckdb.connect()
+    *helpers, (_, main) = statements
+    for view, sql in helpers:
+        con.execute(f"CREATE VIEW {view} AS {sqlglot.transpile(sql, read='spark', write='duckdb')[0]}")
+    return con.execute(sqlglot.transpile(main, read="spark", write="duckdb")[0]).fetchall()
+
+
+def test_a_cte_read_twice_is_hoisted_with_the_ctes_it_reads() -> None:
+    """Spark computes a CTE again at each reference: b (read by c and by the query) becomes a helper view,
+    with a, which b reads (a view sees no CTE); c and d, read once, stay. By hand: a = {1, 2}, b = {2, 3},
+    c = {3}: one row (3, 3, 5)."""
+    helpers, main = _hoist_ctes(sqlglot.parse_one(SHARED, read="duckdb"), "q")
+    assert [view for view, _ in helpers] == ["q__a", "q__b"]
+    assert [cte.alias for cte in main.args["with_"].expressions] == ["c", "d"]
+    assert "q__a" in helpers[1][1]
+    statements = [*helpers, ("q", main.sql(dialect="spark"))]
+    assert _duck_rows(statements) == [(3, 3, 5)]
+    assert _duck_rows([("q", SHARED)]) == [(3, 3, 5)]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # read once each: nothing to gain
+        "WITH a AS (SELECT 1 AS x), b AS (SELECT x FROM a) SELECT * FROM b",
+        # a CTE with a column list cannot be a plain view's body as it stands
+        "WITH a(x) AS (SELECT 1) SELECT * FROM a AS p, a AS q",
+        # the name a is defined again inside: renaming by name would reach the inner one
+        "WITH a AS (SELECT 1 AS x) SELECT * FROM a, (WITH a AS (SELECT 2 AS x) SELECT x FROM a) AS i, a AS j",
+    ],
+)
+def test_ctes_stay_where_hoisting_gains_nothing_or_is_unsafe(sql: str) -> None:
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    helpers, main = _hoist_ctes(tree, "q")
+    assert helpers == [] and main.sql() == sqlglot.parse_one(sql, read="duckdb").sql()

@@ -39,6 +39,7 @@ import json
 import math
 import operator
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -431,7 +432,7 @@ def compile_tree(
     tree = _rewrite_all(tree, f.path)
     tree = _star_replace(tree, columns_of, f.path)
     tree = _unpivot(tree, columns_of, f.path)
-    helpers, tree = _hoist_recursive_inputs(tree, f.name)
+    helpers, tree = _hoist_ctes(tree, f.name)
     return [*helpers, (f.name, tree.sql(dialect=RlsqlSpark, pretty=True))]
 
 
@@ -460,14 +461,41 @@ def _star_replace(tree: exp.Expr, columns_of: Callable[[str], list[str]] | None,
     return tree
 
 
-def _hoist_recursive_inputs(tree: exp.Expr, name: str) -> tuple[list[tuple[str, str]], exp.Expr]:
-    """The plain CTEs of a WITH RECURSIVE as helper views `NAME__CTE`, created (and cached) before it.
+def _hoist_ctes(tree: exp.Expr, name: str) -> tuple[list[tuple[str, str]], exp.Expr]:
+    """Some of the top-level CTEs as helper views `NAME__CTE`, created (and checkpointed) before the object.
 
-    Spark re-evaluates every CTE a recursive CTE reads at each iteration (timing_breakdown: ~40 s on
-    a small run, local mode); as cached views they are computed once.
+    Spark inlines a CTE at each of its references and computes it again there. The CTEs a recursive CTE
+    reads would be computed again at every step of the recursion (timing_breakdown: ~40 s on a small run,
+    local mode): every plain one is hoisted. Elsewhere a CTE read more than once is hoisted (with the CTEs
+    it reads), so it is computed once: `findings` ran ~200 Spark stages per run set, its shared steps
+    computed again for every rule reading them.
     """
     with_ = tree.args.get("with_")
-    if not isinstance(with_, exp.With) or not with_.args.get("recursive"):
+    if not isinstance(with_, exp.With):
+        return [], tree
+    ctes = {cte.alias: cte for cte in with_.expressions}
+    nested = [w for w in tree.find_all(exp.With) if w is not with_]
+    if any(cte.alias in ctes for w in nested for cte in w.expressions):
+        return [], tree  # a name shadowed inside: renaming by name would be wrong, and no query does it
+
+    def reads(node: exp.Expr) -> list[str]:
+        return [t.name for t in node.find_all(exp.Table) if t.name in ctes and not t.args.get("db")]
+
+    def plain(alias: str) -> bool:
+        cte = ctes[alias]
+        return alias not in reads(cte.this) and not cte.args["alias"].args.get("columns")
+
+    if with_.args.get("recursive"):
+        chosen = {alias for alias in ctes if plain(alias)}
+    else:
+        counts = Counter(reads(tree))  # the query's references and the CTEs' own
+        chosen = {alias for alias, n in counts.items() if n > 1}
+        for alias in reversed(list(ctes)):  # a CTE a chosen one reads is chosen too (a view sees no CTE)
+            if alias in chosen:
+                chosen.update(reads(ctes[alias].this))
+        if not all(plain(alias) for alias in chosen):
+            return [], tree
+    if not chosen:
         return [], tree
     hoisted: dict[str, str] = {}
 
@@ -482,8 +510,7 @@ def _hoist_recursive_inputs(tree: exp.Expr, name: str) -> tuple[list[tuple[str, 
     helpers: list[tuple[str, str]] = []
     kept = []
     for cte in with_.expressions:
-        recursive = any(t.name == cte.alias for t in cte.this.find_all(exp.Table))
-        if recursive or cte.args["alias"].args.get("columns"):
+        if cte.alias not in chosen:
             kept.append(cte)
             continue
         body = rename(cte.this.copy())
@@ -517,7 +544,7 @@ def compile_file(
     cache: dict[str, list[tuple[str, str]]] | None = None,
 ) -> list[tuple[str, str]]:
     """Spark SQL for one view or query, parameters as validated typed literals: (view name, SQL) pairs,
-    the helper views a recursive CTE reads first, the file's own object last.
+    the helper views of its hoisted CTEs first (_hoist_ctes), the file's own object last.
 
     `columns_of(sql)` names the columns of a Spark query (a DuckDB UNPIVOT and a `* REPLACE (...)` need
     it); `inputs` identifies the sources' columns for the key of `cache` (a SparkCatalog's compiled
