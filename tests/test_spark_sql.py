@@ -91,6 +91,21 @@ def test_a_cte_read_twice_is_hoisted_with_the_ctes_it_reads() -> None:
     assert _duck_rows([("q", SHARED)]) == [(3, 3, 5)]
 
 
+def test_a_recursive_ctes_inputs_are_hoisted_but_not_what_reads_it() -> None:
+    """Under WITH RECURSIVE every plain CTE becomes a helper view (base), but not one that reads the recursive
+    CTE (s): a view cannot see r. By hand: n = 1, 2, 3, each with k = 10."""
+    sql = """
+    WITH RECURSIVE base AS (SELECT 10 AS k),
+        r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3),
+        s AS (SELECT n FROM r)
+    SELECT s.n, base.k FROM s CROSS JOIN base ORDER BY 1
+    """
+    helpers, main = _hoist_ctes(sqlglot.parse_one(sql, read="duckdb"), "q")
+    assert [view for view, _ in helpers] == ["q__base"]
+    assert [cte.alias for cte in main.args["with_"].expressions] == ["r", "s"]
+    assert _duck_rows([*helpers, ("q", main.sql(dialect="spark"))]) == [(1, 10), (2, 10), (3, 10)]
+
+
 @pytest.mark.parametrize(
     "sql",
     [

@@ -486,20 +486,20 @@ def _hoist_ctes(tree: exp.Expr, name: str) -> tuple[list[tuple[str, str]], exp.E
     def reads(node: exp.Expr) -> list[str]:
         return [t.name for t in node.find_all(exp.Table) if t.name in ctes and not t.args.get("db")]
 
-    def plain(alias: str) -> bool:
-        cte = ctes[alias]
-        return alias not in reads(cte.this) and not cte.args["alias"].args.get("columns")
-
     if with_.args.get("recursive"):
-        chosen = {alias for alias in ctes if plain(alias)}
+        wanted = set(ctes)
     else:
         counts = Counter(reads(tree))  # the query's references and the CTEs' own
-        chosen = {alias for alias, n in counts.items() if n > 1}
-        for alias in reversed(list(ctes)):  # a CTE a chosen one reads is chosen too (a view sees no CTE)
-            if alias in chosen:
-                chosen.update(reads(ctes[alias].this))
-        if not all(plain(alias) for alias in chosen):
-            return [], tree
+        wanted = {alias for alias, n in counts.items() if n > 1}
+        for alias in reversed(list(ctes)):  # a CTE a wanted one reads is wanted too (a view sees no CTE)
+            if alias in wanted:
+                wanted.update(reads(ctes[alias].this))
+    # in order (a CTE reads earlier ones): hoisted only if it is a plain query (not recursive, no column list)
+    # reading hoisted CTEs alone; the others stay in the WITH, read where they were
+    chosen: set[str] = set()
+    for alias, cte in ctes.items():
+        if alias in wanted and not cte.args["alias"].args.get("columns") and set(reads(cte.this)) <= chosen:
+            chosen.add(alias)
     if not chosen:
         return [], tree
     hoisted: dict[str, str] = {}
